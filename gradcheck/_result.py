@@ -1,0 +1,308 @@
+"""Result objects of the gradient checker.
+
+Every check returns a :class:`CheckResult`; the pytest plugin, the command line and the
+HTML report all render these objects (through :meth:`CheckResult.to_dict`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["STATUSES", "CheckResult", "ElementReport", "GradientMismatch", "InputResult"]
+
+#: Every status a check can end with, and what it means.
+STATUSES: dict[str, str] = {
+    "ok": "the analytic gradient matches the numerical one everywhere it was checked",
+    "mismatch": "at least one checked element (or direction) is outside the tolerance",
+    "shape-mismatch": "the backward returned the wrong number of gradients or a wrong shape",
+    "non-finite": "NaN or Inf in the output, a gradient, or a numerical derivative",
+    "nondeterministic": "two calls with the same arguments gave different results",
+    "mutation": "the forward or backward modified its inputs, the cotangent or the cache",
+    "bad-protocol": "the forward or backward did not follow the (y, cache) / grads protocol",
+}
+
+
+class GradientMismatch(AssertionError):
+    """Raised by :func:`gradcheck.assert_vjp` when a check does not pass.
+
+    Subclasses :class:`AssertionError` so that a plain pytest test reports it as a
+    test failure with the readable table of :meth:`CheckResult.report` as its message.
+    """
+
+    def __init__(self, result: CheckResult) -> None:
+        self.result = result
+        super().__init__(result.report())
+
+
+def _plain(value: Any) -> Any:
+    """Convert NumPy scalars and non-finite floats to plain JSON types."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return float(value)
+    if hasattr(value, "item") and callable(value.item):
+        return _plain(value.item())
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+@dataclass
+class ElementReport:
+    """One checked element (or direction) of one input.
+
+    Attributes
+    ----------
+    input : str
+        Name of the input (``"x0"``, ``"x1"``... or a parameter name).
+    index : tuple of int
+        Index of the element; empty for a direction.
+    analytic, numeric : float
+        The backward's value and the finite-difference estimate.
+    error : float
+        ``|analytic - numeric|``.
+    tolerance : float
+        ``atol + rtol * |numeric|`` used for this element.
+    kind : str
+        ``"element"``, ``"direction"`` or ``"kink"``.
+    """
+
+    input: str
+    index: tuple[int, ...]
+    analytic: float
+    numeric: float
+    error: float
+    tolerance: float
+    kind: str = "element"
+
+    @property
+    def failed(self) -> bool:
+        """Whether the element is outside its tolerance (kinks never fail)."""
+        if self.kind == "kink":
+            return False
+        return not (self.error <= self.tolerance)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return {
+            "input": self.input,
+            "index": [int(i) for i in self.index],
+            "analytic": _plain(float(self.analytic)),
+            "numeric": _plain(float(self.numeric)),
+            "error": _plain(float(self.error)),
+            "tolerance": _plain(float(self.tolerance)),
+            "kind": self.kind,
+            "failed": self.failed,
+        }
+
+
+@dataclass
+class InputResult:
+    """Outcome of the check of one input tensor (or one model parameter).
+
+    Attributes
+    ----------
+    name : str
+        ``"x0"``, ``"x1"``... for :func:`check_vjp`, the parameter name for
+        :func:`check_model`.
+    shape : tuple of int
+    dtype : str
+    status : str
+        ``"ok"``, ``"mismatch"``, ``"non-finite"``, ``"constant"`` (no gradient
+        returned and none expected) or ``"skipped"`` (integer input).
+    mode : str
+        ``"full"``, ``"sampled"`` or ``"directional"`` as used for this input.
+    max_abs_error, max_rel_error : float
+        Over the checked elements or directions (kinks excluded).
+    atol, rtol : float
+        The tolerance actually used: ``|a - n| <= atol + rtol * |n|``; ``atol`` is the
+        largest per-element absolute tolerance (derived from the estimated error of the
+        numerical derivative unless the user gave one).
+    checked : int
+        Number of elements (or directions) compared.
+    kinks : int
+        Elements skipped because their stencil straddles a non-differentiable point.
+    worst : list of ElementReport
+        The worst elements, failures first.
+    miss_probability : float or None
+        Directional mode: the probability that a gradient wrong by a relative 1e-4 in
+        a random direction would have passed all directions.
+    hint : str
+        A pattern in the error, if one was recognised.
+    localised : bool
+        Whether elementwise localisation ran after a directional failure.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    status: str = "ok"
+    mode: str = "full"
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    atol: float = 0.0
+    rtol: float = 0.0
+    checked: int = 0
+    kinks: int = 0
+    worst: list[ElementReport] = field(default_factory=list)
+    miss_probability: float | None = None
+    hint: str = ""
+    localised: bool = False
+    gradient_norm: float | None = None
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Whether this input passed (constant and integer inputs pass)."""
+        return self.status in ("ok", "constant", "skipped")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "shape": [int(s) for s in self.shape],
+            "dtype": self.dtype,
+            "status": self.status,
+            "passed": self.passed,
+            "mode": self.mode,
+            "max_abs_error": _plain(float(self.max_abs_error)),
+            "max_rel_error": _plain(float(self.max_rel_error)),
+            "atol": _plain(float(self.atol)),
+            "rtol": _plain(float(self.rtol)),
+            "checked": int(self.checked),
+            "kinks": int(self.kinks),
+            "worst": [w.to_dict() for w in self.worst],
+            "miss_probability": _plain(self.miss_probability),
+            "hint": self.hint,
+            "localised": self.localised,
+            "gradient_norm": _plain(self.gradient_norm),
+            "message": self.message,
+        }
+        return out
+
+
+@dataclass
+class CheckResult:
+    """Outcome of :func:`gradcheck.check_vjp`, :func:`~gradcheck.check_grad` or
+    :func:`~gradcheck.check_model`.
+
+    Attributes
+    ----------
+    passed : bool
+    status : str
+        One of :data:`STATUSES`.
+    message : str
+        One line saying what happened.
+    inputs : list of InputResult
+        One per input tensor or model parameter.
+    method : str
+        ``"central"``, ``"richardson"`` or ``"complex"`` (the method actually used).
+    mode : str
+        ``"full"``, ``"sampled"``, ``"directional"`` or ``"mixed"``.
+    evaluations : int
+        Calls of the forward (or loss) spent on finite differences and checks.
+    backward_calls : int
+    seed : int
+    notes : list of str
+        Things the user should know (complex step rejected, gradient ignored...).
+    name : str
+        A label for reports.
+    """
+
+    passed: bool
+    status: str
+    message: str
+    inputs: list[InputResult]
+    method: str
+    mode: str
+    evaluations: int
+    backward_calls: int
+    seed: int
+    notes: list[str] = field(default_factory=list)
+    name: str = ""
+    kind: str = "vjp"
+
+    @property
+    def kinks(self) -> int:
+        """Kinks skipped over all inputs."""
+        return sum(i.kinks for i in self.inputs)
+
+    @property
+    def hint(self) -> str:
+        """The first hint found on a failing input, if any."""
+        for inp in self.inputs:
+            if inp.hint and not inp.passed:
+                return inp.hint
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types only (safe for ``json.dumps`` and for pytest-xdist)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "passed": bool(self.passed),
+            "status": self.status,
+            "message": self.message,
+            "method": self.method,
+            "mode": self.mode,
+            "evaluations": int(self.evaluations),
+            "backward_calls": int(self.backward_calls),
+            "seed": int(self.seed),
+            "kinks": int(self.kinks),
+            "hint": self.hint,
+            "notes": list(self.notes),
+            "inputs": [i.to_dict() for i in self.inputs],
+        }
+
+    def report(self, *, max_rows: int = 8) -> str:
+        """A short human-readable report: verdict, per-input line, worst elements."""
+        head = "PASSED" if self.passed else "FAILED"
+        lines = [
+            f"gradient check {head} [{self.status}] {self.name}".rstrip(),
+            f"  {self.message}",
+            f"  method={self.method} mode={self.mode} evaluations={self.evaluations} "
+            f"seed={self.seed} (rerun with seed={self.seed} to reproduce)",
+        ]
+        for inp in self.inputs:
+            extra = ""
+            if inp.miss_probability is not None:
+                extra = f" p_miss(1e-4)={inp.miss_probability:.1e}"
+            lines.append(
+                f"  {inp.name} {inp.shape} {inp.dtype}: {inp.status} ({inp.mode}, "
+                f"checked={inp.checked}, kinks={inp.kinks}, max_abs={inp.max_abs_error:.3e}, "
+                f"max_rel={inp.max_rel_error:.3e}, atol={inp.atol:.2e}, rtol={inp.rtol:.1e})"
+                + extra
+            )
+            if inp.message:
+                lines.append(f"    {inp.message}")
+            if inp.hint:
+                lines.append(f"    hint: {inp.hint}")
+        rows = [w for inp in self.inputs if not inp.passed for w in inp.worst][:max_rows]
+        if rows:
+            lines.append(
+                f"  {'input':<10} {'index':<14} {'analytic':>13} {'numeric':>13} "
+                f"{'error':>10} {'tolerance':>10}"
+            )
+            for w in rows:
+                idx = str(tuple(int(i) for i in w.index)) if w.index else "direction"
+                lines.append(
+                    f"  {w.input:<10} {idx:<14} {w.analytic:>13.6g} {w.numeric:>13.6g} "
+                    f"{w.error:>10.3e} {w.tolerance:>10.3e}"
+                    + ("  (kink)" if w.kind == "kink" else "")
+                )
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()

@@ -1,0 +1,337 @@
+"""A catalog of classic backprop bugs, each next to its correct twin.
+
+Each :class:`Case` has a forward, a correct backward, a buggy backward and a way to
+draw inputs from a seeded generator. The test suites check that the checker catches
+every bug and passes every twin; the report shows the same table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import erf
+
+from model.activations import gelu_forward, tanh_backward, tanh_forward
+from model.attention import attention_backward, attention_forward, softmax_forward
+from model.embedding import embedding_backward, embedding_forward
+from model.layernorm import layernorm_backward, layernorm_forward
+from model.linear import linear_backward, linear_forward
+from model.losses import cross_entropy_backward, cross_entropy_forward
+
+__all__ = ["CASES", "Case"]
+
+Arrays = list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bug and its correct twin.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    make : callable
+        ``make(rng, dtype) -> (fwd, good_bwd, bad_bwd, inputs)``.
+    """
+
+    name: str
+    description: str
+    make: Callable[[np.random.Generator, np.dtype[Any]], tuple[Any, Any, Any, Arrays]]
+
+
+def _n(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, scale: float = 1.0) -> Any:
+    return (scale * rng.standard_normal(shape)).astype(dtype)
+
+
+# -- linear --------------------------------------------------------------------------
+def _linear(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    n = 5  # square shapes, where the classic mistakes do not crash
+    x, W, b = _n(rng, (n, n), dtype), _n(rng, (n, n), dtype), _n(rng, (n,), dtype)
+
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        return linear_backward(dy, c)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        dx, dW, db = linear_backward(dy, c)
+        x_, W_ = c
+        if bug == "transposed_dW":
+            dW = (x_.T @ dy).T
+        elif bug == "missing_transpose":
+            dx = dy @ W_
+        elif bug == "bias_axis":
+            db = dy.sum(axis=1)
+        elif bug == "sign_flip_one":
+            dW = dW.copy()
+            dW[1, 2] = -dW[1, 2]
+        elif bug == "column_zeroed":
+            dW = dW.copy()
+            dW[:, 3] = 0
+        return dx, dW, db
+
+    return linear_forward, good, bad, [x, W, b]
+
+
+# -- softmax ---------------------------------------------------------------------------
+def _softmax(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    s = _n(rng, (4, 6), dtype)
+
+    def fwd(s_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = softmax_forward(s_)
+        return p, p
+
+    def good(dp: np.ndarray, p: np.ndarray) -> tuple[np.ndarray]:
+        return (p * (dp - np.sum(dp * p, axis=-1, keepdims=True)),)
+
+    def bad(dp: np.ndarray, p: np.ndarray) -> tuple[np.ndarray]:
+        return (p * dp,)
+
+    return fwd, good, bad, [s]
+
+
+# -- layernorm -------------------------------------------------------------------------
+def _layernorm(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (4, 8), dtype)
+    g = (1 + 0.1 * rng.standard_normal(8)).astype(dtype)
+    b = _n(rng, (8,), dtype, 0.1)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        xhat, rstd, gamma = c
+        _, dg, db = layernorm_backward(dy, c)
+        gg = dy * gamma
+        if bug == "mean":
+            dx = rstd * (gg - xhat * np.mean(gg * xhat, axis=-1, keepdims=True))
+        else:
+            dx = rstd * (gg - gg.mean(axis=-1, keepdims=True))
+        return dx, dg, db
+
+    return layernorm_forward, layernorm_backward, bad, [x, g, b]
+
+
+# -- activations -----------------------------------------------------------------------
+def _gelu_mixed(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (6, 6), dtype, 2.0)
+
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        x_, cdf = c
+        pdf = np.exp(-0.5 * x_ * x_) / math.sqrt(2 * math.pi)
+        return (dy * (cdf + x_ * pdf),)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        # the derivative of the tanh approximation under an exact-GELU forward
+        x_ = c.x
+        k = math.sqrt(2 / math.pi)
+        t = np.tanh(k * (x_ + 0.044715 * x_**3))
+        return (dy * (0.5 * (1 + t) + 0.5 * x_ * (1 - t * t) * k * (1 + 3 * 0.044715 * x_**2)),)
+
+    return gelu_forward, good, bad, [x]
+
+
+def _tanh(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (6, 6), dtype)
+
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        return (tanh_backward(dy, c),)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        if bug == "one_minus_t":
+            return (dy * (1 - c.aux),)
+        return (tanh_backward(dy, c) * (1 + 1e-4),)
+
+    return tanh_forward, good, bad, [x]
+
+
+# -- attention -------------------------------------------------------------------------
+def _attention(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    b, t, c, h = 2, 3, 4, 2
+    x = _n(rng, (b, t, c), dtype)
+    ws = []
+    for _ in range(4):
+        ws += [_n(rng, (c, c), dtype, 0.7), _n(rng, (c,), dtype, 0.1)]
+
+    def fwd(x_: np.ndarray, *w: np.ndarray) -> Any:
+        return attention_forward(x_, *w, n_heads=h, causal=True)
+
+    def good(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+        dx, g = attention_backward(dy, cache)
+        return (dx, g["Wq"], g["bq"], g["Wk"], g["bk"], g["Wv"], g["bv"], g["Wo"], g["bo"])
+
+    def bad(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+        if bug == "query_only":
+            dx, g = attention_backward(dy, cache)
+            # recompute the query branch alone
+            q_c = cache.q_cache
+            dq_only = _query_branch(dy, cache)
+            dx = dq_only @ q_c.W.T
+        else:
+            dx, g = attention_backward(dy, cache._replace(scale=1.0))
+            g = {k: v for k, v in g.items()}
+        return (dx, g["Wq"], g["bq"], g["Wk"], g["bk"], g["Wv"], g["bv"], g["Wo"], g["bo"])
+
+    return fwd, good, bad, [x, *ws]
+
+
+def _query_branch(dy: np.ndarray, cache: Any) -> np.ndarray:
+    """The merged query gradient of ``attention_backward`` (helper of the buggy twin)."""
+    _q, _k, _v, o_c, q, k, v, att, scale = cache
+    hh = q.shape[1]
+    dctx = dy @ o_c.W.T
+    bsz, t, c = dctx.shape
+    dctx_h = dctx.reshape(bsz, t, hh, c // hh).transpose(0, 2, 1, 3)
+    datt = dctx_h @ v.transpose(0, 1, 3, 2)
+    ds = att * (datt - np.sum(datt * att, axis=-1, keepdims=True)) * scale
+    dq = ds @ k
+    return dq.transpose(0, 2, 1, 3).reshape(bsz, t, c)
+
+
+# -- residual ------------------------------------------------------------------------
+def _residual(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    x, W = _n(rng, (4, 5), dtype), _n(rng, (5, 5), dtype, 0.5)
+
+    def fwd(x_: np.ndarray, W_: np.ndarray) -> Any:
+        z = x_ @ W_
+        t = np.tanh(z)
+        return x_ + t, (x_, W_, t)
+
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        x_, W_, t = c
+        dz = dy * (1 - t * t)
+        return dy + dz @ W_.T, x_.T @ dz
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        x_, W_, t = c
+        dz = dy * (1 - t * t)
+        return dz @ W_.T, x_.T @ dz  # the skip branch's dy is dropped
+
+    return fwd, good, bad, [x, W]
+
+
+# -- embedding -------------------------------------------------------------------------
+def _embedding(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    v, t, c = 5, 6, 3
+    tokens = rng.integers(0, v, (2, t))
+    tokens[0, :2] = 1  # repeated ids guaranteed
+    E, P = _n(rng, (v, c), dtype), _n(rng, (t, c), dtype)
+
+    def fwd(E_: np.ndarray, P_: np.ndarray) -> Any:
+        return embedding_forward(tokens, E_, P_)
+
+    def good(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+        return embedding_backward(dy, cache)
+
+    def bad(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+        dE, dP = embedding_backward(dy, cache)
+        dE = np.zeros_like(dE)
+        dE[cache.tokens.reshape(-1)] = dy.reshape(-1, dy.shape[-1])  # assigns, last wins
+        return dE, dP
+
+    return fwd, good, bad, [E, P]
+
+
+# -- dropout ---------------------------------------------------------------------------
+def _dropout(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (6, 6), dtype)
+    keep = 0.8
+    mask = (rng.random((6, 6)) < keep).astype(dtype)
+
+    def fwd(x_: np.ndarray) -> Any:
+        return x_ * mask / keep, mask
+
+    def good(dy: np.ndarray, m: np.ndarray) -> tuple[np.ndarray]:
+        return (dy * m / keep,)
+
+    def bad(dy: np.ndarray, m: np.ndarray) -> tuple[np.ndarray]:
+        return (dy * m,)
+
+    return fwd, good, bad, [x]
+
+
+# -- clipping inside the backward ------------------------------------------------------
+def _clipped(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (6, 6), dtype)
+
+    def fwd(x_: np.ndarray) -> Any:
+        return 3.0 * np.sinh(x_), x_
+
+    def good(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
+        return (dy * 3.0 * np.cosh(x_),)
+
+    def bad(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
+        return (np.clip(dy * 3.0 * np.cosh(x_), -1.0, 1.0),)
+
+    return fwd, good, bad, [x]
+
+
+# -- cross-entropy ---------------------------------------------------------------------
+def _cross_entropy(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    logits = _n(rng, (2, 3, 5), dtype)
+    targets = rng.integers(0, 5, (2, 3))
+
+    def fwd(z: np.ndarray) -> Any:
+        loss, cache = cross_entropy_forward(z, targets)
+        return np.asarray(loss), cache
+
+    def good(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        return (cross_entropy_backward(float(dl), c),)
+
+    def bad(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        return (cross_entropy_backward(float(dl), c) * targets.size,)
+
+    return fwd, good, bad, [logits]
+
+
+def _erf_scaled(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    """A smooth layer whose gradient is wrong by a relative 1e-6 (float64 target)."""
+    x = _n(rng, (6, 6), dtype)
+
+    def fwd(x_: np.ndarray) -> Any:
+        return erf(x_), x_
+
+    def good(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
+        return (dy * 2 / math.sqrt(math.pi) * np.exp(-x_ * x_),)
+
+    def bad(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
+        return (good(dy, x_)[0] * (1 + 1e-6),)
+
+    return fwd, good, bad, [x]
+
+
+CASES: list[Case] = [
+    Case("linear_transposed_dW", "linear: weight gradient transposed (square W)",
+         lambda r, d: _linear(r, d, "transposed_dW")),
+    Case("linear_missing_transpose", "linear: dx = dy W instead of dy W^T",
+         lambda r, d: _linear(r, d, "missing_transpose")),
+    Case("linear_bias_axis", "linear: bias gradient summed over the wrong axis",
+         lambda r, d: _linear(r, d, "bias_axis")),
+    Case("softmax_missing_sum", "softmax backward without the sum(dp * p) term", _softmax),
+    Case("layernorm_missing_mean", "LayerNorm backward without the mean term",
+         lambda r, d: _layernorm(r, d, "mean")),
+    Case("layernorm_missing_var", "LayerNorm backward without the variance term",
+         lambda r, d: _layernorm(r, d, "var")),
+    Case("gelu_tanh_under_exact", "tanh-approximation GELU backward under an exact GELU",
+         _gelu_mixed),
+    Case("tanh_one_minus_t", "tanh derivative written 1 - t", lambda r, d: _tanh(r, d, "one_minus_t")),
+    Case("attention_query_only", "attention input gradient from the query branch only",
+         lambda r, d: _attention(r, d, "query_only")),
+    Case("attention_missing_scale", "attention backward without the 1/sqrt(d) scale",
+         lambda r, d: _attention(r, d, "scale")),
+    Case("residual_dropped_skip", "residual block whose skip gradient is dropped", _residual),
+    Case("embedding_assign", "embedding backward assigns instead of accumulating repeats",
+         _embedding),
+    Case("dropout_no_rescale", "dropout backward without the 1/keep rescale", _dropout),
+    Case("clipped_in_backward", "gradient clipped inside the backward", _clipped),
+    Case("cross_entropy_no_mean", "cross-entropy gradient without 1/N", _cross_entropy),
+    Case("sign_flip_one_element", "one element of dW with a flipped sign",
+         lambda r, d: _linear(r, d, "sign_flip_one")),
+    Case("column_zeroed", "one column of dW zeroed", lambda r, d: _linear(r, d, "column_zeroed")),
+    Case("scaled_1e-4", "the whole gradient scaled by 1 + 1e-4", lambda r, d: _tanh(r, d, "scale")),
+]
+
+#: Cases only float64 is expected to catch (a relative 1e-6).
+CASES_FLOAT64_ONLY: list[Case] = [
+    Case("scaled_1e-6", "the whole gradient scaled by 1 + 1e-6", _erf_scaled),
+]

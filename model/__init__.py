@@ -1,0 +1,6 @@
+"""model: a compact NumPy transformer with a hand-written backward for every part."""
+
+from .config import ACTIVATION_NAMES, LOSS_NAMES, Config
+from .transformer import ModelCache, Transformer
+
+__all__ = ["ACTIVATION_NAMES", "LOSS_NAMES", "Config", "ModelCache", "Transformer"]

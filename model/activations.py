@@ -1,0 +1,104 @@
+"""Elementwise activations: ReLU, GELU (exact, erf), GELU (tanh approximation), tanh.
+
+Every ``*_forward(x)`` returns ``(y, cache)`` and every ``*_backward(dy, cache)``
+returns ``dx``; shapes are those of ``x``, any shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import erf
+
+__all__ = [
+    "ACTIVATIONS",
+    "ActivationCache",
+    "gelu_backward",
+    "gelu_forward",
+    "gelu_tanh_backward",
+    "gelu_tanh_forward",
+    "relu_backward",
+    "relu_forward",
+    "tanh_backward",
+    "tanh_forward",
+]
+
+_SQRT_2 = math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+class ActivationCache(NamedTuple):
+    x: np.ndarray  # the input (pre-activation)
+    aux: np.ndarray | None  # ReLU: None; GELU: Phi(x); GELU-tanh: tanh(u); tanh: y
+
+
+def relu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
+    """``y = max(x, 0)``."""
+    return np.maximum(x, 0), ActivationCache(x, None)
+
+
+def relu_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
+    """``dx = dy * [x > 0]`` (the subgradient 0 is used at ``x == 0``)."""
+    return dy * (cache.x > 0)
+
+
+def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
+    """Exact GELU ``y = x * Phi(x)`` with ``Phi(x) = (1 + erf(x / sqrt 2)) / 2``."""
+    cdf = erf(x / _SQRT_2)
+    cdf += 1
+    cdf *= 0.5
+    return x * cdf, ActivationCache(x, cdf)
+
+
+def gelu_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
+    """``dx = dy * (Phi(x) + x * phi(x))`` with ``phi`` the standard normal density."""
+    x, cdf = cache
+    assert cdf is not None
+    pdf = np.exp(-0.5 * x * x)
+    pdf *= _INV_SQRT_2PI
+    pdf *= x
+    pdf += cdf
+    return dy * pdf
+
+
+def gelu_tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
+    """GELU, tanh approximation: ``y = x/2 * (1 + tanh(c (x + 0.044715 x^3)))``."""
+    t = np.tanh(_TANH_C * (x + 0.044715 * x**3))
+    return 0.5 * x * (1 + t), ActivationCache(x, t)
+
+
+def gelu_tanh_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
+    """Derivative of the tanh approximation (not of the exact GELU)."""
+    x, t = cache
+    assert t is not None
+    du = _TANH_C * (1 + 3 * 0.044715 * x * x)
+    return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du)
+
+
+def tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
+    """``y = tanh(x)``."""
+    y = np.tanh(x)
+    return y, ActivationCache(x, y)
+
+
+def tanh_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
+    """``dx = dy * (1 - y^2)``."""
+    y = cache.aux
+    assert y is not None
+    return dy * (1 - y * y)
+
+
+Forward = Callable[[np.ndarray], tuple[np.ndarray, ActivationCache]]
+Backward = Callable[[np.ndarray, ActivationCache], np.ndarray]
+
+#: name -> (forward, backward)
+ACTIVATIONS: dict[str, tuple[Forward, Backward]] = {
+    "relu": (relu_forward, relu_backward),
+    "gelu": (gelu_forward, gelu_backward),
+    "gelu_tanh": (gelu_tanh_forward, gelu_tanh_backward),
+    "tanh": (tanh_forward, tanh_backward),
+}
