@@ -1,0 +1,203 @@
+"""pytest plugin: a ``gradcheck`` fixture and marker, and a report of every check.
+
+Registered through the ``pytest11`` entry point. Options (group ``gradcheck``):
+
+``--gradcheck-report PATH``  write an HTML report of every gradient check in the run
+``--gradcheck-json PATH``    write the same as JSON
+``--gradcheck-update-golden`` rewrite golden gradient files (see ``golden`` fixture)
+
+Every call of :func:`gradcheck.check_vjp`, :func:`~gradcheck.assert_vjp`,
+:func:`~gradcheck.check_grad` and :func:`~gradcheck.check_model` made while a test runs
+is recorded with the test's node id. Under pytest-xdist the workers send their records
+to the controller as plain types and the controller alone writes the report.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ._result import CheckResult
+
+_RECORDS = pytest.StashKey[list[dict[str, Any]]]()
+_CURRENT = pytest.StashKey[dict[str, str]]()
+_LISTENER = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gradcheck", "gradient checks of hand-written backward passes")
+    group.addoption(
+        "--gradcheck-report",
+        metavar="PATH",
+        default=None,
+        help="write an HTML report of every gradient check made during the run",
+    )
+    group.addoption(
+        "--gradcheck-json",
+        metavar="PATH",
+        default=None,
+        help="write a JSON file of every gradient check made during the run",
+    )
+    group.addoption(
+        "--gradcheck-update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite the golden files of the 'golden' fixture instead of comparing",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "gradcheck(**options): default options for the gradcheck fixture in this test "
+        "(for example seed=, mode=, rtol=)",
+    )
+    records: list[dict[str, Any]] = []
+    current = {"nodeid": ""}
+    config.stash[_RECORDS] = records
+    config.stash[_CURRENT] = current
+
+    from . import _core
+
+    def listener(res: CheckResult) -> None:
+        rec = res.to_dict()
+        rec["test"] = current["nodeid"]
+        records.append(rec)
+
+    _core._listeners.append(listener)
+    config.stash[_LISTENER] = listener
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import _core
+
+    listener = config.stash.get(_LISTENER, None)
+    if listener is not None and listener in _core._listeners:
+        _core._listeners.remove(listener)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    current = item.config.stash[_CURRENT]
+    current["nodeid"] = item.nodeid
+    try:
+        return (yield)
+    finally:
+        current["nodeid"] = ""
+
+
+class GradcheckFixture:
+    """What the ``gradcheck`` fixture returns: the checker with this test's defaults.
+
+    Options given by ``@pytest.mark.gradcheck(...)`` apply to every call; keyword
+    arguments of a call override them. Every result is recorded for the report.
+    """
+
+    def __init__(self, options: dict[str, Any], nodeid: str) -> None:
+        self.options = options
+        self.nodeid = nodeid
+
+    def _opts(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        merged = dict(self.options)
+        merged.update(kwargs)
+        merged.setdefault("name", self.nodeid)
+        return merged
+
+    def check_vjp(self, fwd: Any, bwd: Any, inputs: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.check_vjp` with the test's defaults."""
+        from ._core import check_vjp
+
+        return check_vjp(fwd, bwd, inputs, **self._opts(kwargs))
+
+    def assert_vjp(self, fwd: Any, bwd: Any, inputs: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.assert_vjp` with the test's defaults."""
+        from ._core import assert_vjp
+
+        return assert_vjp(fwd, bwd, inputs, **self._opts(kwargs))
+
+    def check_grad(self, f: Any, grad: Any, x: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.check_grad` with the test's defaults."""
+        from ._core import check_grad
+
+        return check_grad(f, grad, x, **self._opts(kwargs))
+
+    def check_model(self, model: Any, *batch: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.check_model` with the test's defaults."""
+        from ._model_check import check_model
+
+        opts = self._opts(kwargs)
+        opts.pop("budget", None)
+        return check_model(model, *batch, **opts)
+
+
+@pytest.fixture
+def gradcheck(request: pytest.FixtureRequest) -> GradcheckFixture:
+    """The gradient checker with the options of ``@pytest.mark.gradcheck(...)``."""
+    marker = request.node.get_closest_marker("gradcheck")
+    options = dict(marker.kwargs) if marker is not None else {}
+    return GradcheckFixture(options, request.node.nodeid)
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    records = config.stash.get(_RECORDS, [])
+    if _is_worker(config):
+        config.workeroutput["gradcheck_records"] = records  # type: ignore[attr-defined]
+        return
+    _write_outputs(config, records)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: collect a worker's records (plain types)."""
+    out = getattr(node, "workeroutput", {}) or {}
+    node.config.stash[_RECORDS].extend(out.get("gradcheck_records", []))
+
+
+def _write_outputs(config: pytest.Config, records: list[dict[str, Any]]) -> None:
+    html_path = config.getoption("--gradcheck-report")
+    json_path = config.getoption("--gradcheck-json")
+    if not (html_path or json_path):
+        return
+    from .report import build_plugin_report, write_html, write_json
+
+    data = build_plugin_report(records)
+    if json_path:
+        write_json(Path(json_path), data)
+    if html_path:
+        write_html(Path(html_path), data)
+
+
+def summary_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Counts for the terminal summary line."""
+    return {
+        "ran": len(records),
+        "passed": sum(1 for r in records if r.get("passed")),
+        "failed": sum(1 for r in records if not r.get("passed")),
+        "kinks": sum(int(r.get("kinks", 0)) for r in records),
+    }
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if _is_worker(config):
+        return
+    records = config.stash.get(_RECORDS, [])
+    if not records:
+        return
+    c = summary_counts(records)
+    terminalreporter.write_line(
+        f"gradcheck: {c['ran']} gradient checks ran, {c['passed']} passed, "
+        f"{c['failed']} failed, {c['kinks']} kinks skipped"
+    )
+    for opt in ("--gradcheck-report", "--gradcheck-json"):
+        path = config.getoption(opt)
+        if path:
+            terminalreporter.write_line(f"gradcheck: wrote {os.fspath(path)}")

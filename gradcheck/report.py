@@ -1,0 +1,341 @@
+"""Self-contained HTML and JSON verification reports.
+
+The HTML is rendered by Jinja2 with autoescaping on; charts are inline SVG made here
+from numbers only (labels are escaped); the data travels as JSON inside a
+``<script type="application/json">`` block with ``<`` escaped, so nothing a user named
+can break out of it. Files are written atomically: a temporary file in the same folder,
+then ``os.replace``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess  # noqa: S404 - only to ask git for the commit, fixed arguments
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup, escape
+
+__all__ = [
+    "bar_chart_svg",
+    "build_plugin_report",
+    "environment",
+    "line_chart_svg",
+    "render_html",
+    "write_html",
+    "write_json",
+]
+
+
+# -- writing ---------------------------------------------------------------------------
+def _write_atomic(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+def _clean(o: Any) -> Any:
+    """Replace non-finite floats by strings so the JSON is standard."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return "nan" if math.isnan(o) else ("inf" if o > 0 else "-inf")
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def to_json(data: dict[str, Any]) -> str:
+    """Standard JSON (no NaN literals), sorted keys, indented."""
+    return json.dumps(_clean(data), indent=1, sort_keys=True, default=_json_default,
+                      allow_nan=False)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON atomically."""
+    _write_atomic(path, to_json(data) + "\n")
+
+
+def write_html(path: Path, data: dict[str, Any]) -> None:
+    """Render ``data`` and write the HTML atomically."""
+    _write_atomic(path, render_html(data))
+
+
+# -- environment -----------------------------------------------------------------------
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(  # noqa: S603
+            ["git", "rev-parse", "HEAD"],  # noqa: S607
+            capture_output=True, text=True, timeout=5, check=False,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def _blas() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+
+        info = [f"{d.get('internal_api')} {d.get('version')}" for d in threadpool_info()
+                if d.get("user_api") == "blas"]
+        if info:
+            return ", ".join(info)
+    except Exception:  # noqa: S110 - threadpoolctl is optional
+        pass
+    import numpy as np
+
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:
+        return "unknown"
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment() -> dict[str, str]:
+    """Versions and machine facts for the report."""
+    import numpy as np
+    import scipy
+
+    from . import __version__
+
+    return {
+        "gradcheck": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": _blas(),
+        "scipy": scipy.__version__,
+        "platform": platform.platform(),
+        "cpu": _cpu(),
+        "cores": str(os.cpu_count()),
+        "git_commit": _git_commit(),
+    }
+
+
+# -- charts ----------------------------------------------------------------------------
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def line_chart_svg(
+    series: dict[str, Sequence[float]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    width: int = 560,
+    height: int = 260,
+) -> Markup:
+    """An inline SVG line chart of one or more series against their index."""
+    pad_l, pad_r, pad_t, pad_b = 56, 16, 28, 40
+    vals = [float(v) for s in series.values() for v in s if math.isfinite(float(v))]
+    n = max((len(s) for s in series.values()), default=0)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+        f'<title>{escape(title)}</title>',
+        f'<text x="{width / 2}" y="16" text-anchor="middle" class="ct">{escape(title)}</text>',
+    ]
+    if not vals or n < 2:
+        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">no data</text>')
+        parts.append("</svg>")
+        return Markup("".join(parts))  # noqa: S704 - built from escaped parts
+    lo, hi = min(vals), max(vals)
+    if hi == lo:
+        hi = lo + 1.0
+    w, h = width - pad_l - pad_r, height - pad_t - pad_b
+
+    def px(i: int) -> float:
+        return pad_l + w * i / (n - 1)
+
+    def py(v: float) -> float:
+        return pad_t + h * (1 - (v - lo) / (hi - lo))
+
+    parts.append(
+        f'<line x1="{pad_l}" y1="{pad_t + h}" x2="{pad_l + w}" y2="{pad_t + h}" class="ax"/>'
+        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + h}" class="ax"/>'
+    )
+    for frac in (0.0, 0.5, 1.0):
+        v = lo + frac * (hi - lo)
+        parts.append(
+            f'<text x="{pad_l - 4}" y="{py(v) + 4:.1f}" text-anchor="end" class="tk">'
+            f"{_fmt(v)}</text>"
+        )
+    parts.append(
+        f'<text x="{pad_l}" y="{height - 8}" class="tk">0</text>'
+        f'<text x="{pad_l + w}" y="{height - 8}" text-anchor="end" class="tk">{n - 1}</text>'
+        f'<text x="{pad_l + w / 2}" y="{height - 8}" text-anchor="middle" class="tk">'
+        f"{escape(xlabel)}</text>"
+        f'<text x="12" y="{pad_t + h / 2}" transform="rotate(-90 12 {pad_t + h / 2})" '
+        f'text-anchor="middle" class="tk">{escape(ylabel)}</text>'
+    )
+    colours = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#57606a")
+    for k, (label, s) in enumerate(series.items()):
+        pts = " ".join(
+            f"{px(i):.1f},{py(float(v)):.1f}" for i, v in enumerate(s) if math.isfinite(float(v))
+        )
+        colour = colours[k % len(colours)]
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{pts}"/>')
+        parts.append(
+            f'<text x="{pad_l + 8}" y="{pad_t + 14 + 14 * k}" fill="{colour}" class="tk">'
+            f"{escape(label)}</text>"
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))  # noqa: S704 - built from escaped parts
+
+
+def bar_chart_svg(
+    rows: Sequence[tuple[str, float, float]],
+    *,
+    title: str,
+    log: bool = True,
+    width: int = 560,
+    bar: int = 18,
+) -> Markup:
+    """Horizontal bars of ``value`` against a ``limit`` tick, one row per label.
+
+    ``log`` uses a log10 axis (for errors against tolerances); otherwise the axis is
+    linear from 0 (for ratios against budgets).
+    """
+    label_w, pad = 210, 8
+    height = 30 + len(rows) * (bar + 6) + 20
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{width / 2}" y="16" text-anchor="middle" class="ct">{escape(title)}</text>',
+    ]
+    vals = [v for _, a, b in rows for v in (a, b) if math.isfinite(v) and (v > 0 or not log)]
+    if not vals:
+        parts.append("</svg>")
+        return Markup("".join(parts))  # noqa: S704
+    if log:
+        lo = math.floor(math.log10(min(vals))) - 0.5
+        hi = math.ceil(math.log10(max(vals))) + 0.2
+
+        def tx(v: float) -> float:
+            v = max(v, 10**lo)
+            return (math.log10(v) - lo) / (hi - lo)
+    else:
+        top = max(vals) * 1.15
+
+        def tx(v: float) -> float:
+            return max(v, 0.0) / top
+
+    span = width - label_w - pad * 2
+    for k, (label, value, limit) in enumerate(rows):
+        y = 30 + k * (bar + 6)
+        ok = value <= limit
+        colour = "#1a7f37" if ok else "#d1242f"
+        x0 = label_w + pad
+        bw = span * tx(value) if math.isfinite(value) else span
+        lx = x0 + span * tx(limit)
+        parts.append(
+            f'<text x="{label_w}" y="{y + bar - 5}" text-anchor="end" class="tk">'
+            f"{escape(label)}</text>"
+            f'<rect x="{x0}" y="{y}" width="{bw:.1f}" height="{bar}" fill="{colour}" '
+            f'opacity="0.75"><title>{escape(label)}: {_fmt(value)} (limit {_fmt(limit)})'
+            f"</title></rect>"
+            f'<line x1="{lx:.1f}" y1="{y - 2}" x2="{lx:.1f}" y2="{y + bar + 2}" '
+            f'stroke="#24292f" stroke-width="2"/>'
+        )
+    parts.append(
+        f'<text x="{label_w + pad}" y="{height - 4}" class="tk">bar: figure; black tick: '
+        f'{"tolerance" if log else "budget"}{" (log scale)" if log else ""}</text>'
+    )
+    parts.append("</svg>")
+    return Markup("".join(parts))  # noqa: S704
+
+
+# -- data ------------------------------------------------------------------------------
+def build_plugin_report(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report of a pytest run: every recorded check, grouped by test."""
+    passed = sum(1 for r in records if r.get("passed"))
+    return {
+        "title": "gradcheck: gradient checks of a pytest run",
+        "verdict": "pass" if passed == len(records) else "fail",
+        "summary": {
+            "checks": len(records),
+            "passed": passed,
+            "failed": len(records) - passed,
+            "kinks": sum(int(r.get("kinks", 0)) for r in records),
+        },
+        "criteria": [],
+        "checks": records,
+        "sections": [],
+        "environment": environment(),
+    }
+
+
+def _error_rows(checks: list[dict[str, Any]], limit: int = 40) -> list[tuple[str, float, float]]:
+    rows: list[tuple[str, float, float]] = []
+    for c in checks:
+        for inp in c.get("inputs", []):
+            err, atol = inp.get("max_abs_error"), inp.get("atol")
+            if not isinstance(err, (int, float)) or not isinstance(atol, (int, float)):
+                continue
+            if inp.get("checked", 0) == 0:
+                continue
+            label = f"{c.get('name') or c.get('test', '')}:{inp.get('name')}"
+            rows.append((label[-40:], float(err), float(atol)))
+    rows.sort(key=lambda r: -(r[1] / r[2]) if r[2] > 0 else 0)
+    return rows[:limit]
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The self-contained HTML page for ``data``."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("gradcheck", "templates"),
+        autoescape=select_autoescape(["html"], default_for_string=True, default=True),
+    )
+    env.filters["g"] = lambda v: (
+        f"{v:.3g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+    )
+    charts = dict(data.get("charts_svg", {}))
+    err_rows = _error_rows(data.get("checks", []))
+    if err_rows:
+        charts.setdefault(
+            "errors",
+            bar_chart_svg(err_rows, title="max abs error against its tolerance (worst 40)"),
+        )
+    payload = to_json({k: v for k, v in data.items() if k != "charts_svg"})
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    template = env.get_template("report.html")
+    return template.render(d=data, charts=charts, payload=Markup(payload))  # noqa: S704
