@@ -1,6 +1,14 @@
 """model: a compact NumPy transformer with a hand-written backward for every part."""
 
 from .config import ACTIVATION_NAMES, LOSS_NAMES, Config
+from .perf import tune_allocator
 from .transformer import ModelCache, Transformer
 
-__all__ = ["ACTIVATION_NAMES", "LOSS_NAMES", "Config", "ModelCache", "Transformer"]
+__all__ = [
+    "ACTIVATION_NAMES",
+    "LOSS_NAMES",
+    "Config",
+    "ModelCache",
+    "Transformer",
+    "tune_allocator",
+]
