@@ -33,17 +33,17 @@ _TANH_C = math.sqrt(2.0 / math.pi)
 
 class ActivationCache(NamedTuple):
     x: np.ndarray  # the input (pre-activation)
-    aux: np.ndarray | None  # ReLU: None; GELU: Phi(x); GELU-tanh: tanh(u); tanh: y
+    aux: np.ndarray  # ReLU: x > 0; GELU: Phi(x); GELU-tanh: tanh(u); tanh: y
 
 
 def relu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
     """``y = max(x, 0)``."""
-    return np.maximum(x, 0), ActivationCache(x, None)
+    return np.maximum(x, 0), ActivationCache(x, x > 0)
 
 
 def relu_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
     """``dx = dy * [x > 0]`` (the subgradient 0 is used at ``x == 0``)."""
-    return dy * (cache.x > 0)
+    return dy * cache.aux
 
 
 def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
@@ -57,7 +57,6 @@ def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
 def gelu_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
     """``dx = dy * (Phi(x) + x * phi(x))`` with ``phi`` the standard normal density."""
     x, cdf = cache
-    assert cdf is not None
     pdf = np.exp(-0.5 * x * x)
     pdf *= _INV_SQRT_2PI
     pdf *= x
@@ -74,7 +73,6 @@ def gelu_tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
 def gelu_tanh_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
     """Derivative of the tanh approximation (not of the exact GELU)."""
     x, t = cache
-    assert t is not None
     du = _TANH_C * (1 + 3 * 0.044715 * x * x)
     return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du)
 
@@ -88,7 +86,6 @@ def tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
 def tanh_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
     """``dx = dy * (1 - y^2)``."""
     y = cache.aux
-    assert y is not None
     return dy * (1 - y * y)
 
 

@@ -163,6 +163,12 @@ class Transformer:
             return x, None
         return x, ModelCache(emb_c, inputs, blocks, ln_c, head_c, dict(p))
 
+    def _forward_train(self, tokens: np.ndarray) -> tuple[np.ndarray, ModelCache]:
+        out, cache = self._forward(tokens, keep=True)
+        if cache is None:  # pragma: no cover - keep=True always builds one
+            raise RuntimeError("internal error: no cache built")
+        return out, cache
+
     def forward(self, tokens: Any) -> np.ndarray:
         """Inference forward; keeps no cache.
 
@@ -180,9 +186,7 @@ class Transformer:
 
     def forward_train(self, tokens: Any) -> tuple[np.ndarray, ModelCache]:
         """Training forward: the output and the cache :meth:`backward` needs."""
-        out, cache = self._forward(self._check_tokens(tokens), keep=True)
-        assert cache is not None
-        return out, cache
+        return self._forward_train(self._check_tokens(tokens))
 
     def backward(self, dout: Any, cache: ModelCache) -> dict[str, np.ndarray]:
         """Gradients of every parameter given the gradient of the output.
@@ -253,8 +257,7 @@ class Transformer:
         """
         t = self._check_tokens(tokens)
         y = self._check_targets(targets, t)
-        out, cache = self._forward(t, keep=True)
-        assert cache is not None
+        out, cache = self._forward_train(t)
         loss, lc = self._loss_fwd(out, y)
         if self.cfg.loss == "cross_entropy":
             dout = cross_entropy_backward(1.0, lc)

@@ -1,0 +1,342 @@
+"""Performance budgets of the reference model, measured as ratios in one run.
+
+Every timing budget measures A and B interleaved (A B A B ...) after a warm-up and
+takes the median of the per-pair ratios A/B. The noise is the standard error of that
+median, ``1.2533 * 1.4826 * MAD / sqrt(pairs)``; a budget *fails* only when
+``median - 3 * se > threshold`` (broken beyond the noise measured in the same run).
+Memory is peak traced allocations from :mod:`tracemalloc` (what NumPy and Python
+allocate through the tracked allocators; not RSS, not BLAS scratch buffers).
+
+Thresholds live in ``budgets.toml`` next to this module.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+import tomllib
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "PLAN",
+    "SMALL",
+    "BudgetResult",
+    "load_budgets",
+    "measure_all",
+    "ratio_interleaved",
+]
+
+#: The plan's configuration: 3 layers, d_model 128, 8 heads, d_ff 512; batch 8 x 64.
+PLAN: dict[str, Any] = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512, n_layers=3,
+                            max_len=64)
+SMALL: dict[str, Any] = dict(vocab_size=32, d_model=32, n_heads=4, d_ff=64, n_layers=2,
+                             max_len=32)
+REFERENCE_TOKENS_PER_S = 1700.0
+
+
+def load_budgets() -> dict[str, dict[str, Any]]:
+    """The budgets table: name -> {criterion, title, threshold}."""
+    text = resources.files("gradcheck").joinpath("budgets.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+@dataclass
+class BudgetResult:
+    """One budget's figure against its threshold."""
+
+    name: str
+    criterion: int
+    title: str
+    config: str
+    dtype: str
+    figure: float
+    threshold: float
+    noise: float
+    passed: bool
+    pairs: int = 0
+    kind: str = "ratio"
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def margin(self) -> float:
+        """How far below the threshold the figure is (negative: over budget)."""
+        return self.threshold - self.figure
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["margin"] = self.margin
+        return d
+
+
+def ratio_interleaved(
+    a: Callable[[], Any], b: Callable[[], Any], *, pairs: int, warmup: int = 2
+) -> tuple[float, float, list[float]]:
+    """Median of per-pair time ratios a/b, its standard error, and the ratios."""
+    for _ in range(warmup):
+        a()
+        b()
+    ratios = []
+    for _ in range(pairs):
+        t0 = time.perf_counter()
+        a()
+        t1 = time.perf_counter()
+        b()
+        t2 = time.perf_counter()
+        ratios.append((t1 - t0) / max(t2 - t1, 1e-12))
+    med = statistics.median(ratios)
+    mad = statistics.median(abs(r - med) for r in ratios)
+    se = 1.2533 * 1.4826 * mad / math.sqrt(len(ratios))
+    return med, se, ratios
+
+
+def _gate(median: float, se: float, threshold: float) -> bool:
+    return not (median - 3.0 * se > threshold)
+
+
+def _peak(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """Peak traced bytes above the baseline while ``fn`` runs (its result kept)."""
+    gc.collect()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    out = fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    return peak, out
+
+
+def _setup(cfg_kw: dict[str, Any], dtype: str, batch: int = 8, seed: int = 0) -> Any:
+    from model import Config, Transformer
+
+    cfg = Config(**cfg_kw, dtype=dtype, seed=seed)
+    m = Transformer(cfg)
+    rng = np.random.default_rng(seed)
+    tok = rng.integers(0, cfg.vocab_size, (batch, cfg.max_len))
+    tgt = rng.integers(0, cfg.vocab_size, (batch, cfg.max_len))
+    return m, tok, tgt
+
+
+def measure_time_budgets(
+    cfg_kw: dict[str, Any], label: str, dtype: str, *, pairs: int, table: dict[str, Any]
+) -> list[BudgetResult]:
+    """Criteria 5 and 6 on one configuration and dtype."""
+    m, tok, _ = _setup(cfg_kw, dtype)
+    out, cache = m.forward_train(tok)
+    dout = np.random.default_rng(1).standard_normal(out.shape).astype(out.dtype)
+    res = []
+    med, se, _ = ratio_interleaved(lambda: m.forward_train(tok), lambda: m.forward(tok),
+                                   pairs=pairs)
+    t = table["forward_overhead"]
+    res.append(BudgetResult("forward_overhead", t["criterion"], t["title"], label, dtype, med,
+                            t["threshold"], se, _gate(med, se, t["threshold"]), pairs))
+    med, se, _ = ratio_interleaved(lambda: m.backward(dout, cache), lambda: m.forward(tok),
+                                   pairs=pairs)
+    t = table["backward_cost"]
+    res.append(BudgetResult("backward_cost", t["criterion"], t["title"], label, dtype, med,
+                            t["threshold"], se, _gate(med, se, t["threshold"]), pairs))
+    return res
+
+
+def measure_memory_budgets(
+    cfg_kw: dict[str, Any], label: str, dtype: str, *, table: dict[str, Any]
+) -> list[BudgetResult]:
+    """Criterion 7: per layer, and the whole model (cached and recompute)."""
+    from model import Config, Transformer
+    from model.attention import attention_forward
+    from model.block import block_forward
+    from model.feedforward import feedforward_forward
+
+    m, tok, _ = _setup(cfg_kw, dtype)
+    cfg = m.cfg
+    x = np.random.default_rng(2).standard_normal((tok.shape[0], tok.shape[1], cfg.d_model))
+    x = x.astype(m.dtype)
+    p = m._block_params(m.params, 0)
+    layers: dict[str, Callable[[], Any]] = {
+        "memory_ffn": lambda: feedforward_forward(
+            x, p["ffn.W1"], p["ffn.b1"], p["ffn.W2"], p["ffn.b2"], activation=cfg.activation),
+        "memory_attention": lambda: attention_forward(
+            x, p["attn.Wq"], p["attn.bq"], p["attn.Wk"], p["attn.bk"], p["attn.Wv"],
+            p["attn.bv"], p["attn.Wo"], p["attn.bo"], n_heads=cfg.n_heads, causal=cfg.causal),
+        "memory_block": lambda: block_forward(
+            x, p, n_heads=cfg.n_heads, causal=cfg.causal, activation=cfg.activation,
+            norm=cfg.norm),
+    }
+    out: list[BudgetResult] = []
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        for name, fn in layers.items():
+            # training: output and cache are kept; inference: only the output is kept
+            train_peak, kept = _peak(fn)
+            del kept
+            infer_peak, kept = _peak(lambda fn=fn: fn()[0])
+            del kept
+            t = table[name]
+            ratio = train_peak / max(infer_peak, 1)
+            out.append(BudgetResult(name, t["criterion"], t["title"], label, dtype, ratio,
+                                    t["threshold"], 0.0, ratio <= t["threshold"], kind="memory",
+                                    details={"train_bytes": train_peak,
+                                             "inference_bytes": infer_peak}))
+        for recompute in (False, True):
+            mm = Transformer(Config(**cfg_kw, dtype=dtype, recompute=recompute))
+            train_peak, kept = _peak(lambda mm=mm: mm.forward_train(tok))
+            del kept
+            infer_peak, kept = _peak(lambda mm=mm: mm.forward(tok))
+            del kept
+            ratio = train_peak / max(infer_peak, 1)
+            if recompute:
+                t = table["memory_model_recompute"]
+                out.append(BudgetResult("memory_model_recompute", t["criterion"], t["title"],
+                                        label, dtype, ratio, t["threshold"], 0.0,
+                                        ratio <= t["threshold"], kind="memory",
+                                        details={"train_bytes": train_peak,
+                                                 "inference_bytes": infer_peak}))
+            else:
+                out.append(BudgetResult("memory_model_cached", 7,
+                                        "peak traced memory, whole model cached (reported only)",
+                                        label, dtype, ratio, math.inf, 0.0, True, kind="figure",
+                                        details={"train_bytes": train_peak,
+                                                 "inference_bytes": infer_peak}))
+    finally:
+        if started:
+            tracemalloc.stop()
+    return out
+
+
+def measure_scaling(
+    cfg_kw: dict[str, Any], label: str, dtype: str, *, pairs: int, table: dict[str, Any]
+) -> list[BudgetResult]:
+    """Criterion 8: time per token of a training step at batch 32 over batch 4."""
+    m32, tok32, tgt32 = _setup(cfg_kw, dtype, batch=32)
+    tok4, tgt4 = tok32[:4].copy(), tgt32[:4].copy()
+    med, se, _ = ratio_interleaved(
+        lambda: m32.loss_and_grads(tok32, tgt32),
+        lambda: m32.loss_and_grads(tok4, tgt4),
+        pairs=pairs,
+    )
+    per_token = med * 4 / 32
+    se_tok = se * 4 / 32
+    t = table["linear_scaling"]
+    return [BudgetResult("linear_scaling", t["criterion"], t["title"], label, dtype, per_token,
+                         t["threshold"], se_tok, _gate(per_token, se_tok, t["threshold"]),
+                         pairs)]
+
+
+def measure_throughput(cfg_kw: dict[str, Any], label: str, dtype: str, *, steps: int) -> BudgetResult:
+    """Tokens per second of a training step (figure only, no gate)."""
+    m, tok, tgt = _setup(cfg_kw, dtype)
+    m.loss_and_grads(tok, tgt)
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        m.loss_and_grads(tok, tgt)
+        times.append(time.perf_counter() - t0)
+    tps = tok.size / statistics.median(times)
+    return BudgetResult("throughput", 0, "training-step throughput, tokens/s", label, dtype, tps,
+                        math.inf, 0.0, True, kind="figure",
+                        details={"vs_reference_1700": tps / REFERENCE_TOKENS_PER_S,
+                                 "median_step_s": statistics.median(times)})
+
+
+def measure_checker_cost(
+    cfg_kw: dict[str, Any], label: str, dtype: str, *, table: dict[str, Any]
+) -> BudgetResult:
+    """Directional check of the whole model over one training step."""
+    from ._model_check import check_model
+
+    m, tok, tgt = _setup(cfg_kw, dtype)
+    for _ in range(2):
+        m.loss_and_grads(tok, tgt)
+    steps = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        m.loss_and_grads(tok, tgt)
+        steps.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    res = check_model(m, tok, tgt, mode="directional", seed=0)
+    t_check = time.perf_counter() - t0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        m.loss_and_grads(tok, tgt)
+        steps.append(time.perf_counter() - t0)
+    med_step = statistics.median(steps)
+    ratio = t_check / med_step
+    mad = statistics.median(abs(s - med_step) for s in steps)
+    se = ratio * (1.2533 * 1.4826 * mad / math.sqrt(len(steps))) / med_step
+    t = table["checker_cost"]
+    thr = float(t.get(f"threshold_{dtype}", t["threshold"]))
+    return BudgetResult("checker_cost", t["criterion"], t["title"], label, dtype, ratio,
+                        thr, se, _gate(ratio, se, thr) and res.passed,
+                        kind="ratio",
+                        details={"check_passed": res.passed, "evaluations": res.evaluations,
+                                 "check_seconds": t_check, "step_seconds": med_step})
+
+
+def measure_leaks(
+    cfg_kw: dict[str, Any], label: str, dtype: str, *, steps: int, table: dict[str, Any]
+) -> BudgetResult:
+    """Criterion 9: traced memory after ``steps`` training steps vs after ``steps // 10``."""
+    from model.optim import Adam
+
+    m, tok, tgt = _setup(cfg_kw, dtype, batch=4)
+    opt = Adam(1e-3)
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        early = 0
+        for i in range(1, steps + 1):
+            _, grads = m.loss_and_grads(tok, tgt)
+            opt.step(m.params, grads)
+            del grads
+            if i == steps // 10:
+                gc.collect()
+                early = tracemalloc.get_traced_memory()[0]
+        gc.collect()
+        late = tracemalloc.get_traced_memory()[0]
+    finally:
+        if started:
+            tracemalloc.stop()
+    ratio = late / max(early, 1)
+    t = table["no_leaks"]
+    return BudgetResult("no_leaks", t["criterion"], t["title"], label, dtype, ratio,
+                        t["threshold"], 0.0, ratio <= t["threshold"], kind="memory",
+                        details={"bytes_after_early": early, "bytes_after_all": late,
+                                 "steps": steps})
+
+
+def measure_all(*, quick: bool = False, progress: Callable[[str], None] | None = None
+                ) -> list[BudgetResult]:
+    """Every budget on the plan's and the small configuration, float64 and float32."""
+    from model import tune_allocator
+
+    tune_allocator()
+    table = load_budgets()
+    say = progress or (lambda _s: None)
+    pairs = 7 if quick else 15
+    out: list[BudgetResult] = []
+    dtypes = ("float32",) if quick else ("float64", "float32")
+    for dtype in dtypes:
+        for label, kw in (("plan", PLAN), ("small", SMALL)):
+            say(f"budgets: time ratios, {label} config, {dtype}")
+            out += measure_time_budgets(kw, label, dtype, pairs=pairs, table=table)
+            say(f"budgets: memory, {label} config, {dtype}")
+            out += measure_memory_budgets(kw, label, dtype, table=table)
+        say(f"budgets: linear scaling, {dtype}")
+        out += measure_scaling(PLAN, "plan", dtype, pairs=max(5, pairs // 2), table=table)
+        say(f"budgets: throughput, {dtype}")
+        out.append(measure_throughput(PLAN, "plan", dtype, steps=5 if quick else 10))
+        if not quick:
+            say(f"budgets: checker cost, {dtype}")
+            out.append(measure_checker_cost(PLAN, "plan", dtype, table=table))
+        say(f"budgets: leaks, {dtype}")
+        out.append(measure_leaks(SMALL, "small", dtype, steps=300 if quick else 1000,
+                                 table=table))
+    return out

@@ -1,0 +1,120 @@
+"""Performance budgets (plan criteria 5-9 and the checker's cost), as ratios in one run.
+
+Run on their own: ``pytest -m budget``. pytest-benchmark records absolute times
+(``--benchmark-json``) for history; the gate is the ratio, never an absolute time.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from gradcheck import budgets as bud
+from gradcheck.verify import layer_checks
+
+pytestmark = pytest.mark.budget
+
+
+@pytest.fixture(scope="module")
+def results():
+    # Correctness before speed: the layers must pass their gradient checks first.
+    failed = [r.name for r in layer_checks(0, lambda _s: None) if not r.passed]
+    assert not failed, f"gradient checks failed, budgets not measured: {failed}"
+    return bud.measure_all(quick=False)
+
+
+BUDGET_NAMES = [k for k in bud.load_budgets()]
+
+
+@pytest.mark.parametrize("name", BUDGET_NAMES)
+def test_budget(results, name):
+    rows = [r for r in results if r.name == name]
+    assert rows, f"budget {name} was not measured"
+    for r in rows:
+        assert r.passed, (
+            f"{r.title} [{r.config}, {r.dtype}]: {r.figure:.4f} > threshold {r.threshold} "
+            f"beyond noise (se {r.noise:.4f}, {r.pairs} pairs); details {r.details}; seed 0"
+        )
+
+
+def test_budgets_cover_both_dtypes_and_configs(results):
+    seen = {(r.name, r.config, r.dtype) for r in results}
+    for dtype in ("float64", "float32"):
+        assert ("forward_overhead", "plan", dtype) in seen
+        assert ("forward_overhead", "small", dtype) in seen
+        assert ("throughput", "plan", dtype) in seen
+
+
+def test_throughput_is_reported(results):
+    tput = {r.dtype: r for r in results if r.name == "throughput"}
+    assert set(tput) == {"float64", "float32"}
+    for r in tput.values():
+        assert r.figure > 0 and r.details["vs_reference_1700"] > 0
+
+
+def test_every_threshold_names_its_criterion():
+    for name, t in bud.load_budgets().items():
+        assert isinstance(t["criterion"], int) and t["threshold"] > 0, name
+
+
+# -- the gates can fail ------------------------------------------------------------------
+def test_time_gate_fails_on_a_slow_side():
+    def fast():
+        time.sleep(0.002)
+
+    def slow():
+        time.sleep(0.004)
+
+    med, se, _ = bud.ratio_interleaved(slow, fast, pairs=7, warmup=1)
+    assert med > 1.5
+    assert not bud._gate(med, se, 1.10)
+    med2, se2, _ = bud.ratio_interleaved(fast, fast, pairs=7, warmup=1)
+    assert bud._gate(med2, se2, 1.5)
+
+
+def test_memory_gate_sees_a_cache_that_copies():
+    x = np.ones((256, 256))
+
+    def lean():
+        return x * 2.0, x
+
+    def hoarding():
+        return x * 2.0, (x.copy(), x.copy(), x.copy())
+
+    tracemalloc.start()
+    try:
+        lean_peak, kept = bud._peak(lean)
+        del kept
+        hoard_peak, kept = bud._peak(hoarding)
+        del kept
+    finally:
+        tracemalloc.stop()
+    assert hoard_peak / lean_peak > 2.0
+
+
+def test_leak_gate_sees_a_growing_list():
+    hoard = []
+    tracemalloc.start()
+    try:
+        for i in range(1, 201):
+            hoard.append(np.ones(256))
+            if i == 20:
+                early = tracemalloc.get_traced_memory()[0]
+        late = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert late / early > 1.01
+
+
+# -- absolute times for history (pytest-benchmark) ------------------------------------------
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_benchmark_training_step(benchmark, dtype):
+    from model import tune_allocator
+
+    tune_allocator()
+    m, tok, tgt = bud._setup(bud.PLAN, dtype)
+    loss, _ = benchmark(m.loss_and_grads, tok, tgt)
+    assert np.isfinite(loss)
