@@ -136,7 +136,11 @@ class InputResult:
         The worst elements, failures first.
     miss_probability : float or None
         Directional mode: the probability that a gradient wrong by a relative 1e-4 in
-        a random direction would have passed all directions.
+        a random direction would have passed all directions. Sampled mode: the
+        probability that a single wrong element was not among the samples.
+    detectable_rel_error : float or None
+        Directional mode: the relative error (in a random direction) that the
+        directions catch with probability 0.99.
     hint : str
         A pattern in the error, if one was recognised.
     localised : bool
@@ -156,6 +160,7 @@ class InputResult:
     kinks: int = 0
     worst: list[ElementReport] = field(default_factory=list)
     miss_probability: float | None = None
+    detectable_rel_error: float | None = None
     hint: str = ""
     localised: bool = False
     gradient_norm: float | None = None
@@ -183,6 +188,7 @@ class InputResult:
             "kinks": int(self.kinks),
             "worst": [w.to_dict() for w in self.worst],
             "miss_probability": _plain(self.miss_probability),
+            "detectable_rel_error": _plain(self.detectable_rel_error),
             "hint": self.hint,
             "localised": self.localised,
             "gradient_norm": _plain(self.gradient_norm),
@@ -277,6 +283,8 @@ class CheckResult:
             extra = ""
             if inp.miss_probability is not None:
                 extra = f" p_miss(1e-4)={inp.miss_probability:.1e}"
+            if inp.detectable_rel_error is not None:
+                extra += f" catches_rel>={inp.detectable_rel_error:.1e}"
             lines.append(
                 f"  {inp.name} {inp.shape} {inp.dtype}: {inp.status} ({inp.mode}, "
                 f"checked={inp.checked}, kinks={inp.kinks}, max_abs={inp.max_abs_error:.3e}, "

@@ -102,13 +102,14 @@ class SGD:
         """Update ``params`` in place, or raise :class:`NonFiniteError` and change nothing."""
         _check_grads(params, grads)
         new, new_u = {}, {}
-        for name, p in params.items():
-            u = grads[name]
-            if self.momentum:
-                u = self.momentum * self.u.get(name, np.zeros_like(p)) + u
-            decay = 1.0 - self.lr * self.weight_decay
-            new[name] = p * p.dtype.type(decay) - p.dtype.type(self.lr) * u
-            new_u[name] = u
+        with np.errstate(over="ignore", invalid="ignore"):  # checked in _commit
+            for name, p in params.items():
+                u = grads[name]
+                if self.momentum:
+                    u = self.momentum * self.u.get(name, np.zeros_like(p)) + u
+                decay = 1.0 - self.lr * self.weight_decay
+                new[name] = p * p.dtype.type(decay) - p.dtype.type(self.lr) * u
+                new_u[name] = u
         _commit(params, new)
         if self.momentum:
             self.u = new_u
@@ -145,14 +146,15 @@ class Adam:
         t = self.t + 1
         c1, c2 = 1.0 - b1**t, 1.0 - b2**t
         new, new_m, new_v = {}, {}, {}
-        for name, p in params.items():
-            g = grads[name]
-            m = self.m.get(name, np.zeros_like(p))
-            v = self.v.get(name, np.zeros_like(p))
-            m = b1 * m + (1 - b1) * g
-            v = b2 * v + (1 - b2) * (g * g)
-            upd = (m / c1) / (np.sqrt(v / c2) + self.eps)
-            new[name] = p - self.lr * upd - (self.lr * self.weight_decay) * p
-            new_m[name], new_v[name] = m, v
+        with np.errstate(over="ignore", invalid="ignore"):  # checked in _commit
+            for name, p in params.items():
+                g = grads[name]
+                m = self.m.get(name, np.zeros_like(p))
+                v = self.v.get(name, np.zeros_like(p))
+                m = b1 * m + (1 - b1) * g
+                v = b2 * v + (1 - b2) * (g * g)
+                upd = (m / c1) / (np.sqrt(v / c2) + self.eps)
+                new[name] = p - self.lr * upd - (self.lr * self.weight_decay) * p
+                new_m[name], new_v[name] = m, v
         _commit(params, new)
         self.m, self.v, self.t = new_m, new_v, t
