@@ -24,6 +24,7 @@ one-sided derivatives, so a wrong gradient at a kink is still caught.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -465,11 +466,11 @@ class _InputChecker:
         arr = self.r.arrays[self.i]
         flat = arr.reshape(-1)
         bad = 0
-        for j in idx:
-            j = int(j)
+        for jj in idx:
+            j = int(jj)
             mag = abs(float(flat[j]))
             out = self.r.compare(
-                self.i, lambda h, j=j: self.r.element(self.i, j, h), mag, self.method
+                self.i, functools.partial(self.r.element, self.i, j), mag, self.method
             )
             index = tuple(int(k) for k in np.unravel_index(j, arr.shape)) if arr.ndim else ()
             ok = self._record(index, out, "element")
@@ -694,7 +695,9 @@ def _overall(
     if not bad:
         n = sum(r.checked for r in results)
         k = sum(r.kinks for r in results)
-        return "ok", f"{n} element(s)/direction(s) checked, {k} kink(s) skipped, all within tolerance"
+        return "ok", (
+            f"{n} element(s)/direction(s) checked, {k} kink(s) skipped, all within tolerance"
+        )
     names = ", ".join(f"{r.name} ({r.status})" for r in bad)
     return "mismatch", f"gradient mismatch in {names}"
 
@@ -712,7 +715,7 @@ def _complex_ok(
     ctype = np.complex128 if arr.dtype == np.float64 else np.complex64
     h = 1e-20 if arr.dtype == np.float64 else 1e-10
     args: list[Any] = list(xs)
-    args[i] = arr.astype(ctype) + 1j * h * v.astype(ctype)
+    args[i] = arr.astype(ctype) + np.multiply(v, 1j * h).astype(ctype)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
@@ -1035,8 +1038,8 @@ def _complex_checks(
             idx = np.zeros(0, dtype=np.intp)
         work = arr.astype(ctype)
         flat = work.reshape(-1)
-        for j in idx:
-            j = int(j)
+        for jj in idx:
+            j = int(jj)
             flat[j] = arr.reshape(-1)[j] + 1j * h
             args[i] = work
             try:

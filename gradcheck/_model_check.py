@@ -8,10 +8,10 @@ import numpy as np
 
 from ._core import (
     F64,
-    _overall,
-    _record_for_plugin,
     _generator,
     _method_label,
+    _overall,
+    _record_for_plugin,
     _Runner,
     _validate_options,
     run_checks,
@@ -166,9 +166,11 @@ def check_model(
         for n in names:
             np.copyto(table[n], saved[n])
     no_flow = []
-    for res, g, n in zip(results, grads, names, strict=True):
-        if not res.passed and (n in missing or not np.any(g)):
-            res.hint = "no gradient flows to this parameter (zero or missing), numerically it is not"
+    for r_in, g, n in zip(results, grads, names, strict=True):
+        if not r_in.passed and (n in missing or not np.any(g)):
+            r_in.hint = (
+                "no gradient flows to this parameter (zero or missing), numerically it is not"
+            )
             no_flow.append(n)
     if no_flow:
         notes.append("gradient flow audit failed for: " + ", ".join(no_flow))

@@ -12,6 +12,7 @@ Thresholds live in ``budgets.toml`` next to this module.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import statistics
@@ -111,6 +112,11 @@ def _peak(fn: Callable[[], Any]) -> tuple[int, Any]:
     return peak, out
 
 
+def _output_only(fn: Callable[[], Any]) -> Any:
+    """Run a layer forward and keep only its output (the inference side)."""
+    return fn()[0]
+
+
 def _setup(cfg_kw: dict[str, Any], dtype: str, batch: int = 8, seed: int = 0) -> Any:
     from model import Config, Transformer
 
@@ -176,7 +182,7 @@ def measure_memory_budgets(
             # training: output and cache are kept; inference: only the output is kept
             train_peak, kept = _peak(fn)
             del kept
-            infer_peak, kept = _peak(lambda fn=fn: fn()[0])
+            infer_peak, kept = _peak(functools.partial(_output_only, fn))
             del kept
             t = table[name]
             ratio = train_peak / max(infer_peak, 1)
@@ -186,9 +192,9 @@ def measure_memory_budgets(
                                              "inference_bytes": infer_peak}))
         for recompute in (False, True):
             mm = Transformer(Config(**cfg_kw, dtype=dtype, recompute=recompute))
-            train_peak, kept = _peak(lambda mm=mm: mm.forward_train(tok))
+            train_peak, kept = _peak(functools.partial(mm.forward_train, tok))
             del kept
-            infer_peak, kept = _peak(lambda mm=mm: mm.forward(tok))
+            infer_peak, kept = _peak(functools.partial(mm.forward, tok))
             del kept
             ratio = train_peak / max(infer_peak, 1)
             if recompute:
@@ -229,7 +235,9 @@ def measure_scaling(
                          pairs)]
 
 
-def measure_throughput(cfg_kw: dict[str, Any], label: str, dtype: str, *, steps: int) -> BudgetResult:
+def measure_throughput(
+    cfg_kw: dict[str, Any], label: str, dtype: str, *, steps: int
+) -> BudgetResult:
     """Tokens per second of a training step (figure only, no gate)."""
     m, tok, tgt = _setup(cfg_kw, dtype)
     m.loss_and_grads(tok, tgt)

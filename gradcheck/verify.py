@@ -175,6 +175,7 @@ def model_configs(quick: bool) -> list[dict[str, Any]]:
 
 def _batch(cfg: Any, rng: np.random.Generator, batch: int, length: int) -> tuple[Any, Any]:
     tokens = rng.integers(0, cfg.vocab_size, (batch, length))
+    targets: np.ndarray
     if cfg.loss == "mse":
         targets = rng.standard_normal((batch, length, cfg.vocab_size))
     else:
@@ -195,8 +196,9 @@ def model_checks(quick: bool, seed: int, say: Callable[[str], None]) -> list[Che
         tokens, targets = _batch(cfg, np.random.default_rng(seed + k), 2, 5)
         out.append(check_model(Transformer(cfg), tokens, targets, seed=seed,
                                full_threshold=10**6, name=f"model tiny ({label})"))
-    plan = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512, n_layers=3, max_len=64)
-    plans = [dict(activation="gelu", norm="pre", dtype="float32")]
+    plan: dict[str, Any] = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512, n_layers=3,
+                                max_len=64)
+    plans: list[dict[str, Any]] = [dict(activation="gelu", norm="pre", dtype="float32")]
     if not quick:
         plans += [dict(activation="gelu", norm="pre", dtype="float64"),
                   dict(activation="relu", norm="post", dtype="float64")]

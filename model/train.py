@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from .config import Config
-from .perf import tune_allocator
 from .optim import SGD, Adam, NonFiniteError, clip_by_global_norm, clip_by_value
+from .perf import tune_allocator
 from .transformer import Transformer
 
 __all__ = ["CharCorpus", "TrainResult", "load_corpus", "train"]
