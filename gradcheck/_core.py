@@ -1084,6 +1084,7 @@ def assert_vjp(
     GradientMismatch
         A subclass of ``AssertionError`` whose message is the result's report.
     """
+    __tracebackhide__ = True
     res = check_vjp(fwd, bwd, inputs, **options)
     if not res.passed:
         raise GradientMismatch(res)

@@ -115,6 +115,7 @@ class GradcheckFixture:
 
     def assert_vjp(self, fwd: Any, bwd: Any, inputs: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.assert_vjp` with the test's defaults."""
+        __tracebackhide__ = True
         from ._core import assert_vjp
 
         return assert_vjp(fwd, bwd, inputs, **self._opts(kwargs))

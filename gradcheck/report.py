@@ -212,8 +212,8 @@ def line_chart_svg(
         colour = colours[k % len(colours)]
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{pts}"/>')
         parts.append(
-            f'<text x="{pad_l + 8}" y="{pad_t + 14 + 14 * k}" fill="{colour}" class="tk">'
-            f"{escape(label)}</text>"
+            f'<text x="{pad_l + w - 4}" y="{pad_t + 14 + 14 * k}" fill="{colour}" '
+            f'text-anchor="end" class="tk">{escape(label)}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))  # noqa: S704 - built from escaped parts
@@ -232,7 +232,7 @@ def bar_chart_svg(
     ``log`` uses a log10 axis (for errors against tolerances); otherwise the axis is
     linear from 0 (for ratios against budgets).
     """
-    label_w, pad = 210, 8
+    label_w, pad = 270, 8
     height = 30 + len(rows) * (bar + 6) + 20
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '

@@ -1,0 +1,163 @@
+"""The HTML/JSON report and the command line, including a real headless browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradcheck import cli, report
+from gradcheck._result import CheckResult, ElementReport, InputResult
+
+EVIL = "<script>alert(1)</script>"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def evil_result() -> dict:
+    inp = InputResult(name=EVIL, shape=(2,), dtype="float64", status="mismatch", checked=2,
+                      max_abs_error=1.0, atol=1e-8, rtol=1e-7, hint=f"hint {EVIL}")
+    inp.worst = [ElementReport(EVIL, (1,), 1.0, 2.0, 1.0, 1e-8)]
+    res = CheckResult(passed=False, status="mismatch", message=f"msg {EVIL}", inputs=[inp],
+                      method="central", mode="full", evaluations=4, backward_calls=2, seed=3,
+                      name=EVIL)
+    d = res.to_dict()
+    d["test"] = f"test_{EVIL}"
+    return d
+
+
+def test_user_text_is_escaped_everywhere():
+    data = report.build_plugin_report([evil_result()])
+    html = report.render_html(data)
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    block = html.split('id="gradcheck-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in block and "\\u003cscript\\u003e" in block
+    assert json.loads(block.replace("\\u003c", "<").replace("\\u003e", ">")
+                      .replace("\\u0026", "&"))["checks"][0]["name"] == EVIL
+
+
+def test_failures_are_expanded_with_worst_elements_and_seed():
+    html = report.render_html(report.build_plugin_report([evil_result()]))
+    assert "worst elements of" in html and "reproduce with seed=3" in html
+
+
+def test_json_is_standard_even_with_non_finite():
+    text = report.to_json({"a": float("nan"), "b": [float("inf")]})
+    assert json.loads(text) == {"a": "nan", "b": ["inf"]}
+
+
+def test_writes_are_atomic(tmp_path, monkeypatch):
+    target = tmp_path / "r.html"
+    target.write_text("previous")
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        report.write_html(target, report.build_plugin_report([]))
+    assert target.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]  # no temporary left behind
+
+
+def test_charts_handle_empty_and_escape_labels():
+    empty = report.line_chart_svg({}, title="t", xlabel="x", ylabel="y")
+    assert "no data" in empty
+    bars = report.bar_chart_svg([(EVIL, 1.0, 2.0)], title=EVIL)
+    assert EVIL not in bars and "&lt;script&gt;" in bars
+
+
+# -- command line ------------------------------------------------------------------------
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0 and "gradcheck 0.1.0" in capsys.readouterr().out
+    assert cli.main([]) == 2
+    assert "report" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["report", "--out", "x.txt"], "--out must name an .html file"),
+        (["report", "--seed", "-1"], "--seed must be a non-negative integer"),
+        (["report", "--seed", "abc"], "invalid int value"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_in_plain_words(capsys, argv, message):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verdict", [True, False])
+def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict):
+    import gradcheck.verify as verify
+
+    monkeypatch.setattr(verify, "run_verification", lambda **kw: verdict)
+    assert cli.main(["report", "--out", str(tmp_path / "v.html")]) == (0 if verdict else 1)
+
+
+# -- the real thing, in a real browser ------------------------------------------------------
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "verification.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    return out, proc
+
+
+def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
+    out, proc = quick_report
+    assert out.exists() and out.with_suffix(".json").exists(), proc.stderr[-2000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert proc.returncode == (0 if data["verdict"] == "pass" else 1), proc.stderr[-2000:]
+    assert [c["id"] for c in data["criteria"]] == list(range(1, 13))
+    assert "[6/6" in proc.stderr  # progress was shown
+    assert data["environment"]["numpy"] and data["environment"]["git_commit"]
+    assert not list(out.parent.glob(".*.tmp"))
+
+
+def test_report_in_headless_chromium(quick_report):
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed in CI (.ci/run installs it)")
+        pytest.skip("chromium is not installed here (CI installs it)")
+    from playwright.sync_api import sync_playwright
+
+    out, _ = quick_report
+    console, requests, errors = [], [], []
+    shot = Path("reports") / "verification-screenshot.png"
+    shot.parent.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync"],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 1400})
+            page.on("console", lambda m: console.append((m.type, m.text)))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(out.resolve().as_uri())
+            assert page.locator("#verdict").inner_text() in ("PASS", "FAIL")
+            assert page.locator("#criteria-table tr").count() == 13  # header + 12 criteria
+            assert page.locator("svg.chart").count() >= 3
+            assert page.locator("#checks-table tr").count() > 10
+            page.screenshot(path=str(shot))
+        finally:
+            browser.close()
+    assert not errors
+    assert not [c for c in console if c[0] in ("error", "warning")]
+    assert requests == [out.resolve().as_uri()]  # nothing fetched but the page itself
+    assert shot.stat().st_size > 10_000
