@@ -1,5 +1,6 @@
 """model: a compact NumPy transformer with a hand-written backward for every part."""
 
+from .anomaly import NonFiniteValueError
 from .config import ACTIVATION_NAMES, LOSS_NAMES, Config
 from .perf import tune_allocator
 from .transformer import ModelCache, Transformer
@@ -9,6 +10,7 @@ __all__ = [
     "LOSS_NAMES",
     "Config",
     "ModelCache",
+    "NonFiniteValueError",
     "Transformer",
     "tune_allocator",
 ]

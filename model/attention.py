@@ -32,8 +32,19 @@ def softmax_forward(s: np.ndarray) -> np.ndarray:
     Returns
     -------
     p : ndarray, shape (..., N)
+
+    Raises
+    ------
+    ValueError
+        If a row is entirely ``-inf`` (every position masked).
     """
-    p = s - s.max(axis=-1, keepdims=True)
+    top = s.max(axis=-1, keepdims=True)
+    if np.isneginf(top).any():
+        raise ValueError(
+            "softmax: a row has every position masked (all -inf); its probabilities are "
+            "undefined"
+        )
+    p = s - top
     np.exp(p, out=p)
     p /= p.sum(axis=-1, keepdims=True)
     return p

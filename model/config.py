@@ -52,6 +52,10 @@ class Config:
     recompute : bool
         Keep only each block's input in the training cache and recompute the block in
         the backward (less memory, same gradients).
+    check_finite : bool
+        Raise :class:`model.anomaly.NonFiniteValueError`, naming the first operation
+        and layer, when NaN/Inf appears in the forward, the loss or the backward (one
+        ``isfinite`` pass over the output; the replay runs only on failure).
     """
 
     vocab_size: int
@@ -67,6 +71,7 @@ class Config:
     dtype: str = "float64"
     seed: int = 0
     recompute: bool = False
+    check_finite: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -93,6 +98,10 @@ class Config:
             )
         if not isinstance(self.causal, bool):
             raise ValueError(f"Config.causal must be True or False, got {self.causal!r}")
+        if not isinstance(self.check_finite, bool):
+            raise ValueError(
+                f"Config.check_finite must be True or False, got {self.check_finite!r}"
+            )
         if not isinstance(self.recompute, bool):
             raise ValueError(f"Config.recompute must be True or False, got {self.recompute!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:

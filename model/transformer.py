@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .anomaly import NonFiniteValueError, all_finite, locate_forward
 from .block import BLOCK_PARAMS, BlockCache, block_backward, block_forward
 from .config import Config
 from .embedding import EmbeddingCache, embedding_backward, embedding_forward
@@ -139,6 +140,15 @@ class Transformer:
 
     # -- forward / backward ----------------------------------------------------------
     def _forward(self, tokens: np.ndarray, keep: bool) -> tuple[np.ndarray, ModelCache | None]:
+        with np.errstate(all="ignore"):  # non-finite values are found and named below
+            out = self._forward_unchecked(tokens, keep)
+        if self.cfg.check_finite and not all_finite(out[0]):
+            raise locate_forward(self, tokens)
+        return out
+
+    def _forward_unchecked(
+        self, tokens: np.ndarray, keep: bool
+    ) -> tuple[np.ndarray, ModelCache | None]:
         cfg = self.cfg
         p = self.params
         x, emb_c = embedding_forward(tokens, p["tok_emb"], p["pos_emb"])
@@ -204,12 +214,34 @@ class Transformer:
         if not isinstance(cache, ModelCache):
             raise TypeError("cache must be the ModelCache returned by forward_train")
         cfg = self.cfg
-        p = cache.params
         d = np.asarray(dout)
         expected = (*cache.emb.tokens.shape, cfg.d_model if cache.head is None else cfg.vocab_size)
         if d.shape != expected:
             raise ValueError(f"dout must have shape {expected}, got {d.shape}")
         d = d.astype(self.dtype, copy=False)
+        check = cfg.check_finite
+        if check and not all_finite(d):
+            raise NonFiniteValueError("dout", "gradient of the output", "backward")
+        with np.errstate(all="ignore"):
+            g = self._backward_unchecked(d, cache)
+        if check:
+            self._check_backward(g)
+        return g
+
+    def _check_backward(self, g: dict[str, np.ndarray]) -> None:
+        """Name the first parameter gradient, in backward order, that is not finite."""
+        order: list[str] = [k for k in ("head.W", "head.b", "ln_f.g", "ln_f.b") if k in g]
+        for i in reversed(range(self.cfg.n_layers)):
+            order += [f"blocks.{i}.{n}" for n in reversed(BLOCK_PARAMS)]
+        order += ["pos_emb", "tok_emb"]
+        for k in order:
+            if not all_finite(g[k]):
+                layer = k.rsplit(".", 1)[0] if k.startswith("blocks.") else k
+                raise NonFiniteValueError(layer, f"gradient of {k}", "backward")
+
+    def _backward_unchecked(self, d: np.ndarray, cache: ModelCache) -> dict[str, np.ndarray]:
+        cfg = self.cfg
+        p = cache.params
         g: dict[str, np.ndarray] = {}
         if cache.head is not None:
             # out = x W + b
@@ -233,11 +265,17 @@ class Transformer:
 
     # -- losses ----------------------------------------------------------------------
     def _loss_fwd(self, out: np.ndarray, targets: np.ndarray) -> tuple[float, Any]:
-        if self.cfg.loss == "cross_entropy":
-            return cross_entropy_forward(out, targets)
-        if self.cfg.loss == "mse":
-            return mse_forward(out, targets)
-        return mse_forward(out, self.params["tok_emb"][targets])
+        c: Any
+        with np.errstate(all="ignore"):
+            if self.cfg.loss == "cross_entropy":
+                loss, c = cross_entropy_forward(out, targets)
+            elif self.cfg.loss == "mse":
+                loss, c = mse_forward(out, targets)
+            else:
+                loss, c = mse_forward(out, self.params["tok_emb"][targets])
+        if self.cfg.check_finite and not np.isfinite(loss):
+            raise NonFiniteValueError("loss", f"{self.cfg.loss} ({loss})", "forward")
+        return loss, c
 
     def loss(self, tokens: Any, targets: Any) -> float:
         """The loss of a batch (no cache kept)."""
