@@ -376,11 +376,14 @@ def run_verification(*, out: str, quick: bool, seed: int, progress: bool) -> boo
     if junit is not None and junit_b is not None:
         junit = {k: junit[k] + junit_b[k] for k in junit}
     security = security_findings(root)
-    extra = {}
-    for name in ("properties.json", "snapshots.json"):
-        p = reports / name
-        if p.exists():
-            extra[name] = json.loads(p.read_text())
+    extra: dict[str, Any] = {}
+    prop_rows = [row for f in sorted(reports.glob("properties-*.json"))
+                 for row in json.loads(f.read_text()).get("rows", [])]
+    if prop_rows:
+        extra["properties.json"] = {"rows": sorted(prop_rows, key=lambda r: r["test"])}
+    snap = reports / "snapshots.json"
+    if snap.exists():
+        extra["snapshots.json"] = json.loads(snap.read_text())
 
     checks = [r.to_dict() for r in layers + models]
     checks_ok = all(r.passed for r in layers + models)
@@ -499,10 +502,13 @@ def run_verification(*, out: str, quick: bool, seed: int, progress: bool) -> boo
                    round(b.details["vs_reference_1700"], 2)} for b in tput]},
     ]
     if "properties.json" in extra:
-        p = extra["properties.json"]
-        sections.append({"id": "properties", "title": "Property and fuzz tests",
-                         "columns": ["test", "examples", "outcome"],
-                         "rows": p.get("rows", [])})
+        rows = extra["properties.json"]["rows"]
+        sections.append({
+            "id": "properties", "title": "Property and fuzz tests (last test run)",
+            "text": f"{len(rows)} property/fuzz tests tried "
+                    f"{sum(r['examples'] for r in rows)} examples; "
+                    f"{sum(r['outcome'] == 'failed' for r in rows)} failed.",
+            "columns": ["test", "examples", "outcome", "note"], "rows": rows})
     if "snapshots.json" in extra:
         sn = extra["snapshots.json"]
         sections.append({"id": "snapshots", "title": "Gradient snapshot drift",
