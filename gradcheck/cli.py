@@ -1,10 +1,11 @@
-"""Command line: ``gradcheck report``, ``gradcheck --help``, ``gradcheck --version``."""
+"""Command line: ``gradcheck report | snapshot | compare``, ``--help``, ``--version``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
 
@@ -31,6 +32,27 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quick", action="store_true", help="a smaller run (about a minute)")
     r.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
+    s = sub.add_parser(
+        "snapshot",
+        help="record the reference model's loss and gradients into a directory",
+        description="Record, for the fixed reference cases, the loss and every parameter "
+        "gradient: one .npz per case and a manifest.json with shapes, dtypes and sha256.",
+    )
+    s.add_argument("--out", required=True, metavar="DIR", help="snapshot directory")
+    c = sub.add_parser(
+        "compare",
+        help="recompute the reference gradients and compare with a snapshot",
+        description="Exit status 0 when every array agrees within tolerance, 1 when "
+        "anything drifted (named with its max abs/rel difference and worst index), 2 when "
+        "the snapshot cannot be read.",
+    )
+    c.add_argument("directory", metavar="DIR", help="snapshot directory")
+    for dtype, (rtol, atol) in (("float64", (1e-9, 1e-12)), ("float32", (1e-4, 1e-6))):
+        c.add_argument(f"--rtol-{dtype}", type=float, default=rtol, metavar="X",
+                       help=f"relative tolerance for {dtype} (default %(default)g)")
+        c.add_argument(f"--atol-{dtype}", type=float, default=atol, metavar="X",
+                       help=f"absolute tolerance for {dtype} (default %(default)g)")
+    c.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     return p
 
 
@@ -52,6 +74,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             out=args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress
         )
         return 0 if ok else 1
+    if args.command == "snapshot":
+        from .snapshot import snapshot
+
+        manifest = snapshot(Path(args.out))
+        print(f"wrote {len(manifest['cases'])} cases to {args.out}")
+        return 0
+    if args.command == "compare":
+        from .snapshot import SnapshotError, compare
+
+        tol = {}
+        for dtype in ("float64", "float32"):
+            rtol = getattr(args, f"rtol_{dtype}")
+            atol = getattr(args, f"atol_{dtype}")
+            if not (rtol >= 0 and atol >= 0):
+                parser.error(f"--rtol-{dtype} and --atol-{dtype} must be >= 0")
+            tol[dtype] = (rtol, atol)
+        if not Path(args.directory).is_dir():
+            parser.error(f"{args.directory}: no such snapshot directory")
+        try:
+            result = compare(Path(args.directory), tol)
+        except SnapshotError as exc:
+            print(f"gradcheck compare: {exc}", file=sys.stderr)
+            return 2
+        print(result.report())
+        if args.json:
+            from .report import write_json
+
+            write_json(Path(args.json), result.to_dict())
+        return 0 if result.passed else 1
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
 

@@ -4,7 +4,7 @@ Registered through the ``pytest11`` entry point. Options (group ``gradcheck``):
 
 ``--gradcheck-report PATH``  write an HTML report of every gradient check in the run
 ``--gradcheck-json PATH``    write the same as JSON
-``--gradcheck-update-golden`` rewrite golden gradient files (see ``golden`` fixture)
+``--gradcheck-update-golden`` rewrite golden array files (see the ``golden`` fixture)
 
 Every call of :func:`gradcheck.check_vjp`, :func:`~gradcheck.assert_vjp`,
 :func:`~gradcheck.check_grad` and :func:`~gradcheck.check_model` made while a test runs
@@ -15,6 +15,7 @@ to the controller as plain types and the controller alone writes the report.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 _RECORDS = pytest.StashKey[list[dict[str, Any]]]()
 _CURRENT = pytest.StashKey[dict[str, str]]()
 _LISTENER = pytest.StashKey[Any]()
+_GOLDEN_WRITTEN = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     current = {"nodeid": ""}
     config.stash[_RECORDS] = records
     config.stash[_CURRENT] = current
+    config.stash[_GOLDEN_WRITTEN] = []
 
     from . import _core
 
@@ -143,6 +146,83 @@ def gradcheck(request: pytest.FixtureRequest) -> GradcheckFixture:
     return GradcheckFixture(options, request.node.nodeid)
 
 
+class GoldenArrays:
+    """What the ``golden`` fixture returns: regression checks of arrays against files.
+
+    ``golden.check({"dW": dW, "db": db})`` compares with
+    ``<test dir>/golden/<module>/<test>.npz``. The first run writes the file (so does
+    ``--gradcheck-update-golden``); later runs compare with per-dtype tolerances
+    (:data:`gradcheck.snapshot.DEFAULT_TOLERANCES`, overridable). With the ``CI``
+    environment variable set, a missing golden file is a failure, not a silent write.
+    Every test has its own file, so pytest-xdist workers never share one.
+    """
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.update = bool(request.config.getoption("--gradcheck-update-golden"))
+        path = Path(str(request.node.path))
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_")
+        self.base = path.parent / "golden" / path.stem / name
+
+    def check(
+        self,
+        arrays: dict[str, Any],
+        *,
+        basename: str | None = None,
+        tolerances: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
+        """Compare ``arrays`` (name -> array) with the golden file, or write it."""
+        __tracebackhide__ = True
+        import numpy as np
+
+        from .snapshot import SnapshotError, compare_arrays, load_npz, write_npz
+
+        if not isinstance(arrays, dict) or not arrays:
+            raise TypeError("golden.check expects a non-empty dict of name -> array")
+        new = {str(k): np.asarray(v) for k, v in arrays.items()}
+        for k, v in new.items():
+            if v.dtype == object:
+                raise TypeError(f"golden.check: {k!r} has dtype object; give numeric arrays")
+        base = self.base if basename is None else self.base.with_name(
+            f"{self.base.name}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', basename)}")
+        npz, meta = base.with_suffix(".npz"), base.with_suffix(".json")
+        if self.update or not npz.exists():
+            if not npz.exists() and not self.update and os.environ.get("CI"):
+                pytest.fail(
+                    f"golden file {npz} is missing and CI is set: it is not written in CI; "
+                    "run pytest --gradcheck-update-golden locally and commit it"
+                )
+            npz.parent.mkdir(parents=True, exist_ok=True)
+            sha = write_npz(npz, new)
+            from .report import write_json
+
+            write_json(meta, {"sha256": sha, "arrays": {
+                k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in new.items()}})
+            self.request.config.stash[_GOLDEN_WRITTEN].append(str(npz))
+            return
+        try:
+            import json
+
+            expected = json.loads(meta.read_text())["sha256"] if meta.exists() else None
+            old = load_npz(npz, expected)
+        except (SnapshotError, KeyError, ValueError) as exc:
+            pytest.fail(f"golden file unusable: {exc}")
+        rows = compare_arrays(self.request.node.nodeid, old, new, tolerances)
+        bad = [r for r in rows if not r.ok]
+        if bad:
+            pytest.fail(
+                "arrays drifted from the golden file "
+                f"{npz}:\n" + "\n".join(r.line() for r in bad)
+                + "\n(rerun with --gradcheck-update-golden if the change is intended)"
+            )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> GoldenArrays:
+    """Regression-check arrays against golden files (see :class:`GoldenArrays`)."""
+    return GoldenArrays(request)
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -190,6 +270,9 @@ def summary_counts(records: list[dict[str, Any]]) -> dict[str, int]:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if _is_worker(config):
         return
+    written = config.stash.get(_GOLDEN_WRITTEN, [])
+    if written:
+        terminalreporter.write_line(f"gradcheck: wrote {len(written)} golden file(s)")
     records = config.stash.get(_RECORDS, [])
     if not records:
         return

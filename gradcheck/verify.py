@@ -381,9 +381,25 @@ def run_verification(*, out: str, quick: bool, seed: int, progress: bool) -> boo
                  for row in json.loads(f.read_text()).get("rows", [])]
     if prop_rows:
         extra["properties.json"] = {"rows": sorted(prop_rows, key=lambda r: r["test"])}
-    snap = reports / "snapshots.json"
-    if snap.exists():
-        extra["snapshots.json"] = json.loads(snap.read_text())
+    reference = root / "snapshots" / "reference"
+    snapshot_ok = True
+    if (reference / "manifest.json").exists():
+        from .snapshot import SnapshotError, compare
+
+        say("gradient snapshots: compare with snapshots/reference")
+        try:
+            cmp = compare(reference)
+            snapshot_ok = cmp.passed
+            rows = [r for r in cmp.to_dict()["rows"] if r["status"] != "ok"]
+            extra["snapshots.json"] = {
+                "text": f"{len(cmp.rows)} arrays of {len({r.case for r in cmp.rows})} "
+                        "reference cases compared with snapshots/reference: "
+                        + ("all agree within tolerance." if cmp.passed
+                           else f"{len(rows)} drifted."),
+                "rows": rows}
+        except SnapshotError as exc:
+            snapshot_ok = False
+            extra["snapshots.json"] = {"text": f"snapshot unreadable: {exc}", "rows": []}
 
     checks = [r.to_dict() for r in layers + models]
     checks_ok = all(r.passed for r in layers + models)
@@ -465,7 +481,7 @@ def run_verification(*, out: str, quick: bool, seed: int, progress: bool) -> boo
                                "pytest junit XML of the last test run"))
     budgets_ok = all(b.passed for b in budget_results)
     measured_ok = all(c["status"] != "not met" for c in crit)
-    passed = checks_ok and cat_ok and budgets_ok and measured_ok
+    passed = checks_ok and cat_ok and budgets_ok and measured_ok and snapshot_ok
 
     charts = {
         "loss": line_chart_svg(training["curves"], title="training loss per epoch",
@@ -512,8 +528,9 @@ def run_verification(*, out: str, quick: bool, seed: int, progress: bool) -> boo
     if "snapshots.json" in extra:
         sn = extra["snapshots.json"]
         sections.append({"id": "snapshots", "title": "Gradient snapshot drift",
-                         "columns": ["case", "parameter", "status", "max abs diff",
-                                     "max rel diff"],
+                         "text": sn["text"],
+                         "columns": ["case", "parameter", "status", "max_abs", "max_rel",
+                                     "worst_index", "detail"],
                          "rows": sn.get("rows", [])})
     data = {
         "title": "gradcheck verification of the reference model",

@@ -1,0 +1,328 @@
+"""Gradient snapshots of the reference model, for regression checks of backprop changes.
+
+``snapshot(DIR)`` records, for a fixed set of reference cases, the loss and every
+parameter gradient: one ``.npz`` per case and a ``manifest.json`` (case, config, seed,
+shapes, dtypes, the sha256 of each file, library versions, git commit).
+``compare(DIR)`` recomputes and reports every drift: values beyond tolerance, a dtype
+or shape change, a missing or extra array, NaN/Inf where there was none.
+
+Loading never executes anything (``allow_pickle=False``) and every file's sha256 is
+checked against the manifest first. Writing is atomic: data files get new,
+content-addressed names, the manifest is replaced in one ``os.replace``, and only then
+are files the new manifest no longer names removed, so an interrupted update leaves the
+previous snapshot whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CASES",
+    "DEFAULT_TOLERANCES",
+    "CompareResult",
+    "Drift",
+    "SnapshotError",
+    "compare",
+    "compare_arrays",
+    "compute_case",
+    "load_npz",
+    "snapshot",
+    "write_npz",
+]
+
+FORMAT = 1
+#: (rtol, atol) by dtype: ``|new - old| <= atol + rtol * |old|``.
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-9, 1e-12),
+    "float32": (1e-4, 1e-6),
+}
+
+_TINY: dict[str, Any] = dict(vocab_size=11, d_model=8, n_heads=2, d_ff=16, n_layers=2,
+                             max_len=8)
+
+#: The reference cases: name -> (config overrides, seed, (batch, length)).
+CASES: dict[str, tuple[dict[str, Any], int, tuple[int, int]]] = {
+    "gelu-pre-ce-f64": (dict(activation="gelu", norm="pre"), 0, (3, 7)),
+    "relu-post-ce-f64": (dict(activation="relu", norm="post"), 1, (3, 7)),
+    "tanh-pre-mse-f64": (dict(activation="tanh", norm="pre", loss="mse", causal=False), 2,
+                         (2, 6)),
+    "geluTanh-post-embmse-f64": (dict(activation="gelu_tanh", norm="post",
+                                      loss="embedding_mse"), 3, (2, 6)),
+    "gelu-pre-ce-f32": (dict(activation="gelu", norm="pre", dtype="float32"), 4, (3, 7)),
+    "relu-post-ce-recompute-f64": (dict(activation="relu", norm="post", recompute=True), 5,
+                                   (2, 8)),
+}
+
+
+class SnapshotError(Exception):
+    """A snapshot file is missing, truncated, corrupted or edited; names the file."""
+
+
+@dataclass
+class Drift:
+    """One compared array."""
+
+    case: str
+    parameter: str
+    status: str  # ok, drift, dtype-changed, shape-changed, missing, extra, non-finite
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    worst_index: tuple[int, ...] = ()
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def line(self) -> str:
+        if self.status in ("drift", "non-finite"):
+            return (f"{self.case}: {self.parameter} {self.status}: max abs diff "
+                    f"{self.max_abs:.3e}, max rel diff {self.max_rel:.3e} at index "
+                    f"{self.worst_index}{'; ' + self.detail if self.detail else ''}")
+        return f"{self.case}: {self.parameter} {self.status}: {self.detail}".rstrip(": ")
+
+
+@dataclass
+class CompareResult:
+    """All drifts of a comparison."""
+
+    rows: list[Drift] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+    @property
+    def drifted(self) -> list[Drift]:
+        return [r for r in self.rows if not r.ok]
+
+    def report(self) -> str:
+        bad = self.drifted
+        head = (f"{len(self.rows)} arrays compared, "
+                f"{'all agree within tolerance' if not bad else f'{len(bad)} drifted'}")
+        return "\n".join([head, *(d.line() for d in bad)])
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for r in self.rows:
+            d = asdict(r)
+            d["worst_index"] = list(r.worst_index)
+            for k in ("max_abs", "max_rel"):
+                if not math.isfinite(d[k]):
+                    d[k] = str(d[k])
+            rows.append(d)
+        return {"passed": self.passed, "rows": rows}
+
+
+# -- files ----------------------------------------------------------------------------------
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
+    """Write ``arrays`` to ``path`` atomically; return the file's sha256."""
+    data = _npz_bytes({k: np.asarray(v) for k, v in arrays.items()})
+    _atomic_bytes(Path(path), data)
+    return _sha256(data)
+
+
+def load_npz(path: Path, sha256: str | None = None) -> dict[str, np.ndarray]:
+    """Load an ``.npz`` without pickles, after checking its sha256 if one is given."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(f"{path}: file is missing") from None
+    if sha256 is not None and _sha256(data) != sha256:
+        raise SnapshotError(
+            f"{path}: sha256 does not match the manifest (file truncated, corrupted or "
+            "edited); regenerate the snapshot"
+        )
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except ValueError as exc:
+        raise SnapshotError(f"{path}: refused to load ({exc})") from None
+    except Exception as exc:  # zipfile and numpy raise many types for a bad file
+        raise SnapshotError(f"{path}: not a readable .npz file ({exc})") from None
+
+
+# -- computing ------------------------------------------------------------------------------
+def compute_case(name: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Loss and every parameter gradient of one reference case, and its description."""
+    from model import Config, Transformer
+
+    if name not in CASES:
+        raise KeyError(f"unknown reference case {name!r}; known: {', '.join(CASES)}")
+    overrides, seed, (b, t) = CASES[name]
+    cfg = Config(**_TINY, **overrides, seed=seed)
+    m = Transformer(cfg)
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, cfg.vocab_size, (b, t))
+    if cfg.loss == "mse":
+        targets: np.ndarray = rng.standard_normal((b, t, cfg.vocab_size))
+    else:
+        targets = rng.integers(0, cfg.vocab_size, (b, t))
+    loss, grads = m.loss_and_grads(tokens, targets)
+    arrays = {"loss": np.asarray(loss, dtype=np.float64)}
+    arrays.update({f"grad.{k}": v for k, v in grads.items()})
+    desc = {"config": {**_TINY, **overrides}, "seed": seed, "batch": [b, t]}
+    return arrays, desc
+
+
+def _versions() -> dict[str, str]:
+    import platform
+
+    import scipy
+
+    from . import __version__
+
+    return {"gradcheck": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version()}
+
+
+def snapshot(out: Path, cases: list[str] | None = None) -> dict[str, Any]:
+    """Record the reference cases into ``out``; returns the manifest."""
+    from .report import _git_commit
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"format": FORMAT, "versions": _versions(),
+                                "git_commit": _git_commit(), "cases": {}}
+    for name in cases or list(CASES):
+        arrays, desc = compute_case(name)
+        data = _npz_bytes(arrays)
+        sha = _sha256(data)
+        fname = f"{name}-{sha[:12]}.npz"
+        if not (out / fname).exists():
+            _atomic_bytes(out / fname, data)
+        manifest["cases"][name] = {
+            **desc, "file": fname, "sha256": sha,
+            "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.name}
+                       for k, v in arrays.items()},
+        }
+    _atomic_bytes(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
+    keep = {c["file"] for c in manifest["cases"].values()} | {"manifest.json"}
+    for f in out.glob("*.npz"):
+        if f.name not in keep:
+            f.unlink()
+    return manifest
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a snapshot directory, checked for shape."""
+    path = Path(directory) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SnapshotError(f"{path}: no manifest; is this a snapshot directory?") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(
+        manifest.get("cases"), dict
+    ):
+        raise SnapshotError(f"{path}: not a gradcheck snapshot manifest (format {FORMAT})")
+    for name, c in manifest["cases"].items():
+        if not isinstance(c, dict) or not {"file", "sha256"} <= set(c):
+            raise SnapshotError(f"{path}: entry {name!r} lacks 'file' or 'sha256'")
+    return manifest
+
+
+# -- comparing ------------------------------------------------------------------------------
+def compare_arrays(
+    case: str,
+    old: dict[str, np.ndarray],
+    new: dict[str, np.ndarray],
+    tolerances: dict[str, tuple[float, float]] | None = None,
+) -> list[Drift]:
+    """Compare two dicts of arrays; every difference is a :class:`Drift` row."""
+    tol = dict(DEFAULT_TOLERANCES)
+    tol.update(tolerances or {})
+    rows = []
+    for k in sorted(set(old) | set(new)):
+        if k not in new:
+            rows.append(Drift(case, k, "missing", detail="in the snapshot, not computed now"))
+            continue
+        if k not in old:
+            rows.append(Drift(case, k, "extra", detail="computed now, not in the snapshot"))
+            continue
+        a, b = np.asarray(old[k]), np.asarray(new[k])
+        if a.dtype != b.dtype:
+            rows.append(Drift(case, k, "dtype-changed", detail=f"{a.dtype} -> {b.dtype}"))
+            continue
+        if a.shape != b.shape:
+            rows.append(Drift(case, k, "shape-changed", detail=f"{a.shape} -> {b.shape}"))
+            continue
+        rtol, atol = tol.get(a.dtype.name, (0.0, 0.0))
+        fa, fb = np.isfinite(a), np.isfinite(b)
+        if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb]):
+            idx = np.unravel_index(int(np.argmax(fa != fb)), a.shape) if a.size else ()
+            rows.append(Drift(case, k, "non-finite", math.inf, math.inf,
+                              tuple(int(i) for i in idx), "NaN/Inf where there was none"))
+            continue
+        if a.size == 0:
+            rows.append(Drift(case, k, "ok"))
+            continue
+        a64 = np.where(fa, a, 0).astype(np.float64)
+        b64 = np.where(fb, b, 0).astype(np.float64)
+        diff = np.abs(b64 - a64)
+        rel = diff / np.maximum(np.abs(a64), atol if atol > 0 else 1e-300)
+        bad = diff > atol + rtol * np.abs(a64)
+        worst = int(np.argmax(diff))
+        row = Drift(case, k, "drift" if bad.any() else "ok", float(diff.max()),
+                    float(rel.max()), tuple(int(i) for i in np.unravel_index(worst, a.shape)))
+        if bad.any():
+            row.detail = f"{int(bad.sum())} of {a.size} elements beyond rtol={rtol}, atol={atol}"
+        rows.append(row)
+    return rows
+
+
+def compare(
+    directory: Path, tolerances: dict[str, tuple[float, float]] | None = None
+) -> CompareResult:
+    """Recompute every case of the snapshot in ``directory`` and compare."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    result = CompareResult()
+    for name, entry in manifest["cases"].items():
+        old = load_npz(directory / entry["file"], entry["sha256"])
+        if name not in CASES:
+            result.rows.append(Drift(name, "*", "missing", detail="case no longer exists"))
+            continue
+        new, _ = compute_case(name)
+        result.rows += compare_arrays(name, old, new, tolerances)
+    for name in CASES:
+        if name not in manifest["cases"]:
+            result.rows.append(Drift(name, "*", "extra", detail="case not in the snapshot"))
+    return result
