@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays

@@ -182,8 +182,8 @@ def test_cli_snapshot_and_compare(tmp_path, capsys, monkeypatch):
     assert "all agree within tolerance" in capsys.readouterr().out
     assert json.loads((tmp_path / "c.json").read_text())["passed"] is True
 
-    import model.layernorm as ln
     import model.block as block
+    import model.layernorm as ln
 
     original = ln.layernorm_backward
     monkeypatch.setattr(block, "layernorm_backward",
