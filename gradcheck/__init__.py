@@ -6,13 +6,30 @@ The public API::
     gradcheck.assert_vjp(fwd, bwd, inputs)               # raises GradientMismatch
     res = gradcheck.check_grad(f, grad, x)               # scalar function
     res = gradcheck.check_model(model, tokens, targets)  # every parameter of a model
+
+Names are loaded on first use, so that the pytest plugin (``gradcheck.plugin``) can be
+imported without NumPy work at plugin-load time.
 """
 
-from ._core import DEFAULT_RTOL, assert_vjp, check_grad, check_vjp
-from ._model_check import check_model
-from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "DEFAULT_RTOL": "._core",
+    "assert_vjp": "._core",
+    "check_grad": "._core",
+    "check_vjp": "._core",
+    "check_model": "._model_check",
+    "STATUSES": "._result",
+    "CheckResult": "._result",
+    "ElementReport": "._result",
+    "GradientMismatch": "._result",
+    "InputResult": "._result",
+}
 
 __all__ = [
     "DEFAULT_RTOL",
@@ -27,3 +44,20 @@ __all__ = [
     "check_model",
     "check_vjp",
 ]
+
+if TYPE_CHECKING:
+    from ._core import DEFAULT_RTOL, assert_vjp, check_grad, check_vjp
+    from ._model_check import check_model
+    from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gradcheck' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

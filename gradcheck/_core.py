@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._hints import diagnose
-from ._result import CheckResult, ElementReport, GradientMismatch, InputResult
+from ._result import CheckResult, ElementReport, GradientMismatch, InputResult, _listeners
 
 __all__ = ["assert_vjp", "check_grad", "check_vjp"]
 
@@ -1128,9 +1128,6 @@ def check_grad(
         return (np.asarray(grad(x_.copy())) * dy,)
 
     return check_vjp(fwd, bwd, [x], seed=seed, **options)
-
-
-_listeners: list[Callable[[CheckResult], None]] = []
 
 
 def _record_for_plugin(res: CheckResult) -> None:

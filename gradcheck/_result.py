@@ -7,6 +7,7 @@ HTML report all render these objects (through :meth:`CheckResult.to_dict`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,10 @@ STATUSES: dict[str, str] = {
     "mutation": "the forward or backward modified its inputs, the cotangent or the cache",
     "bad-protocol": "the forward or backward did not follow the (y, cache) / grads protocol",
 }
+
+
+#: Receivers of every result (the pytest plugin registers one per session).
+_listeners: list[Callable[[CheckResult], None]] = []
 
 
 class GradientMismatch(AssertionError):

@@ -64,23 +64,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CURRENT] = current
     config.stash[_GOLDEN_WRITTEN] = []
 
-    from . import _core
-
     def listener(res: CheckResult) -> None:
         rec = res.to_dict()
         rec["test"] = current["nodeid"]
         records.append(rec)
 
-    _core._listeners.append(listener)
+    from ._result import _listeners
+
+    _listeners.append(listener)
     config.stash[_LISTENER] = listener
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from . import _core
+    from ._result import _listeners
 
     listener = config.stash.get(_LISTENER, None)
-    if listener is not None and listener in _core._listeners:
-        _core._listeners.remove(listener)
+    if listener is not None and listener in _listeners:
+        _listeners.remove(listener)
 
 
 @pytest.hookimpl(wrapper=True)
