@@ -118,3 +118,47 @@ def test_benchmark_training_step(benchmark, dtype):
     m, tok, tgt = bud._setup(bud.PLAN, dtype)
     loss, _ = benchmark(m.loss_and_grads, tok, tgt)
     assert np.isfinite(loss)
+
+
+# -- the checker's own cost (issue: full mode 2 evaluations an element) ----------------------
+def _ln_full_check():
+    from model.layernorm import layernorm_backward, layernorm_forward
+
+    import gradcheck
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 64))
+    g, b = np.ones(64), np.zeros(64)
+
+    def fwd(x_):
+        y, c = layernorm_forward(x_, g, b)
+        return y, c
+
+    def bwd(dy, c):
+        return (layernorm_backward(dy, c)[0],)
+
+    return gradcheck.check_vjp(fwd, bwd, [x], mode="full")
+
+
+def test_benchmark_full_check_of_layernorm_64x64(benchmark):
+    res = benchmark.pedantic(_ln_full_check, rounds=3, iterations=1)
+    assert res.passed and res.evaluations <= 2 * 64 * 64 + 2
+
+
+def test_directional_check_cost_does_not_grow_with_size():
+    """Evaluations are fixed; time per evaluation grows with the forward, nothing else."""
+    import gradcheck
+
+    def fwd(v):
+        return np.tanh(v), v
+
+    def bwd(dy, v):
+        return (dy * (1 - np.tanh(v) ** 2),)
+
+    evals = set()
+    for n in (10, 1_000, 100_000):
+        x = np.random.default_rng(n).standard_normal(n)
+        res = gradcheck.check_vjp(fwd, bwd, [x], mode="directional")
+        assert res.passed
+        evals.add(res.evaluations)
+    assert len(evals) == 1
