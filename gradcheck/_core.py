@@ -534,6 +534,11 @@ class _InputChecker:
             )
         return all_ok
 
+    def directional_and_localise(self, opts: _Options) -> None:
+        """Directional mode, then localisation of the wrong elements if it failed."""
+        if not self.directional(opts.directions) and opts.localise:
+            self.localise()
+
     def localise(self) -> None:
         """After a directional failure: find the wrong elements."""
         arr = self.r.arrays[self.i]
@@ -691,9 +696,7 @@ def run_checks(
             ic.check_elements(idx)
             ic.res.miss_probability = 1.0 - m / arr.size
         else:
-            ok = ic.directional(opts.directions)
-            if not ok and opts.localise:
-                ic.localise()
+            ic.directional_and_localise(opts)
         results.append(ic.finish(mode))
     return results
 
@@ -1073,9 +1076,7 @@ def _complex_checks(
             ic.element_ids.append(j)
             ic.errs.append(max(noise, 1e-300))
         if mode == "directional":
-            ok = ic.directional(opts.directions)
-            if not ok and opts.localise:
-                ic.localise()
+            ic.directional_and_localise(opts)
         results.append(ic.finish(mode))
     return results
 

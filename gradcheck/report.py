@@ -14,12 +14,13 @@ import math
 import os
 import platform
 import subprocess  # noqa: S404 - only to ask git for the commit, fixed arguments
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup, escape
+
+from ._io import write_atomic
 
 __all__ = [
     "bar_chart_svg",
@@ -34,19 +35,7 @@ __all__ = [
 
 # -- writing ---------------------------------------------------------------------------
 def _write_atomic(path: Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text.encode("utf-8"))
 
 
 def _json_default(o: Any) -> Any:

@@ -19,13 +19,13 @@ import hashlib
 import io
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._io import write_atomic
 
 __all__ = [
     "CASES",
@@ -130,20 +130,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]
@@ -153,7 +139,7 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
     """Write ``arrays`` to ``path`` atomically; return the file's sha256."""
     data = _npz_bytes({k: np.asarray(v) for k, v in arrays.items()})
-    _atomic_bytes(Path(path), data)
+    write_atomic(Path(path), data)
     return _sha256(data)
 
 
@@ -226,13 +212,13 @@ def snapshot(out: Path, cases: list[str] | None = None) -> dict[str, Any]:
         sha = _sha256(data)
         fname = f"{name}-{sha[:12]}.npz"
         if not (out / fname).exists():
-            _atomic_bytes(out / fname, data)
+            write_atomic(out / fname, data)
         manifest["cases"][name] = {
             **desc, "file": fname, "sha256": sha,
             "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.name}
                        for k, v in arrays.items()},
         }
-    _atomic_bytes(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
+    write_atomic(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
     keep = {c["file"] for c in manifest["cases"].values()} | {"manifest.json"}
     for f in out.glob("*.npz"):
         if f.name not in keep:
