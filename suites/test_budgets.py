@@ -122,9 +122,8 @@ def test_benchmark_training_step(benchmark, dtype):
 
 # -- the checker's own cost (issue: full mode 2 evaluations an element) ----------------------
 def _ln_full_check():
-    from model.layernorm import layernorm_backward, layernorm_forward
-
     import gradcheck
+    from model.layernorm import layernorm_backward, layernorm_forward
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 64))
