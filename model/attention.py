@@ -117,7 +117,7 @@ def attention_forward(
     scores *= scale
     if causal:
         t = x.shape[1]
-        scores[..., np.triu(np.ones((t, t), dtype=bool), k=1)] = -np.inf
+        np.copyto(scores, -np.inf, where=np.triu(np.ones((t, t), dtype=bool), k=1))
     att = softmax_forward(scores)
     ctx = _merge_heads(att @ v)
     y, o_cache = linear_forward(ctx, Wo, bo)
