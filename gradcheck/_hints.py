@@ -82,7 +82,7 @@ def diagnose(
                 return f"off by a constant factor of 1/sqrt({round(1 / sq)}) (a scale?)"
             return f"off by a constant factor of {ratio:.6g} everywhere"
         offset = float(np.median(a - n))
-        if _close(a - offset, n, scale, 1e-3) and abs(offset) > 0:
+        if abs(offset) > 0 and np.all(np.abs(a - offset - n) <= 0.01 * abs(offset)):
             return f"off by a constant offset of {offset:.4g}"
     if shape and len(shape) == 2 and shape[0] == shape[1] and a.size == shape[0] * shape[1]:
         at = a.reshape(shape).T.ravel()

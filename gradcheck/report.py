@@ -292,17 +292,21 @@ def build_plugin_report(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _error_rows(checks: list[dict[str, Any]], limit: int = 40) -> list[tuple[str, float, float]]:
+    """Per check (a layer or a model), the worst element's error / its tolerance."""
     rows: list[tuple[str, float, float]] = []
     for c in checks:
+        worst = 0.0
         for inp in c.get("inputs", []):
-            err, atol = inp.get("max_abs_error"), inp.get("atol")
-            if not isinstance(err, (int, float)) or not isinstance(atol, (int, float)):
-                continue
-            if inp.get("checked", 0) == 0:
-                continue
-            label = f"{c.get('name') or c.get('test', '')}:{inp.get('name')}"
-            rows.append((label[-40:], float(err), float(atol)))
-    rows.sort(key=lambda r: -(r[1] / r[2]) if r[2] > 0 else 0)
+            for w in inp.get("worst", []):
+                err, tol = w.get("error"), w.get("tolerance")
+                if w.get("kind") == "kink" or not isinstance(err, (int, float)):
+                    continue
+                if isinstance(tol, (int, float)) and tol > 0:
+                    worst = max(worst, float(err) / float(tol))
+        label = str(c.get("name") or c.get("test", ""))
+        label = label if len(label) <= 42 else label[:41] + "…"
+        rows.append((label, max(worst, 1e-6), 1.0))
+    rows.sort(key=lambda r: -r[1])
     return rows[:limit]
 
 
@@ -322,7 +326,8 @@ def render_html(data: dict[str, Any]) -> str:
     if err_rows:
         charts.setdefault(
             "errors",
-            bar_chart_svg(err_rows, title="max abs error against its tolerance (worst 40)"),
+            bar_chart_svg(err_rows, title="worst error / its tolerance, per layer or model "
+                          "(the 40 closest to failing)"),
         )
     payload = to_json({k: v for k, v in data.items() if k != "charts_svg"})
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
