@@ -549,7 +549,7 @@ def run_verification(*, out: str, quick: bool, seed: int, progress: bool) -> boo
         "checks": checks,
         "sections": sections,
         "budgets": [b.to_dict() for b in budget_results],
-        "training": {k: v for k, v in training.items()},
+        "training": training,
         "environment": environment(),
         "charts_svg": charts,
     }
