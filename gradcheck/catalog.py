@@ -164,9 +164,9 @@ def _attention(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any
         if bug == "query_only":
             dx, g = attention_backward(dy, cache)
             # recompute the query branch alone
-            q_c = cache.q_cache
+            c = cache.q.shape[1] * cache.q.shape[3]
             dq_only = _query_branch(dy, cache)
-            dx = dq_only @ q_c.W.T
+            dx = dq_only @ cache.qkv_cache.W[:, :c].T
         else:
             dx, g = attention_backward(dy, cache._replace(scale=1.0))
             g = {k: v for k, v in g.items()}
@@ -177,7 +177,7 @@ def _attention(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any
 
 def _query_branch(dy: np.ndarray, cache: Any) -> np.ndarray:
     """The merged query gradient of ``attention_backward`` (helper of the buggy twin)."""
-    _q, _k, _v, o_c, q, k, v, att, scale = cache
+    _qkv, o_c, q, k, v, att, scale = cache
     hh = q.shape[1]
     dctx = dy @ o_c.W.T
     bsz, t, c = dctx.shape

@@ -152,7 +152,10 @@ class GoldenArrays:
     ``golden.check({"dW": dW, "db": db})`` compares with
     ``<test dir>/golden/<module>/<test>.npz``. The first run writes the file (so does
     ``--gradcheck-update-golden``); later runs compare with per-dtype tolerances
-    (:data:`gradcheck.snapshot.DEFAULT_TOLERANCES`, overridable). With the ``CI``
+    (:data:`gradcheck.snapshot.DEFAULT_TOLERANCES`, overridable), those of the dtype
+    that computed each array: pass ``computed_dtype="float32"`` (or a dict per array)
+    when float32 results are stored as float64, so that they are judged as float32
+    results on every CPU. With the ``CI``
     environment variable set, a missing golden file is a failure, not a silent write.
     Every test has its own file, so pytest-xdist workers never share one.
     """
@@ -170,12 +173,32 @@ class GoldenArrays:
         *,
         basename: str | None = None,
         tolerances: dict[str, tuple[float, float]] | None = None,
+        computed_dtype: str | dict[str, str] | None = None,
     ) -> None:
-        """Compare ``arrays`` (name -> array) with the golden file, or write it."""
+        """Compare ``arrays`` (name -> array) with the golden file, or write it.
+
+        Parameters
+        ----------
+        arrays : dict of str to array_like
+        basename : str, optional
+            A suffix of the file name, for several files in one test.
+        tolerances : dict, optional
+            ``dtype name -> (rtol, atol)`` overriding the defaults.
+        computed_dtype : str or dict of str to str, optional
+            The dtype of the arithmetic that produced the arrays (all, or per name),
+            when narrower than their stored dtype. Recorded in the golden file.
+        """
         __tracebackhide__ = True
         import numpy as np
 
-        from .snapshot import SnapshotError, compare_arrays, load_npz, write_npz
+        from .snapshot import (
+            DEFAULT_TOLERANCES,
+            SnapshotError,
+            compare_arrays,
+            computed_dtypes,
+            load_npz,
+            write_npz,
+        )
 
         if not isinstance(arrays, dict) or not arrays:
             raise TypeError("golden.check expects a non-empty dict of name -> array")
@@ -183,6 +206,19 @@ class GoldenArrays:
         for k, v in new.items():
             if v.dtype == object:
                 raise TypeError(f"golden.check: {k!r} has dtype object; give numeric arrays")
+        if isinstance(computed_dtype, str):
+            computed = dict.fromkeys(new, computed_dtype)
+        elif isinstance(computed_dtype, dict):
+            computed = {str(k): str(v) for k, v in computed_dtype.items()}
+        elif computed_dtype is None:
+            computed = {}
+        else:
+            raise TypeError("golden.check: computed_dtype must be a dtype name or a dict "
+                            f"of name -> dtype name, got {type(computed_dtype).__name__}")
+        for k, d in computed.items():
+            if d not in DEFAULT_TOLERANCES:
+                raise ValueError(f"golden.check: computed_dtype of {k!r} is {d!r}; expected "
+                                 f"one of {', '.join(DEFAULT_TOLERANCES)}")
         base = self.base if basename is None else self.base.with_name(
             f"{self.base.name}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', basename)}")
         npz, meta = base.with_suffix(".npz"), base.with_suffix(".json")
@@ -197,17 +233,21 @@ class GoldenArrays:
             from .report import write_json
 
             write_json(meta, {"sha256": sha, "arrays": {
-                k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in new.items()}})
+                k: {"shape": list(v.shape), "dtype": v.dtype.name,
+                    "computed_dtype": computed.get(k, v.dtype.name)}
+                for k, v in new.items()}})
             self.request.config.stash[_GOLDEN_WRITTEN].append(str(npz))
             return
         try:
             import json
 
-            expected = json.loads(meta.read_text())["sha256"] if meta.exists() else None
-            old = load_npz(npz, expected)
+            info = json.loads(meta.read_text()) if meta.exists() else {}
+            old = load_npz(npz, info["sha256"] if info else None)
         except (SnapshotError, KeyError, ValueError) as exc:
             pytest.fail(f"golden file unusable: {exc}")
-        rows = compare_arrays(self.request.node.nodeid, old, new, tolerances)
+        recorded = computed_dtypes(info)
+        recorded.update(computed)
+        rows = compare_arrays(self.request.node.nodeid, old, new, tolerances, recorded)
         bad = [r for r in rows if not r.ok]
         if bad:
             pytest.fail(

@@ -6,6 +6,12 @@ shapes, dtypes, the sha256 of each file, library versions, git commit).
 ``compare(DIR)`` recomputes and reports every drift: values beyond tolerance, a dtype
 or shape change, a missing or extra array, NaN/Inf where there was none.
 
+Tolerances are those of the dtype that *computed* a value, not of the dtype it is
+stored in: a float32 model's loss is a float32 result even when it is kept as a
+float64 number (the manifest records ``computed_dtype`` per array). BLAS libraries pick
+different kernels on different CPUs, so a float32 result moves in its last bits from one
+machine to another; judged as float64 it would drift everywhere but where it was made.
+
 Loading never executes anything (``allow_pickle=False``) and every file's sha256 is
 checked against the manifest first. Writing is atomic: data files get new,
 content-addressed names, the manifest is replaced in one ``os.replace``, and only then
@@ -36,6 +42,7 @@ __all__ = [
     "compare",
     "compare_arrays",
     "compute_case",
+    "computed_dtypes",
     "load_npz",
     "snapshot",
     "write_npz",
@@ -183,8 +190,18 @@ def compute_case(name: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     loss, grads = m.loss_and_grads(tokens, targets)
     arrays = {"loss": np.asarray(loss, dtype=np.float64)}
     arrays.update({f"grad.{k}": v for k, v in grads.items()})
-    desc = {"config": {**_TINY, **overrides}, "seed": seed, "batch": [b, t]}
+    desc = {"config": {**_TINY, **overrides}, "seed": seed, "batch": [b, t],
+            "computed_dtype": cfg.dtype}
     return arrays, desc
+
+
+def computed_dtypes(entry: dict[str, Any]) -> dict[str, str]:
+    """``array name -> dtype that computed it`` from a manifest entry (may be empty)."""
+    out = {}
+    for k, a in entry.get("arrays", {}).items():
+        if isinstance(a, dict) and isinstance(a.get("computed_dtype"), str):
+            out[k] = a["computed_dtype"]
+    return out
 
 
 def _versions() -> dict[str, str]:
@@ -215,7 +232,8 @@ def snapshot(out: Path, cases: list[str] | None = None) -> dict[str, Any]:
             write_atomic(out / fname, data)
         manifest["cases"][name] = {
             **desc, "file": fname, "sha256": sha,
-            "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.name}
+            "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.name,
+                           "computed_dtype": desc["computed_dtype"]}
                        for k, v in arrays.items()},
         }
     write_atomic(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
@@ -251,10 +269,26 @@ def compare_arrays(
     old: dict[str, np.ndarray],
     new: dict[str, np.ndarray],
     tolerances: dict[str, tuple[float, float]] | None = None,
+    computed: dict[str, str] | None = None,
 ) -> list[Drift]:
-    """Compare two dicts of arrays; every difference is a :class:`Drift` row."""
+    """Compare two dicts of arrays; every difference is a :class:`Drift` row.
+
+    Parameters
+    ----------
+    case : str
+        A label for the rows.
+    old, new : dict of str to ndarray
+        The recorded and the recomputed arrays.
+    tolerances : dict, optional
+        ``dtype name -> (rtol, atol)`` overriding :data:`DEFAULT_TOLERANCES`.
+    computed : dict of str to str, optional
+        ``array name -> dtype name`` of the arithmetic that produced it, when that is
+        narrower than the dtype it is stored in (a float32 model's loss kept as a
+        float64 number); its tolerance is then that dtype's. Default: the stored dtype.
+    """
     tol = dict(DEFAULT_TOLERANCES)
     tol.update(tolerances or {})
+    computed = computed or {}
     rows = []
     for k in sorted(set(old) | set(new)):
         if k not in new:
@@ -270,7 +304,7 @@ def compare_arrays(
         if a.shape != b.shape:
             rows.append(Drift(case, k, "shape-changed", detail=f"{a.shape} -> {b.shape}"))
             continue
-        rtol, atol = tol.get(a.dtype.name, (0.0, 0.0))
+        rtol, atol = tol.get(computed.get(k, a.dtype.name), (0.0, 0.0))
         fa, fb = np.isfinite(a), np.isfinite(b)
         if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb]):
             idx = np.unravel_index(int(np.argmax(fa != fb)), a.shape) if a.size else ()
@@ -306,8 +340,11 @@ def compare(
         if name not in CASES:
             result.rows.append(Drift(name, "*", "missing", detail="case no longer exists"))
             continue
-        new, _ = compute_case(name)
-        result.rows += compare_arrays(name, old, new, tolerances)
+        new, desc = compute_case(name)
+        # the dtype of the arithmetic: recorded in the manifest, else the case's config
+        computed = {k: desc["computed_dtype"] for k in new}
+        computed.update(computed_dtypes(entry))
+        result.rows += compare_arrays(name, old, new, tolerances, computed)
     for name in CASES:
         if name not in manifest["cases"]:
             result.rows.append(Drift(name, "*", "extra", detail="case not in the snapshot"))

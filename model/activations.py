@@ -48,7 +48,8 @@ def relu_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
 
 def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
     """Exact GELU ``y = x * Phi(x)`` with ``Phi(x) = (1 + erf(x / sqrt 2)) / 2``."""
-    cdf = erf(x / _SQRT_2)
+    cdf = x * (1.0 / _SQRT_2)
+    erf(cdf, out=cdf)
     cdf += 1
     cdf *= 0.5
     return x * cdf, ActivationCache(x, cdf)
@@ -57,24 +58,52 @@ def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
 def gelu_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
     """``dx = dy * (Phi(x) + x * phi(x))`` with ``phi`` the standard normal density."""
     x, cdf = cache
-    pdf = np.exp(-0.5 * x * x)
+    pdf = x * x
+    pdf *= -0.5
+    np.exp(pdf, out=pdf)
     pdf *= _INV_SQRT_2PI
     pdf *= x
     pdf += cdf
-    return dy * pdf
+    pdf *= dy
+    return pdf
 
 
 def gelu_tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
-    """GELU, tanh approximation: ``y = x/2 * (1 + tanh(c (x + 0.044715 x^3)))``."""
-    t = np.tanh(_TANH_C * (x + 0.044715 * x**3))
-    return 0.5 * x * (1 + t), ActivationCache(x, t)
+    """GELU, tanh approximation: ``y = x/2 * (1 + tanh(c (x + 0.044715 x^3)))``.
+
+    ``x^3`` is written as products: ``np.power`` with an integer exponent has no fast
+    path on many CPUs (100x slower than ``x*x*x`` on float32 here).
+    """
+    t = x * x
+    t *= 0.044715
+    t += 1.0
+    t *= x
+    t *= _TANH_C
+    np.tanh(t, out=t)
+    y = t + 1.0
+    y *= x
+    y *= 0.5
+    return y, ActivationCache(x, t)
 
 
 def gelu_tanh_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
-    """Derivative of the tanh approximation (not of the exact GELU)."""
+    """Derivative of the tanh approximation (not of the exact GELU).
+
+    ``dx = dy * (1 + t + x (1 - t^2) c (1 + 3 * 0.044715 x^2)) / 2``.
+    """
     x, t = cache
-    du = _TANH_C * (1 + 3 * 0.044715 * x * x)
-    return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du)
+    du = x * x
+    du *= 3 * 0.044715 * _TANH_C
+    du += _TANH_C
+    s = t * t
+    np.subtract(1.0, s, out=s)
+    s *= x
+    s *= du
+    s += 1.0
+    s += t
+    s *= 0.5
+    s *= dy
+    return s
 
 
 def tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
@@ -86,7 +115,10 @@ def tanh_forward(x: np.ndarray) -> tuple[np.ndarray, ActivationCache]:
 def tanh_backward(dy: np.ndarray, cache: ActivationCache) -> np.ndarray:
     """``dx = dy * (1 - y^2)``."""
     y = cache.aux
-    return dy * (1 - y * y)
+    dx = y * y
+    np.subtract(1.0, dx, out=dx)
+    dx *= dy
+    return dx
 
 
 Forward = Callable[[np.ndarray], tuple[np.ndarray, ActivationCache]]

@@ -58,9 +58,7 @@ def softmax_backward(dp: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 class AttentionCache(NamedTuple):
-    q_cache: LinearCache  # x, Wq
-    k_cache: LinearCache  # x, Wk
-    v_cache: LinearCache  # x, Wv
+    qkv_cache: LinearCache  # x (B, T, C), [Wq | Wk | Wv] (C, 3C): one fused projection
     o_cache: LinearCache  # context (B, T, C), Wo
     q: np.ndarray  # (B, H, T, D)
     k: np.ndarray  # (B, H, T, D)
@@ -69,14 +67,22 @@ class AttentionCache(NamedTuple):
     scale: float  # 1 / sqrt(D)
 
 
-def _split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
-    b, t, c = x.shape
-    return x.reshape(b, t, n_heads, c // n_heads).transpose(0, 2, 1, 3)
+def _split_qkv(qkv: np.ndarray, n_heads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(B, T, 3C)`` -> q, k, v of shape ``(B, H, T, D)`` each (contiguous copies)."""
+    b, t, c3 = qkv.shape
+    d = c3 // (3 * n_heads)
+    heads = qkv.reshape(b, t, 3, n_heads, d).transpose(2, 0, 3, 1, 4)
+    return (np.ascontiguousarray(heads[0]), np.ascontiguousarray(heads[1]),
+            np.ascontiguousarray(heads[2]))
 
 
 def _merge_heads(x: np.ndarray) -> np.ndarray:
     b, h, t, d = x.shape
     return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
+
+
+def _causal_mask(t: int) -> np.ndarray:
+    return np.triu(np.ones((t, t), dtype=bool), k=1)
 
 
 def attention_forward(
@@ -104,24 +110,21 @@ def attention_forward(
     -----
     ``att = softmax(q k^T / sqrt(D) + mask)``, ``y = merge(att v) Wo + bo``; the causal
     mask is ``-inf`` above the diagonal (the diagonal is always visible, so no row is
-    fully masked).
+    fully masked). The three input projections run as one GEMM with ``[Wq | Wk | Wv]``.
     """
-    qf, q_cache = linear_forward(x, Wq, bq)
-    kf, k_cache = linear_forward(x, Wk, bk)
-    vf, v_cache = linear_forward(x, Wv, bv)
-    q = _split_heads(qf, n_heads)
-    k = _split_heads(kf, n_heads)
-    v = _split_heads(vf, n_heads)
+    W = np.concatenate((Wq, Wk, Wv), axis=1)
+    bias = np.concatenate((bq, bk, bv))
+    qkv, qkv_cache = linear_forward(x, W, bias)
+    q, k, v = _split_qkv(qkv, n_heads)
     scale = 1.0 / math.sqrt(q.shape[-1])
     scores = q @ k.transpose(0, 1, 3, 2)
     scores *= scale
     if causal:
-        t = x.shape[1]
-        np.copyto(scores, -np.inf, where=np.triu(np.ones((t, t), dtype=bool), k=1))
+        np.copyto(scores, -np.inf, where=_causal_mask(x.shape[1]))
     att = softmax_forward(scores)
     ctx = _merge_heads(att @ v)
     y, o_cache = linear_forward(ctx, Wo, bo)
-    return y, AttentionCache(q_cache, k_cache, v_cache, o_cache, q, k, v, att, scale)
+    return y, AttentionCache(qkv_cache, o_cache, q, k, v, att, scale)
 
 
 def attention_backward(
@@ -132,31 +135,31 @@ def attention_backward(
     Returns
     -------
     dx : ndarray, shape (B, T, C)
-        The sum of the query, key and value branches.
+        The sum of the query, key and value branches (one GEMM with ``[Wq | Wk | Wv]``).
     grads : dict
         ``Wq, bq, Wk, bk, Wv, bv, Wo, bo``.
     """
-    q_cache, k_cache, v_cache, o_cache, q, k, v, att, scale = cache
-    n_heads = q.shape[1]
+    qkv_cache, o_cache, q, k, v, att, scale = cache
+    b, n_heads, t, d = q.shape
+    c = n_heads * d
     # y = ctx Wo + bo
     dctx, dWo, dbo = linear_backward(dy, o_cache)
     # ctx = merge(att v)
-    dctx_h = _split_heads(dctx, n_heads)
+    dctx_h = dctx.reshape(b, t, n_heads, d).transpose(0, 2, 1, 3)
     datt = dctx_h @ v.transpose(0, 1, 3, 2)
-    dv = att.transpose(0, 1, 3, 2) @ dctx_h
+    dqkv = np.empty((3, b, n_heads, t, d), dtype=dctx.dtype)
+    np.matmul(att.transpose(0, 1, 3, 2), dctx_h, out=dqkv[2])
     # att = softmax(scores); masked entries have att == 0, so their gradient is 0
     dscores = softmax_backward(datt, att)
     # scores = q k^T * scale
     dscores *= scale
-    dq = dscores @ k
-    dk = dscores.transpose(0, 1, 3, 2) @ q
-    # q, k, v = x Wq + bq, x Wk + bk, x Wv + bv: the input gradient sums three branches
-    dx_q, dWq, dbq = linear_backward(_merge_heads(dq), q_cache)
-    dx_k, dWk, dbk = linear_backward(_merge_heads(dk), k_cache)
-    dx_v, dWv, dbv = linear_backward(_merge_heads(dv), v_cache)
-    dx = dx_q
-    dx += dx_k
-    dx += dx_v
-    grads = {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv,
+    np.matmul(dscores, k, out=dqkv[0])
+    np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])
+    # [q | k | v] = x [Wq | Wk | Wv] + [bq | bk | bv]: dx sums the three branches
+    dqkv_flat = dqkv.transpose(1, 3, 0, 2, 4).reshape(b, t, 3 * c)
+    dx, dW, dbias = linear_backward(dqkv_flat, qkv_cache)
+    grads = {"Wq": dW[:, :c].copy(), "bq": dbias[:c].copy(),
+             "Wk": dW[:, c:2 * c].copy(), "bk": dbias[c:2 * c].copy(),
+             "Wv": dW[:, 2 * c:].copy(), "bv": dbias[2 * c:].copy(),
              "Wo": dWo, "bo": dbo}
     return dx, grads

@@ -33,9 +33,12 @@ def linear_forward(
     y : ndarray, shape (..., Cout)
     cache : LinearCache
     """
-    y = x @ W
+    cin, cout = W.shape
+    # One 2-D GEMM over the flattened leading axes (a stacked matmul would call BLAS
+    # once per leading index).
+    y = x.reshape(-1, cin) @ W
     y += b
-    return y, LinearCache(x, W)
+    return y.reshape(*x.shape[:-1], cout), LinearCache(x, W)
 
 
 def linear_backward(
@@ -60,9 +63,9 @@ def linear_backward(
     ``x`` and ``dy`` flattened into one.
     """
     x, W = cache
-    cout = W.shape[1]
+    cin, cout = W.shape
     dy2 = dy.reshape(-1, cout)
-    dW = x.reshape(-1, W.shape[0]).T @ dy2
+    dW = x.reshape(-1, cin).T @ dy2
     db = dy2.sum(axis=0)
-    dx = dy @ W.T
+    dx = (dy2 @ W.T).reshape(x.shape)
     return dx, dW, db

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -38,13 +40,70 @@ def test_committed_reference_snapshots_match():
     assert len(res.rows) > 200
 
 
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.split(":", 1)[-1].split())
+
+
+#: OpenBLAS core types and the instructions their kernels need.
+CORE_TYPES = {"Sandybridge": {"avx"}, "Haswell": {"avx2", "fma"},
+              "SkylakeX": {"avx512f", "avx512bw", "avx512dq", "avx512vl"}}
+
+
+def test_reference_snapshots_agree_under_other_cpus_kernels():
+    """Other CPUs run other BLAS kernels: the committed numbers must hold under each.
+
+    Runs ``gradcheck compare`` with OpenBLAS forced to every core type this CPU can
+    execute (at least Sandybridge and Haswell on any AVX2 machine), alternating one and
+    two BLAS threads.
+    """
+    flags = _cpu_flags()
+    runnable = [ct for ct, need in CORE_TYPES.items() if need <= flags]
+    if len(runnable) < 2:
+        pytest.skip(f"this CPU runs fewer than two OpenBLAS core types ({runnable})")
+    for k, ct in enumerate(runnable):
+        env = {**os.environ, "OPENBLAS_CORETYPE": ct, "OPENBLAS_NUM_THREADS": str(1 + k % 2)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "gradcheck.cli", "compare", str(REFERENCE)],
+            capture_output=True, text=True, env=env, timeout=300, check=False,
+        )
+        assert proc.returncode == 0, f"OPENBLAS_CORETYPE={ct}:\n{proc.stdout}{proc.stderr}"
+
+
+def test_values_are_judged_by_the_dtype_that_computed_them():
+    """A float32 model's loss kept as a float64 number is a float32 result."""
+    old = {"loss": np.array(2.0), "g": np.ones(3)}
+    new = {"loss": np.array(2.0 * (1 + 3e-8)), "g": np.ones(3)}
+    as_f64 = {r.parameter: r.status for r in snap.compare_arrays("c", old, new)}
+    assert as_f64 == {"loss": "drift", "g": "ok"}
+    as_f32 = {r.parameter: r.status
+              for r in snap.compare_arrays("c", old, new, computed={"loss": "float32"})}
+    assert as_f32 == {"loss": "ok", "g": "ok"}
+    # a real float32 change (1e-3) is still drift
+    new["loss"] = np.array(2.0 * (1 + 1e-3))
+    rows = snap.compare_arrays("c", old, new, computed={"loss": "float32"})
+    assert [r.status for r in rows if r.parameter == "loss"] == ["drift"]
+
+
+def test_manifest_records_the_computing_dtype(recorded):
+    m = json.loads((recorded / "manifest.json").read_text())
+    f32 = m["cases"]["gelu-pre-ce-f32"]["arrays"]["loss"]
+    assert f32 == {"shape": [], "dtype": "float64", "computed_dtype": "float32"}
+    assert m["cases"]["gelu-pre-ce-f64"]["arrays"]["loss"]["computed_dtype"] == "float64"
+
+
 def test_manifest_contents(recorded):
     m = json.loads((recorded / "manifest.json").read_text())
     assert set(m["cases"]) == set(snap.CASES)
     for entry in m["cases"].values():
         assert {"config", "seed", "batch", "file", "sha256", "arrays"} <= set(entry)
         assert (recorded / entry["file"]).exists()
-        assert all({"shape", "dtype"} == set(a) for a in entry["arrays"].values())
+        assert all({"shape", "dtype", "computed_dtype"} == set(a)
+                   for a in entry["arrays"].values())
     assert {"numpy", "scipy", "python", "gradcheck"} <= set(m["versions"])
     assert m["git_commit"]
 
@@ -259,3 +318,33 @@ def test_golden_under_xdist_each_test_has_its_own_file(pytester, monkeypatch):
     pytester.makepyfile(test_g=GOLDEN_TEST.format(scale=1.0))
     pytester.runpytest_subprocess("-n", "2").assert_outcomes(passed=2)
     pytester.runpytest_subprocess("-n", "2").assert_outcomes(passed=2)
+
+
+GOLDEN_F32 = """
+import numpy as np
+
+def test_loss(golden):
+    golden.check({{"loss": np.array(2.0 * {factor})}}, computed_dtype={computed!r})
+"""
+
+
+@pytest.mark.parametrize(("computed", "outcome"), [(None, "failed"), ("float32", "passed")])
+def test_golden_judges_by_the_computing_dtype(pytester, monkeypatch, computed, outcome):
+    monkeypatch.delenv("CI", raising=False)
+    _ini(pytester)
+    pytester.makepyfile(test_g=GOLDEN_F32.format(factor=1.0, computed=computed))
+    pytester.runpytest().assert_outcomes(passed=1)
+    meta = json.loads(next((pytester.path / "golden" / "test_g").glob("*.json")).read_text())
+    assert meta["arrays"]["loss"]["computed_dtype"] == (computed or "float64")
+    # the last bits of a float32 result move on another CPU
+    pytester.makepyfile(test_g=GOLDEN_F32.format(factor=1 + 3e-8, computed=computed))
+    pytester.runpytest().assert_outcomes(**{outcome: 1})
+
+
+def test_golden_rejects_a_bad_computed_dtype(pytester, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    _ini(pytester)
+    pytester.makepyfile(test_g=GOLDEN_F32.format(factor=1.0, computed="float8"))
+    r = pytester.runpytest()
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*computed_dtype of 'loss' is 'float8'*"])
