@@ -5,6 +5,12 @@ Registered through the ``pytest11`` entry point. Options (group ``gradcheck``):
 ``--gradcheck-report PATH``  write an HTML report of every gradient check in the run
 ``--gradcheck-json PATH``    write the same as JSON
 ``--gradcheck-update-golden`` rewrite golden array files (see the ``golden`` fixture)
+``--gradcheck-blas-threads N`` BLAS threads of each test process (default: 1 in each
+pytest-xdist worker, unchanged without xdist; ``0`` leaves them alone)
+
+The terminal summary counts the checks of passing and of failing tests apart: a check
+that fails inside a passing test (a deliberately broken backward that the test expects
+to be caught) is not a failure of the run.
 
 Every call of :func:`gradcheck.check_vjp`, :func:`~gradcheck.assert_vjp`,
 :func:`~gradcheck.check_grad` and :func:`~gradcheck.check_model` made while a test runs
@@ -28,6 +34,8 @@ _RECORDS = pytest.StashKey[list[dict[str, Any]]]()
 _CURRENT = pytest.StashKey[dict[str, str]]()
 _LISTENER = pytest.StashKey[Any]()
 _GOLDEN_WRITTEN = pytest.StashKey[list[str]]()
+_OUTCOMES = pytest.StashKey[dict[str, str]]()
+_BLAS_LIMIT = pytest.StashKey[Any]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,6 +58,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite the golden files of the 'golden' fixture instead of comparing",
     )
+    group.addoption(
+        "--gradcheck-blas-threads",
+        metavar="N",
+        type=int,
+        default=None,
+        help="BLAS threads per test process (default: 1 in each pytest-xdist worker, so "
+        "that N workers do not start N x cores threads; 0: leave them alone)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +79,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RECORDS] = records
     config.stash[_CURRENT] = current
     config.stash[_GOLDEN_WRITTEN] = []
+    config.stash[_OUTCOMES] = {}
+    config.pluginmanager.register(_OutcomeRecorder(config.stash[_OUTCOMES]),
+                                  "gradcheck-outcomes")
+    _limit_blas(config)
 
     def listener(res: CheckResult) -> None:
         rec = res.to_dict()
@@ -75,9 +95,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_LISTENER] = listener
 
 
+def _limit_blas(config: pytest.Config) -> None:
+    threads = config.getoption("--gradcheck-blas-threads", None)
+    if threads is None:
+        threads = 1 if _is_worker(config) else 0
+    if threads < 0:
+        raise pytest.UsageError(f"--gradcheck-blas-threads must be >= 0, got {threads}")
+    if threads:
+        from ._threads import limit_blas_threads
+
+        config.stash[_BLAS_LIMIT] = limit_blas_threads(threads)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     from ._result import _listeners
 
+    limit = config.stash.get(_BLAS_LIMIT, None)
+    if limit is not None:
+        limit.restore_original_limits()
     listener = config.stash.get(_LISTENER, None)
     if listener is not None and listener in _listeners:
         _listeners.remove(listener)
@@ -283,6 +318,20 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     node.config.stash[_RECORDS].extend(out.get("gradcheck_records", []))
 
 
+class _OutcomeRecorder:
+    """Keeps each test's outcome; under xdist the controller sees every worker's."""
+
+    def __init__(self, outcomes: dict[str, str]) -> None:
+        self.outcomes = outcomes
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.outcomes[report.nodeid] = "failed"
+        elif report.when == "call" and self.outcomes.get(report.nodeid) != "failed":
+            xfailed = hasattr(report, "wasxfail")
+            self.outcomes[report.nodeid] = "xfailed" if xfailed else "passed"
+
+
 def _write_outputs(config: pytest.Config, records: list[dict[str, Any]]) -> None:
     html_path = config.getoption("--gradcheck-report")
     json_path = config.getoption("--gradcheck-json")
@@ -297,12 +346,24 @@ def _write_outputs(config: pytest.Config, records: list[dict[str, Any]]) -> None
         write_html(Path(html_path), data)
 
 
-def summary_counts(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Counts for the terminal summary line."""
+def summary_counts(
+    records: list[dict[str, Any]], outcomes: dict[str, str] | None = None
+) -> dict[str, int]:
+    """Counts for the terminal summary line.
+
+    ``failed`` counts failed checks of tests that failed (or whose outcome is unknown);
+    ``expected`` counts failed checks inside tests that passed, such as a deliberately
+    broken backward that the test asserts is caught.
+    """
+    outcomes = outcomes or {}
+    failed = [r for r in records if not r.get("passed")]
+    expected = [r for r in failed if outcomes.get(str(r.get("test", ""))) in
+                ("passed", "xfailed")]
     return {
         "ran": len(records),
-        "passed": sum(1 for r in records if r.get("passed")),
-        "failed": sum(1 for r in records if not r.get("passed")),
+        "passed": len(records) - len(failed),
+        "failed": len(failed) - len(expected),
+        "expected": len(expected),
         "kinks": sum(int(r.get("kinks", 0)) for r in records),
     }
 
@@ -316,10 +377,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     records = config.stash.get(_RECORDS, [])
     if not records:
         return
-    c = summary_counts(records)
+    c = summary_counts(records, config.stash.get(_OUTCOMES, {}))
     terminalreporter.write_line(
         f"gradcheck: {c['ran']} gradient checks ran, {c['passed']} passed, "
-        f"{c['failed']} failed, {c['kinks']} kinks skipped"
+        f"{c['failed']} failed in failing tests, {c['expected']} failed as their passing "
+        f"test expected (broken backward passes caught), {c['kinks']} kinks skipped"
     )
     for opt in ("--gradcheck-report", "--gradcheck-json"):
         path = config.getoption(opt)

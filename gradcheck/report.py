@@ -86,26 +86,6 @@ def _git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def _blas() -> str:
-    try:
-        from threadpoolctl import threadpool_info
-
-        info = [f"{d.get('internal_api')} {d.get('version')}" for d in threadpool_info()
-                if d.get("user_api") == "blas"]
-        if info:
-            return ", ".join(info)
-    except Exception:  # noqa: S110 - threadpoolctl is optional
-        pass
-    import numpy as np
-
-    try:
-        cfg = np.show_config(mode="dicts")
-        blas = cfg.get("Build Dependencies", {}).get("blas", {})
-        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
-    except Exception:
-        return "unknown"
-
-
 def _cpu() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -122,12 +102,16 @@ def environment() -> dict[str, str]:
     import scipy
 
     from . import __version__
+    from ._threads import blas_info, blas_summary
 
+    blas = blas_info()
     return {
         "gradcheck": __version__,
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "blas": _blas(),
+        "blas": blas_summary(),
+        "blas_core_type": ", ".join(d["core_type"] for d in blas) or "unknown",
+        "blas_threads": ", ".join(str(d["threads"]) for d in blas) or "unknown",
         "scipy": scipy.__version__,
         "platform": platform.platform(),
         "cpu": _cpu(),

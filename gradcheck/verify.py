@@ -50,7 +50,12 @@ class Progress:
 # -- layer checks --------------------------------------------------------------------
 def _layer_cases(dtype: str, rng: np.random.Generator) -> list[tuple[str, Any, Any, list[Any]]]:
     from model.activations import ACTIVATIONS
-    from model.attention import attention_backward, attention_forward, softmax_forward
+    from model.attention import (
+        attention_backward,
+        attention_forward,
+        softmax_backward,
+        softmax_forward,
+    )
     from model.block import BLOCK_PARAMS, block_backward, block_forward
     from model.embedding import embedding_backward, embedding_forward
     from model.feedforward import feedforward_backward, feedforward_forward
@@ -81,9 +86,7 @@ def _layer_cases(dtype: str, rng: np.random.Generator) -> list[tuple[str, Any, A
         p = softmax_forward(s)
         return p, p
 
-    cases.append(("softmax", sm_fwd,
-                  lambda dp, p: (p * (dp - np.sum(dp * p, axis=-1, keepdims=True)),),
-                  [n(b, t, v)]))
+    cases.append(("softmax", sm_fwd, lambda dp, p: (softmax_backward(dp, p),), [n(b, t, v)]))
     att_w: list[np.ndarray] = []
     for _ in range(4):
         att_w += [n(c, c, s=0.4), n(c, s=0.1)]

@@ -64,7 +64,8 @@ def test_plain_call_is_recorded():
         "*GradientMismatch: gradient check FAILED [[]mismatch[]]*",
         "*seed=0*",
         "*constant factor of 2*",
-        "gradcheck: 4 gradient checks ran, 3 passed, 1 failed, 2 kinks skipped",
+        "gradcheck: 4 gradient checks ran, 3 passed, 1 failed in failing tests, 0 failed as "
+        "their passing test expected (broken backward passes caught), 2 kinks skipped",
     ])
     data = json.loads((project.path / "out/r.json").read_text())
     assert data["summary"] == {"checks": 4, "passed": 3, "failed": 1, "kinks": 2}
@@ -97,6 +98,53 @@ def test_many(gradcheck, k):
 """)
     result = project.runpytest_subprocess("-n", "2", "--gradcheck-json", "merged.json")
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines(["gradcheck: 6 gradient checks ran, 6 passed, 0 failed, *"])
+    result.stdout.fnmatch_lines(["gradcheck: 6 gradient checks ran, 6 passed, 0 failed *"])
     data = json.loads((project.path / "merged.json").read_text())
     assert sorted(c["seed"] for c in data["checks"]) == list(range(6))
+
+
+EXPECTED = LAYER + """
+def test_catches_the_broken_one(gradcheck):
+    assert not gradcheck.check_vjp(fwd, bad, [X, W]).passed   # expected to fail
+
+@pytest.mark.parametrize("k", range(3))
+def test_really_broken(gradcheck, k):
+    gradcheck.assert_vjp(fwd, bad, [X, W], seed=k)
+
+def test_good(gradcheck):
+    gradcheck.assert_vjp(fwd, good, [X, W])
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True])
+def test_summary_separates_expected_failures_from_failing_tests(project, xdist):
+    project.makepyfile(test_layers=EXPECTED)
+    args = ["-n", "2"] if xdist else []
+    result = project.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines([
+        "gradcheck: 5 gradient checks ran, 1 passed, 3 failed in failing tests, 1 failed as "
+        "their passing test expected *",
+    ])
+
+
+BLAS_PROBE = """
+import os, json
+from threadpoolctl import threadpool_info
+
+def test_threads():
+    n = [d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(f"threads-{worker}.json", "w") as fh:
+        json.dump(n, fh)
+"""
+
+
+def test_each_xdist_worker_gets_one_blas_thread(project):
+    project.makepyfile(test_probe=BLAS_PROBE)
+    project.runpytest_subprocess("-n", "2").assert_outcomes(passed=1)
+    files = list(project.path.glob("threads-gw*.json"))
+    assert files and all(json.loads(f.read_text()) == [1] for f in files)
+    project.runpytest_subprocess("-n", "2", "--gradcheck-blas-threads", "2").assert_outcomes(
+        passed=1)
+    assert all(json.loads(f.read_text()) == [2] for f in project.path.glob("threads-gw*.json"))
