@@ -7,6 +7,10 @@ median, ``1.2533 * 1.4826 * MAD / sqrt(pairs)``; a budget *fails* only when
 Memory is peak traced allocations from :mod:`tracemalloc` (what NumPy and Python
 allocate through the tracked allocators; not RSS, not BLAS scratch buffers).
 
+Every budget is measured with the BLAS limited to a stated number of threads
+(:data:`BUDGET_THREADS`, recorded in each result), so that a figure says what it was
+measured with.
+
 Thresholds live in ``budgets.toml`` next to this module.
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BUDGET_THREADS",
     "PLAN",
     "SMALL",
     "BudgetResult",
@@ -40,7 +45,8 @@ PLAN: dict[str, Any] = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512, n_l
                             max_len=64)
 SMALL: dict[str, Any] = dict(vocab_size=32, d_model=32, n_heads=4, d_ff=64, n_layers=2,
                              max_len=32)
-REFERENCE_TOKENS_PER_S = 1700.0
+#: BLAS threads every budget is measured with.
+BUDGET_THREADS = 1
 
 
 def load_budgets() -> dict[str, dict[str, Any]]:
@@ -247,10 +253,9 @@ def measure_throughput(
         m.loss_and_grads(tok, tgt)
         times.append(time.perf_counter() - t0)
     tps = tok.size / statistics.median(times)
-    return BudgetResult("throughput", 0, "training-step throughput, tokens/s", label, dtype, tps,
-                        math.inf, 0.0, True, kind="figure",
-                        details={"vs_reference_1700": tps / REFERENCE_TOKENS_PER_S,
-                                 "median_step_s": statistics.median(times)})
+    return BudgetResult("throughput", 0, "training-step throughput, tokens/s (this CPU only)",
+                        label, dtype, tps, math.inf, 0.0, True, kind="figure",
+                        details={"median_step_s": statistics.median(times)})
 
 
 def measure_checker_cost(
@@ -320,31 +325,77 @@ def measure_leaks(
                                  "steps": steps})
 
 
-def measure_all(*, quick: bool = False, progress: Callable[[str], None] | None = None
-                ) -> list[BudgetResult]:
-    """Every budget on the plan's and the small configuration, float64 and float32."""
+def measure_speed_vs_torch(dtype: str, *, pairs: int, table: dict[str, Any],
+                           threads: int) -> BudgetResult | None:
+    """Training step of the plan's model over its PyTorch twin's; None without torch."""
+    from model.speed import compare_with_torch, torch_available
+
+    if not torch_available():
+        return None
+    s = compare_with_torch(dtype, threads=threads, pairs=pairs)
+    t = table["speed_vs_torch"]
+    return BudgetResult("speed_vs_torch", t["criterion"], t["title"], "plan", dtype, s.ratio,
+                        t["threshold"], s.se, _gate(s.ratio, s.se, t["threshold"]), pairs,
+                        details=s.to_dict())
+
+
+def measure_all(*, level: str = "full", progress: Callable[[str], None] | None = None,
+                threads: int = BUDGET_THREADS, quick: bool | None = None) -> list[BudgetResult]:
+    """Every budget, with the BLAS limited to ``threads`` threads.
+
+    ``full``: the plan's and the small configuration, float64 and float32, the checker's
+    cost and the speed against PyTorch (where installed); ``default``: the time and
+    memory ratios of the plan's configuration in both dtypes, everything else in float32
+    only, no checker cost; ``quick``: float32 only, fewer pairs, no PyTorch.
+    """
     from model import tune_allocator
 
+    from ._threads import blas_summary, limit_blas_threads
+
+    if quick is not None:  # the keyword of earlier versions
+        level = "quick" if quick else "full"
+    if level not in ("quick", "default", "full"):
+        raise ValueError(f"level must be quick, default or full, got {level!r}")
     tune_allocator()
-    table = load_budgets()
     say = progress or (lambda _s: None)
-    pairs = 7 if quick else 15
+    with limit_blas_threads(threads):
+        out = _measure_level(load_budgets(), level, say)
+        blas = blas_summary()
+    for r in out:
+        r.details["blas_threads"] = threads
+        r.details["blas"] = blas
+    return out
+
+
+def _measure_level(table: dict[str, Any], level: str,
+                   say: Callable[[str], None]) -> list[BudgetResult]:
+    full = level == "full"
+    pairs = {"quick": 5, "default": 7, "full": 15}[level]
     out: list[BudgetResult] = []
-    dtypes = ("float32",) if quick else ("float64", "float32")
+    dtypes = ("float32",) if level == "quick" else ("float64", "float32")
     for dtype in dtypes:
-        for label, kw in (("plan", PLAN), ("small", SMALL)):
+        configs = [("plan", PLAN)] + ([("small", SMALL)] if full or dtype == "float32" else [])
+        for label, kw in configs:
             say(f"budgets: time ratios, {label} config, {dtype}")
             out += measure_time_budgets(kw, label, dtype, pairs=pairs, table=table)
             say(f"budgets: memory, {label} config, {dtype}")
             out += measure_memory_budgets(kw, label, dtype, table=table)
-        say(f"budgets: linear scaling, {dtype}")
-        out += measure_scaling(PLAN, "plan", dtype, pairs=max(5, pairs // 2), table=table)
+        if full or dtype == "float32":
+            say(f"budgets: linear scaling, {dtype}")
+            out += measure_scaling(PLAN, "plan", dtype, pairs=max(5, pairs // 2), table=table)
         say(f"budgets: throughput, {dtype}")
-        out.append(measure_throughput(PLAN, "plan", dtype, steps=5 if quick else 10))
-        if not quick:
+        out.append(measure_throughput(PLAN, "plan", dtype, steps=5 if not full else 10))
+        if full:
             say(f"budgets: checker cost, {dtype}")
             out.append(measure_checker_cost(PLAN, "plan", dtype, table=table))
-        say(f"budgets: leaks, {dtype}")
-        out.append(measure_leaks(SMALL, "small", dtype, steps=300 if quick else 1000,
-                                 table=table))
+        if full or (level == "default" and dtype == "float32"):
+            say(f"budgets: speed against PyTorch eager, {dtype}")
+            r = measure_speed_vs_torch(dtype, pairs=max(9, pairs), table=table,
+                                       threads=BUDGET_THREADS)
+            if r is not None:
+                out.append(r)
+        if full or dtype == "float32":
+            say(f"budgets: leaks, {dtype}")
+            out.append(measure_leaks(SMALL, "small", dtype, steps=1000 if full else 150,
+                                     table=table))
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,13 +24,29 @@ def _parser() -> argparse.ArgumentParser:
         "report",
         help="verify the reference model and write an HTML (and JSON) report",
         description="Run the verification of the reference model and write a "
-        "self-contained HTML report plus a JSON file beside it.",
+        "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
+        "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
+        "run); the exit status is 1 on FAIL (and on INCOMPLETE with --strict), else 0.",
     )
     r.add_argument(
         "--out", default="reports/verification.html", metavar="PATH",
         help="where to write the HTML (default: %(default)s); the JSON goes beside it",
     )
-    r.add_argument("--quick", action="store_true", help="a smaller run (about a minute)")
+    size = r.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="a smoke run of every section (about 15 s on 2 cores)")
+    size.add_argument("--full", action="store_true",
+                      help="every configuration, the whole training grid, every budget "
+                      "(at most 5 minutes on 2 cores); the default checks a representative "
+                      "set in about a minute")
+    r.add_argument("--with-tests", action="store_true",
+                   help="run the test suites first (coverage, test results), so that one "
+                   "command gives all 12 criteria")
+    r.add_argument("--strict", action="store_true",
+                   help="exit 1 on an incomplete verdict too (a criterion not run)")
+    r.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes, each with one BLAS thread (default: the number "
+                   "of cores, at most 2)")
     r.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     s = sub.add_parser(
@@ -68,12 +85,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--seed must be a non-negative integer")
         if not args.out.endswith((".html", ".htm")):
             parser.error(f"--out must name an .html file, got {args.out!r}")
+        jobs = args.jobs if args.jobs is not None else max(1, min(2, os.cpu_count() or 1))
+        if jobs < 1:
+            parser.error("--jobs must be a positive integer")
         from .verify import run_verification
 
-        ok = run_verification(
-            out=args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress
+        verdict = run_verification(
+            out=args.out, level="quick" if args.quick else "full" if args.full else "default",
+            seed=args.seed, progress=not args.no_progress, jobs=jobs,
+            with_tests=args.with_tests,
         )
-        return 0 if ok else 1
+        if verdict == "fail" or (verdict == "incomplete" and args.strict):
+            return 1
+        return 0
     if args.command == "snapshot":
         from .snapshot import snapshot
 

@@ -23,7 +23,7 @@ def results():
     # Correctness before speed: the layers must pass their gradient checks first.
     failed = [r.name for r in layer_checks(0, lambda _s: None) if not r.passed]
     assert not failed, f"gradient checks failed, budgets not measured: {failed}"
-    return bud.measure_all(quick=False)
+    return bud.measure_all(level="full")
 
 
 BUDGET_NAMES = [k for k in bud.load_budgets()]
@@ -48,11 +48,27 @@ def test_budgets_cover_both_dtypes_and_configs(results):
         assert ("throughput", "plan", dtype) in seen
 
 
-def test_throughput_is_reported(results):
+def test_throughput_is_reported_with_its_thread_count(results):
     tput = {r.dtype: r for r in results if r.name == "throughput"}
     assert set(tput) == {"float64", "float32"}
     for r in tput.values():
-        assert r.figure > 0 and r.details["vs_reference_1700"] > 0
+        assert r.figure > 0 and r.details["median_step_s"] > 0
+    assert all(r.details["blas_threads"] == bud.BUDGET_THREADS for r in results)
+    assert all("core type" in r.details["blas"] for r in results)
+
+
+def test_speed_against_pytorch_where_it_is_installed(results):
+    """The yardstick: PyTorch 2.13 eager on the same model, same threads, side by side."""
+    from model.speed import torch_available
+
+    rows = {r.dtype: r for r in results if r.name == "speed_vs_torch"}
+    if not torch_available():
+        assert rows == {}  # "not measured" in the report; torch is no dependency
+        return
+    assert set(rows) == {"float64", "float32"}
+    for r in rows.values():
+        assert r.details["threads"] == bud.BUDGET_THREADS and r.pairs >= 9
+        assert r.details["numpy_step_s"] > 0 and r.details["torch_step_s"] > 0
 
 
 def test_every_threshold_names_its_criterion():

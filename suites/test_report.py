@@ -87,6 +87,8 @@ def test_version_and_help(capsys):
         (["report", "--out", "x.txt"], "--out must name an .html file"),
         (["report", "--seed", "-1"], "--seed must be a non-negative integer"),
         (["report", "--seed", "abc"], "invalid int value"),
+        (["report", "--jobs", "0"], "--jobs must be a positive integer"),
+        (["report", "--quick", "--full"], "not allowed with argument"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -97,12 +99,48 @@ def test_bad_arguments_in_plain_words(capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("verdict", [True, False])
-def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict):
+@pytest.mark.parametrize(
+    ("verdict", "strict", "status"),
+    [("pass", False, 0), ("incomplete", False, 0), ("fail", False, 1),
+     ("pass", True, 0), ("incomplete", True, 1), ("fail", True, 1)],
+)
+def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict, strict, status):
     import gradcheck.verify as verify
 
-    monkeypatch.setattr(verify, "run_verification", lambda **kw: verdict)
-    assert cli.main(["report", "--out", str(tmp_path / "v.html")]) == (0 if verdict else 1)
+    seen = {}
+
+    def fake(**kw):
+        seen.update(kw)
+        return verdict
+
+    monkeypatch.setattr(verify, "run_verification", fake)
+    argv = ["report", "--out", str(tmp_path / "v.html")] + (["--strict"] if strict else [])
+    assert cli.main(argv) == status
+    assert seen["level"] == "default" and seen["jobs"] >= 1 and not seen["with_tests"]
+    cli.main([*argv, "--full", "--with-tests", "--jobs", "1"])
+    assert seen["level"] == "full" and seen["jobs"] == 1 and seen["with_tests"]
+
+
+def test_verdict_has_three_states():
+    from gradcheck.verify import verdict_of
+
+    met = {"status": "met"}
+    assert verdict_of(False, [met, met]) == "pass"
+    assert verdict_of(False, [met, {"status": "not run"}]) == "incomplete"
+    assert verdict_of(False, [{"status": "not met"}, {"status": "not run"}]) == "fail"
+    assert verdict_of(True, [met]) == "fail"
+
+
+def test_representative_configs_cover_every_factor_value():
+    from gradcheck.verify import model_configs
+
+    chosen = model_configs("default")
+    full = model_configs("full")
+    assert len(full) == 96 and len(chosen) == 8
+    for factor in chosen[0]:
+        assert {c[factor] for c in chosen} == {c[factor] for c in full}, factor
+    for act in {c["activation"] for c in full}:
+        assert {c["dtype"] for c in chosen if c["activation"] == act} == {"float64", "float32"}
 
 
 # -- the real thing, in a real browser ------------------------------------------------------
@@ -110,7 +148,8 @@ def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict):
 def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("rep") / "verification.html"
     proc = subprocess.run(
-        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--out", str(out)],
+        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--jobs", "1",
+         "--out", str(out)],
         capture_output=True, text=True, timeout=300, check=False,
     )
     return out, proc
@@ -120,10 +159,19 @@ def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
     out, proc = quick_report
     assert out.exists() and out.with_suffix(".json").exists(), proc.stderr[-2000:]
     data = json.loads(out.with_suffix(".json").read_text())
-    assert proc.returncode == (0 if data["verdict"] == "pass" else 1), proc.stderr[-2000:]
+    assert proc.returncode == (1 if data["verdict"] == "fail" else 0), proc.stderr[-2000:]
+    # no test run beside this report: criteria 10 and 12 are "not run", with the command
+    assert data["verdict"] == "incomplete", proc.stderr[-2000:]
+    status = {c["id"]: c["status"] for c in data["criteria"]}
     assert [c["id"] for c in data["criteria"]] == list(range(1, 13))
-    assert "[6/6" in proc.stderr  # progress was shown
-    assert data["environment"]["numpy"] and data["environment"]["git_commit"]
+    assert status[10] == status[12] == "not run"
+    assert all(status[k] == "met" for k in (1, 2, 3, 4, 5, 6, 7, 8, 9)), status
+    assert "--with-tests" in next(c["how"] for c in data["criteria"] if c["id"] == 10)
+    assert "[3/3" in proc.stderr  # progress was shown
+    env = data["environment"]
+    assert env["numpy"] and env["git_commit"]
+    assert env["blas_core_type"] and env["budget BLAS threads"] == "1"
+    assert "core type" in env["blas"]
     assert not list(out.parent.glob(".*.tmp"))
 
 
@@ -150,7 +198,7 @@ def test_report_in_headless_chromium(quick_report):
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("request", lambda r: requests.append(r.url))
             page.goto(out.resolve().as_uri())
-            assert page.locator("#verdict").inner_text() in ("PASS", "FAIL")
+            assert page.locator("#verdict").inner_text() in ("PASS", "FAIL", "INCOMPLETE")
             assert page.locator("#criteria-table tr").count() == 13  # header + 12 criteria
             assert page.locator("svg.chart").count() >= 3
             assert page.locator("#checks-table tr").count() > 10
