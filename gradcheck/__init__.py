@@ -6,6 +6,8 @@ The public API::
     gradcheck.assert_vjp(fwd, bwd, inputs)               # raises GradientMismatch
     res = gradcheck.check_grad(f, grad, x)               # scalar function
     res = gradcheck.check_model(model, tokens, targets)  # every parameter of a model
+    res = gradcheck.check_layer(layer, x)                # a layer object (forward/backward)
+    res = gradcheck.check_loss(softmax_loss, scores, y)  # loss, dx = fn(x, *constants)
 
 Names are loaded on first use, so that the pytest plugin (``gradcheck.plugin``) can be
 imported without NumPy work at plugin-load time.
@@ -19,11 +21,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "DEFAULT_RTOL": "._core",
+    "DEFAULT_RTOL": "._options",
     "assert_vjp": "._core",
     "check_grad": "._core",
     "check_vjp": "._core",
     "check_model": "._model_check",
+    "check_layer": "._layer",
+    "assert_layer": "._layer",
+    "check_loss": "._layer",
+    "assert_loss": "._layer",
+    "LayerConventionError": "._layer",
     "STATUSES": "._result",
     "CheckResult": "._result",
     "ElementReport": "._result",
@@ -38,16 +45,23 @@ __all__ = [
     "ElementReport",
     "GradientMismatch",
     "InputResult",
+    "LayerConventionError",
     "__version__",
+    "assert_layer",
+    "assert_loss",
     "assert_vjp",
     "check_grad",
+    "check_layer",
+    "check_loss",
     "check_model",
     "check_vjp",
 ]
 
 if TYPE_CHECKING:
-    from ._core import DEFAULT_RTOL, assert_vjp, check_grad, check_vjp
+    from ._core import assert_vjp, check_grad, check_vjp
+    from ._layer import LayerConventionError, assert_layer, assert_loss, check_layer, check_loss
     from ._model_check import check_model
+    from ._options import DEFAULT_RTOL
     from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
 
 

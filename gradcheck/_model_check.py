@@ -6,16 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from ._core import (
-    F64,
-    _generator,
-    _method_label,
-    _overall,
-    _record_for_plugin,
-    _Runner,
-    _validate_options,
-    run_checks,
-)
+from ._modes import method_label, overall, run_checks
+from ._numeric import F64, Runner, generator
+from ._options import Options, validate_options
+from ._protocol import ProtocolError, UserCodeError, call_user
+from ._recording import record
 from ._result import CheckResult, InputResult
 
 __all__ = ["check_model"]
@@ -69,10 +64,9 @@ def check_model(
     Parameters are perturbed in place (the loss reads them from ``model.params``) and
     restored bit for bit in ``finally`` blocks, also when the loss raises.
     """
-    opts = _validate_options(
-        seed=seed, mode=mode, method=method, atol=atol, rtol=rtol, directions=directions,
-        samples=samples, budget=1, localise=localise,
-    )
+    opts = validate_options(seed=seed, mode=mode, method=method, atol=atol, rtol=rtol,
+                            directions=directions, samples=samples, localise=localise,
+                            full_threshold=full_threshold, name=name)
     if opts.method == "complex":
         raise ValueError("check_model supports method 'central' or 'richardson', not 'complex'")
     for attr in ("params", "loss", "loss_and_grads"):
@@ -81,10 +75,6 @@ def check_model(
                 f"model must have 'params', 'loss' and 'loss_and_grads'; "
                 f"{type(model).__name__} has no '{attr}'"
             )
-    if isinstance(full_threshold, bool) or not isinstance(full_threshold, int) or (
-        full_threshold < 0
-    ):
-        raise ValueError(f"full_threshold must be an integer >= 0, got {full_threshold!r}")
     table = model.params
     if not isinstance(table, dict) or not table:
         raise TypeError("model.params must be a non-empty dict of name -> ndarray")
@@ -100,32 +90,45 @@ def check_model(
                 f"model.params[{n!r}] must be C-contiguous and writable to be perturbed in place"
             )
     saved = {n: table[n].copy() for n in names}
-    loss0, grads_raw = model.loss_and_grads(*batch)
+    with np.errstate(all="ignore"):
+        try:
+            res = _check_model(model, batch, names, opts)
+        except ProtocolError as exc:
+            res = _early(opts, exc.status, exc.message)
+        except UserCodeError as exc:
+            res = _early(opts, "error", f"{exc.what} raised {exc.type}: {exc.text}")
+            res.error, res.exception = exc.as_dict(), exc.exc
+        finally:
+            for n in names:
+                np.copyto(table[n], saved[n])
+    record(res)
+    return res
+
+
+def _early(opts: Options, status: str, message: str, notes: list[str] | None = None
+           ) -> CheckResult:
+    return CheckResult(passed=False, status=status, message=message, inputs=[],
+                       method=opts.method, mode=opts.mode, evaluations=1, backward_calls=1,
+                       seed=opts.seed, notes=notes or [], name=opts.name, kind="model")
+
+
+def _gradients(model: Any, batch: tuple[Any, ...], names: list[str]
+               ) -> tuple[float, list[F64 | None], list[str]]:
+    table = model.params
+    saved = {n: table[n].copy() for n in names}
+    loss0, grads_raw = call_user(model.loss_and_grads, *batch, what="loss_and_grads")
     for n in names:
         if not np.array_equal(saved[n], table[n], equal_nan=True):
-            raise RuntimeError(f"loss_and_grads modified parameter {n!r}")
-    notes: list[str] = []
+            raise ProtocolError("mutation", f"loss_and_grads modified parameter {n!r}")
     loss0 = np.asarray(loss0, dtype=np.float64)
-    loss_again = np.asarray(model.loss(*batch), dtype=np.float64)
-
-    def early(status: str, message: str) -> CheckResult:
-        res = CheckResult(
-            passed=False, status=status, message=message, inputs=[], method=opts.method,
-            mode=opts.mode, evaluations=1, backward_calls=1, seed=opts.seed, notes=notes,
-            name=name, kind="model",
-        )
-        _record_for_plugin(res)
-        return res
-
+    loss_again = np.asarray(call_user(model.loss, *batch, what="loss"), dtype=np.float64)
     if loss0.shape != () and loss0.size != 1:
-        return early("bad-protocol", f"loss must be a scalar, got shape {loss0.shape}")
+        raise ProtocolError("bad-protocol", f"loss must be a scalar, got shape {loss0.shape}")
     if not np.isfinite(loss0):
-        return early("non-finite", f"loss is {float(loss0)}")
+        raise ProtocolError("non-finite", f"loss is {float(loss0)}")
     if not np.allclose(loss_again, loss0, rtol=1e-6, atol=0):
-        return early(
-            "nondeterministic",
-            f"loss() gave {float(loss_again)!r} but loss_and_grads() gave {float(loss0)!r}",
-        )
+        raise ProtocolError("nondeterministic", f"loss() gave {float(loss_again)!r} but "
+                            f"loss_and_grads() gave {float(loss0)!r}")
     grads: list[F64 | None] = []
     missing: list[str] = []
     for n in names:
@@ -136,35 +139,34 @@ def check_model(
             continue
         g = np.asarray(g)
         if g.shape != table[n].shape:
-            return early(
-                "shape-mismatch", f"gradient of {n} has shape {g.shape}, expected {table[n].shape}"
-            )
+            raise ProtocolError("shape-mismatch",
+                                f"gradient of {n} has shape {g.shape}, expected {table[n].shape}")
         if not np.all(np.isfinite(g)):
-            return early("non-finite", f"gradient of {n} contains NaN/Inf")
+            raise ProtocolError("non-finite", f"gradient of {n} contains NaN/Inf")
         grads.append(g.astype(np.float64))
-    if missing:
-        notes.append("no gradient returned for: " + ", ".join(missing))
+    return float(loss0), grads, missing
+
+
+def _check_model(model: Any, batch: tuple[Any, ...], names: list[str], opts: Options
+                 ) -> CheckResult:
+    loss0, grads, missing = _gradients(model, batch, names)
+    notes = ["no gradient returned for: " + ", ".join(missing)] if missing else []
 
     def evaluate() -> np.ndarray:
-        return np.asarray(model.loss(*batch))
+        return np.asarray(call_user(model.loss, *batch, what="loss (at a perturbed parameter)"))
 
-    rng = _generator(opts.seed)
-    arrays = [table[n] for n in names]
-    runner = _Runner(arrays, names, evaluate, np.ones(()), grads, loss0, opts, rng)
+    arrays = [model.params[n] for n in names]
+    runner = Runner(arrays, names, evaluate, np.ones(()), grads, np.asarray(loss0), opts,
+                    generator(opts.seed))
     runner.evaluations = 2
 
     def mode_for(i: int) -> str:
         if opts.mode != "auto":
             return opts.mode
-        return "full" if arrays[i].size <= full_threshold else "directional"
+        return "full" if arrays[i].size <= opts.full_threshold else "directional"
 
-    try:
-        results: list[InputResult] = run_checks(
-            runner, list(range(len(names))), opts, mode_for=mode_for, method=opts.method
-        )
-    finally:
-        for n in names:
-            np.copyto(table[n], saved[n])
+    results: list[InputResult] = run_checks(runner, list(range(len(names))), opts,
+                                            mode_for=mode_for, method=opts.method)
     no_flow = []
     for r_in, g, n in zip(results, grads, names, strict=True):
         if not r_in.passed and (n in missing or not np.any(g)):
@@ -174,21 +176,12 @@ def check_model(
             no_flow.append(n)
     if no_flow:
         notes.append("gradient flow audit failed for: " + ", ".join(no_flow))
-    status, message = _overall(results, runner.nonfinite)
+    status, message = overall(results, runner.nonfinite)
     modes = {r.mode for r in results}
-    res = CheckResult(
-        passed=status == "ok",
-        status=status,
-        message=message,
-        inputs=results,
-        method=_method_label(opts.method, arrays),
+    return CheckResult(
+        passed=status == "ok", status=status, message=message, inputs=results,
+        method=method_label(opts.method, arrays),
         mode=modes.pop() if len(modes) == 1 else "mixed",
-        evaluations=runner.evaluations,
-        backward_calls=1,
-        seed=opts.seed,
-        notes=notes,
-        name=name,
-        kind="model",
+        evaluations=runner.evaluations, backward_calls=1, seed=opts.seed, notes=notes,
+        name=opts.name, kind="model",
     )
-    _record_for_plugin(res)
-    return res

@@ -7,7 +7,6 @@ HTML report all render these objects (through :meth:`CheckResult.to_dict`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +21,10 @@ STATUSES: dict[str, str] = {
     "nondeterministic": "two calls with the same arguments gave different results",
     "mutation": "the forward or backward modified its inputs, the cotangent or the cache",
     "bad-protocol": "the forward or backward did not follow the (y, cache) / grads protocol",
+    "aliasing": "the backward handed out views of arrays that it changed afterwards",
+    "error": "the forward or backward raised an exception (type, message and the innermost "
+             "frame of the user's code are in the result)",
 }
-
-
-#: Receivers of every result (the pytest plugin registers one per session).
-_listeners: list[Callable[[CheckResult], None]] = []
 
 
 class GradientMismatch(AssertionError):
@@ -228,6 +226,13 @@ class CheckResult:
         Things the user should know (complex step rejected, gradient ignored...).
     name : str
         A label for reports.
+    kind : str
+        ``"vjp"``, ``"layer"``, ``"loss"`` or ``"model"``: which entry point made it.
+    error : dict or None
+        Status ``error``: ``{"in", "type", "message", "where"}`` of the exception the
+        user's code raised (``where``: the innermost frame of the user's code).
+    exception : BaseException or None
+        That exception itself (not serialised); ``assert_*`` chain to it.
     """
 
     passed: bool
@@ -242,6 +247,8 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     name: str = ""
     kind: str = "vjp"
+    error: dict[str, str] | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
     def kinks(self) -> int:
@@ -272,6 +279,7 @@ class CheckResult:
             "kinks": int(self.kinks),
             "hint": self.hint,
             "notes": list(self.notes),
+            "error": dict(self.error) if self.error else None,
             "inputs": [i.to_dict() for i in self.inputs],
         }
 
@@ -284,6 +292,8 @@ class CheckResult:
             f"  method={self.method} mode={self.mode} evaluations={self.evaluations} "
             f"seed={self.seed} (rerun with seed={self.seed} to reproduce)",
         ]
+        if self.error and self.error.get("where"):
+            lines.append(f"  at {self.error['where']}")
         for inp in self.inputs:
             extra = ""
             if inp.miss_probability is not None:

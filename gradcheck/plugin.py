@@ -89,9 +89,9 @@ def pytest_configure(config: pytest.Config) -> None:
         rec["test"] = current["nodeid"]
         records.append(rec)
 
-    from ._result import _listeners
+    from ._recording import install_recorder
 
-    _listeners.append(listener)
+    install_recorder(listener)
     config.stash[_LISTENER] = listener
 
 
@@ -108,14 +108,14 @@ def _limit_blas(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from ._result import _listeners
+    from ._recording import remove_recorder
 
     limit = config.stash.get(_BLAS_LIMIT, None)
     if limit is not None:
         limit.restore_original_limits()
     listener = config.stash.get(_LISTENER, None)
-    if listener is not None and listener in _listeners:
-        _listeners.remove(listener)
+    if listener is not None:
+        remove_recorder(listener)
 
 
 @pytest.hookimpl(wrapper=True)

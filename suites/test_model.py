@@ -336,10 +336,11 @@ def test_refused_step_leaves_parameters_and_state(opt):
     assert repr((o.t, o.m, o.v) if opt == "adam" else o.u) == state
 
 
+# The slow SGD rates (3e-3 for 500 epochs, 1e-3 for 1000: 70 s together) run in
+# `gradcheck report --full`, whose criterion 1 covers the whole grid.
 @pytest.mark.parametrize(
     ("opt", "lr", "epochs"),
-    [("adam", 1e-3, 100), ("adam", 3e-3, 100), ("adam", 1e-2, 100),
-     ("sgd", 1e-2, 200), ("sgd", 3e-3, 500), ("sgd", 1e-3, 1000)],
+    [("adam", 1e-3, 100), ("adam", 3e-3, 100), ("adam", 1e-2, 100), ("sgd", 1e-2, 200)],
 )
 def test_loss_falls_by_more_than_half(opt, lr, epochs):
     corpus = load_corpus()

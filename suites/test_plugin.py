@@ -140,7 +140,8 @@ def test_threads():
 """
 
 
-def test_each_xdist_worker_gets_one_blas_thread(project):
+def test_each_xdist_worker_gets_one_blas_thread(project, monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # set when this suite uses xdist
     project.makepyfile(test_probe=BLAS_PROBE)
     project.runpytest_subprocess("-n", "2").assert_outcomes(passed=1)
     files = list(project.path.glob("threads-gw*.json"))

@@ -1,0 +1,332 @@
+"""The per-input modes: every element, a sample, or random directions with localisation.
+
+:class:`InputChecker` runs one mode on one input and builds its
+:class:`~gradcheck.InputResult`: the comparisons of :class:`~gradcheck._numeric.Runner`,
+the kinks skipped, the aggregate slope test that catches a constant scaling below the
+per-element noise, the probability that a directional check missed a small error, and
+the hint. :func:`run_checks` runs the chosen mode on each input.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._hints import diagnose
+from ._numeric import F64, Runner, resolve_method
+from ._options import SAFETY, Options
+from ._result import ElementReport, InputResult
+
+__all__ = ["InputChecker", "method_label", "overall", "resolve_mode", "run_checks"]
+
+_LEAF = 16
+_Z_SLOPE = 8.0
+_MAX_WORST = 10
+_REL_TARGET = 1e-4
+
+
+def _worst_first(rows: list[ElementReport]) -> list[ElementReport]:
+    def key(r: ElementReport) -> tuple[int, float]:
+        ratio = r.error / r.tolerance if r.tolerance > 0 else (math.inf if r.error else 0)
+        return (0 if r.failed else 1, -ratio)
+
+    return sorted(rows, key=key)[:_MAX_WORST]
+
+
+class InputChecker:
+    """Runs the chosen mode on one input and builds its :class:`InputResult`."""
+
+    def __init__(self, runner: Runner, i: int, method: str) -> None:
+        self.r = runner
+        self.i = i
+        self.method = method
+        arr = runner.arrays[i]
+        self.res = InputResult(
+            name=runner.names[i], shape=tuple(arr.shape), dtype=arr.dtype.name
+        )
+        self.rows: list[ElementReport] = []
+        self.a_vals: list[float] = []
+        self.n_vals: list[float] = []
+        self.failed: list[bool] = []
+        self.element_ids: list[int] = []
+        self.errs: list[float] = []
+
+    def _record(self, index: tuple[int, ...], out: tuple[float, ...], kind: str) -> bool:
+        a, n, error, atol, rtol, kink = out
+        tol = atol + rtol * abs(n)
+        row = ElementReport(
+            input=self.res.name,
+            index=index,
+            analytic=a,
+            numeric=n,
+            error=error,
+            tolerance=tol,
+            kind="kink" if kink else kind,
+        )
+        self.rows.append(row)
+        if kink:
+            self.res.kinks += 1
+            return True
+        self.res.checked += 1
+        self.res.atol = max(self.res.atol, atol)
+        self.res.rtol = rtol
+        self.res.max_abs_error = max(self.res.max_abs_error, error)
+        denom = max(abs(n), abs(a))
+        rel = error / denom if denom > 0 else 0.0
+        self.res.max_rel_error = max(self.res.max_rel_error, rel)
+        return not row.failed
+
+    def check_elements(self, idx: NDArray[np.intp]) -> int:
+        """Check the given flat indices; return how many failed."""
+        arr = self.r.arrays[self.i]
+        flat = arr.reshape(-1)
+        bad = 0
+        for jj in idx:
+            j = int(jj)
+            mag = abs(float(flat[j]))
+            out = self.r.compare(
+                self.i, functools.partial(self.r.element, self.i, j), mag, self.method
+            )
+            index = tuple(int(k) for k in np.unravel_index(j, arr.shape)) if arr.ndim else ()
+            ok = self._record(index, out, "element")
+            if not out[5]:
+                self.a_vals.append(out[0])
+                self.n_vals.append(out[1])
+                self.failed.append(not ok)
+                self.element_ids.append(j)
+                self.errs.append(max(out[3] / SAFETY, 1e-300) if self.r.opts.atol is None
+                                 else max(out[3], 1e-300))
+            bad += 0 if ok else 1
+        return bad
+
+    def _direction_check(self, v: F64) -> tuple[bool, tuple[float, ...]]:
+        arr = self.r.arrays[self.i]
+        mag = float(np.max(np.abs(arr))) if arr.size else 0.0
+        vmax = float(np.max(np.abs(v))) or 1.0
+        vn = v / vmax
+        out = self.r.compare(
+            self.i, lambda h: self.r.direction(self.i, vn, h), mag, self.method
+        )
+        a, n, error, atol, rtol, kink = out
+        ok = kink or error <= atol + rtol * abs(n)
+        return ok, out
+
+    def directional(self, k: int) -> bool:
+        """k random signed-Gaussian directions; returns whether all passed."""
+        arr = self.r.arrays[self.i]
+        all_ok = True
+        log_miss = 0.0
+        g = self.r.grads[self.i]
+        gnorm = float(np.linalg.norm(g)) if g is not None else 0.0
+        tols: list[float] = []
+        scales: list[float] = []
+        for _ in range(k):
+            v = self.r.rng.standard_normal(arr.shape)
+            vmax = float(np.max(np.abs(v))) or 1.0
+            ok, out = self._direction_check(v)
+            self._record((), out, "direction")
+            all_ok &= ok
+            a, n, error, atol, rtol, _k = out
+            # An isotropic error e with |e| = 1e-4 |g| gives e.u ~ N(0, (1e-4 |g| s)^2)
+            # for u = v / max|v|; the direction misses it while |e.u| <= tolerance.
+            s = float(np.sqrt(np.mean((v / vmax) ** 2)))
+            sigma = _REL_TARGET * gnorm * s
+            tol = atol + rtol * abs(n)
+            tols.append(tol)
+            scales.append(s)
+            p = math.erf(tol / (sigma * math.sqrt(2))) if sigma > 0 else 1.0
+            log_miss += math.log(max(p, 1e-300))
+        self.res.miss_probability = math.exp(log_miss)
+        # The relative error (isotropic) caught with probability 0.99 by k directions.
+        if gnorm > 0 and tols:
+            from scipy.special import erfinv
+
+            p_dir = 0.01 ** (1.0 / k)
+            s_mean = float(np.mean(scales))
+            self.res.detectable_rel_error = float(
+                max(tols) / (gnorm * s_mean * math.sqrt(2) * float(erfinv(p_dir)))
+            )
+        return all_ok
+
+    def directional_and_localise(self, opts: Options) -> None:
+        """Directional mode, then localisation of the wrong elements if it failed."""
+        if not self.directional(opts.directions) and opts.localise:
+            self.localise()
+
+    def localise(self) -> None:
+        """After a directional failure: find the wrong elements."""
+        arr = self.r.arrays[self.i]
+        self.res.localised = True
+        if arr.size <= 4096:
+            self.check_elements(np.arange(arr.size))
+            return
+        found = 0
+
+        def bisect(idx: NDArray[np.intp]) -> None:
+            nonlocal found
+            if found >= _MAX_WORST:
+                return
+            if idx.size <= _LEAF:
+                found += self.check_elements(idx)
+                return
+            for half in (idx[: idx.size // 2], idx[idx.size // 2 :]):
+                v = np.zeros(arr.size)
+                v[half] = self.r.rng.standard_normal(half.size)
+                ok, _out = self._direction_check(v.reshape(arr.shape))
+                if not ok:
+                    bisect(half)
+
+        bisect(np.arange(arr.size))
+
+    def consistency(self) -> None:
+        """Aggregate test over all checked elements: is ``a = s * n`` with ``s = 1``?
+
+        A gradient scaled by a constant close to 1 (a relative 1e-4, say) hides inside
+        the per-element noise in float32; over many elements the weighted least-squares
+        slope has a standard error far below that noise. The slope must be within
+        ``8 * se + rtol`` of 1 (``rtol`` absorbs the systematic truncation bias), and
+        the same at two step sizes.
+        """
+        if len(self.a_vals) < 16 or any(self.failed):
+            return
+        a = np.asarray(self.a_vals)
+        slope, se = _slope(a, np.asarray(self.n_vals), np.asarray(self.errs))
+        rtol = self.res.rtol
+
+        def off(s: float, e: float) -> bool:
+            return abs(s - 1.0) > _Z_SLOPE * e + rtol
+
+        if not off(slope, se):
+            return
+        # Before calling it a scaling, look again with Richardson extrapolation at two
+        # step sizes. Central differences carry an O(h^2) bias, and kinks inside the
+        # stencils (ReLU crossings a parameter moves) bias the slope too; both change
+        # with the step. A real constant factor gives the same slope at every step.
+        levels = []
+        for shrink in (1.0, 0.25):
+            n_r, e_r = [], []
+            for j in self.element_ids:
+                mag = abs(float(self.r.arrays[self.i].reshape(-1)[j]))
+                h = self.r.step(self.i, "richardson", mag) * shrink
+                s1 = self.r.element(self.i, j, h)
+                s2 = self.r.element(self.i, j, h / 2)
+                n_r.append((4.0 * s2.d - s1.d) / 3.0)
+                e_r.append(abs(s2.d - s1.d) / 3.0 + 3.0 * max(s1.noise, s2.noise))
+            levels.append(_slope(a, np.asarray(n_r), np.maximum(np.asarray(e_r), 1e-300)))
+        (s1_, e1_), (s2_, e2_) = levels
+        steady = abs(s1_ - s2_) <= _Z_SLOPE * math.hypot(e1_, e2_) + rtol
+        if off(s1_, e1_) and off(s2_, e2_) and steady:
+            slope, se = (s1_, e1_) if e1_ <= e2_ else (s2_, e2_)
+            self.res.status = "mismatch"
+            self.res.hint = (
+                f"every element is off by the same factor {slope:.7g} (±{se:.1e}), "
+                "below the per-element noise: a constant scaling of the gradient"
+            )
+            self.res.message = (
+                f"aggregate test: slope of analytic vs numeric is {slope:.7g} at two step "
+                f"sizes, expected 1 within {_Z_SLOPE * se + rtol:.2e}"
+            )
+
+    def finish(self, mode: str) -> InputResult:
+        res = self.res
+        res.mode = mode
+        res.worst = _worst_first(self.rows)
+        n_failed = sum(1 for r in self.rows if r.failed)
+        if n_failed:
+            res.status = "mismatch"
+        elif mode in ("full", "sampled"):
+            self.consistency()
+        if self.a_vals and any(self.failed):
+            full = mode == "full" or (res.localised and len(self.a_vals) == int(np.prod(res.shape)))
+            order = np.argsort(self.element_ids)
+            res.hint = diagnose(
+                np.asarray(self.a_vals)[order],
+                np.asarray(self.n_vals)[order],
+                np.asarray(self.failed)[order],
+                res.shape if full else (),
+            )
+        g = self.r.grads[self.i]
+        res.gradient_norm = float(np.linalg.norm(g)) if g is not None else None
+        return res
+
+
+def _slope(a: F64, n: F64, err: F64) -> tuple[float, float]:
+    """Weighted least-squares slope of ``a`` on ``n`` and its standard error."""
+    w = 1.0 / np.maximum(err, 1e-300) ** 2
+    w /= w.max()
+    snn = float(np.sum(w * n * n))
+    if snn <= 0 or n.size < 3:
+        return 1.0, math.inf
+    slope = float(np.sum(w * a * n)) / snn
+    # The error model sets the relative weights only; the scatter of the residuals
+    # sets the size of the standard error (the model is a conservative bound).
+    resid = a - slope * n
+    sigma2 = float(np.sum(w * resid * resid)) / (n.size - 1)
+    return slope, math.sqrt(sigma2 / snn)
+
+
+def resolve_mode(opts: Options, sizes: list[int]) -> str:
+    if opts.mode != "auto":
+        return opts.mode
+    return "full" if 2 * sum(sizes) <= opts.budget else "directional"
+
+
+def method_label(method: str, arrays: list[np.ndarray]) -> str:
+    used = {resolve_method(method, a.dtype) for a in arrays}
+    if not used:
+        return resolve_method(method, np.dtype(np.float64))
+    return used.pop() if len(used) == 1 else "mixed"
+
+
+def run_checks(
+    runner: Runner,
+    checked: list[int],
+    opts: Options,
+    *,
+    mode_for: Callable[[int], str],
+    method: str,
+) -> list[InputResult]:
+    """Run the per-input checks chosen by ``mode_for`` and return their results."""
+    results: list[InputResult] = []
+    for i in checked:
+        arr = runner.arrays[i]
+        mode = mode_for(i)
+        ic = InputChecker(runner, i, resolve_method(method, arr.dtype))
+        if arr.size == 0:
+            results.append(ic.finish(mode))
+            continue
+        if mode == "full":
+            ic.check_elements(np.arange(arr.size))
+        elif mode == "sampled":
+            m = min(opts.samples, arr.size)
+            idx = np.sort(runner.rng.choice(arr.size, size=m, replace=False))
+            ic.check_elements(idx)
+            ic.res.miss_probability = 1.0 - m / arr.size
+        else:
+            ic.directional_and_localise(opts)
+        results.append(ic.finish(mode))
+    return results
+
+
+def overall(
+    results: list[InputResult], nonfinite: list[str]
+) -> tuple[str, str]:
+    if nonfinite:
+        return "non-finite", (
+            "a perturbed forward produced NaN/Inf at " + ", ".join(nonfinite[:5])
+        )
+    bad = [r for r in results if not r.passed]
+    if not bad:
+        n = sum(r.checked for r in results)
+        k = sum(r.kinks for r in results)
+        return "ok", (
+            f"{n} element(s)/direction(s) checked, {k} kink(s) skipped, all within tolerance"
+        )
+    names = ", ".join(f"{r.name} ({r.status})" for r in bad)
+    return "mismatch", f"gradient mismatch in {names}"
+
+

@@ -1,0 +1,254 @@
+"""Finite differences that know their own error, and the tolerance built from it.
+
+For a cotangent ``dy`` drawn once, the runner takes differences of
+``phi(x) = sum(f(x) * dy)`` along one element or one direction of an input, with the
+outputs flattened to one float64 vector, so that outputs an element does not touch
+cancel exactly; the rounding noise is estimated from the outputs that did change.
+:meth:`Runner.compare` decides one element: central differences first, then Richardson
+extrapolation at shrinking steps and one-sided differences (kinks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._options import DEFAULT_RTOL, NOISE_ULPS, SAFETY, Options
+
+__all__ = ["F64", "Runner", "Stencil", "eps_of", "generator", "resolve_method"]
+
+F64 = NDArray[np.float64]
+
+
+def generator(seed: int) -> np.random.Generator:
+    """The checker's own stream for ``seed``.
+
+    Salted so that it never repeats a user's ``default_rng(seed)`` draw of the inputs
+    (with equal streams, ``dy`` would equal ``x`` and hide a transposed ``x.T @ dy``).
+    """
+    return np.random.default_rng([int(seed), 0x67726164])
+
+
+def eps_of(dtype: np.dtype[Any]) -> float:
+    return float(np.finfo(dtype).eps)
+
+
+@dataclass
+class Stencil:
+    """Central difference along one element or direction at one step size."""
+
+    d: float  # central difference of phi, per unit of the normalising step
+    noise: float  # estimated rounding noise of d
+    dplus: float  # one-sided (forward) difference
+    dminus: float  # one-sided (backward) difference
+    analytic: float  # g . (delta+ - delta-) / (2 h) for the deltas actually applied
+
+
+class Runner:
+    """Finite differences of ``phi = sum(evaluate() * dy)`` over working arrays.
+
+    ``arrays`` are the arrays the evaluation reads; they are perturbed in place and
+    restored bit for bit in ``finally`` blocks.
+    """
+
+    def __init__(
+        self,
+        arrays: list[np.ndarray],
+        names: list[str],
+        evaluate: Callable[[], NDArray[Any]],
+        dy: F64,
+        grads: list[F64 | None],
+        y0: NDArray[Any],
+        opts: Options,
+        rng: np.random.Generator,
+    ) -> None:
+        self.arrays = arrays
+        self.names = names
+        self.evaluate = evaluate
+        self.dy = dy
+        self.absdy = np.abs(dy)
+        self.grads = grads
+        self.y0 = np.asarray(y0, dtype=np.float64)
+        self.y_rms = float(np.sqrt(np.mean(self.y0 * self.y0))) if self.y0.size else 0.0
+        self.opts = opts
+        self.rng = rng
+        self.evaluations = 0
+        self.nonfinite: list[str] = []
+
+    # -- low level -------------------------------------------------------------------
+    def _run(self) -> F64:
+        self.evaluations += 1
+        y = np.asarray(self.evaluate())
+        return np.asarray(y, dtype=np.float64)
+
+    def _eps_out(self, i: int) -> float:
+        return eps_of(self.arrays[i].dtype)
+
+    def _diffs(self, yp: F64, ym: F64, eps: float) -> tuple[float, float, float, float]:
+        """Return sum((yp-ym)dy), sum((yp-y0)dy), sum((y0-ym)dy) and their noise."""
+        dpm = float(np.sum((yp - ym) * self.dy))
+        dp = float(np.sum((yp - self.y0) * self.dy))
+        dm = float(np.sum((self.y0 - ym) * self.dy))
+        changed = (yp != self.y0) | (ym != self.y0)
+        # Rounding errors of the changed outputs, weighted by the random signed dy,
+        # add in quadrature (coherent errors too, since dy is random). An output is
+        # assumed to carry the rounding of intermediates of the layer's typical size
+        # (the RMS of its outputs) even when it is itself small: a small output is
+        # often a cancellation of large terms (GELU's tail, softmax, LayerNorm).
+        mag = np.maximum(np.abs(yp[changed]) + np.abs(ym[changed]), self.y_rms)
+        w = mag * self.absdy[changed]
+        noise = NOISE_ULPS * eps * float(np.sqrt(np.sum(w * w)))
+        if not changed.any():
+            # Nothing moved: the derivative is below the resolution of the outputs.
+            w = np.abs(self.y0) * self.absdy
+            noise = eps * float(np.sqrt(np.sum(w * w)))
+        return dpm, dp, dm, noise
+
+    def element(self, i: int, j: int, h: float) -> Stencil:
+        """Central and one-sided differences along element ``j`` of input ``i``."""
+        arr = self.arrays[i]
+        flat = arr.reshape(-1)  # a view: arrays are kept contiguous
+        x0 = flat[j].copy()
+        xp = (x0 + arr.dtype.type(h)).astype(arr.dtype)
+        xm = (x0 - arr.dtype.type(h)).astype(arr.dtype)
+        try:
+            flat[j] = xp
+            yp = self._run()
+            flat[j] = xm
+            ym = self._run()
+        finally:
+            flat[j] = x0
+        up = float(xp) - float(x0)
+        um = float(x0) - float(xm)
+        span = up + um
+        g = self.grads[i]
+        a = float(g.reshape(-1)[j]) if g is not None else 0.0
+        dpm, dp, dm, noise = self._diffs(yp, ym, self._eps_out(i))
+        if not (np.all(np.isfinite(yp)) and np.all(np.isfinite(ym))):
+            self.nonfinite.append(f"{self.names[i]}[{j}]")
+        return Stencil(
+            d=dpm / span,
+            noise=noise / span,
+            dplus=dp / up if up else 0.0,
+            dminus=dm / um if um else 0.0,
+            analytic=a,
+        )
+
+    def direction(self, i: int, v: F64, h: float) -> Stencil:
+        """Central and one-sided differences along direction ``v`` of input ``i``."""
+        arr = self.arrays[i]
+        x0 = arr.copy()
+        x64 = x0.astype(np.float64)
+        xp = (x64 + h * v).astype(arr.dtype)
+        xm = (x64 - h * v).astype(arr.dtype)
+        try:
+            np.copyto(arr, xp)
+            yp = self._run()
+            np.copyto(arr, xm)
+            ym = self._run()
+        finally:
+            np.copyto(arr, x0)
+        up = xp.astype(np.float64) - x64
+        um = x64 - xm.astype(np.float64)
+        g = self.grads[i]
+        ga = g if g is not None else np.zeros(arr.shape)
+        dpm, dp, dm, noise = self._diffs(yp, ym, self._eps_out(i))
+        if not (np.all(np.isfinite(yp)) and np.all(np.isfinite(ym))):
+            self.nonfinite.append(f"{self.names[i]} (direction)")
+        span = 2.0 * h
+        return Stencil(
+            d=dpm / span,
+            noise=noise / span,
+            dplus=dp / h,
+            dminus=dm / h,
+            analytic=float(np.sum(ga * (up + um))) / span,
+        )
+
+    # -- step sizes ------------------------------------------------------------------
+    def step(self, i: int, method: str, magnitude: float) -> float:
+        """Step from the dtype and the magnitude of the element (or of the input)."""
+        eps = eps_of(self.arrays[i].dtype)
+        power = 1.0 / 5.0 if method == "richardson" else 1.0 / 3.0
+        return float(eps**power * max(1.0, magnitude))
+
+    # -- one comparison ----------------------------------------------------------------
+    def tolerance(self, i: int, err: float, numeric: float) -> tuple[float, float, float]:
+        """Return ``(atol, rtol, atol + rtol*|numeric|)`` for one element."""
+        rtol = self.opts.rtol
+        if rtol is None:
+            rtol = DEFAULT_RTOL.get(self.arrays[i].dtype.name, 1e-5)
+        atol = self.opts.atol if self.opts.atol is not None else SAFETY * err
+        return atol, rtol, atol + rtol * abs(numeric)
+
+    def compare(
+        self,
+        i: int,
+        probe: Callable[[float], Stencil],
+        magnitude: float,
+        method: str,
+    ) -> tuple[float, float, float, float, float, bool]:
+        """Compare one element or direction.
+
+        Returns ``(analytic, numeric, error, atol, rtol, is_kink)``; the caller decides
+        pass/fail from ``error <= atol + rtol*|numeric|``.
+        """
+        h = self.step(i, "central" if method == "central" else "richardson", magnitude)
+        s1 = probe(h)
+        a = s1.analytic
+        if method == "central":
+            atol, rtol, tol = self.tolerance(i, s1.noise, s1.d)
+            if abs(a - s1.d) <= tol:
+                return a, s1.d, abs(a - s1.d), atol, rtol, False
+            # A failure: look again more carefully before calling it a mismatch.
+        first: tuple[float, float, float, float, float, bool] | None = None
+        # Richardson extrapolation at h, then at h/4 and h/16: kinks near x spoil the
+        # larger stencils only, while a wrong gradient fails at every step.
+        for shrink in (1.0, 0.25, 0.0625):
+            hh = h * shrink
+            if shrink != 1.0:
+                s1 = probe(hh)
+            s2 = probe(hh / 2)
+            n = (4.0 * s2.d - s1.d) / 3.0
+            err = abs(s2.d - s1.d) / 3.0 + 3.0 * max(s1.noise, s2.noise)
+            atol, rtol, tol = self.tolerance(i, err, n)
+            error = abs(a - n)
+            out = (a, n, error, atol, rtol, False)
+            if first is None:
+                first = out
+                if error <= tol:
+                    return out
+            elif error <= tol and abs(n - first[1]) > first[3] + first[4] * abs(first[1]):
+                # Passes at a smaller step, and the numerical derivative itself moved by
+                # more than the first step's own tolerance on the way: that stencil was
+                # spoilt (a kink or a short length scale near x). A wrong gradient at a
+                # smooth point gives the same numerical value at every step and stays a
+                # mismatch.
+                return out
+            # Kink test: for a smooth function the one-sided gap shrinks linearly with h.
+            gap1 = s1.dplus - s1.dminus
+            gap2 = s2.dplus - s2.dminus
+            dev = abs(gap1 - 2.0 * gap2)
+            noise_os = 4.0 * (s1.noise + s2.noise)
+            big = max(abs(gap1), abs(gap2))
+            if dev > 0.25 * big and dev > noise_os:
+                sides = (s1.dplus, s1.dminus, s2.dplus, s2.dminus)
+                lo, hi = min(sides), max(sides)
+                slack = tol + noise_os
+                if lo - slack <= a <= hi + slack:
+                    return a, n, error, atol, rtol, True
+            if 8.0 * err > abs(n) + abs(a):
+                break  # the noise has taken over: smaller steps cannot say more
+        if first is None:  # pragma: no cover - the loop always runs once
+            raise RuntimeError("internal error: no comparison made")
+        return first
+
+
+def resolve_method(method: str, dtype: np.dtype[Any]) -> str:
+    """``auto`` is ``central`` for float64 and ``richardson`` for narrower floats."""
+    if method != "auto":
+        return method
+    return "central" if np.dtype(dtype).itemsize >= 8 else "richardson"
