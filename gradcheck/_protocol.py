@@ -125,14 +125,14 @@ def changed_at(a: Any, b: Any, path: str = "") -> str | None:
     if isinstance(a, list):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return path or "(the container)"
-        for k, (x, y) in enumerate(zip(a, b, strict=True)):
-            where = changed_at(x, y, f"{path}[{k}]")
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            where = changed_at(x, y, f"{path}[{i}]")
             if where:
                 return where
         return None
     if isinstance(a, _Attrs):
-        for k, v in a.items():
-            where = changed_at(v, getattr(b, k, None), f"{path}.{k}")
+        for name, v in a.items():
+            where = changed_at(v, getattr(b, name, None), f"{path}.{name}")
             if where:
                 return where
         return None
