@@ -238,10 +238,12 @@ class _Protocol:
         return dxs + grads
 
     def _input_grads(self, dx: Any) -> list[Any]:
-        if self.n_inputs == 1 and not isinstance(dx, (tuple, list)):
-            return [dx]
         if dx is None:
             return [None] * self.n_inputs
+        if not isinstance(dx, (tuple, list)):
+            # one array: the gradient of the first input (a loss's predictions); the
+            # others (targets, masks) have none
+            return [dx] + [None] * (self.n_inputs - 1)
         if not isinstance(dx, (tuple, list)) or len(dx) != self.n_inputs:
             got = f"{len(dx)} values" if isinstance(dx, (tuple, list)) else type(dx).__name__
             raise ValueError(f"backward returned {got} for {self.n_inputs} inputs; return one "
@@ -325,6 +327,7 @@ def check_layer(
         runs on a deep copy.
     *inputs : array_like
         The arguments of ``forward``. Integer ones (token ids) are not differentiated.
+        A backward that returns one array returns the first input's gradient.
     forward, backward : str
         The method names (``"forward_pass"``, ``"backward_pass"``...).
     params, grads : dict, optional

@@ -1,0 +1,372 @@
+"""Code as people write it: layer objects in each convention, several outputs, constants,
+losses in both styles, crashing and aliasing backward passes. Each correct and broken."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+from gradcheck import GradientMismatch, LayerConventionError
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((4, 3))
+SQ = RNG.standard_normal((4, 4))
+
+
+# -- convention 4: attributes W, b with dW, db accumulated with += ------------------------
+class Dense:
+    def __init__(self, n, m, seed=0, broken=False):
+        rng = np.random.default_rng(seed)
+        self.W, self.b = rng.standard_normal((n, m)), rng.standard_normal(m)
+        self.dW, self.db = np.zeros_like(self.W), np.zeros_like(self.b)
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x  # the cache lives on the object
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        if self.broken:  # the classic: dW transposed, unnoticed on square weights
+            self.dW += dout.T @ self.x
+        else:
+            self.dW += self.x.T @ dout
+        self.db += dout.sum(axis=0)
+        return dout @ self.W.T
+
+
+def test_attribute_layer_with_accumulated_gradients():
+    layer = Dense(4, 4)
+    layer.dW += 5.0  # stale gradient from an earlier step: the change is what counts
+    before = layer.W.copy(), layer.dW.copy()
+    res = gradcheck.check_layer(layer, SQ, seed=1)
+    assert res.passed, res.report()
+    assert [i.name for i in res.inputs] == ["x0", "W", "b"] and res.kind == "layer"
+    assert np.array_equal(layer.W, before[0]) and np.array_equal(layer.dW, before[1])
+    assert not hasattr(layer, "x")  # every evaluation ran on a copy
+
+
+def test_attribute_layer_broken_is_named():
+    res = gradcheck.check_layer(Dense(4, 4, broken=True), SQ, seed=1)
+    assert not res.passed and [i.name for i in res.inputs if not i.passed] == ["W"]
+    with pytest.raises(GradientMismatch, match="W"):
+        gradcheck.assert_layer(Dense(4, 4, broken=True), SQ)
+
+
+# -- convention 2: params / grads dicts, a list of cached inputs -----------------------------
+class DictAffine:
+    def __init__(self, n, m, broken=False):
+        rng = np.random.default_rng(1)
+        self.params = {"W": rng.standard_normal((n, m)), "b": np.zeros(m)}
+        self.grads = {}
+        self.inputs = []  # grows with every forward: must not leak between evaluations
+        self.broken = broken
+
+    def forward(self, x):
+        self.inputs.append(x)
+        return np.tanh(x @ self.params["W"] + self.params["b"])
+
+    def backward(self, dout):
+        x = self.inputs[-1]
+        y = np.tanh(x @ self.params["W"] + self.params["b"])
+        dz = dout * (1 - y * y)
+        self.grads["W"] = x.T @ dz
+        self.grads["b"] = dz.sum(axis=0) if not self.broken else dout.sum(axis=0)
+        return dz @ self.params["W"].T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_dict_layer(broken):
+    res = gradcheck.check_layer(DictAffine(3, 2, broken=broken), X, seed=2)
+    assert res.passed is (not broken), res.report()
+    names = [i.name for i in res.inputs]
+    assert names == ["x0", "params['W']", "params['b']"]
+    if broken:
+        assert [i.name for i in res.inputs if not i.passed] == ["params['b']"]
+
+
+# -- convention 3: parameter objects; other method names; state ---------------------------
+class Parameter:
+    def __init__(self, data):
+        self.data = data
+        self.grad = None
+
+
+class Scale:
+    """forward_pass / backward_pass(accum_grad), a timestep counter and a dropout mask."""
+
+    def __init__(self, n, broken=False):
+        self.gain = Parameter(np.linspace(0.5, 1.5, n))
+        self.t = 0
+        self.rng = np.random.default_rng(3)
+        self.broken = broken
+
+    def forward_pass(self, x):
+        self.t += 1
+        self.mask = (self.rng.random(x.shape) > 0.2) / 0.8
+        self.x = x
+        return x * self.gain.data * self.mask
+
+    def backward_pass(self, accum_grad):
+        g = accum_grad * self.mask
+        if self.gain.grad is None:
+            self.gain.grad = np.zeros_like(self.gain.data)
+        self.gain.grad += (g * self.x).sum(axis=0)
+        return g * (self.gain.data if not self.broken else 1.0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_parameter_objects_and_method_names(broken):
+    layer = Scale(3, broken=broken)
+    res = gradcheck.check_layer(layer, X, forward="forward_pass", backward="backward_pass")
+    assert res.passed is (not broken), res.report()
+    assert [i.name for i in res.inputs] == ["x0", "gain"]
+    assert layer.t == 0 and layer.gain.grad is None
+
+
+# -- explicit names, and the error when nothing matches ------------------------------------
+class Odd:
+    def __init__(self):
+        self.weights = np.random.default_rng(4).standard_normal((3, 2))
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weights
+
+    def backward(self, d):
+        self.weight_gradient = self.x.T @ d
+        return d @ self.weights.T
+
+
+def test_unknown_convention_says_what_was_looked_for():
+    with pytest.raises(LayerConventionError) as info:
+        gradcheck.check_layer(Odd(), X)
+    msg = str(info.value)
+    assert "weights" in msg and "dW, d_W, grad_W, W_grad, gradW" in msg and "params=" in msg
+
+
+def test_explicit_paths_and_callables():
+    res = gradcheck.check_layer(Odd(), X, params={"weights": "weights"},
+                                grads={"weights": lambda layer: layer.weight_gradient})
+    assert res.passed and [i.name for i in res.inputs] == ["x0", "weights"]
+    only_input = gradcheck.check_layer(Odd(), X, params={})
+    assert only_input.passed and [i.name for i in only_input.inputs] == ["x0"]
+
+
+def test_missing_method_is_a_clear_error():
+    with pytest.raises(TypeError, match="has no method 'fprop'"):
+        gradcheck.check_layer(Dense(3, 2), X, forward="fprop")
+
+
+# -- several outputs, structured inputs, constants -----------------------------------------
+def lstm_step(x, state, p):
+    """One LSTM-like step: returns (h, c), with the state and parameters as dicts."""
+    h, c = state["h"], state["c"]
+    z = x @ p["Wx"] + h @ p["Wh"] + p["b"]
+    n = h.shape[1]
+    i, f = 1 / (1 + np.exp(-z[:, :n])), 1 / (1 + np.exp(-z[:, n:2 * n]))
+    o, g = 1 / (1 + np.exp(-z[:, 2 * n:3 * n])), np.tanh(z[:, 3 * n:])
+    c2 = f * c + i * g
+    h2 = o * np.tanh(c2)
+    return (h2, c2), (x, h, c, p, i, f, o, g, c2)
+
+
+def lstm_step_backward(dout, cache, broken=False):
+    dh2, dc2 = dout
+    x, h, c, p, i, f, o, g, c2 = cache
+    tc = np.tanh(c2)
+    do = dh2 * tc
+    dc = dc2 + dh2 * o * (1 - tc * tc) * (0.0 if broken else 1.0)
+    di, df, dg, dc_prev = dc * g, dc * c, dc * i, dc * f
+    dz = np.concatenate([di * i * (1 - i), df * f * (1 - f), do * o * (1 - o),
+                         dg * (1 - g * g)], axis=1)
+    grads_p = {"Wx": x.T @ dz, "Wh": h.T @ dz, "b": dz.sum(axis=0)}
+    return dz @ p["Wx"].T, {"h": dz @ p["Wh"].T, "c": dc_prev}, grads_p
+
+
+def _lstm_inputs():
+    rng = np.random.default_rng(5)
+    n, d, b = 3, 2, 4
+    return [rng.standard_normal((b, d)),
+            {"h": rng.standard_normal((b, n)), "c": rng.standard_normal((b, n))},
+            {"Wx": rng.standard_normal((d, 4 * n)) * 0.5,
+             "Wh": rng.standard_normal((n, 4 * n)) * 0.5, "b": rng.standard_normal(4 * n)}]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_lstm_step_with_two_outputs_and_nested_inputs(broken):
+    res = gradcheck.check_vjp(lstm_step,
+                              lambda d, c: lstm_step_backward(d, c, broken=broken),
+                              _lstm_inputs(), seed=4)
+    assert res.passed is (not broken), res.report()
+    names = [i.name for i in res.inputs]
+    assert names == ["x0", "x1['h']", "x1['c']", "x2['Wx']", "x2['Wh']", "x2['b']"]
+    if broken:  # the c-path through h2 = o tanh(c2) is dropped
+        assert "x1['c']" in {i.name for i in res.inputs if not i.passed}
+
+
+def test_dict_inputs_are_keyword_arguments_and_names():
+    def fwd(x, params):
+        return {"y": x @ params["W"], "norm": np.sum(x * x)}, (x, params)
+
+    def bwd(dy, cache):
+        x, p = cache
+        return {"x": dy["y"] @ p["W"].T + 2 * x * dy["norm"], "params": {"W": x.T @ dy["y"]}}
+
+    inputs = {"x": X, "params": {"W": RNG.standard_normal((3, 2))}}
+    res = gradcheck.check_vjp(fwd, bwd, inputs)
+    assert res.passed, res.report()
+    assert [i.name for i in res.inputs] == ["x", "params['W']"]
+
+
+def test_wrt_makes_constants_of_any_type():
+    def fwd(x, W, mode, scale):
+        y = x @ W * scale
+        return (np.tanh(y) if mode == "tanh" else y), (x, W, y, mode, scale)
+
+    def bwd(dy, cache):
+        x, W, y, mode, scale = cache
+        dz = dy * (1 - np.tanh(y) ** 2) * scale
+        return dz @ W.T, None, "ignored", object()
+
+    W = RNG.standard_normal((3, 2))
+    res = gradcheck.check_vjp(fwd, bwd, [X, W, "tanh", 0.5], wrt=[0])
+    assert res.passed, res.report()
+    assert [i.status for i in res.inputs] == ["ok", "constant", "constant", "constant"]
+    # without wrt, None for the floating W is a failure whose hint names wrt
+    res = gradcheck.check_vjp(fwd, lambda d, c: (*bwd(d, c)[:2], None, None), [X, W, 0, 0.5])
+    assert not res.passed and "wrt" in res.inputs[1].hint
+    with pytest.raises(ValueError, match="wrt: 5 is not an input"):
+        gradcheck.check_vjp(fwd, bwd, [X, W, "tanh", 0.5], wrt=[5])
+
+
+# -- losses in both styles -------------------------------------------------------------------
+def softmax_loss(x, y, broken=False):
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    n = x.shape[0]
+    loss = -np.mean(np.log(p[np.arange(n), y]))
+    dx = p.copy()
+    dx[np.arange(n), y] -= 1
+    return loss, dx if broken else dx / n  # broken: the 1/N is missing
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_cs231n_style_loss(broken):
+    y = np.array([0, 2, 1, 2])
+    res = gradcheck.check_loss(lambda x, t: softmax_loss(x, t, broken), X, y)
+    assert res.passed is (not broken), res.report()
+    assert res.kind == "loss" and [i.status for i in res.inputs][1] == "constant"
+
+
+class MSELoss:
+    """An object loss: forward(pred, target) -> scalar, backward() with no argument."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, pred, target):
+        self.diff = pred - target
+        return float(np.mean(self.diff ** 2))
+
+    def backward(self):
+        return (2 if not self.broken else 1) * self.diff / self.diff.size
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_object_loss_without_dout_and_a_float_constant_target(broken):
+    target = RNG.standard_normal(X.shape)
+    res = gradcheck.check_layer(MSELoss(broken), X, target, wrt=["x0"])
+    assert res.passed is (not broken), res.report()
+    assert [i.status for i in res.inputs][1] == "constant"
+
+
+# -- errors, mutation and aliasing -----------------------------------------------------------
+def test_crashing_backward_is_a_status_with_the_users_frame():
+    def bwd(dy, cache):
+        return (dy @ np.ones((5, 5)),)  # a shape bug
+
+    res = gradcheck.check_vjp(lambda x: (x * 2, x), bwd, [X])
+    assert res.status == "error" and not res.passed
+    assert res.error["type"] == "ValueError" and res.error["in"] == "backward"
+    assert "test_layers.py" in res.error["where"] and "dy @ np.ones" in res.error["where"]
+    assert "test_layers.py" in res.report()
+    with pytest.raises(GradientMismatch) as info:
+        gradcheck.assert_vjp(lambda x: (x * 2, x), bwd, [X])
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_crashing_layer_forward_is_a_status():
+    class Broken(Dense):
+        def forward(self, x):
+            return np.matmul(x, self.W.T)  # removed transpose: a shape error
+
+    res = gradcheck.check_layer(Broken(3, 2), X)
+    assert res.status == "error" and "Broken.forward" in res.message
+
+
+class _Holder:
+    def __init__(self, W):
+        self.W = W
+        self.buf = None
+
+
+def test_backward_writing_into_an_object_in_the_cache_is_mutation():
+    def fwd(x):
+        return x * 2, _Holder(x.copy())
+
+    def bwd(dy, holder):
+        holder.W *= 0  # edits an array held by an object in the cache
+        return (dy * 2,)
+
+    res = gradcheck.check_vjp(fwd, bwd, [X])
+    assert res.status == "mutation" and "cache.W" in res.message
+
+
+def test_backward_handing_out_views_it_edits_later_is_aliasing():
+    def fwd(x):
+        return x * 2, _Holder(x)
+
+    def bwd(dy, holder):
+        if holder.buf is None:
+            holder.buf = np.empty_like(dy)
+        np.multiply(dy, 2, out=holder.buf)
+        return (holder.buf,)  # a view of a buffer the next call overwrites
+
+    res = gradcheck.check_vjp(fwd, bwd, [X])
+    assert res.status == "aliasing" and "views" in res.message
+
+    def fresh(dy, holder):
+        return (dy * 2,)
+
+    assert gradcheck.check_vjp(fwd, fresh, [X]).passed
+
+
+# -- float32 sensitivity ---------------------------------------------------------------------
+def _gelu_exact_derivative(dy, cache):
+    from scipy.special import erf
+
+    x = cache.x.astype(np.float64)
+    d = 0.5 * (1 + erf(x / np.sqrt(2))) + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    return ((dy * d).astype(np.float32),)
+
+
+@pytest.mark.parametrize("n", [16, 24])
+def test_float32_small_relative_errors_are_caught_at_every_seed(n):
+    """5e-4 relative on a smooth float32 layer of n >= 16 elements, 40 seeds; and a GELU
+    whose backward uses the exact derivative under the tanh forward (<= 6e-4 relative)."""
+    from model.activations import gelu_tanh_backward, gelu_tanh_forward
+
+    def scaled(dy, c):
+        return (gelu_tanh_backward(dy, c) * np.float32(1 + 5e-4),)
+
+    def good(dy, c):
+        return (gelu_tanh_backward(dy, c),)
+
+    for seed in range(40):
+        x = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+        for bwd, label in ((scaled, "scaled"), (_gelu_exact_derivative, "exact-derivative")):
+            res = gradcheck.check_vjp(gelu_tanh_forward, bwd, [x], seed=seed)
+            assert not res.passed, f"{label} missed at seed={seed}:\n{res.report()}"
+        ok = gradcheck.check_vjp(gelu_tanh_forward, good, [x], seed=seed)
+        assert ok.passed, f"false alarm at seed={seed}:\n{ok.report()}"
