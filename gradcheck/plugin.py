@@ -12,9 +12,9 @@ The terminal summary counts the checks of passing and of failing tests apart: a 
 that fails inside a passing test (a deliberately broken backward that the test expects
 to be caught) is not a failure of the run.
 
-Every call of :func:`gradcheck.check_vjp`, :func:`~gradcheck.assert_vjp`,
-:func:`~gradcheck.check_grad` and :func:`~gradcheck.check_model` made while a test runs
-is recorded with the test's node id. Under pytest-xdist the workers send their records
+Every check (``check_vjp``, ``check_layer``, ``check_loss``, ``check_grad``,
+``check_model`` and the ``assert_*`` forms) made while a test runs is recorded with the
+test's node id, through the recording hook the plugin installs for its session. Under pytest-xdist the workers send their records
 to the controller as plain types and the controller alone writes the report.
 """
 
@@ -139,10 +139,12 @@ class GradcheckFixture:
         self.options = options
         self.nodeid = nodeid
 
-    def _opts(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _opts(self, kwargs: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
         merged = dict(self.options)
         merged.update(kwargs)
         merged.setdefault("name", self.nodeid)
+        for key in drop:
+            merged.pop(key, None)
         return merged
 
     def check_vjp(self, fwd: Any, bwd: Any, inputs: Any, **kwargs: Any) -> CheckResult:
@@ -163,6 +165,25 @@ class GradcheckFixture:
         from ._core import check_grad
 
         return check_grad(f, grad, x, **self._opts(kwargs))
+
+    def check_layer(self, layer: Any, *inputs: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.check_layer` with the test's defaults."""
+        from ._layer import check_layer
+
+        return check_layer(layer, *inputs, **self._opts(kwargs))
+
+    def assert_layer(self, layer: Any, *inputs: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.assert_layer` with the test's defaults."""
+        __tracebackhide__ = True
+        from ._layer import assert_layer
+
+        return assert_layer(layer, *inputs, **self._opts(kwargs))
+
+    def check_loss(self, fn: Any, x: Any, *constants: Any, **kwargs: Any) -> CheckResult:
+        """:func:`gradcheck.check_loss` with the test's defaults."""
+        from ._layer import check_loss
+
+        return check_loss(fn, x, *constants, **self._opts(kwargs))
 
     def check_model(self, model: Any, *batch: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_model` with the test's defaults."""
