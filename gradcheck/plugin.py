@@ -247,56 +247,48 @@ class GoldenArrays:
         __tracebackhide__ = True
         import numpy as np
 
-        from .snapshot import (
-            DEFAULT_TOLERANCES,
-            SnapshotError,
-            compare_arrays,
-            computed_dtypes,
-            load_npz,
-            write_npz,
-        )
-
         if not isinstance(arrays, dict) or not arrays:
             raise TypeError("golden.check expects a non-empty dict of name -> array")
         new = {str(k): np.asarray(v) for k, v in arrays.items()}
         for k, v in new.items():
             if v.dtype == object:
                 raise TypeError(f"golden.check: {k!r} has dtype object; give numeric arrays")
-        if isinstance(computed_dtype, str):
-            computed = dict.fromkeys(new, computed_dtype)
-        elif isinstance(computed_dtype, dict):
-            computed = {str(k): str(v) for k, v in computed_dtype.items()}
-        elif computed_dtype is None:
-            computed = {}
-        else:
-            raise TypeError("golden.check: computed_dtype must be a dtype name or a dict "
-                            f"of name -> dtype name, got {type(computed_dtype).__name__}")
-        for k, d in computed.items():
-            if d not in DEFAULT_TOLERANCES:
-                raise ValueError(f"golden.check: computed_dtype of {k!r} is {d!r}; expected "
-                                 f"one of {', '.join(DEFAULT_TOLERANCES)}")
+        computed = _computed_map(computed_dtype, new)
         base = self.base if basename is None else self.base.with_name(
             f"{self.base.name}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', basename)}")
         npz, meta = base.with_suffix(".npz"), base.with_suffix(".json")
         if self.update or not npz.exists():
-            if not npz.exists() and not self.update and os.environ.get("CI"):
-                pytest.fail(
-                    f"golden file {npz} is missing and CI is set: it is not written in CI; "
-                    "run pytest --gradcheck-update-golden locally and commit it"
-                )
-            npz.parent.mkdir(parents=True, exist_ok=True)
-            sha = write_npz(npz, new)
-            from .report import write_json
+            self._write(npz, meta, new, computed)
+        else:
+            self._compare(npz, meta, new, computed, tolerances)
 
-            write_json(meta, {"sha256": sha, "arrays": {
-                k: {"shape": list(v.shape), "dtype": v.dtype.name,
-                    "computed_dtype": computed.get(k, v.dtype.name)}
-                for k, v in new.items()}})
-            self.request.config.stash[_GOLDEN_WRITTEN].append(str(npz))
-            return
+    def _write(self, npz: Path, meta: Path, new: dict[str, Any], computed: dict[str, str]
+               ) -> None:
+        __tracebackhide__ = True
+        from .report import write_json
+        from .snapshot import write_npz
+
+        if not npz.exists() and not self.update and os.environ.get("CI"):
+            pytest.fail(
+                f"golden file {npz} is missing and CI is set: it is not written in CI; "
+                "run pytest --gradcheck-update-golden locally and commit it"
+            )
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        sha = write_npz(npz, new)
+        write_json(meta, {"sha256": sha, "arrays": {
+            k: {"shape": list(v.shape), "dtype": v.dtype.name,
+                "computed_dtype": computed.get(k, v.dtype.name)}
+            for k, v in new.items()}})
+        self.request.config.stash[_GOLDEN_WRITTEN].append(str(npz))
+
+    def _compare(self, npz: Path, meta: Path, new: dict[str, Any], computed: dict[str, str],
+                 tolerances: dict[str, tuple[float, float]] | None) -> None:
+        __tracebackhide__ = True
+        import json
+
+        from .snapshot import SnapshotError, compare_arrays, computed_dtypes, load_npz
+
         try:
-            import json
-
             info = json.loads(meta.read_text()) if meta.exists() else {}
             old = load_npz(npz, info["sha256"] if info else None)
         except (SnapshotError, KeyError, ValueError) as exc:
@@ -311,6 +303,26 @@ class GoldenArrays:
                 f"{npz}:\n" + "\n".join(r.line() for r in bad)
                 + "\n(rerun with --gradcheck-update-golden if the change is intended)"
             )
+
+
+def _computed_map(computed_dtype: Any, new: dict[str, Any]) -> dict[str, str]:
+    """``computed_dtype=`` (one name or a dict) as ``array name -> dtype name``."""
+    from .snapshot import DEFAULT_TOLERANCES
+
+    if isinstance(computed_dtype, str):
+        computed = dict.fromkeys(new, computed_dtype)
+    elif isinstance(computed_dtype, dict):
+        computed = {str(k): str(v) for k, v in computed_dtype.items()}
+    elif computed_dtype is None:
+        computed = {}
+    else:
+        raise TypeError("golden.check: computed_dtype must be a dtype name or a dict "
+                        f"of name -> dtype name, got {type(computed_dtype).__name__}")
+    for k, d in computed.items():
+        if d not in DEFAULT_TOLERANCES:
+            raise ValueError(f"golden.check: computed_dtype of {k!r} is {d!r}; expected "
+                             f"one of {', '.join(DEFAULT_TOLERANCES)}")
+    return computed
 
 
 @pytest.fixture
