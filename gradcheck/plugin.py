@@ -14,8 +14,9 @@ to be caught) is not a failure of the run.
 
 Every check (``check_vjp``, ``check_layer``, ``check_loss``, ``check_grad``,
 ``check_model`` and the ``assert_*`` forms) made while a test runs is recorded with the
-test's node id, through the recording hook the plugin installs for its session. Under pytest-xdist the workers send their records
-to the controller as plain types and the controller alone writes the report.
+test's node id, through the recording hook the plugin installs for its session. Under
+pytest-xdist the workers send their records to the controller as plain types and the
+controller alone writes the report.
 """
 
 from __future__ import annotations
