@@ -15,12 +15,22 @@ from typing import Any
 import numpy as np
 from scipy.special import erf
 
-from model.activations import gelu_forward, tanh_backward, tanh_forward
-from model.attention import attention_backward, attention_forward, softmax_forward
-from model.embedding import embedding_backward, embedding_forward
-from model.layernorm import layernorm_backward, layernorm_forward
-from model.linear import linear_backward, linear_forward
-from model.losses import cross_entropy_backward, cross_entropy_forward
+from ._catalog_layers import (
+    attention_backward,
+    attention_forward,
+    cross_entropy_backward,
+    cross_entropy_forward,
+    embedding_backward,
+    embedding_forward,
+    gelu_forward,
+    layernorm_backward,
+    layernorm_forward,
+    linear_backward,
+    linear_forward,
+    softmax,
+    tanh_backward,
+    tanh_forward,
+)
 
 __all__ = ["CASES", "Case"]
 
@@ -81,7 +91,7 @@ def _softmax(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Array
     s = _n(rng, (4, 6), dtype)
 
     def fwd(s_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = softmax_forward(s_)
+        p = softmax(s_)
         return p, p
 
     def good(dp: np.ndarray, p: np.ndarray) -> tuple[np.ndarray]:
@@ -147,45 +157,19 @@ def _tanh(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any
 
 # -- attention -------------------------------------------------------------------------
 def _attention(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
-    b, t, c, h = 2, 3, 4, 2
-    x = _n(rng, (b, t, c), dtype)
-    ws = []
-    for _ in range(4):
-        ws += [_n(rng, (c, c), dtype, 0.7), _n(rng, (c,), dtype, 0.1)]
-
-    def fwd(x_: np.ndarray, *w: np.ndarray) -> Any:
-        return attention_forward(x_, *w, n_heads=h, causal=True)
+    t, c = 4, 4
+    x = _n(rng, (t, c), dtype)
+    ws = [_n(rng, (c, c), dtype, 0.7) for _ in range(4)]
 
     def good(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
-        dx, g = attention_backward(dy, cache)
-        return (dx, g["Wq"], g["bq"], g["Wk"], g["bk"], g["Wv"], g["bv"], g["Wo"], g["bo"])
+        return attention_backward(dy, cache)
 
     def bad(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
         if bug == "query_only":
-            dx, g = attention_backward(dy, cache)
-            # recompute the query branch alone
-            c = cache.q.shape[1] * cache.q.shape[3]
-            dq_only = _query_branch(dy, cache)
-            dx = dq_only @ cache.qkv_cache.W[:, :c].T
-        else:
-            dx, g = attention_backward(dy, cache._replace(scale=1.0))
-            g = {k: v for k, v in g.items()}
-        return (dx, g["Wq"], g["bq"], g["Wk"], g["bk"], g["Wv"], g["bv"], g["Wo"], g["bo"])
+            return attention_backward(dy, cache, query_only=True)
+        return attention_backward(dy, cache._replace(scale=1.0))
 
-    return fwd, good, bad, [x, *ws]
-
-
-def _query_branch(dy: np.ndarray, cache: Any) -> np.ndarray:
-    """The merged query gradient of ``attention_backward`` (helper of the buggy twin)."""
-    _qkv, o_c, q, k, v, att, scale = cache
-    hh = q.shape[1]
-    dctx = dy @ o_c.W.T
-    bsz, t, c = dctx.shape
-    dctx_h = dctx.reshape(bsz, t, hh, c // hh).transpose(0, 2, 1, 3)
-    datt = dctx_h @ v.transpose(0, 1, 3, 2)
-    ds = att * (datt - np.sum(datt * att, axis=-1, keepdims=True)) * scale
-    dq = ds @ k
-    return dq.transpose(0, 2, 1, 3).reshape(bsz, t, c)
+    return attention_forward, good, bad, [x, *ws]
 
 
 # -- residual ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 
@@ -22,8 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     r = sub.add_parser(
         "report",
-        help="verify the reference model and write an HTML (and JSON) report",
-        description="Run the verification of the reference model and write a "
+        help="verify a subject (default: the reference model) and write an HTML (and JSON) "
+        "report",
+        description="Run the verification of a subject (default: the reference model) and write a "
         "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
         "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
         "run); the exit status is 1 on FAIL (and on INCOMPLETE with --strict), else 0.",
@@ -48,17 +50,22 @@ def _parser() -> argparse.ArgumentParser:
                    help="worker processes, each with one BLAS thread (default: the number "
                    "of cores, at most 2)")
     r.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    r.add_argument("--snapshots", metavar="DIR", default=None,
+                   help="a snapshot directory to compare the subject with (default for the "
+                   "reference model: snapshots/reference)")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     s = sub.add_parser(
         "snapshot",
-        help="record the reference model's loss and gradients into a directory",
+        help="record a subject's snapshot cases (default: the reference model's loss and "
+        "gradients) into a directory",
         description="Record, for the fixed reference cases, the loss and every parameter "
         "gradient: one .npz per case and a manifest.json with shapes, dtypes and sha256.",
     )
     s.add_argument("--out", required=True, metavar="DIR", help="snapshot directory")
+    _subject_option(s)
     c = sub.add_parser(
         "compare",
-        help="recompute the reference gradients and compare with a snapshot",
+        help="recompute a subject's snapshot cases and compare with a snapshot",
         description="Exit status 0 when every array agrees within tolerance, 1 when "
         "anything drifted (named with its max abs/rel difference and worst index), 2 when "
         "the snapshot cannot be read.",
@@ -70,7 +77,40 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument(f"--atol-{dtype}", type=float, default=atol, metavar="X",
                        help=f"absolute tolerance for {dtype} (default %(default)g)")
     c.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    _subject_option(c)
+    _subject_option(r)
     return p
+
+
+def _subject_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--subject", metavar="MODULE:NAME", default=None,
+                   help="the gradcheck.Subject to verify (default: the reference model, "
+                   "model.subject:REFERENCE)")
+
+
+def _load(spec: str | None) -> tuple[str, object]:
+    """``(spec, Subject)``; a bad spec prints one line and exits with status 2."""
+    from .subject import SubjectError, load_subject
+    from .verify import DEFAULT_SUBJECT
+
+    spec = spec or DEFAULT_SUBJECT
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # MODULE may be a file in the current folder, as for python -m
+    try:
+        return spec, load_subject(spec)
+    except SubjectError as exc:
+        print(f"gradcheck: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _cases(spec: str | None) -> Any:
+    _, subject = _load(spec)
+    cases = getattr(subject, "snapshot_cases", None)
+    if cases is None:
+        print(f"gradcheck: the subject {spec or 'model.subject:REFERENCE'} declares no "
+              "snapshot_cases", file=sys.stderr)
+        raise SystemExit(2)
+    return cases
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,10 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--jobs must be a positive integer")
         from .verify import run_verification
 
+        spec, _subject = _load(args.subject)
         verdict = run_verification(
             out=args.out, level="quick" if args.quick else "full" if args.full else "default",
             seed=args.seed, progress=not args.no_progress, jobs=jobs,
-            with_tests=args.with_tests,
+            with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
         )
         if verdict == "fail" or (verdict == "incomplete" and args.strict):
             return 1
@@ -101,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "snapshot":
         from .snapshot import snapshot
 
-        manifest = snapshot(Path(args.out))
+        cases = _cases(args.subject)
+        manifest = snapshot(Path(args.out), cases)
         print(f"wrote {len(manifest['cases'])} cases to {args.out}")
         return 0
     if args.command == "compare":
@@ -116,8 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             tol[dtype] = (rtol, atol)
         if not Path(args.directory).is_dir():
             parser.error(f"{args.directory}: no such snapshot directory")
+        cases = _cases(args.subject)
         try:
-            result = compare(Path(args.directory), tol)
+            result = compare(Path(args.directory), tol, cases)
         except SnapshotError as exc:
             print(f"gradcheck compare: {exc}", file=sys.stderr)
             return 2

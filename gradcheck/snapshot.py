@@ -1,10 +1,11 @@
-"""Gradient snapshots of the reference model, for regression checks of backprop changes.
+"""Snapshots of arrays, for regression checks of backprop changes.
 
-``snapshot(DIR)`` records, for a fixed set of reference cases, the loss and every
-parameter gradient: one ``.npz`` per case and a ``manifest.json`` (case, config, seed,
-shapes, dtypes, the sha256 of each file, library versions, git commit).
-``compare(DIR)`` recomputes and reports every drift: values beyond tolerance, a dtype
-or shape change, a missing or extra array, NaN/Inf where there was none.
+``snapshot(DIR, cases)`` records a subject's fixed cases (name -> a function returning
+its arrays, the loss and every gradient say, and a description): one ``.npz`` per case
+and a ``manifest.json`` (case, description, shapes, dtypes, the sha256 of each file,
+library versions, git commit). ``compare(DIR, cases=...)`` recomputes and reports every
+drift: values beyond tolerance, a dtype or shape change, a missing or extra array,
+NaN/Inf where there was none. The reference model's cases are in ``model.subject``.
 
 Tolerances are those of the dtype that *computed* a value, not of the dtype it is
 stored in: a float32 model's loss is a float32 result even when it is kept as a
@@ -25,6 +26,7 @@ import hashlib
 import io
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,14 +36,12 @@ import numpy as np
 from ._io import write_atomic
 
 __all__ = [
-    "CASES",
     "DEFAULT_TOLERANCES",
     "CompareResult",
     "Drift",
     "SnapshotError",
     "compare",
     "compare_arrays",
-    "compute_case",
     "computed_dtypes",
     "load_npz",
     "snapshot",
@@ -55,21 +55,17 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-6),
 }
 
-_TINY: dict[str, Any] = dict(vocab_size=11, d_model=8, n_heads=2, d_ff=16, n_layers=2,
-                             max_len=8)
+Case = Callable[[], tuple[dict[str, np.ndarray], dict[str, Any]]]
 
-#: The reference cases: name -> (config overrides, seed, (batch, length)).
-CASES: dict[str, tuple[dict[str, Any], int, tuple[int, int]]] = {
-    "gelu-pre-ce-f64": (dict(activation="gelu", norm="pre"), 0, (3, 7)),
-    "relu-post-ce-f64": (dict(activation="relu", norm="post"), 1, (3, 7)),
-    "tanh-pre-mse-f64": (dict(activation="tanh", norm="pre", loss="mse", causal=False), 2,
-                         (2, 6)),
-    "geluTanh-post-embmse-f64": (dict(activation="gelu_tanh", norm="post",
-                                      loss="embedding_mse"), 3, (2, 6)),
-    "gelu-pre-ce-f32": (dict(activation="gelu", norm="pre", dtype="float32"), 4, (3, 7)),
-    "relu-post-ce-recompute-f64": (dict(activation="relu", norm="post", recompute=True), 5,
-                                   (2, 8)),
-}
+
+def _reference_cases() -> Mapping[str, Case]:
+    """The default subject's cases (loaded by name: this library imports no subject)."""
+    from .subject import load_subject
+
+    cases = load_subject("model.subject:REFERENCE").snapshot_cases
+    if cases is None:  # pragma: no cover - the reference declares them
+        raise SnapshotError("the reference subject declares no snapshot cases")
+    return cases
 
 
 class SnapshotError(Exception):
@@ -172,29 +168,6 @@ def load_npz(path: Path, sha256: str | None = None) -> dict[str, np.ndarray]:
 
 
 # -- computing ------------------------------------------------------------------------------
-def compute_case(name: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Loss and every parameter gradient of one reference case, and its description."""
-    from model import Config, Transformer
-
-    if name not in CASES:
-        raise KeyError(f"unknown reference case {name!r}; known: {', '.join(CASES)}")
-    overrides, seed, (b, t) = CASES[name]
-    cfg = Config(**_TINY, **overrides, seed=seed)
-    m = Transformer(cfg)
-    rng = np.random.default_rng(seed)
-    tokens = rng.integers(0, cfg.vocab_size, (b, t))
-    if cfg.loss == "mse":
-        targets: np.ndarray = rng.standard_normal((b, t, cfg.vocab_size))
-    else:
-        targets = rng.integers(0, cfg.vocab_size, (b, t))
-    loss, grads = m.loss_and_grads(tokens, targets)
-    arrays = {"loss": np.asarray(loss, dtype=np.float64)}
-    arrays.update({f"grad.{k}": v for k, v in grads.items()})
-    desc = {"config": {**_TINY, **overrides}, "seed": seed, "batch": [b, t],
-            "computed_dtype": cfg.dtype}
-    return arrays, desc
-
-
 def computed_dtypes(entry: dict[str, Any]) -> dict[str, str]:
     """``array name -> dtype that computed it`` from a manifest entry (may be empty)."""
     out = {}
@@ -215,16 +188,19 @@ def _versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
-def snapshot(out: Path, cases: list[str] | None = None) -> dict[str, Any]:
-    """Record the reference cases into ``out``; returns the manifest."""
+def snapshot(out: Path, cases: Mapping[str, Case] | None = None) -> dict[str, Any]:
+    """Record ``cases`` (name -> ``() -> (arrays, description)``; default: the reference
+    model's) into ``out``; returns the manifest. A description may say
+    ``computed_dtype``: the dtype whose tolerance its arrays get."""
     from .report import _git_commit
 
+    cases = _reference_cases() if cases is None else cases
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {"format": FORMAT, "versions": _versions(),
                                 "git_commit": _git_commit(), "cases": {}}
-    for name in cases or list(CASES):
-        arrays, desc = compute_case(name)
+    for name, make in cases.items():
+        arrays, desc = make()
         data = _npz_bytes(arrays)
         sha = _sha256(data)
         fname = f"{name}-{sha[:12]}.npz"
@@ -233,7 +209,7 @@ def snapshot(out: Path, cases: list[str] | None = None) -> dict[str, Any]:
         manifest["cases"][name] = {
             **desc, "file": fname, "sha256": sha,
             "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.name,
-                           "computed_dtype": desc["computed_dtype"]}
+                           "computed_dtype": desc.get("computed_dtype", v.dtype.name)}
                        for k, v in arrays.items()},
         }
     write_atomic(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
@@ -329,23 +305,28 @@ def compare_arrays(
 
 
 def compare(
-    directory: Path, tolerances: dict[str, tuple[float, float]] | None = None
+    directory: Path, tolerances: dict[str, tuple[float, float]] | None = None,
+    cases: Mapping[str, Case] | None = None,
 ) -> CompareResult:
-    """Recompute every case of the snapshot in ``directory`` and compare."""
+    """Recompute every case of the snapshot in ``directory`` and compare.
+
+    ``cases``: name -> ``() -> (arrays, description)`` (default: the reference model's).
+    """
+    cases = _reference_cases() if cases is None else cases
     directory = Path(directory)
     manifest = read_manifest(directory)
     result = CompareResult()
     for name, entry in manifest["cases"].items():
         old = load_npz(directory / entry["file"], entry["sha256"])
-        if name not in CASES:
+        if name not in cases:
             result.rows.append(Drift(name, "*", "missing", detail="case no longer exists"))
             continue
-        new, desc = compute_case(name)
-        # the dtype of the arithmetic: recorded in the manifest, else the case's config
-        computed = {k: desc["computed_dtype"] for k in new}
+        new, desc = cases[name]()
+        # the dtype of the arithmetic: recorded in the manifest, else the description's
+        computed = {k: desc["computed_dtype"] for k in new if "computed_dtype" in desc}
         computed.update(computed_dtypes(entry))
         result.rows += compare_arrays(name, old, new, tolerances, computed)
-    for name in CASES:
+    for name in cases:
         if name not in manifest["cases"]:
             result.rows.append(Drift(name, "*", "extra", detail="case not in the snapshot"))
     return result

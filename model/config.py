@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ACTIVATION_NAMES", "Config", "LOSS_NAMES"]
+__all__ = ["ACTIVATION_NAMES", "LOSS_NAMES", "PLAN", "SMALL", "TINY", "Config"]
 
 ACTIVATION_NAMES = ("gelu", "gelu_tanh", "relu", "tanh")
 LOSS_NAMES = ("cross_entropy", "mse", "embedding_mse")
 _NORMS = ("pre", "post")
+
+#: The plan's configuration (batch 8 x 64): the one place it is written.
+PLAN: dict[str, Any] = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512, n_layers=3,
+                               max_len=64)
+#: A small configuration for the budgets and quick training.
+SMALL: dict[str, Any] = dict(vocab_size=32, d_model=32, n_heads=4, d_ff=64, n_layers=2,
+                                max_len=32)
+#: The tiny configuration of the full (element by element) model checks.
+TINY: dict[str, Any] = dict(vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=2,
+                               max_len=6)
 _DTYPES = ("float64", "float32")
 
 

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from gradcheck import budgets as bud
-from gradcheck.verify import layer_checks
+from model import measure
+from model.config import PLAN
+from model.subject import REFERENCE
 
 pytestmark = pytest.mark.budget
 
@@ -21,9 +23,10 @@ pytestmark = pytest.mark.budget
 @pytest.fixture(scope="module")
 def results():
     # Correctness before speed: the layers must pass their gradient checks first.
-    failed = [r.name for r in layer_checks(0, lambda _s: None) if not r.passed]
+    checks = [case.check(d, 0) for case in REFERENCE.layers for d in case.dtypes]
+    failed = [r.name for r in checks if not r.passed]
     assert not failed, f"gradient checks failed, budgets not measured: {failed}"
-    return bud.measure_all(level="full")
+    return measure.measure_all(level="full")
 
 
 BUDGET_NAMES = [k for k in bud.load_budgets()]
@@ -86,9 +89,9 @@ def test_time_gate_fails_on_a_slow_side():
 
     med, se, _ = bud.ratio_interleaved(slow, fast, pairs=7, warmup=1)
     assert med > 1.5
-    assert not bud._gate(med, se, 1.10)
+    assert not bud.gate(med, se, 1.10)
     med2, se2, _ = bud.ratio_interleaved(fast, fast, pairs=7, warmup=1)
-    assert bud._gate(med2, se2, 1.5)
+    assert bud.gate(med2, se2, 1.5)
 
 
 def test_memory_gate_sees_a_cache_that_copies():
@@ -102,9 +105,9 @@ def test_memory_gate_sees_a_cache_that_copies():
 
     tracemalloc.start()
     try:
-        lean_peak, kept = bud._peak(lean)
+        lean_peak, kept = bud.peak_memory(lean)
         del kept
-        hoard_peak, kept = bud._peak(hoarding)
+        hoard_peak, kept = bud.peak_memory(hoarding)
         del kept
     finally:
         tracemalloc.stop()
@@ -131,7 +134,7 @@ def test_benchmark_training_step(benchmark, dtype):
     from model import tune_allocator
 
     tune_allocator()
-    m, tok, tgt = bud._setup(bud.PLAN, dtype)
+    m, tok, tgt = measure._setup(PLAN, dtype)
     loss, _ = benchmark(m.loss_and_grads, tok, tgt)
     assert np.isfinite(loss)
 

@@ -132,7 +132,7 @@ def test_verdict_has_three_states():
 
 
 def test_representative_configs_cover_every_factor_value():
-    from gradcheck.verify import model_configs
+    from model.subject import model_configs
 
     chosen = model_configs("default")
     full = model_configs("full")

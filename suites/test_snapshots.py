@@ -14,6 +14,7 @@ import pytest
 
 from gradcheck import cli
 from gradcheck import snapshot as snap
+from model.subject import SNAPSHOT_CASES
 
 pytest_plugins = ["pytester"]
 REFERENCE = Path(__file__).resolve().parent.parent / "snapshots" / "reference"
@@ -98,7 +99,7 @@ def test_manifest_records_the_computing_dtype(recorded):
 
 def test_manifest_contents(recorded):
     m = json.loads((recorded / "manifest.json").read_text())
-    assert set(m["cases"]) == set(snap.CASES)
+    assert set(m["cases"]) == set(SNAPSHOT_CASES)
     for entry in m["cases"].values():
         assert {"config", "seed", "batch", "file", "sha256", "arrays"} <= set(entry)
         assert (recorded / entry["file"]).exists()

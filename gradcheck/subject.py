@@ -1,0 +1,234 @@
+"""A subject: one declaration of what to verify, handed to the report, the snapshots,
+the budgets, the fuzzing and the pytest suites.
+
+The tools know no model of their own: they receive a :class:`Subject` as an argument.
+A subject declares layer cases (functional ``fwd``/``bwd`` or layer objects, each with
+an input factory), optionally a model with a batch factory, a training run, the
+timings and memory of its forwards, and snapshot cases. What it does not declare is
+"not applicable" in the report, with the reason: never a failure, never silently
+missing. The reference transformer's subject is ``model.subject:REFERENCE``, the
+default of every command.
+
+Example
+-------
+>>> SUBJECT = Subject(
+...     name="my layers",
+...     layers=[LayerCase("dense", inputs=lambda rng, dt: [rng.standard_normal((4, 3))
+...                                                       .astype(dt)],
+...                       layer=lambda rng, dt: Dense(3, 2, rng, dt))],
+... )
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LayerCase", "ModelCase", "Subject", "SubjectError", "TrainingRun", "load_subject"]
+
+Inputs = Callable[[np.random.Generator, np.dtype[Any]], Any]
+
+
+class SubjectError(Exception):
+    """``MODULE:NAME`` does not name a :class:`Subject`; the message says why."""
+
+
+@dataclass(frozen=True)
+class LayerCase:
+    """One layer to check, in each of ``dtypes``.
+
+    Attributes
+    ----------
+    name : str
+    inputs : callable
+        ``(rng, dtype) -> inputs`` for :func:`~gradcheck.check_vjp` (a list or dict), or
+        the positional inputs (a list) of ``layer.forward``.
+    fwd, bwd : callable, optional
+        The functional protocol ``y, cache = fwd(*inputs)``, ``grads = bwd(dy, cache)``.
+    layer : callable, optional
+        ``(rng, dtype) -> layer object`` for :func:`~gradcheck.check_layer` (instead of
+        ``fwd``/``bwd``); ``forward``/``backward`` name its methods.
+    wrt : optional
+        As for :func:`~gradcheck.check_vjp`.
+    dtypes : tuple of str
+    options : mapping
+        Further options of the check (``rtol``, ``mode``...).
+    """
+
+    name: str
+    inputs: Inputs
+    fwd: Callable[..., Any] | None = None
+    bwd: Callable[..., Any] | None = None
+    layer: Callable[[np.random.Generator, np.dtype[Any]], Any] | None = None
+    forward: str = "forward"
+    backward: str = "backward"
+    wrt: Any = None
+    dtypes: tuple[str, ...] = ("float64", "float32")
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        functional = self.fwd is not None and self.bwd is not None
+        if functional == (self.layer is not None):
+            raise TypeError(f"LayerCase {self.name!r}: give fwd and bwd, or layer (not both)")
+
+    def check(self, dtype: str, seed: int = 0) -> Any:
+        """Run the check in ``dtype``; the inputs are drawn from ``default_rng(seed)``."""
+        from ._core import check_vjp
+        from ._layer import check_layer
+
+        rng = np.random.default_rng(seed)
+        dt = np.dtype(dtype)
+        inputs = self.inputs(rng, dt)
+        label = f"{self.name} [{dtype}]"
+        opts = {"seed": seed, "name": label, **self.options}
+        if self.layer is not None:
+            layer = self.layer(rng, dt)
+            return check_layer(layer, *inputs, forward=self.forward, backward=self.backward,
+                               wrt=self.wrt, **opts)
+        if self.fwd is None or self.bwd is None:  # pragma: no cover - __post_init__
+            raise TypeError(f"LayerCase {self.name!r} has neither fwd/bwd nor layer")
+        return check_vjp(self.fwd, self.bwd, inputs, wrt=self.wrt, **opts)
+
+
+@dataclass(frozen=True)
+class ModelCase:
+    """One model to check with :func:`~gradcheck.check_model`.
+
+    ``build()`` returns ``(model, batch)``: an object with ``params`` / ``loss`` /
+    ``loss_and_grads`` and the arguments of ``loss``.
+    """
+
+    name: str
+    build: Callable[[], tuple[Any, tuple[Any, ...]]]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def check(self, seed: int = 0) -> Any:
+        from ._model_check import check_model
+
+        model, batch = self.build()
+        return check_model(model, *batch, seed=seed, name=self.name,
+                           **{"full_threshold": 10**6, **self.options})
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One training run's losses per epoch (criteria 1 and 2).
+
+    ``stress`` marks a run meant to provoke NaN/Inf (a huge learning rate): it counts
+    for criterion 2 (parameters stay finite), not for criterion 1 (the loss falls).
+    """
+
+    label: str
+    losses: Sequence[float]
+    finite: bool
+    refused_steps: int = 0
+    stress: bool = False
+
+    @property
+    def reduction(self) -> float:
+        if len(self.losses) < 2 or self.losses[0] == 0:
+            return 0.0
+        return 1.0 - float(self.losses[-1]) / float(self.losses[0])
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What to verify. Every field but ``name`` is optional.
+
+    Attributes
+    ----------
+    name : str
+    layers : sequence of LayerCase
+        Checked in every dtype they list (criterion 4).
+    model : callable, optional
+        ``dtype -> model`` (``params``, ``loss``, ``loss_and_grads``), with ``batch``:
+        ``(model, rng) -> tuple of loss arguments``. Checked in both dtypes unless
+        ``model_cases`` says otherwise (criteria 3 and 4).
+    batch : callable, optional
+    model_cases : callable, optional
+        ``(level, seed) -> sequence of ModelCase`` (levels ``quick``, ``default``,
+        ``full``): the configurations to check at each level of the report.
+    training : callable, optional
+        ``(level, seed) -> sequence of TrainingRun`` (criteria 1 and 2).
+    budgets : callable, optional
+        ``level -> list of BudgetResult`` (criteria 5 to 9; see
+        :func:`gradcheck.budgets.model_budgets` for the standard ones).
+    snapshot_cases : mapping, optional
+        name -> ``() -> (arrays, description)``: the fixed cases ``gradcheck snapshot``
+        records and ``gradcheck compare`` recomputes.
+    flow : callable, optional
+        ``seed -> list of str``: parameters that receive an all-zero gradient where they
+        should not (criterion 3, beside the flow audit of the model checks).
+    description : str
+    """
+
+    name: str
+    layers: Sequence[LayerCase] = ()
+    model: Callable[[str], Any] | None = None
+    batch: Callable[[Any, np.random.Generator], tuple[Any, ...]] | None = None
+    model_cases: Callable[[str, int], Sequence[ModelCase]] | None = None
+    training: Callable[[str, int], Sequence[TrainingRun]] | None = None
+    budgets: Callable[[str], list[Any]] | None = None
+    snapshot_cases: Mapping[str, Callable[[], tuple[dict[str, np.ndarray], dict[str, Any]]]] \
+        | None = None
+    flow: Callable[[int], list[str]] | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError("Subject.name must be a non-empty string")
+        for case in self.layers:
+            if not isinstance(case, LayerCase):
+                raise TypeError(f"Subject.layers must hold LayerCase objects, got "
+                                f"{type(case).__name__}")
+        if (self.model is None) != (self.batch is None) and self.model_cases is None:
+            raise TypeError("Subject: give model and batch together")
+
+    def models(self, level: str, seed: int = 0) -> list[ModelCase]:
+        """The model cases of ``level``: ``model_cases(level)``, or the model in both
+        dtypes."""
+        if self.model_cases is not None:
+            return list(self.model_cases(level, seed))
+        if self.model is None or self.batch is None:
+            return []
+        make, batch = self.model, self.batch
+
+        def build(dtype: str) -> Callable[[], tuple[Any, tuple[Any, ...]]]:
+            def run() -> tuple[Any, tuple[Any, ...]]:
+                m = make(dtype)
+                return m, tuple(batch(m, np.random.default_rng(seed)))
+            return run
+
+        return [ModelCase(f"{self.name} model [{d}]", build(d)) for d in ("float64", "float32")]
+
+
+def load_subject(spec: str) -> Subject:
+    """The :class:`Subject` named by ``"MODULE:NAME"`` (``model.subject:REFERENCE``).
+
+    Raises
+    ------
+    SubjectError
+        With a one-line reason: malformed, no such module, no such attribute, not a
+        Subject.
+    """
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        raise SubjectError(f"--subject must look like MODULE:NAME, got {spec!r}")
+    module_name, attr = spec.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise SubjectError(f"no module named {exc.name!r} (from {spec!r}); is it on "
+                           "sys.path, or installed?") from None
+    except Exception as exc:
+        raise SubjectError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") \
+            from None
+    if not hasattr(module, attr):
+        raise SubjectError(f"module {module_name!r} has no attribute {attr!r}")
+    subject = getattr(module, attr)
+    if not isinstance(subject, Subject):
+        raise SubjectError(f"{spec} is a {type(subject).__name__}, not a gradcheck.Subject")
+    return subject
