@@ -31,6 +31,10 @@ _EXPORTS = {
     "check_loss": "._layer",
     "assert_loss": "._layer",
     "LayerConventionError": "._layer",
+    "Subject": ".subject",
+    "LayerCase": ".subject",
+    "ModelCase": ".subject",
+    "TrainingRun": ".subject",
     "STATUSES": "._result",
     "CheckResult": "._result",
     "ElementReport": "._result",
@@ -45,7 +49,11 @@ __all__ = [
     "ElementReport",
     "GradientMismatch",
     "InputResult",
+    "LayerCase",
     "LayerConventionError",
+    "ModelCase",
+    "Subject",
+    "TrainingRun",
     "__version__",
     "assert_layer",
     "assert_loss",
@@ -63,6 +71,7 @@ if TYPE_CHECKING:
     from ._model_check import check_model
     from ._options import DEFAULT_RTOL
     from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
+    from .subject import LayerCase, ModelCase, Subject, TrainingRun
 
 
 def __getattr__(name: str) -> Any:

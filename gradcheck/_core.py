@@ -274,6 +274,13 @@ def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
 def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inputs,
                     chosen: set[Any], rng: np.random.Generator) -> _Called:
     """Forward twice, backward twice: every protocol rule, then the gradients."""
+    for i in prep.diff:
+        bad = ~np.isfinite(prep.leaves[i])
+        if bad.any():
+            first = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.ndim else ()
+            raise ProtocolError("non-finite", f"input {prep.tree.names[i]} holds "
+                                f"{int(bad.sum())} NaN/Inf value(s), first at {first}: finite "
+                                "differences need a finite point")
     saved = [snapshot(v) for v in prep.leaves]
     outputs, arrays, cache = _forward_twice(fwd, prep, saved)
     dy_leaves = outputs.cotangent(arrays, rng)

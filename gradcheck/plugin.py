@@ -60,6 +60,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="rewrite the golden files of the 'golden' fixture instead of comparing",
     )
     group.addoption(
+        "--gradcheck-subject",
+        metavar="MODULE:NAME",
+        default=None,
+        help="generate gradient, property and NaN/Inf fuzz tests for this gradcheck.Subject "
+        "(also: ini option gradcheck_subject, or gradcheck_subject in a conftest.py)",
+    )
+    group.addoption(
+        "--gradcheck-subject-level",
+        metavar="LEVEL",
+        default="quick",
+        choices=("quick", "default", "full"),
+        help="which of the subject's model cases the generated tests check (default: quick)",
+    )
+    parser.addini("gradcheck_subject", "the gradcheck.Subject (MODULE:NAME) whose tests to "
+                  "generate", default="")
+    group.addoption(
         "--gradcheck-blas-threads",
         metavar="N",
         type=int,
@@ -84,6 +100,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_OutcomeRecorder(config.stash[_OUTCOMES]),
                                   "gradcheck-outcomes")
     _limit_blas(config)
+    if config.getoption("--gradcheck-subject") or config.getini("gradcheck_subject"):
+        from . import subject_tests
+
+        path = str(Path(subject_tests.__file__).resolve())
+        if path not in config.args:
+            config.args.append(path)  # collect the generated tests too
+
 
     def listener(res: CheckResult) -> None:
         rec = res.to_dict()
@@ -95,6 +118,53 @@ def pytest_configure(config: pytest.Config) -> None:
     install_recorder(listener)
     config.stash[_LISTENER] = listener
 
+
+
+def _configured_subject(config: pytest.Config) -> Any:
+    """The subject of the generated tests: option, ini, or a conftest's attribute."""
+    spec = config.getoption("--gradcheck-subject") or config.getini("gradcheck_subject")
+    if not spec:
+        for plugin in config.pluginmanager.get_plugins():
+            value = getattr(plugin, "gradcheck_subject", None)
+            if value is not None and not callable(value):
+                spec = value
+                break
+    if not spec:
+        raise pytest.UsageError(
+            "the generated subject tests need a subject: --gradcheck-subject MODULE:NAME, the "
+            "ini option gradcheck_subject, or gradcheck_subject = ... in a conftest.py")
+    from .subject import Subject, SubjectError, load_subject
+
+    if isinstance(spec, Subject):
+        return spec
+    try:
+        return load_subject(str(spec))
+    except SubjectError as exc:
+        raise pytest.UsageError(f"gradcheck: {exc}") from None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize the generated tests with the subject's cases (readable ids)."""
+    names = set(metafunc.fixturenames)
+    if "gradcheck_layer_case" in names:
+        subject = _configured_subject(metafunc.config)
+        cases = [(c, d) for c in subject.layers for d in c.dtypes]
+        metafunc.parametrize("gradcheck_layer_case", cases,
+                             ids=[f"{c.name}-{d}" for c, d in cases])
+    if "gradcheck_layer_case_float64" in names:
+        subject = _configured_subject(metafunc.config)
+        f64 = [c for c in subject.layers if "float64" in c.dtypes]
+        metafunc.parametrize("gradcheck_layer_case_float64", f64, ids=[c.name for c in f64])
+    if "gradcheck_model_case" in names:
+        subject = _configured_subject(metafunc.config)
+        level = metafunc.config.getoption("--gradcheck-subject-level")
+        models: list[Any] = subject.models(level)
+        ids = [m.name for m in models]
+        if not models:
+            models = [pytest.param(None, marks=pytest.mark.skip(
+                reason=f"the subject {subject.name!r} declares no model"))]
+            ids = ["no-model"]
+        metafunc.parametrize("gradcheck_model_case", models, ids=ids)
 
 def _limit_blas(config: pytest.Config) -> None:
     threads = config.getoption("--gradcheck-blas-threads", None)

@@ -83,3 +83,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"properties: {len(_STATS)} property/fuzz tests on this process tried {n} "
             f"examples, {bad} failed"
         )
+
+#: The subject of the generated tests in test_subject.py: the reference model, through
+#: the same path a user's subject takes.
+gradcheck_subject = "model.subject:REFERENCE"
