@@ -156,7 +156,8 @@ def _training_criteria(subject: Subject, runs: list[TrainingRun], models: list[C
     if not models and subject.flow is None:
         crit.append(_not_applicable(3, "gradients flow through all layers", "no model"))
     else:
-        audit = [i.name for r in models for i in r.inputs if "no gradient flows" in i.hint]
+        audit = list(dict.fromkeys(i.name for r in models for i in r.inputs
+                                   if "no gradient flows" in i.hint))
         crit.append(_criterion(
             3, "gradients flow through all layers", not zero and not audit,
             f"{len(zero)} parameter(s) with an all-zero gradient; check_model flow audit "

@@ -1,0 +1,1 @@
+"""Runnable examples of subjects: code written the ways people write backprop by hand."""
