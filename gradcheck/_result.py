@@ -6,9 +6,10 @@ HTML report all render these objects (through :meth:`CheckResult.to_dict`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from ._json import plain
 
 __all__ = ["STATUSES", "CheckResult", "ElementReport", "GradientMismatch", "InputResult"]
 
@@ -37,27 +38,6 @@ class GradientMismatch(AssertionError):
     def __init__(self, result: CheckResult) -> None:
         self.result = result
         super().__init__(result.report())
-
-
-def _plain(value: Any) -> Any:
-    """Convert NumPy scalars and non-finite floats to plain JSON types."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return float(value)
-    if hasattr(value, "item") and callable(value.item):
-        return _plain(value.item())
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(value)
 
 
 @dataclass
@@ -100,10 +80,10 @@ class ElementReport:
         return {
             "input": self.input,
             "index": [int(i) for i in self.index],
-            "analytic": _plain(float(self.analytic)),
-            "numeric": _plain(float(self.numeric)),
-            "error": _plain(float(self.error)),
-            "tolerance": _plain(float(self.tolerance)),
+            "analytic": plain(float(self.analytic)),
+            "numeric": plain(float(self.numeric)),
+            "error": plain(float(self.error)),
+            "tolerance": plain(float(self.tolerance)),
             "kind": self.kind,
             "failed": self.failed,
         }
@@ -183,18 +163,18 @@ class InputResult:
             "status": self.status,
             "passed": self.passed,
             "mode": self.mode,
-            "max_abs_error": _plain(float(self.max_abs_error)),
-            "max_rel_error": _plain(float(self.max_rel_error)),
-            "atol": _plain(float(self.atol)),
-            "rtol": _plain(float(self.rtol)),
+            "max_abs_error": plain(float(self.max_abs_error)),
+            "max_rel_error": plain(float(self.max_rel_error)),
+            "atol": plain(float(self.atol)),
+            "rtol": plain(float(self.rtol)),
             "checked": int(self.checked),
             "kinks": int(self.kinks),
             "worst": [w.to_dict() for w in self.worst],
-            "miss_probability": _plain(self.miss_probability),
-            "detectable_rel_error": _plain(self.detectable_rel_error),
+            "miss_probability": plain(self.miss_probability),
+            "detectable_rel_error": plain(self.detectable_rel_error),
             "hint": self.hint,
             "localised": self.localised,
-            "gradient_norm": _plain(self.gradient_norm),
+            "gradient_norm": plain(self.gradient_norm),
             "message": self.message,
         }
         return out

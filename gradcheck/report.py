@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import platform
-import subprocess  # noqa: S404 - only to ask git for the commit, fixed arguments
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup, escape
 
+from ._env import environment
 from ._io import write_atomic
+from ._json import plain
 
 __all__ = [
     "bar_chart_svg",
@@ -38,29 +37,9 @@ def _write_atomic(path: Path, text: str) -> None:
     write_atomic(path, text.encode("utf-8"))
 
 
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
-
-
-def _clean(o: Any) -> Any:
-    """Replace non-finite floats by strings so the JSON is standard."""
-    if isinstance(o, float) and not math.isfinite(o):
-        return "nan" if math.isnan(o) else ("inf" if o > 0 else "-inf")
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
-
-
 def to_json(data: dict[str, Any]) -> str:
     """Standard JSON (no NaN literals), sorted keys, indented."""
-    return json.dumps(_clean(data), indent=1, sort_keys=True, default=_json_default,
-                      allow_nan=False)
+    return json.dumps(plain(data), indent=1, sort_keys=True, allow_nan=False)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -71,53 +50,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def write_html(path: Path, data: dict[str, Any]) -> None:
     """Render ``data`` and write the HTML atomically."""
     _write_atomic(path, render_html(data))
-
-
-# -- environment -----------------------------------------------------------------------
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(  # noqa: S603
-            ["git", "rev-parse", "HEAD"],  # noqa: S607
-            capture_output=True, text=True, timeout=5, check=False,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def environment() -> dict[str, str]:
-    """Versions and machine facts for the report."""
-    import numpy as np
-    import scipy
-
-    from . import __version__
-    from ._threads import blas_info, blas_summary
-
-    blas = blas_info()
-    return {
-        "gradcheck": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "blas": blas_summary(),
-        "blas_core_type": ", ".join(d["core_type"] for d in blas) or "unknown",
-        "blas_threads": ", ".join(str(d["threads"]) for d in blas) or "unknown",
-        "scipy": scipy.__version__,
-        "platform": platform.platform(),
-        "cpu": _cpu(),
-        "cores": str(os.cpu_count()),
-        "git_commit": _git_commit(),
-    }
 
 
 # -- charts ----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ._io import write_atomic
+from ._json import plain
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -117,15 +118,7 @@ class CompareResult:
         return "\n".join([head, *(d.line() for d in bad)])
 
     def to_dict(self) -> dict[str, Any]:
-        rows = []
-        for r in self.rows:
-            d = asdict(r)
-            d["worst_index"] = list(r.worst_index)
-            for k in ("max_abs", "max_rel"):
-                if not math.isfinite(d[k]):
-                    d[k] = str(d[k])
-            rows.append(d)
-        return {"passed": self.passed, "rows": rows}
+        return plain({"passed": self.passed, "rows": [asdict(r) for r in self.rows]})
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -177,28 +170,17 @@ def computed_dtypes(entry: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _versions() -> dict[str, str]:
-    import platform
-
-    import scipy
-
-    from . import __version__
-
-    return {"gradcheck": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
-            "python": platform.python_version()}
-
-
 def snapshot(out: Path, cases: Mapping[str, Case] | None = None) -> dict[str, Any]:
     """Record ``cases`` (name -> ``() -> (arrays, description)``; default: the reference
     model's) into ``out``; returns the manifest. A description may say
     ``computed_dtype``: the dtype whose tolerance its arrays get."""
-    from .report import _git_commit
+    from ._env import git_commit, versions
 
     cases = _reference_cases() if cases is None else cases
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {"format": FORMAT, "versions": _versions(),
-                                "git_commit": _git_commit(), "cases": {}}
+    manifest: dict[str, Any] = {"format": FORMAT, "versions": versions(),
+                                "git_commit": git_commit(), "cases": {}}
     for name, make in cases.items():
         arrays, desc = make()
         data = _npz_bytes(arrays)
