@@ -12,6 +12,7 @@ test file of yours::
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,7 @@ def test_layer_gradient(gradcheck_layer_case: tuple[LayerCase, str]) -> None:
     """The layer's backward agrees with finite differences (seed 0)."""
     case, dtype = gradcheck_layer_case
     res = case.check(dtype, seed=0)
-    assert res.passed, res.report()
+    _require(res.passed, res.report())
 
 
 @settings(max_examples=3, deadline=None, derandomize=True)
@@ -37,17 +38,24 @@ def test_layer_gradient_at_drawn_points(gradcheck_layer_case_float64: LayerCase,
     one). float32 is checked at the fixed seed only: with ReLU-like kinks, a float32 point
     can have several kinks within every usable step (a known limit, see the README)."""
     res = gradcheck_layer_case_float64.check("float64", seed=seed)
-    assert res.passed, res.report()
+    _require(res.passed, res.report())
 
 
 def test_layer_fuzz(gradcheck_layer_case: tuple[LayerCase, str]) -> None:
     """NaN and Inf in an input give a named status, never a crash or a pass."""
     case, dtype = gradcheck_layer_case
     for row in fuzz_layer_case(case, dtype, seed=0):
-        assert row.ok, row.describe()
+        _require(row.ok, row.describe())
 
 
 def test_model_gradient(gradcheck_model_case: ModelCase) -> None:
     """Every parameter of the model gets the gradient finite differences give."""
     res = gradcheck_model_case.check(seed=0)
-    assert res.passed, res.report()
+    _require(res.passed, res.report())
+
+
+def _require(ok: bool, message: str) -> None:
+    """Fail the test with ``message`` (pytest.fail: no bare assert in library code)."""
+    __tracebackhide__ = True
+    if not ok:
+        pytest.fail(message, pytrace=False)
