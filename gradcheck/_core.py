@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._complex import complex_checks, complex_ok
+from ._hints import reduction_hint
 from ._modes import InputChecker, method_label, overall, resolve_mode, run_checks
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
@@ -209,6 +210,7 @@ class _Called:
     none_grads: list[int]
     notes: list[str]
     backward_calls: int
+    out_shapes: list[tuple[int, ...]]
 
 
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
@@ -261,7 +263,8 @@ def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
     ga = np.asarray(g)
     if ga.shape != x.shape:
         raise ProtocolError("shape-mismatch",
-                            f"gradient of {name} has shape {ga.shape}, expected {x.shape}")
+                            f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
+                            + reduction_hint(ga.shape, x.shape))
     if ga.dtype.kind not in "fiub":
         raise ProtocolError("bad-protocol", f"gradient of {name} has dtype {ga.dtype}")
     if not np.all(np.isfinite(ga)):
@@ -315,7 +318,8 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         [d if d is not None else np.zeros(a.shape) for d, a in zip(dy_leaves, arrays,
                                                                      strict=True)]))
     none = [i for i in prep.diff if grads[i] is None]
-    return _Called(outputs, y0, dy, grads, none, notes, 3)
+    shapes = [tuple(arrays[k].shape) for k in outputs.floating]
+    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes)
 
 
 def _second_backward(first: Any, grads_raw: Any, again: Any) -> None:
@@ -370,6 +374,7 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
     arrays = [prep.leaves[i] for i in range(len(prep.leaves))]
     runner = Runner(arrays, list(prep.tree.names), evaluate, called.dy, called.grads,
                     called.y0, opts, rng)
+    runner.out_shapes = called.out_shapes
     runner.evaluations = 2
     checked = [i for i in prep.diff if called.grads[i] is not None]
     method = opts.method

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from ._hints import diagnose
+from ._hints import HintContext, diagnose
 from ._numeric import F64, Runner, resolve_method
 from ._options import SAFETY, Options
 from ._result import ElementReport, InputResult
@@ -222,9 +222,11 @@ class InputChecker:
         if off(s1_, e1_) and off(s2_, e2_) and steady:
             slope, se = (s1_, e1_) if e1_ <= e2_ else (s2_, e2_)
             self.res.status = "mismatch"
+            word = "large" if slope > 1 else "small"
             self.res.hint = (
-                f"every element is off by the same factor {slope:.7g} (±{se:.1e}), "
-                "below the per-element noise: a constant scaling of the gradient"
+                f"too {word} by a relative {abs(slope - 1):.1e} everywhere (slope "
+                f"{slope:.7g} ± {se:.1e}, below the per-element noise): a constant scaling "
+                "of the whole gradient"
             )
             self.res.message = (
                 f"aggregate test: slope of analytic vs numeric is {slope:.7g} at two step "
@@ -241,17 +243,35 @@ class InputChecker:
         elif mode in ("full", "sampled"):
             self.consistency()
         if self.a_vals and any(self.failed):
-            full = mode == "full" or (res.localised and len(self.a_vals) == int(np.prod(res.shape)))
-            order = np.argsort(self.element_ids)
-            res.hint = diagnose(
-                np.asarray(self.a_vals)[order],
-                np.asarray(self.n_vals)[order],
-                np.asarray(self.failed)[order],
-                res.shape if full else (),
-            )
+            res.hint = diagnose(self._hint_context(mode))
         g = self.r.grads[self.i]
         res.gradient_norm = float(np.linalg.norm(g)) if g is not None else None
         return res
+
+
+    def _hint_context(self, mode: str) -> HintContext:
+        """What the hints see: whole arrays when every element was checked."""
+        res, r = self.res, self.r
+        order = np.argsort(self.element_ids)
+        a = np.asarray(self.a_vals)[order]
+        n = np.asarray(self.n_vals)[order]
+        f = np.asarray(self.failed)[order]
+        x = np.asarray(r.arrays[self.i], dtype=np.float64)
+        complete = len(self.a_vals) == x.size and (mode == "full" or res.localised)
+        if not complete:  # a sample: only the patterns of a flat vector
+            idx = np.asarray(self.element_ids)[order]
+            return HintContext(a, n, f, x.reshape(-1)[idx], dtype=res.dtype)
+        others = [(name, np.asarray(arr)) for k, (name, arr) in
+                  enumerate(zip(r.names, r.arrays, strict=True))
+                  if k != self.i and isinstance(arr, np.ndarray)]
+        dys, ys, start = [], [], 0
+        for shape in r.out_shapes:
+            size = int(np.prod(shape))
+            dys.append(r.dy[start:start + size].reshape(shape))
+            ys.append(r.y0[start:start + size].reshape(shape))
+            start += size
+        return HintContext(a.reshape(x.shape), n.reshape(x.shape), f.reshape(x.shape), x,
+                           others, dys, ys, res.dtype)
 
 
 def _slope(a: F64, n: F64, err: F64) -> tuple[float, float]:

@@ -78,6 +78,8 @@ class Runner:
         self.rng = rng
         self.evaluations = 0
         self.nonfinite: list[str] = []
+        #: shapes of the floating outputs whose concatenation ``dy`` and ``y0`` are
+        self.out_shapes: list[tuple[int, ...]] = [tuple(np.shape(y0))]
 
     # -- low level -------------------------------------------------------------------
     def _run(self) -> F64:

@@ -57,13 +57,27 @@ def _training_rows(runs: list[TrainingRun]) -> list[dict[str, Any]]:
                                                    else "not met")} for r in runs]
 
 
+def _hint_summary(catalog: list[dict[str, Any]]) -> str:
+    parts = []
+    for dtype in ("float64", "float32"):
+        rows = [r for r in catalog if r["dtype"] == dtype]
+        if rows:
+            named = sum(r.get("hint names the class") == "named" for r in rows)
+            wrong = sum(r.get("hint names the class") == "misleading" for r in rows)
+            parts.append(f"{dtype}: the hint names the class of {named} of {len(rows)} bugs "
+                         f"({100 * named / len(rows):.0f}%), {wrong} misleading")
+    return "; ".join(parts) + "."
+
+
 def _sections(subject: Subject, catalog: list[dict[str, Any]], runs: list[TrainingRun],
               budget_results: list[Any], env: dict[str, str]) -> list[dict[str, Any]]:
     tput = [b for b in budget_results if b.name == "throughput"]
     sections: list[dict[str, Any]] = [
         {"id": "catalog", "title": "The checker's bug catalog: every classic bug against its "
                                    "correct twin",
-         "columns": ["bug", "dtype", "caught", "false alarms", "verdict", "hint given"],
+         "text": _hint_summary(catalog),
+         "columns": ["bug", "dtype", "caught", "false alarms", "verdict", "hint given",
+                     "hint names the class"],
          "rows": catalog},
         {"id": "training", "title": "Training runs",
          "text": "" if runs else "not applicable: the subject declares no training run.",

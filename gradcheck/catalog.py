@@ -47,11 +47,15 @@ class Case:
     description : str
     make : callable
         ``make(rng, dtype) -> (fwd, good_bwd, bad_bwd, inputs)``.
+    hint_class : str
+        A phrase that a hint naming the class of this bug contains; empty when no class
+        of :mod:`gradcheck._hints` describes it (then the right hint is none).
     """
 
     name: str
     description: str
     make: Callable[[np.random.Generator, np.dtype[Any]], tuple[Any, Any, Any, Arrays]]
+    hint_class: str = ""  # a phrase the hint must contain to name the class ("" : none)
 
 
 def _n(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, scale: float = 1.0) -> Any:
@@ -201,19 +205,16 @@ def _embedding(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arr
     tokens[0, :2] = 1  # repeated ids guaranteed
     E, P = _n(rng, (v, c), dtype), _n(rng, (t, c), dtype)
 
-    def fwd(E_: np.ndarray, P_: np.ndarray) -> Any:
-        return embedding_forward(tokens, E_, P_)
+    def good(dy: np.ndarray, cache: Any) -> tuple[Any, ...]:
+        return (None, *embedding_backward(dy, cache))
 
-    def good(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
-        return embedding_backward(dy, cache)
-
-    def bad(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+    def bad(dy: np.ndarray, cache: Any) -> tuple[Any, ...]:
         dE, dP = embedding_backward(dy, cache)
         dE = np.zeros_like(dE)
         dE[cache.tokens.reshape(-1)] = dy.reshape(-1, dy.shape[-1])  # assigns, last wins
-        return dE, dP
+        return None, dE, dP
 
-    return fwd, good, bad, [E, P]
+    return embedding_forward, good, bad, [tokens, E, P]
 
 
 # -- dropout ---------------------------------------------------------------------------
@@ -286,37 +287,54 @@ def _erf_scaled(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Ar
 
 CASES: list[Case] = [
     Case("linear_transposed_dW", "linear: weight gradient transposed (square W)",
-         lambda r, d: _linear(r, d, "transposed_dW")),
+         lambda r, d: _linear(r, d, "transposed_dW"),
+         "transpose"),
     Case("linear_missing_transpose", "linear: dx = dy W instead of dy W^T",
-         lambda r, d: _linear(r, d, "missing_transpose")),
+         lambda r, d: _linear(r, d, "missing_transpose"),
+         "transpose"),
     Case("linear_bias_axis", "linear: bias gradient summed over the wrong axis",
-         lambda r, d: _linear(r, d, "bias_axis")),
-    Case("softmax_missing_sum", "softmax backward without the sum(dp * p) term", _softmax),
+         lambda r, d: _linear(r, d, "bias_axis"),
+         "wrong axis"),
+    Case("softmax_missing_sum", "softmax backward without the sum(dp * p) term", _softmax,
+         "softmax"),
     Case("layernorm_missing_mean", "LayerNorm backward without the mean term",
-         lambda r, d: _layernorm(r, d, "mean")),
+         lambda r, d: _layernorm(r, d, "mean"),
+         "mean term"),
     Case("layernorm_missing_var", "LayerNorm backward without the variance term",
-         lambda r, d: _layernorm(r, d, "var")),
+         lambda r, d: _layernorm(r, d, "var"),
+         "variance term"),
     Case("gelu_tanh_under_exact", "tanh-approximation GELU backward under an exact GELU",
          _gelu_mixed),
     Case("tanh_one_minus_t", "tanh derivative written 1 - t",
          lambda r, d: _tanh(r, d, "one_minus_t")),
     Case("attention_query_only", "attention input gradient from the query branch only",
-         lambda r, d: _attention(r, d, "query_only")),
+         lambda r, d: _attention(r, d, "query_only"),
+         "branch"),
     Case("attention_missing_scale", "attention backward without the 1/sqrt(d) scale",
-         lambda r, d: _attention(r, d, "scale")),
-    Case("residual_dropped_skip", "residual block whose skip gradient is dropped", _residual),
+         lambda r, d: _attention(r, d, "scale"),
+         "factor"),
+    Case("residual_dropped_skip", "residual block whose skip gradient is dropped", _residual,
+         "skip"),
     Case("embedding_assign", "embedding backward assigns instead of accumulating repeats",
-         _embedding),
-    Case("dropout_no_rescale", "dropout backward without the 1/keep rescale", _dropout),
-    Case("clipped_in_backward", "gradient clipped inside the backward", _clipped),
-    Case("cross_entropy_no_mean", "cross-entropy gradient without 1/N", _cross_entropy),
+         _embedding,
+         "repeated indices"),
+    Case("dropout_no_rescale", "dropout backward without the 1/keep rescale", _dropout,
+         "factor"),
+    Case("clipped_in_backward", "gradient clipped inside the backward", _clipped,
+         "clipp"),
+    Case("cross_entropy_no_mean", "cross-entropy gradient without 1/N", _cross_entropy,
+         "1/N"),
     Case("sign_flip_one_element", "one element of dW with a flipped sign",
-         lambda r, d: _linear(r, d, "sign_flip_one")),
-    Case("column_zeroed", "one column of dW zeroed", lambda r, d: _linear(r, d, "column_zeroed")),
-    Case("scaled_1e-4", "the whole gradient scaled by 1 + 1e-4", lambda r, d: _tanh(r, d, "scale")),
+         lambda r, d: _linear(r, d, "sign_flip_one"),
+         "sign"),
+    Case("column_zeroed", "one column of dW zeroed", lambda r, d: _linear(r, d, "column_zeroed"),
+         "zero"),
+    Case("scaled_1e-4", "the whole gradient scaled by 1 + 1e-4", lambda r, d: _tanh(r, d, "scale"),
+         "relative"),
 ]
 
 #: Cases only float64 is expected to catch (a relative 1e-6).
 CASES_FLOAT64_ONLY: list[Case] = [
-    Case("scaled_1e-6", "the whole gradient scaled by 1 + 1e-6", _erf_scaled),
+    Case("scaled_1e-6", "the whole gradient scaled by 1 + 1e-6", _erf_scaled,
+         "relative"),
 ]

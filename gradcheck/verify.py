@@ -85,7 +85,7 @@ def catalog_rows(dtype: str, seeds: int) -> list[dict[str, Any]]:
     cases = CASES + (CASES_FLOAT64_ONLY if dtype == "float64" else [])
     for case in cases:
         caught = alarms = 0
-        hint = ""
+        hints: list[str] = []
         for s in range(seeds):
             fwd, good, bad, inputs = case.make(np.random.default_rng(s), np.dtype(dtype))
             if not check_vjp(fwd, good, inputs, seed=s).passed:
@@ -93,14 +93,26 @@ def catalog_rows(dtype: str, seeds: int) -> list[dict[str, Any]]:
             r = check_vjp(fwd, bad, inputs, seed=s)
             if not r.passed:
                 caught += 1
-                hint = hint or r.hint
+                hints.append(r.hint)
         rows.append({
             "bug": case.description, "dtype": dtype,
             "caught": f"{caught}/{seeds}", "false alarms": alarms,
             "verdict": "caught" if caught == seeds and alarms == 0 else "missed",
-            "hint given": hint,
+            "hint given": hints[0] if hints else "",
+            "hint names the class": hint_verdict(case.hint_class, hints),
         })
     return rows
+
+
+def hint_verdict(hint_class: str, hints: list[str]) -> str:
+    """``named`` (every hint contains the class phrase), ``misleading`` (a hint that does
+    not), ``none`` (no hint given) or ``partly`` (named at some seeds, silent at others)."""
+    given = [h for h in hints if h]
+    if any(not hint_class or hint_class not in h for h in given):
+        return "misleading"
+    if not given:
+        return "none"
+    return "named" if len(given) == len(hints) else "partly"
 
 
 def _tasks(subject: Subject, ref: SubjectRef, level: str, seed: int) -> list[Task]:

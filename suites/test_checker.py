@@ -455,19 +455,23 @@ def test_argument_errors():
 
 
 # -- hints -------------------------------------------------------------------------------
+RNG_W = np.random.default_rng(99).standard_normal((6, 6))
+
 @pytest.mark.parametrize(
     ("transform", "hint"),
     [
         (lambda g: -g, "sign flipped"),
         (lambda g: 2 * g, "factor of 2"),
         (lambda g: g / 6, "1/6"),
-        (lambda g: np.zeros_like(g), "zero / missing"),
-        (lambda g: g.T, "transposed"),
-        (lambda g: g + 0.3, "offset"),
+        (lambda g: np.zeros_like(g), "zero everywhere"),
+        (lambda g: g.T, "transpose"),
+        (lambda g: g + 0.3, "constant offset of 0.3"),
+        (lambda g: g * (1 + 1e-4), "too large by a relative 1.0e-04"),
+        (lambda g: g + 0.01 * RNG_W, "proportional to the parameter"),
     ],
 )
 def test_hints(rng, transform, hint):
-    x, W = rng.standard_normal((6, 6)), rng.standard_normal((6, 6))
+    x, W = rng.standard_normal((6, 6)), RNG_W
 
     def bad(dy, c):
         dx, dW = lin_bwd(dy, c)
@@ -482,3 +486,19 @@ def test_result_report_lists_statuses():
         "ok", "mismatch", "shape-mismatch", "non-finite", "nondeterministic", "mutation",
     }
     assert math.isfinite(gradcheck.DEFAULT_RTOL["float64"])
+
+
+def test_shape_mismatch_says_when_a_sum_over_leading_axes_fixes_it(rng):
+    """A LayerNorm gain gradient left unreduced over the batch."""
+    x, g = rng.standard_normal((4, 5)), 1 + 0.1 * rng.standard_normal(5)
+
+    def fwd(x_, g_):
+        return x_ * g_, (x_, g_)
+
+    def bwd(dy, c):
+        x_, g_ = c
+        return dy * g_, dy * x_  # the gain gradient is not summed over the rows
+
+    res = check_vjp(fwd, bwd, [x, g])
+    assert res.status == "shape-mismatch"
+    assert "summing it over the leading axes (.sum(axis=0))" in res.message
