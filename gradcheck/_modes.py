@@ -265,10 +265,11 @@ class InputChecker:
                   enumerate(zip(r.names, r.arrays, strict=True))
                   if k != self.i and isinstance(arr, np.ndarray)]
         dys, ys, start = [], [], 0
+        dy_flat, y_flat = np.ravel(r.dy), np.ravel(r.y0)
         for shape in r.out_shapes:
             size = int(np.prod(shape))
-            dys.append(r.dy[start:start + size].reshape(shape))
-            ys.append(r.y0[start:start + size].reshape(shape))
+            dys.append(dy_flat[start:start + size].reshape(shape))
+            ys.append(y_flat[start:start + size].reshape(shape))
             start += size
         return HintContext(a.reshape(x.shape), n.reshape(x.shape), f.reshape(x.shape), x,
                            others, dys, ys, res.dtype)

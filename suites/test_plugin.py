@@ -41,7 +41,7 @@ def project(pytester):
 
 
 def test_fixture_marker_summary_and_reports(project):
-    project.makepyfile(test_layers=LAYER + """
+    project.makepyfile(test_user_layers=LAYER + """
 @pytest.mark.gradcheck(seed=7, mode="full")
 def test_good(gradcheck):
     res = gradcheck.assert_vjp(fwd, good, [X, W])
@@ -91,7 +91,7 @@ def test_no_summary_without_checks(project):
 
 
 def test_works_under_xdist(project):
-    project.makepyfile(test_layers=LAYER + """
+    project.makepyfile(test_user_layers=LAYER + """
 @pytest.mark.parametrize("k", range(6))
 def test_many(gradcheck, k):
     gradcheck.assert_vjp(fwd, good, [X, W], seed=k)
@@ -118,7 +118,7 @@ def test_good(gradcheck):
 
 @pytest.mark.parametrize("xdist", [False, True])
 def test_summary_separates_expected_failures_from_failing_tests(project, xdist):
-    project.makepyfile(test_layers=EXPECTED)
+    project.makepyfile(test_user_layers=EXPECTED)
     args = ["-n", "2"] if xdist else []
     result = project.runpytest_subprocess(*args)
     result.assert_outcomes(passed=2, failed=3)
