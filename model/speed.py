@@ -16,13 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config
+from .config import PLAN, Config
 
 __all__ = ["SpeedComparison", "compare_with_torch", "torch_available"]
 
 #: The plan's configuration; batch 8 x 64 tokens.
-PLAN_SPEED: dict[str, Any] = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512,
-                                  n_layers=3, max_len=64, activation="gelu_tanh")
+PLAN_SPEED: dict[str, Any] = {**PLAN, "activation": "gelu_tanh"}
 
 
 def torch_available() -> bool:

@@ -34,6 +34,11 @@ BUDGET_NAMES = [k for k in bud.load_budgets()]
 
 @pytest.mark.parametrize("name", BUDGET_NAMES)
 def test_budget(results, name):
+    from model.speed import torch_available
+
+    if name == "speed_vs_torch" and not torch_available():
+        pytest.skip("the PyTorch yardstick needs the [compare] extra (torch 2.13.0); the "
+                    "report says 'not measured'")
     rows = [r for r in results if r.name == name]
     assert rows, f"budget {name} was not measured"
     for r in rows:

@@ -11,11 +11,10 @@ from hypothesis.extra.numpy import array_shapes, arrays
 import gradcheck
 from model import Config, NonFiniteValueError, Transformer
 from model.attention import softmax_forward
+from model.config import TINY
 from model.layernorm import layernorm_backward, layernorm_forward
 from model.losses import cross_entropy_backward, cross_entropy_forward
 from model.train import load_corpus, small_config, train
-
-TINY = dict(vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=2, max_len=6)
 
 
 def batch(seed=0):

@@ -10,11 +10,9 @@ import pytest
 
 import gradcheck
 from model import Config, Transformer
+from model.config import PLAN, TINY
 from model.optim import SGD, Adam, NonFiniteError, clip_by_global_norm, clip_by_value
 from model.train import load_corpus, small_config, train
-
-TINY = dict(vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=2, max_len=6)
-PLAN = dict(vocab_size=64, d_model=128, n_heads=8, d_ff=512, n_layers=3, max_len=64)
 
 _LOSSES = ("cross_entropy", "mse", "embedding_mse")
 _ACT_NORM = list(itertools.product(("gelu", "gelu_tanh", "relu", "tanh"), ("pre", "post")))

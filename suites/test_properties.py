@@ -12,6 +12,7 @@ from model import Config, Transformer
 from model.activations import ACTIVATIONS
 from model.attention import attention_backward, attention_forward, softmax_forward
 from model.block import BLOCK_PARAMS, block_backward, block_forward
+from model.config import TINY
 from model.feedforward import feedforward_backward, feedforward_forward
 from model.layernorm import layernorm_backward, layernorm_forward
 from model.linear import linear_backward, linear_forward
@@ -144,7 +145,7 @@ def test_attention_without_mask_is_permutation_equivariant(examples, d, seed, da
 @given(extra=st.integers(1, 4), seed=st.integers(0, 2**16), dtype=DTYPES)
 def test_padding_a_batch_leaves_the_others_unchanged(examples, extra, seed, dtype):
     examples.tick()
-    cfg = Config(vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=2, max_len=6,
+    cfg = Config(**TINY,
                  dtype=dtype, seed=seed)
     m = Transformer(cfg)
     rng = np.random.default_rng(seed)
@@ -206,7 +207,7 @@ def test_backward_is_linear_in_dy(examples, d, a, c, seed, layer):
 @given(b=st.integers(2, 4), seed=st.integers(0, 2**16))
 def test_batch_gradient_is_the_sum_of_per_example_gradients(examples, b, seed):
     examples.tick()
-    cfg = Config(vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=2, max_len=6, seed=seed)
+    cfg = Config(**TINY, seed=seed)
     m = Transformer(cfg)
     rng = np.random.default_rng(seed)
     tokens = rng.integers(0, 7, (b, 5))
@@ -225,7 +226,7 @@ def test_batch_gradient_is_the_sum_of_per_example_gradients(examples, b, seed):
 @given(seed=st.integers(0, 2**16), dtype=DTYPES)
 def test_forward_backward_deterministic_and_nothing_mutated(examples, seed, dtype):
     examples.tick()
-    cfg = Config(vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=2, max_len=6,
+    cfg = Config(**TINY,
                  dtype=dtype, seed=seed)
     m = Transformer(cfg)
     rng = np.random.default_rng(seed)
