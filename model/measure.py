@@ -256,11 +256,13 @@ def measure_speed_vs_torch(dtype: str, *, pairs: int, table: dict[str, Any],
 
 
 def measure_all(*, level: str = "full", progress: Callable[[str], None] | None = None,
-                threads: int = BUDGET_THREADS, quick: bool | None = None) -> list[BudgetResult]:
+                threads: int = BUDGET_THREADS, quick: bool | None = None,
+                checker_cost: bool = False) -> list[BudgetResult]:
     """Every budget, with the BLAS limited to ``threads`` threads.
 
-    ``full``: the plan's and the small configuration, float64 and float32, the checker's
-    cost and the speed against PyTorch (where installed); ``default``: the time and
+    ``full``: the plan's and the small configuration, float64 and float32, and the speed
+    against PyTorch (where installed); ``checker_cost`` adds the cost of a directional
+    check of the plan's model (a minute; the budget suite measures it); ``default``: the time and
     memory ratios of the plan's configuration in both dtypes, everything else in float32
     only, no checker cost; ``quick``: float32 only, fewer pairs, no PyTorch.
     """
@@ -274,7 +276,7 @@ def measure_all(*, level: str = "full", progress: Callable[[str], None] | None =
     tune_allocator()
     say = progress or (lambda _s: None)
     with limit_blas_threads(threads):
-        out = _measure_level(load_budgets(), level, say)
+        out = _measure_level(load_budgets(), level, say, checker_cost)
         blas = blas_summary()
     for r in out:
         r.details["blas_threads"] = threads
@@ -282,8 +284,8 @@ def measure_all(*, level: str = "full", progress: Callable[[str], None] | None =
     return out
 
 
-def _measure_level(table: dict[str, Any], level: str,
-                   say: Callable[[str], None]) -> list[BudgetResult]:
+def _measure_level(table: dict[str, Any], level: str, say: Callable[[str], None],
+                   checker_cost: bool) -> list[BudgetResult]:
     full = level == "full"
     pairs = {"quick": 5, "default": 7, "full": 15}[level]
     out: list[BudgetResult] = []
@@ -300,7 +302,7 @@ def _measure_level(table: dict[str, Any], level: str,
             out += measure_scaling(PLAN, "plan", dtype, pairs=max(5, pairs // 2), table=table)
         say(f"budgets: throughput, {dtype}")
         out.append(measure_throughput(PLAN, "plan", dtype, steps=5 if not full else 10))
-        if full:
+        if checker_cost:
             say(f"budgets: checker cost, {dtype}")
             out.append(measure_checker_cost(PLAN, "plan", dtype, table=table))
         if full or (level == "default" and dtype == "float32"):

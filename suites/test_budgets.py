@@ -26,7 +26,7 @@ def results():
     checks = [case.check(d, 0) for case in REFERENCE.layers for d in case.dtypes]
     failed = [r.name for r in checks if not r.passed]
     assert not failed, f"gradient checks failed, budgets not measured: {failed}"
-    return measure.measure_all(level="full")
+    return measure.measure_all(level="full", checker_cost=True)
 
 
 BUDGET_NAMES = [k for k in bud.load_budgets()]
