@@ -308,7 +308,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         if leaves[i] is not None:
             notes.append(f"gradient returned for integer input {prep.tree.names[i]} was ignored")
     again = call_user(bwd, copy.deepcopy(dy_struct), cache, what="backward")
-    _second_backward(first, grads_raw, again)
+    _second_backward(first, again)
     # A third call with another dy: the first call's arrays must not move with it.
     other = outputs.tree.build([None if d is None else d * d.dtype.type(-2) for d in dy_leaves])
     call_user(bwd, other, cache, what="backward")
@@ -322,16 +322,16 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     return _Called(outputs, y0, dy, grads, none, notes, 3, shapes)
 
 
-def _second_backward(first: Any, grads_raw: Any, again: Any) -> None:
-    """Same gradients twice; and the first call's arrays must not have changed since."""
+def _second_backward(first: Any, again: Any) -> None:
+    """The same gradients on a second call with the same dy and cache."""
     where = changed_at(first, again)
     if where is not None:
         raise ProtocolError("nondeterministic", "backward gave different gradients on a second "
                             f"call with the same dy and cache (at gradients{where})")
-    _aliasing(first, grads_raw)
 
 
 def _aliasing(first: Any, grads_raw: Any) -> None:
+    """The first call's arrays must not have moved when backward ran with another dy."""
     where = changed_at(first, grads_raw)
     if where is not None:
         raise ProtocolError(
