@@ -23,8 +23,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._complex import complex_checks, complex_ok
+from ._dispatch import run_checks
 from ._hints import reduction_hint
-from ._modes import InputChecker, method_label, overall, resolve_mode, run_checks
+from ._modes import InputChecker, method_label, overall, resolve_mode
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
 from ._protocol import (
@@ -187,6 +188,8 @@ class _Outputs:
         parts = [np.asarray(leaves[k]).reshape(-1) for k in self.floating]
         if not parts:
             return np.zeros(0)
+        if len(parts) == 1 and parts[0].dtype.kind != "c":
+            return np.array(parts[0], dtype=np.float64)  # one copy: the user may reuse it
         return np.concatenate([p.astype(np.float64) if p.dtype.kind != "c" else p
                                for p in parts])
 
@@ -371,9 +374,10 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
         y, _ = _split_forward(prep.call(fwd, "forward (at a perturbed input)"))
         return called.outputs.flat(y)
 
-    arrays = [prep.leaves[i] for i in range(len(prep.leaves))]
+    # The evaluation builds its arguments from prep.leaves: the runner may swap entries.
+    arrays = prep.leaves
     runner = Runner(arrays, list(prep.tree.names), evaluate, called.dy, called.grads,
-                    called.y0, opts, rng)
+                    called.y0, opts, rng, swap=True)
     runner.out_shapes = called.out_shapes
     runner.evaluations = 2
     checked = [i for i in prep.diff if called.grads[i] is not None]

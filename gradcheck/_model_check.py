@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ._modes import method_label, overall, run_checks
+from ._dispatch import run_checks
+from ._modes import method_label, overall
 from ._numeric import F64, Runner, generator
 from ._options import Options, validate_options
 from ._protocol import ProtocolError, UserCodeError, call_user
@@ -26,7 +27,7 @@ def check_model(
     rtol: float | None = None,
     directions: int = 4,
     samples: int = 64,
-    full_threshold: int = 256,
+    full_threshold: int = 0,
     localise: bool = True,
     params: list[str] | None = None,
     name: str = "",
@@ -44,7 +45,14 @@ def check_model(
     seed : int
     mode : {"auto", "full", "sampled", "directional"}
         ``auto`` checks tensors of at most ``full_threshold`` elements element by
-        element and larger ones along ``directions`` random directions.
+        element and all the others together along ``directions`` joint random
+        directions (one direction spans every parameter tensor, each tensor's part
+        scaled to it). A failing direction is localised: the tensors are bisected
+        down to the failing ones, then their elements. ``directional``: every tensor
+        along the joint directions.
+    full_threshold : int
+        See ``mode``; 0 (the default) checks every tensor along the joint directions,
+        about 5 training steps' worth of loss evaluations for the whole model.
     method, atol, rtol, directions, samples, localise
         As for :func:`gradcheck.check_vjp`.
     params : list of str, optional

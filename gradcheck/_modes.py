@@ -4,14 +4,13 @@
 :class:`~gradcheck.InputResult`: the comparisons of :class:`~gradcheck._numeric.Runner`,
 the kinks skipped, the aggregate slope test that catches a constant scaling below the
 per-element noise, the probability that a directional check missed a small error, and
-the hint. :func:`run_checks` runs the chosen mode on each input.
+the hint. :mod:`gradcheck._dispatch` runs the chosen mode on each input.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,7 +20,7 @@ from ._numeric import F64, Runner, resolve_method
 from ._options import SAFETY, Options
 from ._result import ElementReport, InputResult
 
-__all__ = ["InputChecker", "method_label", "overall", "resolve_mode", "run_checks"]
+__all__ = ["InputChecker", "method_label", "miss_figures", "overall", "resolve_mode"]
 
 _LEAF = 16
 _Z_SLOPE = 8.0
@@ -119,7 +118,6 @@ class InputChecker:
         """k random signed-Gaussian directions; returns whether all passed."""
         arr = self.r.arrays[self.i]
         all_ok = True
-        log_miss = 0.0
         g = self.r.grads[self.i]
         gnorm = float(np.linalg.norm(g)) if g is not None else 0.0
         tols: list[float] = []
@@ -131,25 +129,10 @@ class InputChecker:
             self._record((), out, "direction")
             all_ok &= ok
             a, n, error, atol, rtol, _k = out
-            # An isotropic error e with |e| = 1e-4 |g| gives e.u ~ N(0, (1e-4 |g| s)^2)
-            # for u = v / max|v|; the direction misses it while |e.u| <= tolerance.
-            s = float(np.sqrt(np.mean((v / vmax) ** 2)))
-            sigma = _REL_TARGET * gnorm * s
-            tol = atol + rtol * abs(n)
-            tols.append(tol)
-            scales.append(s)
-            p = math.erf(tol / (sigma * math.sqrt(2))) if sigma > 0 else 1.0
-            log_miss += math.log(max(p, 1e-300))
-        self.res.miss_probability = math.exp(log_miss)
-        # The relative error (isotropic) caught with probability 0.99 by k directions.
-        if gnorm > 0 and tols:
-            from scipy.special import erfinv
-
-            p_dir = 0.01 ** (1.0 / k)
-            s_mean = float(np.mean(scales))
-            self.res.detectable_rel_error = float(
-                max(tols) / (gnorm * s_mean * math.sqrt(2) * float(erfinv(p_dir)))
-            )
+            tols.append(atol + rtol * abs(n))
+            scales.append(float(np.sqrt(np.mean((v / vmax) ** 2))))
+        self.res.miss_probability, self.res.detectable_rel_error = miss_figures(
+            gnorm, tols, scales)
         return all_ok
 
     def directional_and_localise(self, opts: Options) -> None:
@@ -192,6 +175,13 @@ class InputChecker:
         the same at two step sizes.
         """
         if len(self.a_vals) < 16 or any(self.failed):
+            return
+        n_vals, errs = np.asarray(self.n_vals), np.asarray(self.errs)
+        if float(np.mean((n_vals / errs) ** 2)) < _Z_SLOPE**2:
+            # The numerical gradient is at the level of its own noise (a parameter that
+            # truly gets no gradient): it says nothing about a slope, and with an
+            # analytic gradient of zero the residuals would vanish and fake a tiny
+            # standard error.
             return
         a = np.asarray(self.a_vals)
         slope, se = _slope(a, np.asarray(self.n_vals), np.asarray(self.errs))
@@ -275,6 +265,31 @@ class InputChecker:
                            others, dys, ys, res.dtype)
 
 
+def miss_figures(gnorm: float, tols: list[float], scales: list[float]
+                 ) -> tuple[float | None, float | None]:
+    """Miss probability at a relative error of 1e-4, and the error caught at 0.99.
+
+    A direction ``u`` (per unit step) with RMS entry ``s`` sees an isotropic error ``e``
+    of norm ``1e-4 |g|`` as ``e.u ~ N(0, (1e-4 |g| s)^2)``; it misses it while
+    ``|e.u|`` is within the tolerance. ``tols`` and ``scales`` are per direction.
+    """
+    if not tols:
+        return None, None
+    log_miss = 0.0
+    for tol, s in zip(tols, scales, strict=True):
+        sigma = _REL_TARGET * gnorm * s
+        p = math.erf(tol / (sigma * math.sqrt(2))) if sigma > 0 else 1.0
+        log_miss += math.log(max(p, 1e-300))
+    if gnorm <= 0:
+        return math.exp(log_miss), None
+    from scipy.special import erfinv
+
+    p_dir = 0.01 ** (1.0 / len(tols))
+    detectable = max(tols) / (gnorm * float(np.mean(scales)) * math.sqrt(2)
+                              * float(erfinv(p_dir)))
+    return math.exp(log_miss), float(detectable)
+
+
 def _slope(a: F64, n: F64, err: F64) -> tuple[float, float]:
     """Weighted least-squares slope of ``a`` on ``n`` and its standard error."""
     w = 1.0 / np.maximum(err, 1e-300) ** 2
@@ -301,36 +316,6 @@ def method_label(method: str, arrays: list[np.ndarray]) -> str:
     if not used:
         return resolve_method(method, np.dtype(np.float64))
     return used.pop() if len(used) == 1 else "mixed"
-
-
-def run_checks(
-    runner: Runner,
-    checked: list[int],
-    opts: Options,
-    *,
-    mode_for: Callable[[int], str],
-    method: str,
-) -> list[InputResult]:
-    """Run the per-input checks chosen by ``mode_for`` and return their results."""
-    results: list[InputResult] = []
-    for i in checked:
-        arr = runner.arrays[i]
-        mode = mode_for(i)
-        ic = InputChecker(runner, i, resolve_method(method, arr.dtype))
-        if arr.size == 0:
-            results.append(ic.finish(mode))
-            continue
-        if mode == "full":
-            ic.check_elements(np.arange(arr.size))
-        elif mode == "sampled":
-            m = min(opts.samples, arr.size)
-            idx = np.sort(runner.rng.choice(arr.size, size=m, replace=False))
-            ic.check_elements(idx)
-            ic.res.miss_probability = 1.0 - m / arr.size
-        else:
-            ic.directional_and_localise(opts)
-        results.append(ic.finish(mode))
-    return results
 
 
 def overall(

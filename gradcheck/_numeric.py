@@ -52,7 +52,9 @@ class Runner:
     """Finite differences of ``phi = sum(evaluate() * dy)`` over working arrays.
 
     ``arrays`` are the arrays the evaluation reads; they are perturbed in place and
-    restored bit for bit in ``finally`` blocks.
+    restored bit for bit in ``finally`` blocks. With ``swap=True`` the evaluation
+    reads them from the list ``arrays`` itself, and directions replace its entries
+    instead of copying into them (no copy of a large input per evaluation).
     """
 
     def __init__(
@@ -65,8 +67,11 @@ class Runner:
         y0: NDArray[Any],
         opts: Options,
         rng: np.random.Generator,
+        *,
+        swap: bool = False,
     ) -> None:
         self.arrays = arrays
+        self.swap = swap
         self.names = names
         self.evaluate = evaluate
         self.dy = dy
@@ -80,6 +85,7 @@ class Runner:
         self.nonfinite: list[str] = []
         #: shapes of the floating outputs whose concatenation ``dy`` and ``y0`` are
         self.out_shapes: list[tuple[int, ...]] = [tuple(np.shape(y0))]
+        self._w_all: float | None = None
 
     # -- low level -------------------------------------------------------------------
     def _run(self) -> F64:
@@ -87,28 +93,68 @@ class Runner:
         y = np.asarray(self.evaluate())
         return np.asarray(y, dtype=np.float64)
 
+    def _run_at(self, values: dict[int, np.ndarray]) -> F64:
+        """Evaluate with input ``i`` set to ``values[i]``; restored afterwards.
+
+        With ``swap`` the list entries are replaced (the evaluation reads the arrays
+        from this list), else the arrays are overwritten in place and restored bit for
+        bit from copies.
+        """
+        originals = {i: self.arrays[i] for i in values}
+        saved = {} if self.swap else {i: a.copy() for i, a in originals.items()}
+        try:
+            for i, x in values.items():
+                if self.swap:
+                    self.arrays[i] = x
+                else:
+                    np.copyto(self.arrays[i], x)
+            return self._run()
+        finally:
+            for i, a in originals.items():
+                if self.swap:
+                    self.arrays[i] = a
+                else:
+                    np.copyto(a, saved[i])
+
     def _eps_out(self, i: int) -> float:
         return eps_of(self.arrays[i].dtype)
 
     def _diffs(self, yp: F64, ym: F64, eps: float) -> tuple[float, float, float, float]:
         """Return sum((yp-ym)dy), sum((yp-y0)dy), sum((y0-ym)dy) and their noise."""
-        dpm = float(np.sum((yp - ym) * self.dy))
-        dp = float(np.sum((yp - self.y0) * self.dy))
-        dm = float(np.sum((self.y0 - ym) * self.dy))
-        changed = (yp != self.y0) | (ym != self.y0)
+        up = np.subtract(yp, self.y0).reshape(-1)
+        um = np.subtract(self.y0, ym).reshape(-1)
+        dyf = self.dy.reshape(-1)
+        dp = float(np.dot(up, dyf))
+        dm = float(np.dot(um, dyf))
+        n_out = up.size
+        if np.count_nonzero(up) == n_out and np.count_nonzero(um) == n_out:
+            changed = None  # every output moved (the common case of a direction)
+        else:
+            changed = (up != 0) | (um != 0)
         # Rounding errors of the changed outputs, weighted by the random signed dy,
         # add in quadrature (coherent errors too, since dy is random). An output is
         # assumed to carry the rounding of intermediates of the layer's typical size
         # (the RMS of its outputs) even when it is itself small: a small output is
         # often a cancellation of large terms (GELU's tail, softmax, LayerNorm).
-        mag = np.maximum(np.abs(yp[changed]) + np.abs(ym[changed]), self.y_rms)
-        w = mag * self.absdy[changed]
-        noise = NOISE_ULPS * eps * float(np.sqrt(np.sum(w * w)))
-        if not changed.any():
+        if changed is None:
+            # |yp| + |ym| is 2 |y0| to first order in the step: precomputed once.
+            noise = NOISE_ULPS * eps * self._all_changed_norm()
+        elif changed.any():
+            mag = np.abs(yp.reshape(-1)[changed]) + np.abs(ym.reshape(-1)[changed])
+            w = np.maximum(mag, self.y_rms) * self.absdy.reshape(-1)[changed]
+            noise = NOISE_ULPS * eps * float(np.sqrt(np.dot(w, w)))
+        else:
             # Nothing moved: the derivative is below the resolution of the outputs.
-            w = np.abs(self.y0) * self.absdy
-            noise = eps * float(np.sqrt(np.sum(w * w)))
-        return dpm, dp, dm, noise
+            w = np.abs(self.y0.reshape(-1)) * self.absdy.reshape(-1)
+            noise = eps * float(np.sqrt(np.dot(w, w)))
+        return dp + dm, dp, dm, noise
+
+    def _all_changed_norm(self) -> float:
+        """``|max(2 |y0|, rms(y0)) * |dy||``: the noise weight when every output moved."""
+        if self._w_all is None:
+            w = np.maximum(2.0 * np.abs(self.y0), self.y_rms) * self.absdy
+            self._w_all = float(np.sqrt(np.sum(w * w)))
+        return self._w_all
 
     def element(self, i: int, j: int, h: float) -> Stencil:
         """Central and one-sided differences along element ``j`` of input ``i``."""
@@ -142,33 +188,42 @@ class Runner:
 
     def direction(self, i: int, v: F64, h: float) -> Stencil:
         """Central and one-sided differences along direction ``v`` of input ``i``."""
-        arr = self.arrays[i]
-        x0 = arr.copy()
-        x64 = x0.astype(np.float64)
-        xp = (x64 + h * v).astype(arr.dtype)
-        xm = (x64 - h * v).astype(arr.dtype)
-        try:
-            np.copyto(arr, xp)
-            yp = self._run()
-            np.copyto(arr, xm)
-            ym = self._run()
-        finally:
-            np.copyto(arr, x0)
-        up = xp.astype(np.float64) - x64
-        um = x64 - xm.astype(np.float64)
-        g = self.grads[i]
-        ga = g if g is not None else np.zeros(arr.shape)
-        dpm, dp, dm, noise = self._diffs(yp, ym, self._eps_out(i))
+        return self.joint({i: v}, h)
+
+    def joint(self, parts: dict[int, NDArray[np.floating[Any]]], h: float) -> Stencil:
+        """Differences along one direction spanning several inputs at once.
+
+        ``parts`` maps an input to its part of the direction (its shape); every listed
+        input moves by ``h * parts[i]`` together. The analytic value is the sum over
+        the inputs of the gradient times the displacement actually applied (after
+        rounding to each input's dtype).
+        """
+        moved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for i, v in parts.items():
+            arr = self.arrays[i]
+            step = np.asarray(np.multiply(v, h, dtype=np.float64))  # 0-d stays an array
+            if arr.dtype == np.float64:
+                moved[i] = (arr + step, np.subtract(arr, step, out=step))
+            else:
+                x64 = arr.astype(np.float64)
+                moved[i] = ((x64 + step).astype(arr.dtype), (x64 - step).astype(arr.dtype))
+        yp = self._run_at({i: xp for i, (xp, _xm) in moved.items()})
+        ym = self._run_at({i: xm for i, (_xp, xm) in moved.items()})
+        analytic = 0.0
+        for i, (xp, xm) in moved.items():
+            g = self.grads[i]
+            if g is not None:
+                span_i = np.subtract(xp, xm, dtype=np.float64,
+                                     out=xm if xm.dtype == np.float64 else None)
+                analytic += float(np.dot(g.reshape(-1), span_i.reshape(-1)))
+        eps = max(self._eps_out(i) for i in parts)
+        dpm, dp, dm, noise = self._diffs(yp, ym, eps)
         if not (np.all(np.isfinite(yp)) and np.all(np.isfinite(ym))):
-            self.nonfinite.append(f"{self.names[i]} (direction)")
+            names = "+".join(self.names[i] for i in parts)
+            self.nonfinite.append(f"{names} (direction)")
         span = 2.0 * h
-        return Stencil(
-            d=dpm / span,
-            noise=noise / span,
-            dplus=dp / h,
-            dminus=dm / h,
-            analytic=float(np.sum(ga * (up + um))) / span,
-        )
+        return Stencil(d=dpm / span, noise=noise / span, dplus=dp / h, dminus=dm / h,
+                       analytic=analytic / span)
 
     # -- step sizes ------------------------------------------------------------------
     def step(self, i: int, method: str, magnitude: float) -> float:

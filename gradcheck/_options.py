@@ -40,7 +40,7 @@ class Options:
     samples: int = 64
     budget: int = 20_000
     localise: bool = True
-    full_threshold: int = 256
+    full_threshold: int = 0
     name: str = ""
 
 

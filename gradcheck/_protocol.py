@@ -120,7 +120,9 @@ def changed_at(a: Any, b: Any, path: str = "") -> str | None:
     if isinstance(a, np.ndarray):
         if not isinstance(b, np.ndarray) or a.shape != b.shape:
             return path or "(the array itself)"
-        ok = np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        # One pass for the usual case (equal, no NaN); NaN-aware only when that fails.
+        ok = bool(np.array_equal(a, b)) or (
+            a.dtype.kind in "fc" and bool(np.array_equal(a, b, equal_nan=True)))
         return None if ok else (path or "(the array itself)")
     if isinstance(a, list):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):

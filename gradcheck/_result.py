@@ -128,6 +128,9 @@ class InputResult:
         A pattern in the error, if one was recognised.
     localised : bool
         Whether elementwise localisation ran after a directional failure.
+    joint : bool
+        Directional mode: the directions spanned this input and the other directional
+        inputs together (each input's part scaled to that input).
     """
 
     name: str
@@ -148,6 +151,7 @@ class InputResult:
     localised: bool = False
     gradient_norm: float | None = None
     message: str = ""
+    joint: bool = False
 
     @property
     def passed(self) -> bool:
@@ -174,6 +178,7 @@ class InputResult:
             "detectable_rel_error": plain(self.detectable_rel_error),
             "hint": self.hint,
             "localised": self.localised,
+            "joint": self.joint,
             "gradient_norm": plain(self.gradient_norm),
             "message": self.message,
         }
