@@ -48,7 +48,7 @@ def run_checks(
             # input may have too small a share for "no gradient at all" to show.
             ic.directional_and_localise(opts)
         elif mode == "full":
-            ic.check_elements(np.arange(arr.size))
+            ic.check_full()
         else:
             m = min(opts.samples, arr.size)
             idx = np.sort(runner.rng.choice(arr.size, size=m, replace=False))

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._hints import HintContext, diagnose
-from ._numeric import F64, Runner, resolve_method
+from ._numeric import F64, Runner, Stencil, resolve_method
 from ._options import SAFETY, Options
 from ._result import ElementReport, InputResult
+from ._separable import GroupStencils, find_layout, group_stencils
 
 __all__ = ["InputChecker", "method_label", "miss_figures", "overall", "resolve_mode"]
 
@@ -53,6 +55,8 @@ class InputChecker:
         self.failed: list[bool] = []
         self.element_ids: list[int] = []
         self.errs: list[float] = []
+        #: elements recorded in bulk: (indices, analytic, numeric, error, tolerance)
+        self.passed_bulk: list[tuple[NDArray[np.intp], F64, F64, F64, F64]] = []
 
     def _record(self, index: tuple[int, ...], out: tuple[float, ...], kind: str) -> bool:
         a, n, error, atol, rtol, kink = out
@@ -79,17 +83,103 @@ class InputChecker:
         self.res.max_rel_error = max(self.res.max_rel_error, rel)
         return not row.failed
 
-    def check_elements(self, idx: NDArray[np.intp]) -> int:
-        """Check the given flat indices; return how many failed."""
+    def check_full(self) -> None:
+        """Every element; a group at a time where the forward keeps elements apart."""
+        arr = self.r.arrays[self.i]
+        steps = self._steps()
+        layout = None
+        if self.method in ("central", "richardson"):
+            layout = find_layout(self.r, self.i, steps)
+        if layout is None:
+            self.check_elements(np.arange(arr.size))
+            return
+        self.res.message = (f"separable along input axes {[a for a, _b in layout.pairs]}: "
+                            f"{layout.groups.shape[0]} group(s) of "
+                            f"{layout.groups.shape[1]} elements moved together")
+        scales = (1.0,) if self.method == "central" else (1.0, 0.5)
+        for group in layout.groups:
+            sts = [group_stencils(self.r, self.i, layout, group, steps[group] * sc)
+                   for sc in scales]
+            passed = self._first_stage(group, sts)
+            cached: dict[int, dict[float, Stencil]] = {}
+            for k in np.flatnonzero(~passed):
+                j = int(group[k])
+                cached[j] = {float(steps[j] * sc): st.stencil(int(k))
+                             for sc, st in zip(scales, sts, strict=True) if st.valid[k]}
+            self.check_elements(group[~passed], cached)
+
+    def _first_stage(self, group: NDArray[np.intp], sts: list[GroupStencils]
+                     ) -> NDArray[np.bool_]:
+        """The first decision of :meth:`Runner.compare`, for a whole group at once.
+
+        Elements that pass it are recorded; the others return False and go through
+        the per-element comparison (with these stencils cached).
+        """
+        valid = np.logical_and.reduce([st.valid for st in sts])
+        a = sts[0].analytic
+        if len(sts) == 1:
+            n, err = sts[0].d, sts[0].noise
+        else:
+            n = (4.0 * sts[1].d - sts[0].d) / 3.0
+            err = np.abs(sts[1].d - sts[0].d) / 3.0 + 3.0 * np.maximum(sts[0].noise,
+                                                                       sts[1].noise)
+        rtol = self.r.rtol_of(self.i)
+        user_atol = self.r.opts.atol
+        atol = SAFETY * err if user_atol is None else np.full(n.shape, user_atol)
+        tol = atol + rtol * np.abs(n)
+        error = np.abs(a - n)
+        ok = valid & (error <= tol)
+        if len(sts) > 1 and self.r.opts.atol is None:
+            ok &= error <= err
+        k = np.flatnonzero(ok)
+        if k.size:
+            self._record_passed(group[k], a[k], n[k], error[k], atol[k], tol[k], rtol)
+        return ok
+
+    def _record_passed(self, idx: NDArray[np.intp], a: F64, n: F64, error: F64, atol: F64,
+                       tol: F64, rtol: float) -> None:
+        """Record elements that passed, in bulk (rows kept for the worst few only)."""
+        res = self.res
+        res.checked += idx.size
+        res.atol = max(res.atol, float(np.max(atol)))
+        res.rtol = rtol
+        res.max_abs_error = max(res.max_abs_error, float(np.max(error)))
+        denom = np.maximum(np.abs(n), np.abs(a))
+        rel = np.divide(error, denom, out=np.zeros_like(error), where=denom > 0)
+        res.max_rel_error = max(res.max_rel_error, float(np.max(rel)))
+        self.passed_bulk.append((idx, a, n, error, tol))
+        self.a_vals.extend(a.tolist())
+        self.n_vals.extend(n.tolist())
+        self.failed.extend([False] * idx.size)
+        self.element_ids.extend(idx.tolist())
+        errs = atol / SAFETY if self.r.opts.atol is None else atol
+        self.errs.extend(np.maximum(errs, 1e-300).tolist())
+
+    def _steps(self) -> F64:
+        """The first step of every element, as :meth:`Runner.step` computes it."""
+        arr = self.r.arrays[self.i]
+        eps = float(np.finfo(arr.dtype).eps)
+        power = 1.0 / 3.0 if self.method == "central" else 1.0 / 5.0
+        mags = np.abs(arr.reshape(-1).astype(np.float64))
+        return np.asarray(eps**power * np.maximum(1.0, mags), dtype=np.float64)
+
+    def check_elements(self, idx: NDArray[np.intp],
+                       cached: dict[int, dict[float, Stencil]] | None = None) -> int:
+        """Check the given flat indices; return how many failed.
+
+        ``cached`` holds stencils already taken (by a group, per element and step);
+        any other step is evaluated for the element alone.
+        """
         arr = self.r.arrays[self.i]
         flat = arr.reshape(-1)
         bad = 0
         for jj in idx:
             j = int(jj)
             mag = abs(float(flat[j]))
-            out = self.r.compare(
-                self.i, functools.partial(self.r.element, self.i, j), mag, self.method
-            )
+            probe = functools.partial(self.r.element, self.i, j)
+            if cached and j in cached:
+                probe = functools.partial(_from_cache, cached[j], probe)
+            out = self.r.compare(self.i, probe, mag, self.method)
             index = tuple(int(k) for k in np.unravel_index(j, arr.shape)) if arr.ndim else ()
             ok = self._record(index, out, "element")
             if not out[5]:
@@ -223,10 +313,25 @@ class InputChecker:
                 f"sizes, expected 1 within {_Z_SLOPE * se + rtol:.2e}"
             )
 
+    def _bulk_rows(self) -> list[ElementReport]:
+        """Rows for the worst of the elements recorded in bulk (all of them passed)."""
+        if not self.passed_bulk:
+            return []
+        idx, a, n, error, tol = (np.concatenate(c) for c in zip(*self.passed_bulk,
+                                                                   strict=True))
+        ratio = np.divide(error, tol, out=np.zeros_like(error), where=tol > 0)
+        shape = self.r.arrays[self.i].shape
+        rows = []
+        for k in np.argsort(-ratio, kind="stable")[:_MAX_WORST]:
+            index = tuple(int(c) for c in np.unravel_index(int(idx[k]), shape))
+            rows.append(ElementReport(self.res.name, index, float(a[k]), float(n[k]),
+                                      float(error[k]), float(tol[k]), "element"))
+        return rows
+
     def finish(self, mode: str) -> InputResult:
         res = self.res
         res.mode = mode
-        res.worst = _worst_first(self.rows)
+        res.worst = _worst_first(self.rows + self._bulk_rows())
         n_failed = sum(1 for r in self.rows if r.failed)
         if n_failed:
             res.status = "mismatch"
@@ -263,6 +368,12 @@ class InputChecker:
             start += size
         return HintContext(a.reshape(x.shape), n.reshape(x.shape), f.reshape(x.shape), x,
                            others, dys, ys, res.dtype)
+
+
+def _from_cache(cache: dict[float, Stencil], probe: Callable[[float], Stencil],
+                h: float) -> Stencil:
+    hit = cache.get(h)
+    return hit if hit is not None else probe(h)
 
 
 def miss_figures(gnorm: float, tols: list[float], scales: list[float]

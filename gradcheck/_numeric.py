@@ -249,11 +249,15 @@ class Runner:
         atol, rtol, tol = self.tolerance(i, err, r2)
         return (a, r2, abs(a - r2), atol, rtol, False), tol
 
+    def rtol_of(self, i: int) -> float:
+        """The relative tolerance for input ``i`` (the user's, else its dtype's)."""
+        if self.opts.rtol is not None:
+            return self.opts.rtol
+        return DEFAULT_RTOL.get(self.arrays[i].dtype.name, 1e-5)
+
     def tolerance(self, i: int, err: float, numeric: float) -> tuple[float, float, float]:
         """Return ``(atol, rtol, atol + rtol*|numeric|)`` for one element."""
-        rtol = self.opts.rtol
-        if rtol is None:
-            rtol = DEFAULT_RTOL.get(self.arrays[i].dtype.name, 1e-5)
+        rtol = self.rtol_of(i)
         atol = self.opts.atol if self.opts.atol is not None else SAFETY * err
         return atol, rtol, atol + rtol * abs(numeric)
 
