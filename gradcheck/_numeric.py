@@ -86,6 +86,7 @@ class Runner:
         #: shapes of the floating outputs whose concatenation ``dy`` and ``y0`` are
         self.out_shapes: list[tuple[int, ...]] = [tuple(np.shape(y0))]
         self._w_all: float | None = None
+        self._bufs: tuple[F64, F64] | None = None  # scratch for the output differences
 
     # -- low level -------------------------------------------------------------------
     def _run(self) -> F64:
@@ -121,8 +122,10 @@ class Runner:
 
     def _diffs(self, yp: F64, ym: F64, eps: float) -> tuple[float, float, float, float]:
         """Return sum((yp-ym)dy), sum((yp-y0)dy), sum((y0-ym)dy) and their noise."""
-        up = np.subtract(yp, self.y0).reshape(-1)
-        um = np.subtract(self.y0, ym).reshape(-1)
+        if self._bufs is None or self._bufs[0].shape != self.y0.shape:
+            self._bufs = (np.empty_like(self.y0), np.empty_like(self.y0))
+        up = np.subtract(yp, self.y0, out=self._bufs[0]).reshape(-1)
+        um = np.subtract(self.y0, ym, out=self._bufs[1]).reshape(-1)
         dyf = self.dy.reshape(-1)
         dp = float(np.dot(up, dyf))
         dm = float(np.dot(um, dyf))
@@ -152,8 +155,11 @@ class Runner:
     def _all_changed_norm(self) -> float:
         """``|max(2 |y0|, rms(y0)) * |dy||``: the noise weight when every output moved."""
         if self._w_all is None:
-            w = np.maximum(2.0 * np.abs(self.y0), self.y_rms) * self.absdy
-            self._w_all = float(np.sqrt(np.sum(w * w)))
+            w = np.abs(self.y0).reshape(-1)
+            w *= 2.0
+            np.maximum(w, self.y_rms, out=w)
+            w *= self.absdy.reshape(-1)
+            self._w_all = float(np.sqrt(np.dot(w, w)))
         return self._w_all
 
     def element(self, i: int, j: int, h: float) -> Stencil:

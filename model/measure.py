@@ -177,7 +177,7 @@ def measure_throughput(
 def measure_checker_cost(
     cfg_kw: dict[str, Any], label: str, dtype: str, *, table: dict[str, Any]
 ) -> BudgetResult:
-    """Directional check of the whole model over one training step."""
+    """``check_model`` with its default options (joint directions) over one training step."""
     from gradcheck import check_model
 
     m, tok, tgt = _setup(cfg_kw, dtype)
@@ -189,7 +189,7 @@ def measure_checker_cost(
         m.loss_and_grads(tok, tgt)
         steps.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
-    res = check_model(m, tok, tgt, mode="directional", seed=0)
+    res = check_model(m, tok, tgt, seed=0)
     t_check = time.perf_counter() - t0
     for _ in range(3):
         t0 = time.perf_counter()
@@ -239,6 +239,37 @@ def measure_leaks(
                         t["threshold"], 0.0, ratio <= t["threshold"], kind="memory",
                         details={"bytes_after_early": early, "bytes_after_all": late,
                                  "steps": steps})
+
+
+def measure_checker_modes(table: dict[str, Any], *, with_torch: bool, full: bool
+                          ) -> list[BudgetResult]:
+    """The checker's figures per mode, and its speed against PyTorch's gradcheck.
+
+    Figures (evaluations, seconds on this CPU) for every mode; where torch is installed
+    the directional ratio (LayerNorm 512x512, PyTorch's fast mode) and, with ``full``,
+    the full one (LayerNorm 64x64, PyTorch's slow mode: ten seconds on its side).
+    """
+    from .checker_speed import directional_vs_torch, full_vs_torch, mode_figures
+    from .speed import torch_available
+
+    out = []
+    for f in mode_figures():
+        out.append(BudgetResult("checker_mode", 0, f"{f.mode} check of {f.label}: seconds "
+                                "(this CPU only)", f.label, "float64", f.seconds, math.inf,
+                                0.0, f.passed, kind="figure", details=f.to_dict()))
+    if not (with_torch and torch_available()):
+        return out
+    for key, fn in (("checker_directional_vs_torch", lambda: directional_vs_torch(15)),
+                    ("checker_full_vs_torch", full_vs_torch)):
+        if key == "checker_full_vs_torch" and not full:
+            continue
+        ratio, se, details = fn()
+        t = table[key]
+        out.append(BudgetResult(key, t["criterion"], t["title"], t["config"], "float64", ratio,
+                                t["threshold"], se,
+                                gate(ratio, se, t["threshold"]) and details["passed"],
+                                details.get("pairs", 0), details=details))
+    return out
 
 
 def measure_speed_vs_torch(dtype: str, *, pairs: int, table: dict[str, Any],
@@ -302,9 +333,14 @@ def _measure_level(table: dict[str, Any], level: str, say: Callable[[str], None]
             out += measure_scaling(PLAN, "plan", dtype, pairs=max(5, pairs // 2), table=table)
         say(f"budgets: throughput, {dtype}")
         out.append(measure_throughput(PLAN, "plan", dtype, steps=5 if not full else 10))
-        if checker_cost:
+        if checker_cost or dtype == "float64":
             say(f"budgets: checker cost, {dtype}")
             out.append(measure_checker_cost(PLAN, "plan", dtype, table=table))
+        if dtype == "float64":
+            say("budgets: the checker's modes" + ("" if level == "quick" else
+                                                  ", against PyTorch's gradcheck"))
+            out += measure_checker_modes(table, with_torch=level != "quick",
+                                         full=checker_cost)
         if full or (level == "default" and dtype == "float32"):
             say(f"budgets: speed against PyTorch eager, {dtype}")
             r = measure_speed_vs_torch(dtype, pairs=max(9, pairs), table=table,

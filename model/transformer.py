@@ -5,6 +5,8 @@ Shapes: ``tokens (B, T)`` int; hidden states ``(B, T, C)``; logits ``(B, T, V)``
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -94,6 +96,17 @@ class Transformer:
             p["head.W"] = w(c, v)
             p["head.b"] = np.zeros(v)
         return {k: np.ascontiguousarray(a, dtype=self.dtype) for k, a in p.items()}
+
+    def astype(self, dtype: str) -> Transformer:
+        """The same model in another dtype: same configuration, parameters cast.
+
+        ``m.astype("float64")`` is the float64 twin that
+        :func:`gradcheck.check_model` takes as ``twin=`` for a float32 model.
+        """
+        other = Transformer(dataclasses.replace(self.cfg, dtype=dtype))
+        other.params = {k: np.ascontiguousarray(v, dtype=other.dtype)
+                        for k, v in self.params.items()}
+        return other
 
     def _block_params(self, params: dict[str, np.ndarray], i: int) -> dict[str, np.ndarray]:
         pre = f"blocks.{i}."

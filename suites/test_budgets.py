@@ -36,7 +36,8 @@ BUDGET_NAMES = [k for k in bud.load_budgets()]
 def test_budget(results, name):
     from model.speed import torch_available
 
-    if name == "speed_vs_torch" and not torch_available():
+    torch_budgets = ("speed_vs_torch", "checker_directional_vs_torch", "checker_full_vs_torch")
+    if name in torch_budgets and not torch_available():
         pytest.skip("the PyTorch yardstick needs the [compare] extra (torch 2.13.0); the "
                     "report says 'not measured'")
     rows = [r for r in results if r.name == name]
@@ -185,3 +186,18 @@ def test_directional_check_cost_does_not_grow_with_size():
         assert res.passed
         evals.add(res.evaluations)
     assert len(evals) == 1
+
+
+def test_checker_figures_for_every_mode(results):
+    """Issue 13: evaluations and wall time per mode; cheap modes stay cheap."""
+    figs = {r.details["label"]: r.details for r in results if r.name == "checker_mode"}
+    assert set(figs) == {"LayerNorm 512x512", "LayerNorm 64x64", "softmax 100x100"}
+    assert all(f["passed"] for f in figs.values())
+    # joint directions: protocol + 2 per direction, at most 4 directions
+    assert figs["LayerNorm 512x512"]["evaluations"] <= 2 + 2 * 4
+    # separable full checks: a pair per group, not per element
+    assert figs["LayerNorm 64x64"]["evaluations"] < 2 * (64 * 64) / 20
+    assert figs["softmax 100x100"]["evaluations"] < 2 * 10_000 / 40
+    cost = {r.dtype: r for r in results if r.name == "checker_cost"}
+    assert set(cost) == {"float64", "float32"}
+    assert cost["float64"].details["evaluations"] <= 2 + 2 * 4

@@ -1,0 +1,138 @@
+"""What a gradient check of the reference layers costs, per mode, against PyTorch's.
+
+PyTorch's ``torch.autograd.gradcheck`` runs on the very same NumPy LayerNorm (wrapped in
+a ``torch.autograd.Function``), so both sides spend the same time in the layer and the
+ratio measures the checkers. ``fast_mode=True`` is the yardstick of the directional
+mode, the default (slow) mode that of the full mode.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .attention import softmax_backward, softmax_forward
+from .layernorm import layernorm_backward, layernorm_forward
+
+__all__ = ["ModeFigure", "directional_vs_torch", "full_vs_torch", "mode_figures"]
+
+
+@dataclass
+class ModeFigure:
+    """One check: its evaluations of the forward and its wall time (this CPU only)."""
+
+    label: str
+    mode: str
+    elements: int
+    evaluations: int
+    seconds: float
+    passed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def ln_inputs(n: int, c: int, seed: int = 0) -> list[np.ndarray]:
+    r = np.random.default_rng(seed)
+    return [r.standard_normal((n, c)), 1 + 0.1 * r.standard_normal(c),
+            0.1 * r.standard_normal(c)]
+
+
+def _softmax_fwd(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    p = softmax_forward(s)
+    return p, p
+
+
+def _softmax_bwd(dp: np.ndarray, p: np.ndarray) -> tuple[np.ndarray]:
+    return (softmax_backward(dp, p),)
+
+
+def _ours(n: int, c: int, mode: str) -> Callable[[], Any]:
+    from gradcheck import check_vjp
+
+    xs = ln_inputs(n, c)
+    return lambda: check_vjp(layernorm_forward, layernorm_backward, xs, mode=mode)
+
+
+def _theirs(n: int, c: int, fast: bool) -> Callable[[], Any]:
+    import torch
+
+    class LayerNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, g: Any, b: Any) -> Any:
+            y, cache = layernorm_forward(x.detach().numpy(), g.detach().numpy(),
+                                         b.detach().numpy())
+            ctx.cache = cache
+            return torch.from_numpy(y)
+
+        @staticmethod
+        def backward(ctx: Any, dy: Any) -> Any:
+            return tuple(torch.from_numpy(d) for d in layernorm_backward(dy.numpy(),
+                                                                         ctx.cache))
+
+    xs = [torch.from_numpy(a).requires_grad_() for a in ln_inputs(n, c)]
+    return lambda: torch.autograd.gradcheck(LayerNorm.apply, xs, fast_mode=fast)
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def mode_figures(repeats: int = 3) -> list[ModeFigure]:
+    """Evaluations and median wall time of each mode on the reference layers."""
+    from gradcheck import check_vjp
+
+    s = [np.random.default_rng(1).standard_normal((100, 100))]
+    cases: list[tuple[str, str, int, Callable[[], Any]]] = [
+        ("LayerNorm 512x512", "directional", 512 * 512 + 1024, _ours(512, 512, "directional")),
+        ("LayerNorm 64x64", "full", 64 * 64 + 128, _ours(64, 64, "full")),
+        ("softmax 100x100", "full", 10_000,
+         lambda: check_vjp(_softmax_fwd, _softmax_bwd, s, mode="full")),
+    ]
+    out = []
+    for label, mode, size, fn in cases:
+        fn()  # warm-up
+        runs = [_timed(fn) for _ in range(repeats)]
+        res = runs[0][0]
+        out.append(ModeFigure(label, mode, size, res.evaluations,
+                              statistics.median(t for _r, t in runs), res.passed))
+    return out
+
+
+def directional_vs_torch(pairs: int) -> tuple[float, float, dict[str, Any]]:
+    """LayerNorm 512x512: our directional check / PyTorch's fast mode, A B A B."""
+    from gradcheck.budgets import ratio_interleaved
+
+    ours, theirs = _ours(512, 512, "directional"), _theirs(512, 512, True)
+    med, se, ratios = ratio_interleaved(ours, theirs, pairs=pairs)
+    res, _t = _timed(ours)
+    return med, se, {"evaluations": res.evaluations, "passed": res.passed,
+                     "pairs": pairs, "ratios": ratios}
+
+
+def full_vs_torch(repeats: int = 3) -> tuple[float, float, dict[str, Any]]:
+    """LayerNorm 64x64: our full check / PyTorch's slow mode.
+
+    PyTorch's side takes about ten seconds, so it runs once, between our runs (A B A
+    ...); the ratio is our median over its time, the noise our runs' spread.
+    """
+    ours, theirs = _ours(64, 64, "full"), _theirs(64, 64, False)
+    ours()
+    times: list[float] = []
+    res, t = _timed(ours)
+    times.append(t)
+    _ok, t_torch = _timed(theirs)
+    for _ in range(repeats - 1):
+        times.append(_timed(ours)[1])
+    med = statistics.median(times)
+    spread = statistics.median(abs(t - med) for t in times)
+    se = 1.2533 * 1.4826 * spread / max(1.0, len(times) ** 0.5) / t_torch
+    return med / t_torch, se, {"evaluations": res.evaluations, "passed": res.passed,
+                               "check_seconds": med, "torch_seconds": t_torch}
