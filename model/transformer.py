@@ -6,7 +6,6 @@ Shapes: ``tokens (B, T)`` int; hidden states ``(B, T, C)``; logits ``(B, T, V)``
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any, NamedTuple
 
 import numpy as np
