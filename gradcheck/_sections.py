@@ -93,6 +93,16 @@ def _sections(subject: Subject, catalog: list[dict[str, Any]], runs: list[Traini
     ]
     if subject.budgets is not None:
         sections.append(_speed_section(budget_results, env))
+    checker = _checker_rows(budget_results)
+    if checker:
+        sections.append({
+            "id": "checker", "title": "What a check costs, per mode",
+            "text": "Evaluations of the forward (or loss) and wall time of each mode on the "
+                    f"subject's layers (seconds: this CPU only, {env['cpu']}); the ratios "
+                    "against torch.autograd.gradcheck on the same function and the cost of "
+                    "check_model in training steps were measured side by side in this run.",
+            "columns": ["check", "mode", "elements", "evaluations", "seconds", "ratio",
+                        "threshold"], "rows": checker})
     if tput:
         sections.append({
             "id": "throughput", "title": "Training-step throughput on this machine (no gate)",
@@ -103,6 +113,31 @@ def _sections(subject: Subject, catalog: list[dict[str, Any]], runs: list[Traini
                       "median step (s)": b.details["median_step_s"],
                       "BLAS threads": b.details.get("blas_threads", "")} for b in tput]})
     return sections
+
+
+def _checker_rows(budget_results: list[Any]) -> list[dict[str, Any]]:
+    """The checker's figures and ratios (from the budget results)."""
+    rows: list[dict[str, Any]] = []
+    for b in budget_results:
+        d = b.details
+        if b.name == "checker_mode":
+            rows.append({"check": d["label"], "mode": d["mode"], "elements": d["elements"],
+                         "evaluations": d["evaluations"], "seconds": d["seconds"],
+                         "ratio": "", "threshold": ""})
+        elif b.name in ("checker_directional_vs_torch", "checker_full_vs_torch"):
+            mode = "directional" if "directional" in b.name else "full"
+            rows.append({"check": f"{b.config} / torch gradcheck "
+                                  f"({'fast' if mode == 'directional' else 'slow'} mode)",
+                         "mode": mode, "elements": "", "evaluations": d.get("evaluations", ""),
+                         "seconds": d.get("check_seconds", ""), "ratio": b.figure,
+                         "threshold": b.threshold})
+        elif b.name == "checker_cost":
+            rows.append({"check": f"check_model, {b.config} config, {b.dtype} / training step",
+                         "mode": "default", "elements": "",
+                         "evaluations": d.get("evaluations", ""),
+                         "seconds": d.get("check_seconds", ""), "ratio": b.figure,
+                         "threshold": b.threshold})
+    return rows
 
 
 def _test_run_sections(reports: Path, snap_section: dict[str, Any]) -> list[dict[str, Any]]:
