@@ -1,10 +1,11 @@
 """``check_vjp``, ``assert_vjp`` and ``check_grad``: the protocol checks and their phases.
 
-For a layer ``y, cache = fwd(*inputs)`` and a cotangent ``dy`` drawn once from a seeded
-signed Gaussian, the checker compares the backward's vector-Jacobian product
+For a layer ``y, cache = fwd(*inputs)`` and a cotangent ``dy`` drawn once (seeded,
+uniform, mean 0, variance 1), the checker compares the backward's vector-Jacobian product
 ``g = bwd(dy, cache)`` with finite differences of ``phi(x) = sum(fwd(x)[0] * dy)``
-(:mod:`gradcheck._numeric`), element by element, on a sample, or along random
-directions (:mod:`gradcheck._modes`).
+(:mod:`gradcheck._numeric`), element by element (a group at a time where the forward is
+separable, :mod:`gradcheck._separable`), on a sample (:mod:`gradcheck._modes`), or along
+random directions shared by all inputs (:mod:`gradcheck._joint`).
 
 A check runs in phases: prepare the inputs (structure, ``wrt``, private copies), call
 the forward and backward under the protocol (:func:`_protocol_calls`: mutation,
@@ -512,9 +513,14 @@ def check_vjp(
         Seeds the ``numpy.random.Generator`` for the cotangent ``dy``, the directions
         and the samples. Printed in every failure message.
     mode : {"auto", "full", "sampled", "directional"}
-        ``full``: every element; ``sampled``: ``samples`` random elements per input;
-        ``directional``: ``directions`` random directions per input (cost independent
-        of the size); ``auto``: ``full`` while ``2 * total elements <= budget``.
+        ``full``: every element (elements the forward keeps apart, such as the rows
+        of a LayerNorm, move together, each credited with its own outputs; an element
+        that does not pass at once is judged alone); ``sampled``: ``samples`` random
+        elements per input; ``directional``: at most ``directions`` random directions
+        spanning all inputs together (2 evaluations each, whatever the number and size
+        of the inputs; after two, only inputs whose stated probability of missing a
+        relative 1e-4 error is above 1e-6 stay in them); ``auto``: ``full`` while
+        ``2 * total elements <= budget``.
     method : {"auto", "central", "richardson", "complex"}
         ``central`` (2 evaluations per element, failures re-examined with Richardson
         extrapolation and kink detection), ``richardson`` (4 per element), ``auto``
@@ -528,7 +534,8 @@ def check_vjp(
     directions, samples, budget : int
         See ``mode``.
     localise : bool
-        After a directional failure, find the wrong elements.
+        After a directional failure, bisect the inputs down to the wrong ones, then
+        find their wrong elements.
     name : str
         A label for reports.
 
