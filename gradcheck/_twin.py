@@ -12,15 +12,37 @@ more than :data:`~gradcheck._options.SAFETY` times that.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import F64
 from ._options import SAFETY
 from ._result import ElementReport, InputResult
 
-__all__ = ["compare_tensor", "nudge_by_one_ulp"]
+__all__ = ["compare_tensor", "nudge_by_one_ulp", "with_values_of"]
 
 _ROWS = 10
+
+
+def with_values_of(twin: Any, model: Any) -> Any:
+    """``twin`` with ``model``'s parameter values copied into its own arrays (cast).
+
+    Raises
+    ------
+    TypeError
+        If the twin lacks a parameter of the model or holds it in another shape.
+    """
+    table = getattr(twin, "params", None)
+    if not isinstance(table, dict):
+        raise TypeError(f"twin must have a 'params' dict; {type(twin).__name__} has none")
+    for name, value in model.params.items():
+        mine = table.get(name)
+        if not isinstance(mine, np.ndarray) or mine.shape != np.shape(value):
+            raise TypeError(f"twin.params[{name!r}] is missing or not shaped "
+                            f"{np.shape(value)}")
+        np.copyto(mine, value)
+    return twin
 
 
 def nudge_by_one_ulp(arrays: list[np.ndarray], rng: np.random.Generator) -> None:

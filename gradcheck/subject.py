@@ -99,19 +99,26 @@ class ModelCase:
     """One model to check with :func:`~gradcheck.check_model`.
 
     ``build()`` returns ``(model, batch)``: an object with ``params`` / ``loss`` /
-    ``loss_and_grads`` and the arguments of ``loss``.
+    ``loss_and_grads`` and the arguments of ``loss``. ``twin()``, for a float32 model,
+    returns the same model in float64 (any parameter values: the float32 model's are
+    copied in) to check the float32 gradients against (``check_model(twin=...)``).
     """
 
     name: str
     build: Callable[[], tuple[Any, tuple[Any, ...]]]
     options: Mapping[str, Any] = field(default_factory=dict)
+    twin: Callable[[], Any] | None = None
 
     def check(self, seed: int = 0) -> Any:
         from ._model_check import check_model
+        from ._twin import with_values_of
 
         model, batch = self.build()
-        return check_model(model, *batch, seed=seed, name=self.name,
-                           **{"full_threshold": 10**6, **self.options})
+        options = {"full_threshold": 10**6, **self.options}
+        narrow = any(np.asarray(v).dtype.itemsize < 8 for v in model.params.values())
+        if self.twin is not None and narrow:
+            options["twin"] = with_values_of(self.twin(), model)
+        return check_model(model, *batch, seed=seed, name=self.name, **options)
 
 
 @dataclass(frozen=True)
@@ -203,7 +210,9 @@ class Subject:
                 return m, tuple(batch(m, np.random.default_rng(seed)))
             return run
 
-        return [ModelCase(f"{self.name} model [{d}]", build(d)) for d in ("float64", "float32")]
+        return [ModelCase(f"{self.name} model [float64]", build("float64")),
+                ModelCase(f"{self.name} model [float32]", build("float32"),
+                          twin=lambda: make("float64"))]
 
 
 def load_subject(spec: str) -> Subject:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -201,7 +202,7 @@ def _tiny_case(kw: dict[str, Any], k: int, seed: int) -> ModelCase:
         return Transformer(cfg), reference_batch(cfg, np.random.default_rng(seed + k), 2, 5)
 
     label = ",".join(str(v) for v in kw.values())
-    return ModelCase(f"model tiny ({label})", build)
+    return ModelCase(f"model tiny ({label})", build, twin=_twin_builder(TINY, kw, seed))
 
 
 def _plan_case(kw: dict[str, Any], seed: int, batch: tuple[int, int]) -> ModelCase:
@@ -211,7 +212,15 @@ def _plan_case(kw: dict[str, Any], seed: int, batch: tuple[int, int]) -> ModelCa
 
     label = ",".join(str(v) for v in kw.values())
     return ModelCase(f"model plan ({label}; batch {batch[0]}x{batch[1]})", build,
-                     {"mode": "directional"})
+                     {"mode": "directional"}, twin=_twin_builder(PLAN, kw, seed))
+
+
+def _twin_builder(base: dict[str, Any], kw: dict[str, Any], seed: int
+                  ) -> Callable[[], Any] | None:
+    """The float64 twin of a float32 configuration (None for float64 ones)."""
+    if kw.get("dtype", "float64") == "float64":
+        return None
+    return lambda: Transformer(Config(**base, **{**kw, "dtype": "float64"}, seed=seed))
 
 
 _PLAN_F32 = dict(activation="gelu", norm="pre", dtype="float32")
