@@ -131,6 +131,12 @@ def _checker_rows(budget_results: list[Any]) -> list[dict[str, Any]]:
                          "mode": mode, "elements": "", "evaluations": d.get("evaluations", ""),
                          "seconds": d.get("check_seconds", ""), "ratio": b.figure,
                          "threshold": b.threshold})
+        elif b.name == "checker_twin":
+            rows.append({"check": f"check_model, {b.config} config, float32 with its float64 "
+                                  "twin / float32 training step", "mode": "twin",
+                         "elements": "", "evaluations": d.get("evaluations", ""),
+                         "seconds": d.get("check_seconds", ""), "ratio": b.figure,
+                         "threshold": ""})
         elif b.name == "checker_cost":
             rows.append({"check": f"check_model, {b.config} config, {b.dtype} / training step",
                          "mode": "default", "elements": "",

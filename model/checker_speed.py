@@ -92,6 +92,7 @@ def mode_figures(repeats: int = 3) -> list[ModeFigure]:
     s = [np.random.default_rng(1).standard_normal((100, 100))]
     cases: list[tuple[str, str, int, Callable[[], Any]]] = [
         ("LayerNorm 512x512", "directional", 512 * 512 + 1024, _ours(512, 512, "directional")),
+        ("LayerNorm 512x512", "sampled", 512 * 512 + 1024, _ours(512, 512, "sampled")),
         ("LayerNorm 64x64", "full", 64 * 64 + 128, _ours(64, 64, "full")),
         ("softmax 100x100", "full", 10_000,
          lambda: check_vjp(_softmax_fwd, _softmax_bwd, s, mode="full")),

@@ -241,6 +241,29 @@ def measure_leaks(
                                  "steps": steps})
 
 
+def measure_twin_cost(cfg_kw: dict[str, Any], label: str) -> BudgetResult:
+    """float32 ``check_model`` against its float64 twin, in float32 training steps."""
+    from gradcheck import check_model
+
+    m, tok, tgt = _setup(cfg_kw, "float32")
+    for _ in range(2):
+        m.loss_and_grads(tok, tgt)
+    steps = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        m.loss_and_grads(tok, tgt)
+        steps.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    res = check_model(m, tok, tgt, twin=m.astype("float64"), seed=0)
+    t_check = time.perf_counter() - t0
+    step = statistics.median(steps)
+    return BudgetResult("checker_twin", 0, "check_model of the float32 model against its "
+                        "float64 twin / one float32 training step", label, "float32",
+                        t_check / step, math.inf, 0.0, res.passed, kind="figure",
+                        details={"check_passed": res.passed, "evaluations": res.evaluations,
+                                 "check_seconds": t_check, "step_seconds": step})
+
+
 def measure_checker_modes(table: dict[str, Any], *, with_torch: bool, full: bool
                           ) -> list[BudgetResult]:
     """The checker's figures per mode, and its speed against PyTorch's gradcheck.
@@ -255,8 +278,8 @@ def measure_checker_modes(table: dict[str, Any], *, with_torch: bool, full: bool
     out = []
     for f in mode_figures():
         out.append(BudgetResult("checker_mode", 0, f"{f.mode} check of {f.label}: seconds "
-                                "(this CPU only)", f.label, "float64", f.seconds, math.inf,
-                                0.0, f.passed, kind="figure", details=f.to_dict()))
+                                "(this CPU only)", f"{f.label} {f.mode}", "float64", f.seconds,
+                                math.inf, 0.0, f.passed, kind="figure", details=f.to_dict()))
     if not (with_torch and torch_available()):
         return out
     for key, fn in (("checker_directional_vs_torch", lambda: directional_vs_torch(15)),
@@ -336,6 +359,8 @@ def _measure_level(table: dict[str, Any], level: str, say: Callable[[str], None]
         if checker_cost or dtype == "float64":
             say(f"budgets: checker cost, {dtype}")
             out.append(measure_checker_cost(PLAN, "plan", dtype, table=table))
+        if checker_cost and dtype == "float32":
+            out.append(measure_twin_cost(PLAN, "plan"))
         if dtype == "float64":
             say("budgets: the checker's modes" + ("" if level == "quick" else
                                                   ", against PyTorch's gradcheck"))

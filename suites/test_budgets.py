@@ -190,14 +190,17 @@ def test_directional_check_cost_does_not_grow_with_size():
 
 def test_checker_figures_for_every_mode(results):
     """Issue 13: evaluations and wall time per mode; cheap modes stay cheap."""
-    figs = {r.details["label"]: r.details for r in results if r.name == "checker_mode"}
-    assert set(figs) == {"LayerNorm 512x512", "LayerNorm 64x64", "softmax 100x100"}
+    figs = {r.config: r.details for r in results if r.name == "checker_mode"}
+    assert set(figs) == {"LayerNorm 512x512 directional", "LayerNorm 512x512 sampled",
+                         "LayerNorm 64x64 full", "softmax 100x100 full"}
     assert all(f["passed"] for f in figs.values())
     # joint directions: protocol + 2 per direction, at most 4 directions
-    assert figs["LayerNorm 512x512"]["evaluations"] <= 2 + 2 * 4
+    assert figs["LayerNorm 512x512 directional"]["evaluations"] <= 2 + 2 * 4
     # separable full checks: a pair per group, not per element
-    assert figs["LayerNorm 64x64"]["evaluations"] < 2 * (64 * 64) / 20
-    assert figs["softmax 100x100"]["evaluations"] < 2 * 10_000 / 40
+    assert figs["LayerNorm 64x64 full"]["evaluations"] < 2 * (64 * 64) / 20
+    assert figs["softmax 100x100 full"]["evaluations"] < 2 * 10_000 / 40
+    twin = [r for r in results if r.name == "checker_twin"]
+    assert len(twin) == 1 and twin[0].details["check_passed"]
     cost = {r.dtype: r for r in results if r.name == "checker_cost"}
     assert set(cost) == {"float64", "float32"}
     assert cost["float64"].details["evaluations"] <= 2 + 2 * 4
