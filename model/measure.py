@@ -174,6 +174,18 @@ def measure_throughput(
                         details={"median_step_s": statistics.median(times)})
 
 
+def _step_times(m: Any, tok: Any, tgt: Any, n: int, warmup: int = 0) -> list[float]:
+    """Seconds of ``n`` training steps (``loss_and_grads``), after ``warmup`` untimed."""
+    for _ in range(warmup):
+        m.loss_and_grads(tok, tgt)
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        m.loss_and_grads(tok, tgt)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def measure_checker_cost(
     cfg_kw: dict[str, Any], label: str, dtype: str, *, table: dict[str, Any]
 ) -> BudgetResult:
@@ -181,20 +193,11 @@ def measure_checker_cost(
     from gradcheck import check_model
 
     m, tok, tgt = _setup(cfg_kw, dtype)
-    for _ in range(2):
-        m.loss_and_grads(tok, tgt)
-    steps = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        m.loss_and_grads(tok, tgt)
-        steps.append(time.perf_counter() - t0)
+    steps = _step_times(m, tok, tgt, 3, warmup=2)
     t0 = time.perf_counter()
     res = check_model(m, tok, tgt, seed=0)
     t_check = time.perf_counter() - t0
-    for _ in range(3):
-        t0 = time.perf_counter()
-        m.loss_and_grads(tok, tgt)
-        steps.append(time.perf_counter() - t0)
+    steps += _step_times(m, tok, tgt, 3)
     med_step = statistics.median(steps)
     ratio = t_check / med_step
     mad = statistics.median(abs(s - med_step) for s in steps)
@@ -246,13 +249,7 @@ def measure_twin_cost(cfg_kw: dict[str, Any], label: str) -> BudgetResult:
     from gradcheck import check_model
 
     m, tok, tgt = _setup(cfg_kw, "float32")
-    for _ in range(2):
-        m.loss_and_grads(tok, tgt)
-    steps = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        m.loss_and_grads(tok, tgt)
-        steps.append(time.perf_counter() - t0)
+    steps = _step_times(m, tok, tgt, 5, warmup=2)
     t0 = time.perf_counter()
     res = check_model(m, tok, tgt, twin=m.astype("float64"), seed=0)
     t_check = time.perf_counter() - t0
