@@ -57,7 +57,9 @@ class ElementReport:
     tolerance : float
         ``atol + rtol * |numeric|`` used for this element.
     kind : str
-        ``"element"``, ``"direction"`` or ``"kink"``.
+        ``"element"``, ``"direction"``, ``"kink"``, or ``"screened"`` (an element that
+        failed the first comparison and was not re-examined at smaller steps, because
+        enough failures of its input had been confirmed already).
     """
 
     input: str
