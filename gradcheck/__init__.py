@@ -6,6 +6,7 @@ The public API::
     gradcheck.assert_vjp(fwd, bwd, inputs)               # raises GradientMismatch
     res = gradcheck.check_grad(f, grad, x)               # scalar function
     res = gradcheck.check_model(model, tokens, targets)  # every parameter of a model
+    res = gradcheck.check_model(m32, tokens, targets, twin=m64)  # float32 vs float64 twin
     res = gradcheck.check_layer(layer, x)                # a layer object (forward/backward)
     res = gradcheck.check_loss(softmax_loss, scores, y)  # loss, dx = fn(x, *constants)
 
