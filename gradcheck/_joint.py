@@ -27,6 +27,7 @@ Out = tuple[float, float, float, float, float, bool]
 #: Joint directions stop early once every input's stated probability of missing a
 #: relative error of 1e-4 is at most this.
 MISS_TARGET = 1e-6
+_REL = 1e-4  # the relative error the miss probability is stated for
 
 
 def _rms(v: NDArray[np.floating[Any]]) -> float:
@@ -116,9 +117,14 @@ class JointCheck:
         return self.gnorms[i]
 
     def _confident(self, i: int, rows: list[tuple[dict[int, float], Out]]) -> bool:
-        """Whether input ``i``'s stated miss probability is within the target."""
+        """Whether input ``i`` needs no more directions: its stated miss probability is
+        within the target, or a relative 1e-4 error of its gradient is below the
+        absolute noise floor of the differences (a gradient that is zero but for
+        rounding: more directions cannot resolve it)."""
         gnorm = self._gnorm(i)
         if gnorm == 0:
+            return True
+        if any(_REL * gnorm * s[i] < out[3] for s, out in rows if i in s):
             return True
         mine = [(s[i], out[3] + out[4] * abs(out[1])) for s, out in rows if i in s]
         p, _ = miss_figures(gnorm, [t for _s, t in mine], [s for s, _t in mine])

@@ -203,4 +203,4 @@ def test_checker_figures_for_every_mode(results):
     assert len(twin) == 1 and twin[0].details["check_passed"]
     cost = {r.dtype: r for r in results if r.name == "checker_cost"}
     assert set(cost) == {"float64", "float32"}
-    assert cost["float64"].details["evaluations"] <= 2 + 2 * 4
+    assert cost["float64"].details["evaluations"] <= 2 + 2 * 6
