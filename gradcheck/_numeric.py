@@ -162,6 +162,20 @@ class Runner:
             self._w_all = float(np.sqrt(np.dot(w, w)))
         return self._w_all
 
+    def run_pair_at(self, i: int, idx: Any, xp: Any, xm: Any) -> tuple[F64, F64]:
+        """Evaluate with the flat elements ``idx`` of input ``i`` set to ``xp``, then to
+        ``xm``; restored bit for bit afterwards."""
+        flat = self.arrays[i].reshape(-1)  # a view: arrays are kept contiguous
+        x0 = flat[idx].copy()
+        try:
+            flat[idx] = xp
+            yp = self._run()
+            flat[idx] = xm
+            ym = self._run()
+        finally:
+            flat[idx] = x0
+        return yp, ym
+
     def element(self, i: int, j: int, h: float) -> Stencil:
         """Central and one-sided differences along element ``j`` of input ``i``."""
         arr = self.arrays[i]
@@ -169,13 +183,7 @@ class Runner:
         x0 = flat[j].copy()
         xp = (x0 + arr.dtype.type(h)).astype(arr.dtype)
         xm = (x0 - arr.dtype.type(h)).astype(arr.dtype)
-        try:
-            flat[j] = xp
-            yp = self._run()
-            flat[j] = xm
-            ym = self._run()
-        finally:
-            flat[j] = x0
+        yp, ym = self.run_pair_at(i, j, xp, xm)
         up = float(xp) - float(x0)
         um = float(x0) - float(xm)
         span = up + um

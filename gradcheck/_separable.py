@@ -229,13 +229,7 @@ def group_stencils(runner: Runner, i: int, layout: Layout, group: NDArray[np.int
     x0 = flat[group].copy()
     xp = (x0.astype(np.float64) + steps).astype(arr.dtype)
     xm = (x0.astype(np.float64) - steps).astype(arr.dtype)
-    try:
-        flat[group] = xp
-        yp = runner._run()
-        flat[group] = xm
-        ym = runner._run()
-    finally:
-        flat[group] = x0
+    yp, ym = runner.run_pair_at(i, group, xp, xm)
     g = runner.grads[i]
     analytic = (g.reshape(-1)[group] if g is not None else np.zeros(group.size)).astype(
         np.float64)

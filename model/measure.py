@@ -162,12 +162,7 @@ def measure_throughput(
 ) -> BudgetResult:
     """Tokens per second of a training step (figure only, no gate)."""
     m, tok, tgt = _setup(cfg_kw, dtype)
-    m.loss_and_grads(tok, tgt)
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        m.loss_and_grads(tok, tgt)
-        times.append(time.perf_counter() - t0)
+    times = _step_times(m, tok, tgt, steps, warmup=1)
     tps = tok.size / statistics.median(times)
     return BudgetResult("throughput", 0, "training-step throughput, tokens/s (this CPU only)",
                         label, dtype, tps, math.inf, 0.0, True, kind="figure",
