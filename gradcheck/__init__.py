@@ -9,6 +9,7 @@ The public API::
     res = gradcheck.check_model(m32, tokens, targets, twin=m64)  # float32 vs float64 twin
     res = gradcheck.check_layer(layer, x)                # a layer object (forward/backward)
     res = gradcheck.check_loss(softmax_loss, scores, y)  # loss, dx = fn(x, *constants)
+    res = gradcheck.check_elementwise(f, f.gradient, x)  # f(x) and its derivative f'(x)
 
 Names are loaded on first use, so that the pytest plugin (``gradcheck.plugin``) can be
 imported without NumPy work at plugin-load time.
@@ -32,6 +33,8 @@ _EXPORTS = {
     "check_loss": "._layer",
     "assert_loss": "._layer",
     "LayerConventionError": "._layer",
+    "check_elementwise": "._elementwise",
+    "assert_elementwise": "._elementwise",
     "Subject": ".subject",
     "LayerCase": ".subject",
     "ModelCase": ".subject",
@@ -56,9 +59,11 @@ __all__ = [
     "Subject",
     "TrainingRun",
     "__version__",
+    "assert_elementwise",
     "assert_layer",
     "assert_loss",
     "assert_vjp",
+    "check_elementwise",
     "check_grad",
     "check_layer",
     "check_loss",
@@ -68,6 +73,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ._core import assert_vjp, check_grad, check_vjp
+    from ._elementwise import assert_elementwise, check_elementwise
     from ._layer import LayerConventionError, assert_layer, assert_loss, check_layer, check_loss
     from ._model_check import check_model
     from ._options import DEFAULT_RTOL

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._complex import complex_checks, complex_ok
+from ._conventions import Conventions
 from ._dispatch import run_checks
 from ._hints import reduction_hint
 from ._modes import InputChecker, method_label, overall, resolve_mode
@@ -562,8 +563,10 @@ def check_vjp(
         raise TypeError(f"bwd must be callable, got {type(bwd).__name__}")
     # Floating-point warnings inside the user's functions become a "non-finite"
     # status with the place named, not an exception half-way through a check.
+    conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
     with np.errstate(all="ignore"):
-        res = run_protocol_check(fwd, bwd, inputs, wrt, opts)
+        res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts)
+    res.notes = [*res.notes, *conv.notes]
     record(res)
     return res
 

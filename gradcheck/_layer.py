@@ -1,27 +1,28 @@
 """Checks of code as people write it: layer objects, and losses that return ``(loss, dx)``.
 
 A layer object has ``out = layer.forward(*inputs)`` and ``dx = layer.backward(dout)``
-(method names settable) and keeps its parameters and their gradients on itself. This
-module finds them, by the conventions below or by the names the user gives, and turns
-the object into the functional protocol of :func:`gradcheck.check_vjp`: every
-evaluation runs on a fresh deep copy of the layer, so caches, accumulated gradients and
-counters never leak from one evaluation into another, and gradients that a backward
-accumulates with ``+=`` are read as the change it made.
+(method names settable) and keeps its parameters and their gradients on itself, or on
+sub-layers it holds. :mod:`gradcheck._discovery` finds them, by convention or by the
+names the user gives; this module turns the object into the functional protocol of
+:func:`gradcheck.check_vjp`: every evaluation runs on a fresh deep copy of the layer, so
+caches, accumulated gradients and counters never leak from one evaluation into another,
+and gradients that a backward accumulates with ``+=`` are read as the change it made.
 
-Conventions, tried in this order
---------------------------------
-1. ``params=`` / ``grads=``: name -> path (``"W"``, ``"params['W']"``, ``"fc.weight"``)
-   or a callable ``layer -> array``.
-2. Dicts of arrays on the layer: ``params``/``grads``, ``params``/``gradients``,
-   ``parameters``/``grads``, ``parameters``/``gradients`` (same keys).
-3. Parameter objects: an attribute whose value has an array ``data`` (or ``value``)
-   and a ``grad`` attribute; reported as the attribute's name.
-4. Array attributes ``W`` with the gradient in ``dW``, ``d_W``, ``grad_W``, ``W_grad``
-   or ``gradW``.
+Calling conventions read from the code (each one guessed is stated in the result's notes):
 
-Every float array held by the layer before its first forward (where caches do not exist
-yet) must be matched to a gradient; otherwise :class:`LayerConventionError` lists what
-was looked for and how to name it.
+- ``backward(dout)``; ``backward()`` for a scalar output (a loss), the result scaled by
+  the cotangent; ``backward(dout=1.0)`` receives a non-unit cotangent, so a loss that
+  ignores it is caught; ``backward(dh, dc)`` receives a tuple output's cotangents as
+  separate arguments.
+- The returned input gradient: one per forward argument; one array for a one-argument
+  forward (which may take a list of arrays, ``Add([a, b])``); otherwise one array is the
+  gradient of the only ``wrt`` input, or of the first input of its shape.
+- A layer that creates its weights on the first forward is initialised once on a copy,
+  and every evaluation starts from that copy.
+
+Every float array the layer holds (before its first forward, where caches do not exist
+yet; for lazily built weights, arrays that a second forward leaves alone) must be matched
+to a gradient; otherwise :class:`LayerConventionError` lists them and how to name them.
 """
 
 from __future__ import annotations
@@ -30,102 +31,35 @@ import copy
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ._core import raise_unless_passed, run_protocol_check
+from ._discovery import (
+    GRAD_NAMES,
+    PAIRS,
+    LayerConventionError,
+    Param,
+    float_arrays,
+    is_float_array,
+    parameters,
+    try_path,
+    unmatched,
+)
 from ._options import validate_options
-from ._protocol import UserCodeError, call_user
+from ._protocol import ProtocolError, UserCodeError, call_user
 from ._recording import record
 from ._result import CheckResult
 
 __all__ = ["LayerConventionError", "assert_layer", "assert_loss", "check_layer", "check_loss"]
 
-_DICT_PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
-               ("parameters", "gradients"))
-_GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}")
-_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
+_COTANGENT_NAME = re.compile(r"^(d|grad|delta|upstream|accum|err|g$|dl|dout|dy|dz)", re.I)
 
 
-class LayerConventionError(TypeError):
-    """No gradient was found for an array that the layer holds; says how to name it."""
-
-
-# -- paths -----------------------------------------------------------------------------------
-def _steps(path: str) -> list[tuple[str, Any]]:
-    steps: list[tuple[str, Any]] = []
-    pos = 0
-    while pos < len(path):
-        m = _TOKEN.match(path, pos)
-        if m is None or m.end() == pos:
-            raise ValueError(f"cannot read the path {path!r} at {path[pos:]!r}; write "
-                             "attributes as a.b and keys as a['k'] or a[0]")
-        if m.group(1):
-            steps.append(("attr", m.group(1)))
-        elif m.group(2):
-            steps.append(("item", int(m.group(2))))
-        else:
-            steps.append(("item", m.group(4)))
-        pos = m.end()
-    return steps
-
-
-def get_path(obj: Any, path: str) -> Any:
-    """The value at ``path`` (``"W"``, ``"params['W']"``, ``"layers[0].b"``) of ``obj``."""
-    for kind, key in _steps(path):
-        obj = getattr(obj, key) if kind == "attr" else obj[key]
-    return obj
-
-
-@dataclass(frozen=True)
-class _Param:
-    """One parameter: its report name, where its value and its gradient live."""
-
-    name: str
-    value: str | Callable[[Any], Any]
-    grad: str | Callable[[Any], Any]
-
-    def read(self, layer: Any) -> Any:
-        return self.value(layer) if callable(self.value) else get_path(layer, self.value)
-
-    def read_grad(self, layer: Any) -> Any:
-        try:
-            return self.grad(layer) if callable(self.grad) else get_path(layer, self.grad)
-        except (AttributeError, KeyError, IndexError, TypeError):
-            return None
-
-    def write(self, layer: Any, value: np.ndarray) -> None:
-        target = self.read(layer)
-        if isinstance(target, np.ndarray) and target.shape == value.shape and \
-                target.flags.writeable:
-            np.copyto(target, value, casting="unsafe")
-            return
-        if callable(self.value):
-            raise LayerConventionError(f"parameter {self.name}: its value is not a writable "
-                                       "array; give params= a path instead of a callable")
-        *head, (kind, key) = _steps(self.value)
-        owner = layer
-        for k, s in head:
-            owner = getattr(owner, s) if k == "attr" else owner[s]
-        if kind == "attr":
-            setattr(owner, key, value.copy())
-        else:
-            owner[key] = value.copy()
-
-
-# -- discovery ---------------------------------------------------------------------------------
-def _float_array(v: Any) -> bool:
-    return isinstance(v, np.ndarray) and v.dtype.kind == "f"
-
-
-def _attrs(obj: Any) -> dict[str, Any]:
-    d = getattr(obj, "__dict__", None)
-    return dict(d) if isinstance(d, dict) else {}
-
-
-def _explicit(params: Any, grads: Any) -> list[_Param]:
+# -- explicit names --------------------------------------------------------------------------
+def _explicit(params: Any, grads: Any) -> list[Param]:
     if not isinstance(params, dict):
         raise TypeError("params= must be a dict of name -> path or callable")
     if not params:
@@ -138,7 +72,7 @@ def _explicit(params: Any, grads: Any) -> list[_Param]:
     for n, p in {**params, **grads}.items():
         if not (callable(p) or isinstance(p, str)):
             raise TypeError(f"params/grads[{n!r}] must be a path string or a callable")
-    return [_Param(str(n), params[n], grads[n]) for n in params]
+    return [Param(str(n), params[n], grads[n]) for n in params]
 
 
 def _default_grad_path(path: Any) -> str:
@@ -147,70 +81,74 @@ def _default_grad_path(path: Any) -> str:
     raise TypeError("grads= is needed when params= paths are not plain attribute names")
 
 
-def _conventional(before: Any, after: Any) -> list[_Param]:
-    """Parameters of ``before`` (the layer before any forward) found by convention in
-    ``after`` (a copy after one forward and backward)."""
-    found: list[_Param] = []
-    a_before, a_after = _attrs(before), _attrs(after)
-    for p_name, g_name in _DICT_PAIRS:
-        ps, gs = a_before.get(p_name), a_after.get(g_name)
-        if isinstance(ps, dict) and isinstance(gs, dict):
-            found += [_Param(f"{p_name}[{k!r}]", f"{p_name}[{k!r}]", f"{g_name}[{k!r}]")
-                      for k, v in ps.items() if _float_array(v) and k in gs]
-    for k, v in a_before.items():
-        data = next((getattr(v, d) for d in ("data", "value")
-                     if _float_array(getattr(v, d, None))), None)
-        if data is not None and hasattr(a_after.get(k), "grad"):
-            attr = "data" if _float_array(getattr(v, "data", None)) else "value"
-            found.append(_Param(k, f"{k}.{attr}", f"{k}.grad"))
-    for k, v in a_before.items():
-        if not _float_array(v):
-            continue
-        for pattern in _GRAD_NAMES:
-            g = pattern.format(k)
-            if g != k and _float_array(a_after.get(g)) and a_after[g].shape == v.shape:
-                found.append(_Param(k, k, g))
-                break
-    return found
-
-
-def _unmatched(before: Any, found: list[_Param]) -> list[str]:
-    """Float arrays the layer held before its first forward (attributes, or items of
-    dict attributes) that are neither a found parameter nor a gradient."""
-    paths = {path for p in found for path in (p.value, p.grad) if isinstance(path, str)}
-    heads = {_steps(path)[0][1] for path in paths}
-    out = []
-    for k, v in _attrs(before).items():
-        if _float_array(v) and k not in heads:
-            out.append(k)
-        elif isinstance(v, dict):
-            out += [f"{k}[{kk!r}]" for kk, vv in v.items()
-                    if _float_array(vv) and f"{k}[{kk!r}]" not in paths]
-    return out
-
-
-def _convention_error(layer: Any, unmatched: list[str]) -> LayerConventionError:
-    looked = ", ".join(p.format("W") for p in _GRAD_NAMES)
+def _convention_error(layer: Any, missing: list[str]) -> LayerConventionError:
+    looked = ", ".join(p.format("W") for p in GRAD_NAMES)
     return LayerConventionError(
         f"{type(layer).__name__} holds arrays with no gradient found for them: "
-        f"{', '.join(unmatched)}. Looked for dicts "
-        + ", ".join(f"{a}/{b}" for a, b in _DICT_PAIRS)
-        + f", parameter objects with .data (or .value) and .grad, and for an array W the "
-        f"gradients {looked}. Name them: check_layer(layer, x, params={{'W': 'W'}}, "
-        "grads={'W': 'dW'}) (paths like \"params['W']\" or callables layer -> array); "
+        f"{', '.join(missing)}. Looked (in the layer and every sub-layer it holds) for "
+        + ", ".join(f"{a}/{b}" for a, b in PAIRS)
+        + " side by side (dicts with the same keys, or lists [W, b] / [dW, db]), parameter "
+        f"objects with .data (or .value) and .grad, and for an array W the gradients "
+        f"{looked}. A buffer that is no parameter (a running mean, a mask) needs the "
+        "parameters named: check_layer(layer, x, params={'W': 'W'}, grads={'W': 'dW'}) "
+        "(paths like \"params['W']\", \"blocks[1].attn.W_q\" or callables layer -> array); "
         "params={} checks the input gradient only."
     )
+
+
+# -- how backward is called ------------------------------------------------------------------
+def _positional(method: Any) -> tuple[list[inspect.Parameter], bool] | None:
+    try:
+        sig = inspect.signature(method)
+    except (TypeError, ValueError):
+        return None
+    ps = list(sig.parameters.values())
+    pos = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return pos, any(p.kind is p.VAR_POSITIONAL for p in ps)
+
+
+def _call_style(method: Any, dy: Any, what: str) -> tuple[str, str]:
+    """How backward takes the output gradient: ``"one"`` (``backward(dout)``),
+    ``"spread"`` (``backward(dh, dc)`` for a tuple output) or ``"none"``
+    (``backward()``, scalar outputs only), and a note when that was a guess."""
+    sig = _positional(method)
+    if sig is None:
+        return "one", ""
+    pos, varargs = sig
+    req = [p for p in pos if p.default is p.empty]
+    k = len(dy) if isinstance(dy, (tuple, list)) else 1
+    if k > 1 and len(pos) >= k and (len(req) >= 2 or (req and pos[1].default is None)):
+        return "spread", (f"{what} takes the {k} output gradients as separate arguments "
+                          f"({', '.join(p.name for p in pos[:k])})")
+    if req or varargs:
+        return "one", ""
+    scalar = not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1
+    if pos and (not scalar or pos[0].default in (None, 1, 1.0)
+                or _COTANGENT_NAME.match(pos[0].name)):
+        return "one", (f"{what}'s optional argument {pos[0].name!r} received the output "
+                       "gradient (a random, non-unit one)")
+    if not scalar:
+        raise ProtocolError("bad-protocol", f"{what}() takes no output gradient, so the "
+                            f"output must be a scalar; it has shape {np.shape(dy)}")
+    return "none", ""
 
 
 # -- calling the layer -------------------------------------------------------------------------
 @dataclass
 class _Protocol:
-    layer: Any
+    layer: Any  # the state every evaluation starts from (never the user's object)
     forward: str
     backward: str
     n_inputs: int
-    params: list[_Param]
-    takes_dout: bool
+    params: list[Param]
+    wanted: list[int]  # the inputs in wrt (all without wrt)
+    notes: list[str] = field(default_factory=list)
+    shapes: list[Any] = field(default_factory=list)  # of the array inputs (None: others)
+    style: str = ""
+
+    def note(self, text: str) -> None:
+        if text and text not in self.notes:
+            self.notes.append(text)
 
     def run_forward(self, xs: list[Any], ps: list[np.ndarray]) -> tuple[Any, Any]:
         layer = copy.deepcopy(self.layer)
@@ -221,34 +159,68 @@ class _Protocol:
 
     def run_backward(self, dy: Any, layer: Any) -> list[Any]:
         fresh = copy.deepcopy(layer)  # each backward on its own copy: += stays local
+        method = getattr(fresh, self.backward)
+        if not self.style:
+            self.style, note = _call_style(method, dy, f"{type(self.layer).__name__}."
+                                           f"{self.backward}")
+            self.note(note)
         before = [_as_float(p.read_grad(fresh)) for p in self.params]
-        if self.takes_dout:
-            dx = getattr(fresh, self.backward)(dy)
+        if self.style == "spread":
+            dx = method(*dy)
+        elif self.style == "one":
+            dx = method(dy)
         else:
-            dx = getattr(fresh, self.backward)()
+            dx = method()
         dxs = self._input_grads(dx)
-        scale = 1.0 if self.takes_dout else np.asarray(dy)
+        scale = np.asarray(dy) if self.style == "none" else None
         grads = []
         for p, b in zip(self.params, before, strict=True):
-            after = _as_float(p.read_grad(fresh))
-            g = None if after is None else (after - b if b is not None else after.copy())
-            grads.append(None if g is None else g * scale)
-        if not self.takes_dout:
+            grads.append(_change(p.read_grad(fresh), b, scale))
+        if scale is not None:
             dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
         return dxs + grads
 
     def _input_grads(self, dx: Any) -> list[Any]:
+        n = self.n_inputs
         if dx is None:
-            return [None] * self.n_inputs
-        if not isinstance(dx, (tuple, list)):
-            # one array: the gradient of the first input (a loss's predictions); the
-            # others (targets, masks) have none
-            return [dx] + [None] * (self.n_inputs - 1)
-        if not isinstance(dx, (tuple, list)) or len(dx) != self.n_inputs:
-            got = f"{len(dx)} values" if isinstance(dx, (tuple, list)) else type(dx).__name__
-            raise ValueError(f"backward returned {got} for {self.n_inputs} inputs; return one "
-                             "input gradient per forward argument")
-        return list(dx)
+            return [None] * n
+        if n == 1:  # one argument (perhaps a list of arrays): dx is its gradient
+            return [dx]
+        if isinstance(dx, (tuple, list)):
+            if len(dx) == n:
+                return list(dx)
+            if len(dx) == len(self.wanted):
+                out: list[Any] = [None] * n
+                for k, g in zip(self.wanted, dx, strict=True):
+                    out[k] = g
+                return out
+            raise ProtocolError("shape-mismatch", f"backward returned {len(dx)} gradients for "
+                                f"{n} inputs ({len(self.wanted)} in wrt); return one per "
+                                "forward argument, or one per wrt input")
+        return self._single(dx)
+
+    def _single(self, dx: Any) -> list[Any]:
+        out: list[Any] = [None] * self.n_inputs
+        if len(self.wanted) == 1:
+            out[self.wanted[0]] = dx
+            return out
+        k = next((k for k in self.wanted if np.shape(self.shapes[k]) == np.shape(dx)),
+                 self.wanted[0] if self.wanted else 0)
+        self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
+                  f"gradient of x{k} (name the input it belongs to with wrt=)")
+        out[k] = dx
+        return out
+
+
+def _change(after: Any, before: np.ndarray | None, scale: Any) -> Any:
+    """The gradient a backward left: the change it made, in the gradient's own dtype."""
+    if after is None:
+        return None
+    raw = np.asarray(after)
+    g = np.asarray(after, dtype=np.float64) - before if before is not None else raw.copy()
+    if scale is not None:
+        g = g * scale
+    return g.astype(raw.dtype, copy=False) if raw.dtype.kind == "f" else g
 
 
 def _as_float(g: Any) -> np.ndarray | None:
@@ -257,44 +229,59 @@ def _as_float(g: Any) -> np.ndarray | None:
     return np.array(g, dtype=np.float64, copy=True)
 
 
-def _takes_dout(method: Any) -> bool:
-    try:
-        sig = inspect.signature(method)
-    except (TypeError, ValueError):
-        return True
-    required = [p for p in sig.parameters.values()
-                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
-                                                       p.POSITIONAL_OR_KEYWORD)]
-    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
-    return bool(required) or varargs
+def _call(layer: Any, method: str, args: list[Any]) -> Any:
+    return call_user(getattr(layer, method), *args, what=f"{type(layer).__name__}.{method}")
 
 
-def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
-              params: Any, grads: Any) -> _Protocol:
+def _check_methods(layer: Any, forward: str, backward: str) -> None:
     for attr in (forward, backward):
         if not callable(getattr(layer, attr, None)):
             raise TypeError(f"{type(layer).__name__} has no method {attr!r}; name the "
                             "methods with forward= and backward=")
-    takes_dout = _takes_dout(getattr(layer, backward))
+
+
+def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
+              params: Any, grads: Any, wanted: list[int]) -> _Protocol:
+    _check_methods(layer, forward, backward)
+    shapes = [np.shape(x) if isinstance(x, np.ndarray) else None for x in inputs]
     if params is not None:
         return _Protocol(layer, forward, backward, len(inputs), _explicit(params, grads),
-                         takes_dout)
-    probe = copy.deepcopy(layer)
-    out = call_user(getattr(probe, forward), *copy.deepcopy(list(inputs)),
-                    what=f"{type(layer).__name__}.{forward}")
-    if not takes_dout and np.size(out) != 1:
-        raise TypeError(f"{type(layer).__name__}.{backward}() takes no output gradient, so "
-                        f"the output must be a scalar; it has shape {np.shape(out)}")
+                         wanted, shapes=shapes)
+    init = copy.deepcopy(layer)
+    out = _call(init, forward, copy.deepcopy(list(inputs)))
+    probe = copy.deepcopy(init)
     dy = _ones_like(out)
-    if takes_dout:
-        call_user(getattr(probe, backward), dy, what=f"{type(layer).__name__}.{backward}")
-    else:
-        call_user(getattr(probe, backward), what=f"{type(layer).__name__}.{backward}")
-    found = _conventional(layer, probe)
-    unmatched = _unmatched(layer, found)
-    if unmatched:
-        raise _convention_error(layer, unmatched)
-    return _Protocol(layer, forward, backward, len(inputs), found, takes_dout)
+    style, _ = _call_style(getattr(probe, backward), dy, f"{type(layer).__name__}.{backward}")
+    args = list(dy) if style == "spread" else [dy] if style == "one" else []
+    _call(probe, backward, args)
+    found = parameters(layer, probe)
+    missing = unmatched(layer, found)
+    base, notes = layer, []
+    held = {p for p, _ in float_arrays(layer).values()}
+    lazy = [p for p in parameters(init, probe) if isinstance(p.value, str)
+            and not is_float_array(try_path(layer, p.value))]
+    if lazy:
+        base, found = init, parameters(init, probe)
+        persistent = _persistent(init, inputs, forward, held)
+        missing = [p for p in unmatched(init, found) if p in held or p in persistent]
+        notes.append(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} on "
+                     "its first forward: initialised once on a copy, every evaluation starts "
+                     "from it")
+    if missing:
+        raise _convention_error(layer, missing)
+    return _Protocol(base, forward, backward, len(inputs), found, wanted, notes, shapes=shapes)
+
+
+def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
+    """Paths of arrays created by the first forward that a second forward, on other
+    inputs, leaves as they were: weights and buffers, not caches."""
+    again = copy.deepcopy(init)
+    other = [x * 0.5 + 0.25 if is_float_array(x) else copy.deepcopy(x) for x in inputs]
+    _call(again, forward, other)
+    first = {p: a for p, a in float_arrays(init).values() if p not in held}
+    now = {p: a for p, a in float_arrays(again).values()}
+    return {p for p, a in first.items()
+            if p in now and now[p].shape == a.shape and np.array_equal(now[p], a)}
 
 
 def _ones_like(out: Any) -> Any:
@@ -354,13 +341,14 @@ def check_layer(
     opts = validate_options(**options)
     with np.errstate(all="ignore"):
         try:
-            proto = _discover(layer, inputs, forward, backward, params, grads)
-        except UserCodeError as exc:
+            proto = _discover(layer, inputs, forward, backward, params, grads,
+                              _wanted(len(inputs), wrt))
+        except (UserCodeError, ProtocolError) as exc:
             res = _error_result(exc, opts.seed, opts.name, "layer")
             record(res)
             return res
         names = [f"x{k}" for k in range(len(inputs))]
-        values = list(inputs) + [np.asarray(p.read(layer)) for p in proto.params]
+        values = list(inputs) + [np.asarray(p.read(proto.layer)) for p in proto.params]
         all_names = names + [p.name for p in proto.params]
         if len(set(all_names)) != len(all_names):
             raise LayerConventionError(f"two parameters share a name: {all_names}")
@@ -374,11 +362,25 @@ def check_layer(
 
         res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)), wrt,
                                  opts, kind="layer")
+        res.notes = list(res.notes) + [n for n in proto.notes if n not in res.notes]
     record(res)
     return res
 
 
-def _error_result(exc: UserCodeError, seed: int, name: str, kind: str) -> CheckResult:
+def _wanted(n: int, wrt: Any) -> list[int]:
+    """The inputs (by position) that ``wrt`` names (all without ``wrt``)."""
+    if wrt is None:
+        return list(range(n))
+    names = [wrt] if isinstance(wrt, str) else list(wrt)
+    return [k for k in range(n) if f"x{k}" in names]
+
+
+def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
+                  kind: str) -> CheckResult:
+    if isinstance(exc, ProtocolError):
+        return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=[],
+                           method="", mode="", evaluations=1, backward_calls=0, seed=seed,
+                           name=name, kind=kind)
     res = CheckResult(passed=False, status="error",
                       message=f"{exc.what} raised {exc.type}: {exc.text}", inputs=[],
                       method="", mode="", evaluations=1, backward_calls=0, seed=seed,

@@ -302,8 +302,13 @@ def test_forward_without_cache(rng):
 
 
 def test_backward_returns_bare_array(rng):
-    res = check_vjp(tanh_fwd, lambda dy, y: dy * (1 - y * y), [rng.standard_normal(3)])
-    assert res.status == "bad-protocol" and "list or tuple" in res.message
+    """One array is the gradient of a one-input function (issue 19); for two inputs it
+    is an error unless wrt names the one it belongs to."""
+    x = rng.standard_normal(3)
+    assert check_vjp(tanh_fwd, lambda dy, y: dy * (1 - y * y), [x]).passed
+    assert not check_vjp(tanh_fwd, lambda dy, y: dy * (1 - y), [x]).passed
+    res = check_vjp(lin_fwd, lambda dy, c: dy, [rng.standard_normal((2, 2))] * 2)
+    assert res.status == "bad-protocol" and "wrt=" in res.message
 
 
 @pytest.mark.parametrize("where", ["output", "gradient", "perturbed"])

@@ -1,0 +1,122 @@
+"""The calling conventions of functional code, read into the protocol of ``check_vjp``.
+
+Course solutions and from-scratch libraries write ``out, cache = f_forward(...)`` and
+``grads = f_backward(dout, cache)`` with a few variations, each read here:
+
+- a backward returning one bare array for a one-input function (``relu_backward``);
+- with ``wrt=``, a backward returning gradients for the ``wrt`` inputs only, in the
+  order ``wrt`` lists them (a batch-norm backward whose mode dict is a 4th input);
+  one bare array for a single ``wrt`` input is that input's gradient;
+- a forward returning several outputs and its cache last (``next_h, next_c, cache``),
+  and a backward taking the output gradients as separate arguments before the cache
+  (``lstm_step_backward(dnext_h, dnext_c, cache)``).
+
+Each reading that is not the plain protocol is stated in the result's notes; a
+gradient that cannot be matched to an input is a ``bad-protocol`` or
+``shape-mismatch`` status that says what would match.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._protocol import ProtocolError
+
+__all__ = ["Conventions"]
+
+
+def _required_positional(fn: Callable[..., Any]) -> int | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    ps = sig.parameters.values()
+    if any(p.kind is p.VAR_POSITIONAL for p in ps):
+        return None
+    return sum(1 for p in ps if p.default is p.empty
+               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+class Conventions:
+    """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
+    conventions were read."""
+
+    def __init__(self, fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
+                 wrt: Any) -> None:
+        self._fwd, self._bwd = fwd, bwd
+        self.notes: list[str] = []
+        self._listed = isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes))
+        self._n = len(inputs) if self._listed else 0
+        self._first = inputs[0] if self._listed and self._n == 1 else None
+        self._wanted = self._wrt_order(wrt)
+        self._required = _required_positional(bwd)
+
+    def _wrt_order(self, wrt: Any) -> list[int] | None:
+        if wrt is None or not self._listed:
+            return None
+        items = [wrt] if isinstance(wrt, int) else wrt
+        try:
+            return [int(k) for k in items]
+        except (TypeError, ValueError):
+            return None  # the core's validator reports it
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        out = self._fwd(*args, **kwargs)
+        if isinstance(out, tuple) and len(out) > 2 and not hasattr(out, "_fields"):
+            self._note(f"forward returned {len(out)} values: read as {len(out) - 1} outputs "
+                       "and the cache last")
+            return tuple(out[:-1]), out[-1]
+        return out
+
+    def backward(self, dy: Any, cache: Any) -> Any:
+        if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:
+            self._note(f"backward takes the {len(dy)} output gradients as separate "
+                       "arguments before the cache")
+            grads = self._bwd(*dy, cache)
+        else:
+            grads = self._bwd(dy, cache)
+        return self._match(grads) if self._listed else grads
+
+    def _match(self, grads: Any) -> Any:
+        n, wanted = self._n, self._wanted
+        if isinstance(grads, (tuple, list)):
+            if len(grads) == n:
+                return grads
+            if n == 1 and isinstance(self._first, (list, tuple)) and \
+                    len(grads) == len(self._first):
+                return (grads,)  # one input that is a list of arrays
+            if wanted is not None and len(grads) == len(wanted):
+                self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
+                           f"those of the wrt inputs {wanted}, in that order")
+                return self._spread(grads, wanted)
+            hint = "" if wanted is not None else (
+                "; if it returns gradients for some inputs only, name them with wrt= "
+                "(e.g. wrt=[0, 1, 2])")
+            raise ProtocolError("shape-mismatch", f"backward returned {len(grads)} gradient(s) "
+                                f"for {n} input(s){hint}")
+        if grads is None or not isinstance(grads, (np.ndarray, np.generic, float, int)):
+            return grads  # the core names what is wrong
+        if n == 1:
+            return (grads,)
+        if wanted is not None and len(wanted) == 1:
+            self._note(f"backward returned one array: read as the gradient of the wrt input "
+                       f"{wanted[0]}")
+            return self._spread([grads], wanted)
+        raise ProtocolError("bad-protocol", f"backward returned one array for {n} inputs; "
+                            "return one gradient per input (None for constants), or name "
+                            "the input it belongs to with wrt=")
+
+    def _spread(self, grads: Sequence[Any], wanted: list[int]) -> list[Any]:
+        out: list[Any] = [None] * self._n
+        for k, g in zip(wanted, grads, strict=True):
+            if -self._n <= k < self._n:
+                out[k] = g
+        return out

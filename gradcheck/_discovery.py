@@ -1,0 +1,239 @@
+"""Where a layer object keeps its parameters: a walk of the object and its sub-layers.
+
+The layer is walked recursively, through attributes, lists, tuples and dicts (sub-layers
+in ``self.attn``, ``self.blocks[1]``, ``self.layers['fc']``), and at every object met
+these conventions are tried:
+
+1. Containers of the same kind side by side: dicts ``params``/``grads`` (also
+   ``parameters``, ``gradients``) with the same keys, or lists/tuples of the same length
+   (``self.params = [W, b]``, ``self.grads = [dW, db]``), the gradient of the same
+   shape at the same place.
+2. Parameter objects anywhere: an object with an array ``data`` (or ``value``) and a
+   ``grad`` attribute; named by where it sits (``fc.weight``).
+3. Array attributes ``W`` with the gradient in ``dW``, ``d_W``, ``grad_W``, ``W_grad``
+   or ``gradW`` of the same object.
+
+An array reached along several paths (a composite that also lists its sub-layers'
+parameters) is one parameter, named by the first path. Paths read as Python:
+``blocks[1].attn.W_q``, ``params[0]``, ``params['W']``.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays", "get_path",
+           "is_float_array", "parameters", "steps", "try_path", "unmatched", "walk"]
+
+PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
+         ("parameters", "gradients"))
+GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}")
+_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
+_DEPTH = 8
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+           types.MethodType, np.random.Generator, np.random.RandomState, np.ndarray,
+           np.generic, str, bytes)
+
+
+class LayerConventionError(TypeError):
+    """No gradient was found for an array that the layer holds; says how to name it."""
+
+
+# -- paths -----------------------------------------------------------------------------------
+def steps(path: str) -> list[tuple[str, Any]]:
+    """``"a.b[0]['k']"`` -> ``[("attr", "a"), ("attr", "b"), ("item", 0), ("item", "k")]``."""
+    out: list[tuple[str, Any]] = []
+    pos = 0
+    while pos < len(path):
+        m = _TOKEN.match(path, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"cannot read the path {path!r} at {path[pos:]!r}; write "
+                             "attributes as a.b and keys as a['k'] or a[0]")
+        if m.group(1):
+            out.append(("attr", m.group(1)))
+        elif m.group(2):
+            out.append(("item", int(m.group(2))))
+        else:
+            out.append(("item", m.group(4)))
+        pos = m.end()
+    return out
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """The value at ``path`` (``"W"``, ``"params['W']"``, ``"layers[0].b"``) of ``obj``."""
+    for kind, key in steps(path):
+        obj = getattr(obj, key) if kind == "attr" else obj[key]
+    return obj
+
+
+def try_path(obj: Any, path: str) -> Any:
+    try:
+        return get_path(obj, path)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _join(head: str, key: Any, attr: bool) -> str:
+    if attr:
+        return f"{head}.{key}" if head else str(key)
+    return f"{head}[{key!r}]"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its report name, where its value and its gradient live."""
+
+    name: str
+    value: str | Callable[[Any], Any]
+    grad: str | Callable[[Any], Any]
+
+    def read(self, layer: Any) -> Any:
+        return self.value(layer) if callable(self.value) else get_path(layer, self.value)
+
+    def read_grad(self, layer: Any) -> Any:
+        try:
+            return self.grad(layer) if callable(self.grad) else get_path(layer, self.grad)
+        except (AttributeError, KeyError, IndexError, TypeError):
+            return None
+
+    def write(self, layer: Any, value: np.ndarray) -> None:
+        target = self.read(layer)
+        if isinstance(target, np.ndarray) and target.shape == value.shape and \
+                target.flags.writeable:
+            np.copyto(target, value, casting="unsafe")  # every alias sees it
+            return
+        if callable(self.value):
+            raise LayerConventionError(f"parameter {self.name}: its value is not a writable "
+                                       "array; give params= a path instead of a callable")
+        *head, (kind, key) = steps(self.value)
+        owner = layer
+        for k, s in head:
+            owner = getattr(owner, s) if k == "attr" else owner[s]
+        if kind == "attr":
+            setattr(owner, key, value.copy())
+        else:
+            owner[key] = value.copy()
+
+
+# -- the walk --------------------------------------------------------------------------------
+def is_float_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.dtype.kind == "f"
+
+
+def _attrs(obj: Any) -> dict[str, Any]:
+    d = getattr(obj, "__dict__", None)
+    return dict(d) if isinstance(d, dict) and not isinstance(obj, _OPAQUE) else {}
+
+
+def _children(obj: Any) -> list[tuple[Any, Any, bool]]:
+    """(key, value, is_attribute) of a container or an object's attributes."""
+    if isinstance(obj, (list, tuple)):
+        return [(k, v, False) for k, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        return [(k, v, False) for k, v in obj.items() if isinstance(k, (str, int))
+                and not isinstance(k, bool)]
+    return [(k, v, True) for k, v in _attrs(obj).items()]
+
+
+def _param_object(v: Any) -> str | None:
+    """``"data"`` or ``"value"`` if ``v`` is a parameter object, else None."""
+    if isinstance(v, _OPAQUE) or isinstance(v, (list, tuple, dict)):
+        return None
+    for attr in ("data", "value"):
+        if is_float_array(getattr(v, attr, None)) and "grad" in _attrs(v):
+            return attr
+    return None
+
+
+def walk(obj: Any, path: str = "", depth: int = 0,
+         seen: set[int] | None = None) -> Iterator[tuple[str, Any]]:
+    """Every (path, value) reachable from ``obj``, each object once, parameter objects
+    and arrays as leaves (not entered)."""
+    seen = set() if seen is None else seen
+    for key, v, attr in _children(obj):
+        p = _join(path, key, attr)
+        if id(v) in seen or v is None or isinstance(v, (int, float, complex, bool)):
+            continue
+        seen.add(id(v))
+        yield p, v
+        if depth < _DEPTH and not isinstance(v, np.ndarray) and _param_object(v) is None:
+            yield from walk(v, p, depth + 1, seen)
+
+
+def float_arrays(obj: Any) -> dict[int, tuple[str, np.ndarray]]:
+    """id -> (first path, array) of every float array reachable from ``obj``."""
+    return {id(v): (p, v) for p, v in walk(obj) if is_float_array(v)}
+
+
+# -- the conventions -------------------------------------------------------------------------
+def _side_by_side(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:
+    for p_name, g_name in PAIRS:
+        ps, gs = before.get(p_name), try_path(after, _join(path, g_name, True))
+        if isinstance(ps, dict) and isinstance(gs, dict):
+            keys = [k for k, v in ps.items() if is_float_array(v) and k in gs]
+        elif isinstance(ps, (list, tuple)) and isinstance(gs, (list, tuple)) and \
+                len(ps) == len(gs):
+            keys = [k for k, v in enumerate(ps) if is_float_array(v)
+                    and np.shape(gs[k]) == v.shape]
+        else:
+            continue
+        for k in keys:
+            name = _join(_join(path, p_name, True), k, False)
+            yield Param(name, name, _join(_join(path, g_name, True), k, False))
+
+
+def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:
+    after_attrs = _attrs(after)
+    for k, v in before.items():
+        if not is_float_array(v):
+            continue
+        for pattern in GRAD_NAMES:
+            g = pattern.format(k)
+            if g != k and is_float_array(after_attrs.get(g)) and after_attrs[g].shape == v.shape:
+                yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
+                break
+
+
+def parameters(before: Any, after: Any) -> list[Param]:
+    """The parameters of ``before`` (the layer before its backward) whose gradients are
+    found in ``after`` (a copy after one forward and backward), by the conventions of
+    this module, each array once."""
+    found: dict[int, Param] = {}
+
+    def add(p: Param) -> None:
+        v = p.read(before)
+        if id(v) not in found:
+            found[id(v)] = p
+
+    nodes = [("", before)] + [(p, v) for p, v in walk(before) if not isinstance(v, np.ndarray)]
+    for path, node in nodes:
+        attr = _param_object(node)
+        if attr is not None and path:
+            if hasattr(try_path(after, path), "grad"):
+                add(Param(path, f"{path}.{attr}", f"{path}.grad"))
+            continue
+        own = _attrs(node)
+        if not own:
+            continue
+        other = after if not path else try_path(after, path)
+        for p in (*_side_by_side(path, own, after), *_named_gradients(path, own, other)):
+            add(p)
+    return list(found.values())
+
+
+def unmatched(before: Any, found: list[Param]) -> list[str]:
+    """Paths of float arrays held by ``before`` that are neither a found parameter nor
+    a gradient."""
+    used = set()
+    for p in found:
+        used.add(id(p.read(before)))
+        g = p.read_grad(before)
+        if g is not None:
+            used.add(id(g))
+    return [path for key, (path, _) in float_arrays(before).items() if key not in used]
