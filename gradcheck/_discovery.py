@@ -203,13 +203,15 @@ def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[
 def parameters(before: Any, after: Any) -> list[Param]:
     """The parameters of ``before`` (the layer before its backward) whose gradients are
     found in ``after`` (a copy after one forward and backward), by the conventions of
-    this module, each array once."""
-    found: dict[int, Param] = {}
+    this module, each array once, named by its deepest path (the sub-layer's own
+    ``layers[1].params[0]`` rather than a composite's list of them)."""
+    found: dict[int, tuple[int, Param]] = {}  # id of the array -> (when found, parameter)
+    counter = iter(range(1 << 62))
 
     def add(p: Param) -> None:
-        v = p.read(before)
-        if id(v) not in found:
-            found[id(v)] = p
+        key = id(p.read(before))
+        if key not in found or len(steps(p.name)) > len(steps(found[key][1].name)):
+            found[key] = (next(counter), p)
 
     nodes = [("", before)] + [(p, v) for p, v in walk(before) if not isinstance(v, np.ndarray)]
     for path, node in nodes:
@@ -224,7 +226,7 @@ def parameters(before: Any, after: Any) -> list[Param]:
         other = after if not path else try_path(after, path)
         for p in (*_side_by_side(path, own, after), *_named_gradients(path, own, other)):
             add(p)
-    return list(found.values())
+    return [p for _, p in sorted(found.values(), key=lambda t: t[0])]
 
 
 def unmatched(before: Any, found: list[Param]) -> list[str]:

@@ -47,6 +47,7 @@ from ._discovery import (
     parameters,
     try_path,
     unmatched,
+    walk,
 )
 from ._options import validate_options
 from ._protocol import ProtocolError, UserCodeError, call_user
@@ -258,30 +259,37 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
     missing = unmatched(layer, found)
     base, notes = layer, []
     held = {p for p, _ in float_arrays(layer).values()}
-    lazy = [p for p in parameters(init, probe) if isinstance(p.value, str)
-            and not is_float_array(try_path(layer, p.value))]
-    if lazy:
-        base, found = init, parameters(init, probe)
-        persistent = _persistent(init, inputs, forward, held)
+    persistent = _persistent(init, inputs, forward, held)
+    if persistent:  # arrays built by the first forward and kept: weights or buffers
+        lazy_found = parameters(init, probe)
+        lazy = [p for p in lazy_found if isinstance(p.value, str)
+                and not is_float_array(try_path(layer, p.value))]
+        if lazy:
+            base, found = init, lazy_found
+            notes.append(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} "
+                         "on its first forward: initialised once on a copy, every evaluation "
+                         "starts from it")
         missing = [p for p in unmatched(init, found) if p in held or p in persistent]
-        notes.append(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} on "
-                     "its first forward: initialised once on a copy, every evaluation starts "
-                     "from it")
     if missing:
         raise _convention_error(layer, missing)
     return _Protocol(base, forward, backward, len(inputs), found, wanted, notes, shapes=shapes)
 
 
 def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
-    """Paths of arrays created by the first forward that a second forward, on other
-    inputs, leaves as they were: weights and buffers, not caches."""
+    """Paths of arrays created by the first forward that a second forward leaves as they
+    were (the same object, the same values): weights and buffers, not caches (a cache is
+    rebuilt, or appended to a list that grows)."""
     again = copy.deepcopy(init)
-    other = [x * 0.5 + 0.25 if is_float_array(x) else copy.deepcopy(x) for x in inputs]
-    _call(again, forward, other)
-    first = {p: a for p, a in float_arrays(init).values() if p not in held}
+    first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
+    if not first:
+        return set()
+    lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, list)}
+    _call(again, forward, copy.deepcopy(list(inputs)))
+    grown = [p for p, (v, n) in lists.items() if len(v) != n]
     now = {p: a for p, a in float_arrays(again).values()}
-    return {p for p, a in first.items()
-            if p in now and now[p].shape == a.shape and np.array_equal(now[p], a)}
+    return {p for p, (a, values) in first.items()
+            if now.get(p) is a and np.array_equal(a, values)
+            and not any(p.startswith(g + "[") for g in grown)}
 
 
 def _ones_like(out: Any) -> Any:

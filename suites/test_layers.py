@@ -370,3 +370,332 @@ def test_float32_small_relative_errors_are_caught_at_every_seed(n):
             assert not res.passed, f"{label} missed at seed={seed}:\n{res.report()}"
         ok = gradcheck.check_vjp(gelu_tanh_forward, good, [x], seed=seed)
         assert ok.passed, f"false alarm at seed={seed}:\n{ok.report()}"
+
+
+# -- issue 19: parameters where real code keeps them -------------------------------------------
+class LN:
+    def __init__(self, d):
+        self.gamma, self.beta = np.linspace(0.5, 1.5, d), np.linspace(-0.3, 0.3, d)
+        self.dgamma, self.dbeta = np.zeros(d), np.zeros(d)
+
+    def forward(self, x):
+        mu = x.mean(axis=-1, keepdims=True)
+        self.rstd = 1 / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+        self.xn = (x - mu) * self.rstd
+        return self.xn * self.gamma + self.beta
+
+    def backward(self, dout):
+        self.dgamma += (dout * self.xn).sum(axis=0)
+        self.dbeta += dout.sum(axis=0)
+        dxn = dout * self.gamma
+        return self.rstd * (dxn - dxn.mean(axis=-1, keepdims=True)
+                            - self.xn * (dxn * self.xn).mean(axis=-1, keepdims=True))
+
+
+class SelfAttention:
+    def __init__(self, c, seed, broken=False):
+        r = np.random.default_rng(seed)
+        for n in ("W_q", "W_k", "W_v", "W_o"):
+            setattr(self, n, r.standard_normal((c, c)) / np.sqrt(c))
+            setattr(self, "d" + n, np.zeros((c, c)))
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        self.q, self.k, self.v = x @ self.W_q, x @ self.W_k, x @ self.W_v
+        s = self.q @ self.k.T / np.sqrt(x.shape[1])
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        self.p = e / e.sum(axis=-1, keepdims=True)
+        self.a = self.p @ self.v
+        return self.a @ self.W_o
+
+    def backward(self, dout):
+        self.dW_o += self.a.T @ dout
+        da = dout @ self.W_o.T
+        dp, dv = da @ self.v.T, self.p.T @ da
+        ds = self.p * (dp - (dp * self.p).sum(axis=-1, keepdims=True)) / np.sqrt(self.x.shape[1])
+        dq, dk = ds @ self.k, ds.T @ self.q
+        self.dW_q += self.x.T @ dq
+        self.dW_k += self.x.T @ (dq if self.broken else dk)  # broken: the key branch from q
+        self.dW_v += self.x.T @ dv
+        return dq @ self.W_q.T + dk @ self.W_k.T + dv @ self.W_v.T
+
+
+class FFN:
+    def __init__(self, c, seed):
+        r = np.random.default_rng(seed)
+        self.W1, self.b1 = r.standard_normal((c, 2 * c)) / np.sqrt(c), r.standard_normal(2 * c)
+        self.W2 = r.standard_normal((2 * c, c)) / np.sqrt(2 * c)
+        self.dW1, self.db1, self.dW2 = (np.zeros_like(a) for a in (self.W1, self.b1, self.W2))
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.W1 + self.b1)
+        return self.h @ self.W2
+
+    def backward(self, dout):
+        self.dW2 += self.h.T @ dout
+        dz = (dout @ self.W2.T) * (1 - self.h ** 2)
+        self.dW1 += self.x.T @ dz
+        self.db1 += dz.sum(axis=0)
+        return dz @ self.W1.T
+
+
+class EncoderBlock:
+    """h = x + attn(ln1(x)); y = h + ffn(ln2(h)): 11 tensors in four sub-layers."""
+
+    def __init__(self, c, seed, broken=False):
+        self.ln1, self.attn = LN(c), SelfAttention(c, seed, broken)
+        self.ln2, self.ffn = LN(c), FFN(c, seed + 1)
+
+    def forward(self, x):
+        h = x + self.attn.forward(self.ln1.forward(x))
+        return h + self.ffn.forward(self.ln2.forward(h))
+
+    def backward(self, dout):
+        dh = dout + self.ln2.backward(self.ffn.backward(dout))  # y = h + ffn(ln2(h))
+        return dh + self.ln1.backward(self.attn.backward(dh))  # h = x + attn(ln1(x))
+
+
+class Encoder:
+    def __init__(self, c, n, broken_block=None):
+        self.blocks = [EncoderBlock(c, 10 * k, broken=k == broken_block) for k in range(n)]
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b.forward(x)
+        return x
+
+    def backward(self, dout):
+        for b in reversed(self.blocks):
+            dout = b.backward(dout)
+        return dout
+
+
+ENC_X = np.random.default_rng(11).standard_normal((4, 3))
+
+
+def test_encoder_block_every_tensor_of_every_sub_layer_is_checked():
+    res = gradcheck.check_layer(EncoderBlock(3, 0), ENC_X, seed=1)
+    assert res.passed, res.report()
+    names = [i.name for i in res.inputs]
+    assert len(names) == 12 and all(i.checked > 0 for i in res.inputs), names  # x0 + 11
+    assert {"ln1.gamma", "attn.W_q", "attn.W_o", "ffn.b1", "ln2.beta"} <= set(names)
+
+
+def test_wrong_tensor_in_a_list_of_blocks_is_named_by_its_path():
+    res = gradcheck.check_layer(Encoder(3, 2, broken_block=1), ENC_X, seed=1)
+    assert not res.passed and len(res.inputs) == 1 + 22
+    assert [i.name for i in res.inputs if not i.passed] == ["blocks[1].attn.W_k"]
+
+
+def test_a_buffer_in_a_sub_layer_is_an_error_that_lists_it():
+    enc = Encoder(3, 2)
+    enc.blocks[1].attn.mask = np.tril(np.ones((4, 4)))  # a float buffer, no gradient
+    with pytest.raises(LayerConventionError) as info:
+        gradcheck.check_layer(enc, ENC_X)
+    msg = str(info.value)
+    assert "blocks[1].attn.mask" in msg and "params=" in msg and "[dW, db]" in msg
+
+
+class BatchNorm1d:
+    """gamma/beta with dgamma/dbeta, and running statistics that are no parameter."""
+
+    def __init__(self, d):
+        self.gamma, self.beta = np.ones(d) * 1.2, np.zeros(d) + 0.1
+        self.dgamma, self.dbeta = np.zeros(d), np.zeros(d)
+        self.running_mean, self.running_var = np.zeros(d), np.ones(d)
+
+    def forward(self, x):
+        mu, var = x.mean(axis=0), x.var(axis=0)
+        self.running_mean = 0.9 * self.running_mean + 0.1 * mu
+        self.running_var = 0.9 * self.running_var + 0.1 * var
+        self.std = np.sqrt(var + 1e-5)
+        self.xn = (x - mu) / self.std
+        return self.gamma * self.xn + self.beta
+
+    def backward(self, dout):
+        self.dgamma += (dout * self.xn).sum(axis=0)
+        self.dbeta += dout.sum(axis=0)
+        dxn = dout * self.gamma
+        return (dxn - dxn.mean(axis=0) - self.xn * (dxn * self.xn).mean(axis=0)) / self.std
+
+
+def test_running_statistics_stay_an_error_until_the_parameters_are_named():
+    with pytest.raises(LayerConventionError, match="running_mean, running_var.*params="):
+        gradcheck.check_layer(BatchNorm1d(3), X)
+    res = gradcheck.check_layer(BatchNorm1d(3), X, params={"gamma": "gamma", "beta": "beta"})
+    assert res.passed and [i.name for i in res.inputs] == ["x0", "gamma", "beta"]
+
+
+class ListLayer:
+    """A book's layer: self.params = [W, b], self.grads = [dW, db] filled in place."""
+
+    def __init__(self, broken=False):
+        r = np.random.default_rng(12)
+        self.params = [r.standard_normal((3, 2)), r.standard_normal(2)]
+        self.grads = [np.zeros((3, 2)), np.zeros(2)]
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.params[0] + self.params[1]
+
+    def backward(self, dout):
+        self.grads[0][...] = self.x.T @ dout
+        self.grads[1][...] = dout.sum(axis=0) * (2.0 if self.broken else 1.0)
+        return dout @ self.params[0].T
+
+
+class ListNet:
+    """The book's composite: its own lists are its layers' arrays again."""
+
+    def __init__(self, broken=False):
+        self.layers = [ListLayer(), ListLayer(broken)]
+        self.layers[1].params[0] = self.layers[1].params[0][:2]  # (2, 2) after (3, 2)
+        self.layers[1].grads[0] = self.layers[1].grads[0][:2]
+        self.params, self.grads = [], []
+        for layer in self.layers:
+            self.params += layer.params
+            self.grads += layer.grads
+
+    def forward(self, x):
+        return self.layers[1].forward(self.layers[0].forward(x))
+
+    def backward(self, dout):
+        return self.layers[0].backward(self.layers[1].backward(dout))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_params_and_grads_lists_shared_by_a_composite_count_once(broken):
+    res = gradcheck.check_layer(ListNet(broken), X, seed=3)
+    assert res.passed is (not broken), res.report()
+    assert [i.name for i in res.inputs] == ["x0", "layers[0].params[0]", "layers[0].params[1]",
+                                            "layers[1].params[0]", "layers[1].params[1]"]
+    if broken:
+        assert [i.name for i in res.inputs if not i.passed] == ["layers[1].params[1]"]
+
+
+class LazyOdd:
+    """Weights built on the first forward, their gradient under a name no convention knows."""
+
+    def __init__(self):
+        self.weights = None
+
+    def forward(self, x):
+        if self.weights is None:
+            self.weights = np.full((x.shape[1], 2), 0.3)
+        self.x = x
+        return x @ self.weights
+
+    def backward(self, d):
+        self.weight_gradient = self.x.T @ d
+        return d @ self.weights.T
+
+
+def test_weights_built_on_the_first_forward_must_be_matched_too():
+    with pytest.raises(LayerConventionError, match="weights"):
+        gradcheck.check_layer(LazyOdd(), X)
+
+
+def test_float32_layer_gradients_are_not_reported_as_float64():
+    """Issue 21: check_layer's own conversion is no user's dtype change."""
+    layer = Dense(3, 2)
+    layer.W, layer.b = layer.W.astype(np.float32), layer.b.astype(np.float32)
+    layer.dW, layer.db = layer.dW.astype(np.float32), layer.db.astype(np.float32)
+    res = gradcheck.check_layer(layer, X.astype(np.float32), seed=2)
+    assert res.passed, res.report()
+    assert not any("float64" in n for n in res.notes), res.notes
+    layer.dW = layer.dW.astype(np.float64)  # a layer that really widens its gradient
+    res = gradcheck.check_layer(layer, X.astype(np.float32), seed=2)
+    assert any("gradient of W is float64, input is float32" in n for n in res.notes)
+
+
+# -- issue 19: calling conventions, each stated in the notes -----------------------------------
+class LossWithDout:
+    def __init__(self, ignores_dout=False):
+        self.ignores_dout = ignores_dout
+
+    def forward(self, x, t):
+        self.diff = x - t
+        return 0.5 * float(np.sum(self.diff ** 2))
+
+    def backward(self, dout=1.0):
+        return self.diff.copy() if self.ignores_dout else self.diff * dout
+
+
+def test_a_loss_backward_with_dout_gets_a_non_unit_one():
+    t = RNG.standard_normal(X.shape)
+    ok = gradcheck.check_layer(LossWithDout(), X, t, wrt=["x0"])
+    assert ok.passed and any("received the output gradient" in n for n in ok.notes)
+    bad = gradcheck.check_layer(LossWithDout(ignores_dout=True), X, t, wrt=["x0"])
+    assert bad.status == "mismatch"
+
+
+def test_one_returned_array_goes_to_the_wrt_input_or_says_where_it_went():
+    class Loss:
+        def forward(self, target, predicted):
+            self.d = predicted - target
+            return float(np.mean(self.d ** 2))
+
+        def backward(self):
+            return 2 * self.d / self.d.size
+
+    t, p = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    assert gradcheck.check_layer(Loss(), t, p, wrt=["x1"]).passed
+    res = gradcheck.check_layer(Loss(), t, p)  # no wrt: read as x0's, stated, and wrong
+    assert not res.passed and any("read as the gradient of x0" in n for n in res.notes)
+
+
+def test_backward_returning_the_wrong_number_of_gradients_is_a_clear_status():
+    class Two:
+        def forward(self, a, b):
+            return a * b
+
+        def backward(self, dout):
+            return dout, dout, dout
+
+    res = gradcheck.check_layer(Two(), X, X)
+    assert res.status == "shape-mismatch" and "3 gradients for 2 inputs" in res.message
+
+
+def test_check_vjp_conventions_are_stated_in_the_notes():
+    from suites.test_real_code import (
+        batchnorm_backward,
+        batchnorm_forward,
+        lstm_step_backward,
+        lstm_step_forward,
+    )
+
+    gamma, beta = np.ones(3), np.zeros(3)
+    res = gradcheck.check_vjp(batchnorm_forward, batchnorm_backward,
+                              [X, gamma, beta, {"mode": "train"}], wrt=[0, 1, 2])
+    assert res.passed and any("wrt inputs [0, 1, 2]" in n for n in res.notes)
+    res = gradcheck.check_vjp(lambda x, g, b: batchnorm_forward(x, g, b, {}),
+                              lambda d, c: batchnorm_backward(d, c)[:2], [X, gamma, beta])
+    assert res.status == "shape-mismatch" and "name them with wrt=" in res.message
+    r = np.random.default_rng(1)
+    ins = [r.standard_normal((2, 4)), r.standard_normal((2, 3)), r.standard_normal((2, 3)),
+           r.standard_normal((4, 12)), r.standard_normal((3, 12)), r.standard_normal(12)]
+    res = gradcheck.check_vjp(lstm_step_forward, lstm_step_backward, ins)
+    assert res.passed, res.report()
+    assert any("cache last" in n for n in res.notes)
+    assert any("separate arguments" in n for n in res.notes)
+
+
+def test_check_elementwise_catches_a_function_that_is_not_element_wise():
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def diagonal_only(x):  # what some libraries call the softmax gradient
+        p = softmax(x)
+        return p * (1 - p)
+
+    assert gradcheck.check_elementwise(softmax, diagonal_only, X).status == "mismatch"
+    assert gradcheck.check_elementwise(np.tanh, lambda x: 1 - np.tanh(x) ** 2, X).passed
+    res = gradcheck.check_elementwise(np.sum, lambda x: np.ones_like(x), X)
+    assert res.status == "bad-protocol" and "not an element-wise function" in res.message
+    with pytest.raises(ValueError, match="wrt must be the index of one argument"):
+        gradcheck.check_elementwise(np.tanh, np.tanh, X, wrt=2)
+    with pytest.raises(GradientMismatch):
+        gradcheck.assert_elementwise(np.tanh, lambda x: 1 - x ** 2, X)
