@@ -317,18 +317,22 @@ def check_layer(
     ----------
     layer : object
         ``out = layer.forward(*inputs)``, ``dx = layer.backward(dout)`` (or
-        ``layer.backward()`` for a scalar output, as loss objects do). ``dx`` is one
-        array for one input, a tuple for several. Never modified: every evaluation
-        runs on a deep copy.
+        ``layer.backward()`` for a scalar output, as loss objects do; ``backward(dh,
+        dc)`` for a tuple output). ``dx`` is one gradient per input, or one for the wrt
+        inputs only. Never modified: every evaluation runs on a deep copy (of the layer
+        after one forward, if that forward builds its weights).
     *inputs : array_like
-        The arguments of ``forward``. Integer ones (token ids) are not differentiated.
-        A backward that returns one array returns the first input's gradient.
+        The arguments of ``forward`` (one may be a list of arrays). Integer ones (token
+        ids) are not differentiated. A backward that returns one array for several
+        inputs returns the gradient of the only ``wrt`` input, else (stated in the
+        notes) of the first input of its shape.
     forward, backward : str
         The method names (``"forward_pass"``, ``"backward_pass"``...).
     params, grads : dict, optional
-        name -> path (``"W"``, ``"params['W']"``) or callable ``layer -> array`` of each
-        parameter and of its gradient. By default found by the conventions of this
-        module's docstring; ``params={}`` checks the input gradients only.
+        name -> path (``"W"``, ``"params['W']"``, ``"blocks[1].attn.W_q"``) or callable
+        ``layer -> array`` of each parameter and of its gradient. By default found in
+        the layer and its sub-layers by the conventions of :mod:`gradcheck._discovery`;
+        ``params={}`` checks the input gradients only.
     wrt : sequence of str, optional
         The names to differentiate (``"x0"``, ``"x1"`` for the inputs, the parameter
         names); the others are held constant.
@@ -343,8 +347,8 @@ def check_layer(
     Raises
     ------
     LayerConventionError
-        The layer holds arrays for which no gradient was found (the message lists what
-        was looked for and how to name them).
+        The layer (or a sub-layer) holds float arrays for which no gradient was found:
+        the message lists them by path, what was looked for and how to name them.
     """
     opts = validate_options(**options)
     with np.errstate(all="ignore"):
