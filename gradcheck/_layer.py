@@ -278,12 +278,12 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
 def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
     """Paths of arrays created by the first forward that a second forward leaves as they
     were (the same object, the same values): weights and buffers, not caches (a cache is
-    rebuilt, or appended to a list that grows)."""
+    rebuilt, or added to a list or dict that grows)."""
     again = copy.deepcopy(init)
     first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
     if not first:
         return set()
-    lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, list)}
+    lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
     _call(again, forward, copy.deepcopy(list(inputs)))
     grown = [p for p, (v, n) in lists.items() if len(v) != n]
     now = {p: a for p, a in float_arrays(again).values()}

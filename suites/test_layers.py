@@ -699,3 +699,28 @@ def test_check_elementwise_catches_a_function_that_is_not_element_wise():
         gradcheck.check_elementwise(np.tanh, np.tanh, X, wrt=2)
     with pytest.raises(GradientMismatch):
         gradcheck.assert_elementwise(np.tanh, lambda x: 1 - x ** 2, X)
+
+
+class StepCache:
+    """Caches kept per call in a dict and a list that grow: not weights."""
+
+    def __init__(self):
+        self.W, self.dW = np.full((3, 2), 0.2), np.zeros((3, 2))
+        self.t, self.cache, self.history = 0, {}, []
+
+    def forward(self, x):
+        self.t += 1
+        self.cache[self.t] = x
+        self.history.append(np.tanh(x @ self.W))
+        return self.history[-1]
+
+    def backward(self, dout):
+        x = self.cache[self.t]
+        dz = dout * (1 - self.history[-1] ** 2)
+        self.dW += x.T @ dz
+        return dz @ self.W.T
+
+
+def test_caches_in_growing_containers_are_not_taken_for_weights():
+    res = gradcheck.check_layer(StepCache(), X)
+    assert res.passed and [i.name for i in res.inputs] == ["x0", "W"], res.report()
