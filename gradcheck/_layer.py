@@ -56,7 +56,8 @@ from ._result import CheckResult
 
 __all__ = ["LayerConventionError", "assert_layer", "assert_loss", "check_layer", "check_loss"]
 
-_COTANGENT_NAME = re.compile(r"^(d|grad|delta|upstream|accum|err|g$|dl|dout|dy|dz)", re.I)
+_COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
+                             r"upstream(_grad)?|accum_grad|error)$", re.I)
 
 
 # -- explicit names --------------------------------------------------------------------------
@@ -124,9 +125,12 @@ def _call_style(method: Any, dy: Any, what: str) -> tuple[str, str]:
     if req or varargs:
         return "one", ""
     scalar = not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1
-    if pos and (not scalar or pos[0].default in (None, 1, 1.0)
-                or _COTANGENT_NAME.match(pos[0].name)):
-        return "one", (f"{what}'s optional argument {pos[0].name!r} received the output "
+    if pos and not scalar:
+        return "one", ""
+    first = pos[0] if pos else None
+    if first is not None and (first.default is None or _COTANGENT_NAME.match(first.name) or (
+            type(first.default) in (int, float) and first.default == 1)):
+        return "one", (f"{what}'s optional argument {first.name!r} received the output "
                        "gradient (a random, non-unit one)")
     if not scalar:
         raise ProtocolError("bad-protocol", f"{what}() takes no output gradient, so the "

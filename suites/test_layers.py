@@ -724,3 +724,13 @@ class StepCache:
 def test_caches_in_growing_containers_are_not_taken_for_weights():
     res = gradcheck.check_layer(StepCache(), X)
     assert res.passed and [i.name for i in res.inputs] == ["x0", "W"], res.report()
+
+
+def test_an_optional_flag_of_a_loss_backward_is_no_output_gradient():
+    class Loss(MSELoss):
+        def backward(self, retain=True):  # a flag, not dout: called as backward()
+            return super().backward()
+
+    target = RNG.standard_normal(X.shape)
+    res = gradcheck.check_layer(Loss(), X, target, wrt=["x0"])
+    assert res.passed and not res.notes, res.report()
