@@ -49,7 +49,7 @@ from ._discovery import (
     unmatched,
     walk,
 )
-from ._options import validate_options
+from ._options import Options, validate_options
 from ._protocol import ProtocolError, UserCodeError, call_user
 from ._recording import record
 from ._result import CheckResult
@@ -363,23 +363,29 @@ def check_layer(
             res = _error_result(exc, opts.seed, opts.name, "layer")
             record(res)
             return res
-        names = [f"x{k}" for k in range(len(inputs))]
-        values = list(inputs) + [np.asarray(p.read(proto.layer)) for p in proto.params]
-        all_names = names + [p.name for p in proto.params]
-        if len(set(all_names)) != len(all_names):
-            raise LayerConventionError(f"two parameters share a name: {all_names}")
-
-        def fwd(**kw: Any) -> tuple[Any, Any]:
-            return proto.run_forward([kw[n] for n in names],
-                                     [kw[p.name] for p in proto.params])
-
-        def bwd(dy: Any, cache: Any) -> dict[str, Any]:
-            return dict(zip(all_names, proto.run_backward(dy, cache), strict=True))
-
-        res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)), wrt,
-                                 opts, kind="layer")
-        res.notes = list(res.notes) + [n for n in proto.notes if n not in res.notes]
+        res = _run(proto, len(inputs), inputs, wrt, opts)
     record(res)
+    return res
+
+
+def _run(proto: _Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Options
+         ) -> CheckResult:
+    """The protocol check of the layer: inputs ``x0``... and the parameters by name."""
+    names = [f"x{k}" for k in range(n)]
+    values = list(inputs) + [np.asarray(p.read(proto.layer)) for p in proto.params]
+    all_names = names + [p.name for p in proto.params]
+    if len(set(all_names)) != len(all_names):
+        raise LayerConventionError(f"two parameters share a name: {all_names}")
+
+    def fwd(**kw: Any) -> tuple[Any, Any]:
+        return proto.run_forward([kw[k] for k in names], [kw[p.name] for p in proto.params])
+
+    def bwd(dy: Any, cache: Any) -> dict[str, Any]:
+        return dict(zip(all_names, proto.run_backward(dy, cache), strict=True))
+
+    res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)), wrt, opts,
+                             kind="layer")
+    res.notes = list(res.notes) + [t for t in proto.notes if t not in res.notes]
     return res
 
 
