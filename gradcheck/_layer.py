@@ -148,7 +148,7 @@ class _Protocol:
     params: list[Param]
     wanted: list[int]  # the inputs in wrt (all without wrt)
     notes: list[str] = field(default_factory=list)
-    shapes: list[Any] = field(default_factory=list)  # of the array inputs (None: others)
+    shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
     style: str = ""
 
     def note(self, text: str) -> None:
@@ -190,7 +190,9 @@ class _Protocol:
         if dx is None:
             return [None] * n
         if n == 1:  # one argument (perhaps a list of arrays): dx is its gradient
-            return [dx]
+            seq = self.shapes and self.shapes[0] == "sequence"
+            one = isinstance(dx, (tuple, list)) and len(dx) == 1 and not seq
+            return [dx[0] if one else dx]
         if isinstance(dx, (tuple, list)):
             if len(dx) == n:
                 return list(dx)
@@ -248,7 +250,8 @@ def _check_methods(layer: Any, forward: str, backward: str) -> None:
 def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
               params: Any, grads: Any, wanted: list[int]) -> _Protocol:
     _check_methods(layer, forward, backward)
-    shapes = [np.shape(x) if isinstance(x, np.ndarray) else None for x in inputs]
+    shapes = [np.shape(x) if isinstance(x, np.ndarray) else
+              "sequence" if isinstance(x, (list, tuple)) else None for x in inputs]
     if params is not None:
         return _Protocol(layer, forward, backward, len(inputs), _explicit(params, grads),
                          wanted, shapes=shapes)

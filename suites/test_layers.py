@@ -734,3 +734,31 @@ def test_an_optional_flag_of_a_loss_backward_is_no_output_gradient():
     target = RNG.standard_normal(X.shape)
     res = gradcheck.check_layer(Loss(), X, target, wrt=["x0"])
     assert res.passed and not res.notes, res.report()
+
+
+def test_one_input_gradient_as_a_one_tuple_or_as_a_list_for_a_list_input():
+    class Tanh:
+        def __init__(self, broken=False):
+            self.broken = broken
+
+        def forward(self, x):
+            self.y = np.tanh(x)
+            return self.y
+
+        def backward(self, dout):
+            return (dout * (1 - self.y ** (1 if self.broken else 2)),)
+
+    assert gradcheck.check_layer(Tanh(), X).passed
+    assert gradcheck.check_layer(Tanh(broken=True), X).status == "mismatch"
+
+    class Concat:
+        def forward(self, xs):
+            self.ends = np.cumsum([x.shape[1] for x in xs])[:-1]
+            return np.concatenate(xs, axis=1)
+
+        def backward(self, dout):
+            return np.split(dout, self.ends, axis=1)
+
+    res = gradcheck.check_layer(Concat(), [X])  # a list of one array: a list of one gradient
+    assert res.passed and [i.name for i in res.inputs] == ["x0[0]"], res.report()
+    assert gradcheck.check_layer(Concat(), [X, SQ[:, :2]]).passed
