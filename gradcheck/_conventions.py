@@ -6,7 +6,8 @@ Course solutions and from-scratch libraries write ``out, cache = f_forward(...)`
 - a backward returning one bare array for a one-input function (``relu_backward``);
 - with ``wrt=``, a backward returning gradients for the ``wrt`` inputs only, in the
   order ``wrt`` lists them (a batch-norm backward whose mode dict is a 4th input);
-  one bare array for a single ``wrt`` input is that input's gradient;
+  one bare array for a single ``wrt`` input is that input's gradient; without ``wrt``
+  the same for the inputs that hold a float array (``conv_param`` of integers is none);
 - a forward returning several outputs and its cache last (``next_h, next_c, cache``),
   and a backward taking the output gradients as separate arguments before the cache
   (``lstm_step_backward(dnext_h, dnext_c, cache)``).
@@ -26,7 +27,7 @@ import numpy as np
 
 from ._protocol import ProtocolError
 
-__all__ = ["Conventions"]
+__all__ = ["Conventions", "has_float"]
 
 
 def _required_positional(fn: Callable[..., Any]) -> int | None:
@@ -41,6 +42,20 @@ def _required_positional(fn: Callable[..., Any]) -> int | None:
                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
+def has_float(x: Any) -> bool:
+    """Whether ``x`` (an array, or lists, tuples and dicts of them) holds a float."""
+    if isinstance(x, (list, tuple)):
+        return any(has_float(v) for v in x)
+    if isinstance(x, dict):
+        return any(has_float(v) for v in x.values())
+    if isinstance(x, (str, bytes)) or x is None:
+        return False
+    try:
+        return np.asarray(x).dtype.kind == "f"
+    except Exception:  # an object NumPy cannot read: not an array
+        return False
+
+
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
@@ -53,6 +68,8 @@ class Conventions:
         self._n = len(inputs) if self._listed else 0
         self._first = inputs[0] if self._listed and self._n == 1 else None
         self._wanted = self._wrt_order(wrt)
+        self._floating = [k for k, x in enumerate(inputs) if has_float(x)] \
+            if self._listed else []
         self._required = _required_positional(bwd)
 
     def _wrt_order(self, wrt: Any) -> list[int] | None:
@@ -97,6 +114,11 @@ class Conventions:
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the wrt inputs {wanted}, in that order")
                 return self._spread(grads, wanted)
+            if wanted is None and len(grads) == len(self._floating):
+                self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
+                           f"those of the floating inputs {self._floating}, in that order "
+                           "(the others hold no float array)")
+                return self._spread(grads, self._floating)
             hint = "" if wanted is not None else (
                 "; if it returns gradients for some inputs only, name them with wrt= "
                 "(e.g. wrt=[0, 1, 2])")
@@ -110,6 +132,10 @@ class Conventions:
             self._note(f"backward returned one array: read as the gradient of the wrt input "
                        f"{wanted[0]}")
             return self._spread([grads], wanted)
+        if wanted is None and len(self._floating) == 1:
+            self._note(f"backward returned one array: read as the gradient of input "
+                       f"{self._floating[0]}, the only one holding a float array")
+            return self._spread([grads], self._floating)
         raise ProtocolError("bad-protocol", f"backward returned one array for {n} inputs; "
                             "return one gradient per input (None for constants), or name "
                             "the input it belongs to with wrt=")

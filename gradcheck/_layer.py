@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ._conventions import has_float
 from ._core import raise_unless_passed, run_protocol_check
 from ._discovery import (
     GRAD_NAMES,
@@ -146,7 +147,7 @@ class _Protocol:
     backward: str
     n_inputs: int
     params: list[Param]
-    wanted: list[int]  # the inputs in wrt (all without wrt)
+    wanted: list[int]  # the inputs in wrt (without wrt: those holding a float array)
     notes: list[str] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
     style: str = ""
@@ -361,7 +362,7 @@ def check_layer(
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,
-                              _wanted(len(inputs), wrt))
+                              _wanted(inputs, wrt))
         except (UserCodeError, ProtocolError) as exc:
             res = _error_result(exc, opts.seed, opts.name, "layer")
             record(res)
@@ -392,12 +393,13 @@ def _run(proto: _Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Opti
     return res
 
 
-def _wanted(n: int, wrt: Any) -> list[int]:
-    """The inputs (by position) that ``wrt`` names (all without ``wrt``)."""
+def _wanted(inputs: tuple[Any, ...], wrt: Any) -> list[int]:
+    """The inputs (by position) that ``wrt`` names; without ``wrt``, those holding a
+    float array (token ids and integer labels get no gradient)."""
     if wrt is None:
-        return list(range(n))
+        return [k for k, x in enumerate(inputs) if has_float(x)]
     names = [wrt] if isinstance(wrt, str) else list(wrt)
-    return [k for k in range(n) if f"x{k}" in names]
+    return [k for k in range(len(inputs)) if f"x{k}" in names]
 
 
 def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,

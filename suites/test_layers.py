@@ -762,3 +762,38 @@ def test_one_input_gradient_as_a_one_tuple_or_as_a_list_for_a_list_input():
     res = gradcheck.check_layer(Concat(), [X])  # a list of one array: a list of one gradient
     assert res.passed and [i.name for i in res.inputs] == ["x0[0]"], res.report()
     assert gradcheck.check_layer(Concat(), [X, SQ[:, :2]]).passed
+
+
+def test_gradients_for_the_floating_inputs_only_need_no_wrt():
+    """cs231n's conv and pooling: the params dict of integers gets no gradient."""
+    def pool_forward(x, pool_param):
+        s = pool_param["stride"]
+        n, d = x.shape
+        out = x.reshape(n, d // s, s).max(axis=2)
+        return out, (x, pool_param)
+
+    def pool_backward(dout, cache, broken=False):
+        x, pool_param = cache
+        s = pool_param["stride"]
+        n, d = x.shape
+        xr = x.reshape(n, d // s, s)
+        mask = xr == xr.max(axis=2, keepdims=True)
+        dx = mask * (dout[:, :, None] if not broken else 1.0)
+        return dx.reshape(x.shape)
+
+    def scale_forward(x, w, conv_param):
+        return x * w * conv_param["k"], (x, w, conv_param["k"])
+
+    def scale_backward(dout, cache):
+        x, w, k = cache
+        return dout * w * k, (dout * x * k).sum(axis=0)
+
+    x = np.random.default_rng(13).standard_normal((3, 4))
+    res = gradcheck.check_vjp(pool_forward, pool_backward, [x, {"stride": 2}])
+    assert res.passed and any("only one holding a float array" in n for n in res.notes)
+    broken = gradcheck.check_vjp(pool_forward, lambda d, c: pool_backward(d, c, True),
+                                 [x, {"stride": 2}])
+    assert broken.status == "mismatch"
+    w = np.linspace(0.5, 1.5, 4)
+    res = gradcheck.check_vjp(scale_forward, scale_backward, [x, w, {"k": 3}])
+    assert res.passed and any("floating inputs [0, 1]" in n for n in res.notes), res.report()
