@@ -5,13 +5,13 @@ in ``self.attn``, ``self.blocks[1]``, ``self.layers['fc']``), and at every objec
 these conventions are tried:
 
 1. Containers of the same kind side by side: dicts ``params``/``grads`` (also
-   ``parameters``, ``gradients``) with the same keys, or lists/tuples of the same length
-   (``self.params = [W, b]``, ``self.grads = [dW, db]``), the gradient of the same
-   shape at the same place.
+   ``parameters``, ``weights``; ``gradients``, ``grad``, ``dparams``) with the same
+   keys, or lists/tuples of the same length (``self.params = [W, b]``,
+   ``self.grads = [dW, db]``), the gradient of the same shape at the same place.
 2. Parameter objects anywhere: an object with an array ``data`` (or ``value``) and a
    ``grad`` attribute; named by where it sits (``fc.weight``).
-3. Array attributes ``W`` with the gradient in ``dW``, ``d_W``, ``grad_W``, ``W_grad``
-   or ``gradW`` of the same object.
+3. Array attributes ``W`` with the gradient in ``dW``, ``d_W``, ``grad_W``, ``W_grad``,
+   ``gradW``, ``W_gradient`` or ``gradient_W`` of the same object.
 
 An array reached along several paths (a composite that also lists its sub-layers'
 parameters) is one parameter, named by the first path. Paths read as Python:
@@ -32,8 +32,9 @@ __all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays
            "is_float_array", "parameters", "steps", "try_path", "unmatched", "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
-         ("parameters", "gradients"))
-GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}")
+         ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
+         ("weights", "grads"), ("weights", "gradients"))
+GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}", "{}_gradient", "gradient_{}")
 _TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
 _DEPTH = 8
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
