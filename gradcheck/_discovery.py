@@ -14,7 +14,7 @@ these conventions are tried:
    ``gradW``, ``W_gradient`` or ``gradient_W`` of the same object.
 
 An array reached along several paths (a composite that also lists its sub-layers'
-parameters) is one parameter, named by the first path. Paths read as Python:
+parameters) is one parameter, named by its deepest path (the sub-layer's own). Paths read as Python:
 ``blocks[1].attn.W_q``, ``params[0]``, ``params['W']``.
 """
 
