@@ -87,7 +87,7 @@ def render_markdown(result: DiffResult, *, max_rows: int = 10) -> str:
     fix_drift = [v for v in result.values if v.part_of_fix]
     out.append(f"**Drift**: {len(result.values)} of {result.compared_arrays} arrays"
                + (f" ({len(fix_drift)} part of a fix)" if fix_drift else ""))
-    out += ["", f"**Speed**: {_speed_summary(result)}"]
+    out += ["", f"**Speed**: {_speed_summary(result).removeprefix('speed: ')}"]
     rows = [s for s in _speed_rows(result) if s.status != "same"][:max_rows]
     if rows:
         out += ["", "| case | HEAD/BASE | +- | status |", "|---|---:|---:|---|"]
