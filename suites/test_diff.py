@@ -153,6 +153,17 @@ def test_one_line_bug_fails_naming_the_case(tmp_path, monkeypatch, capsys):
     assert text.index("Regressions:") < text.index("dense [float64]: ok -> fail")
 
 
+def test_head_rev_ignores_the_working_tree(tmp_path, monkeypatch, capsys, tmpdir_watch):
+    repo = _repo(tmp_path)
+    _change(repo, *BUG, commit=True)
+    _change(repo, BUG[1], BUG[0])  # fixed in the working tree, not in HEAD
+    code, data, _text = _diff(repo, monkeypatch, capsys, "HEAD~1", "--head", "HEAD")
+    assert code == 1 and data["head"] == "HEAD"
+    assert {c["case"] for c in data["cases"] if c["regression"]} == {"dense [float64]",
+                                                                      "dense [float32]"}
+    assert _no_leftovers(tmpdir_watch) == []
+
+
 def test_a_fix_passes_and_is_reported_as_a_fix(tmp_path, monkeypatch, capsys):
     repo = _repo(tmp_path, SUBJECT.replace(*BUG))
     _change(repo, BUG[1], BUG[0], commit=True)
