@@ -185,6 +185,18 @@ def test_a_slow_backward_is_timed_and_reported(tmp_path, monkeypatch, capsys):
     assert data["values"] == [] and all(c["change"] == "ok -> ok" for c in data["cases"])
 
 
+def test_a_gradcheck_folder_in_the_revision_is_never_imported(tmp_path, monkeypatch, capsys):
+    repo = _repo(tmp_path)
+    (repo / "gradcheck").mkdir()
+    (repo / "gradcheck" / "__init__.py").write_text(
+        "raise ImportError('the revision\'s gradcheck was imported')\n")
+    _git(repo, "add", "gradcheck")
+    _git(repo, "commit", "-qm", "a folder named like the tool")
+    _code, data, text = _diff(repo, monkeypatch, capsys, "HEAD")
+    assert len(data["cases"]) == 4 and all(c["change"] == "ok -> ok" for c in data["cases"])
+    assert "imported" not in text
+
+
 def test_subject_missing_at_base_is_new(tmp_path, monkeypatch, capsys):
     repo = _repo(tmp_path)
     (repo / "other.py").write_text(SUBJECT)
