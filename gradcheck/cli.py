@@ -1,4 +1,4 @@
-"""Command line: ``gradcheck report | snapshot | compare``, ``--help``, ``--version``."""
+"""Command line: ``gradcheck report | snapshot | compare | diff``, ``--help``, ``--version``."""
 
 from __future__ import annotations
 
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     _subject_option(c)
     _subject_option(r)
+    _diff_parser(sub)
     return p
 
 
@@ -111,6 +112,78 @@ def _cases(spec: str | None) -> Any:
               "snapshot_cases", file=sys.stderr)
         raise SystemExit(2)
     return cases
+
+
+def _diff_parser(sub: Any) -> None:
+    d = sub.add_parser(
+        "diff",
+        help="regression-check the working tree against a git revision (correctness, "
+        "values, speed side by side)",
+        description="Check every layer and model case of a subject (default: the reference "
+        "model) at BASE and at the working tree (or --head REV), compare their values with "
+        "the dtype tolerances of compare, and time every forward, backward and training "
+        "step in both revisions alternately. BASE is written out in a temporary folder, "
+        "removed afterwards. Exit status 0: no regression; 1: a check that went ok -> fail, "
+        "drift outside a fix, or a slowdown; 2: cannot run (not a git tree, unknown "
+        "revision, bad subject).",
+    )
+    d.add_argument("base", metavar="BASE", help="a git revision: a branch, HEAD~1, "
+                   "origin/main, a commit id")
+    d.add_argument("--head", metavar="REV", default=None,
+                   help="compare this revision instead of the working tree")
+    size = d.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="the subject's quick model cases, "
+                      "fewer timed pairs")
+    size.add_argument("--full", action="store_true", help="the subject's full model cases, "
+                      "more timed pairs")
+    d.add_argument("--max-slowdown", type=float, default=1.25, metavar="X",
+                   help="HEAD/BASE time ratio beyond which (beyond the noise) a case is a "
+                   "regression (default %(default)g)")
+    d.add_argument("--seed", type=int, default=0, help="seed of the checks and values "
+                   "(default 0)")
+    d.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+    d.add_argument("--markdown", metavar="PATH", help="also write a short Markdown summary "
+                   "(for a pull-request comment or $GITHUB_STEP_SUMMARY)")
+    d.add_argument("--html", metavar="PATH", help="also write an HTML page")
+    d.add_argument("--no-progress", action="store_true", help="do not show progress")
+    _subject_option(d)
+
+
+def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
+    from ._io import write_atomic
+    from .diff import DiffError, run_diff
+
+    if args.seed < 0:
+        parser.error("--seed must be a non-negative integer")
+    if not args.max_slowdown > 1.0 or args.max_slowdown == float("inf"):
+        parser.error("--max-slowdown must be a finite number > 1")
+
+    def say(text: str) -> None:
+        if not args.no_progress:
+            print(f"gradcheck diff: {text}", file=sys.stderr, flush=True)
+
+    try:
+        result = run_diff(args.base, head=args.head, subject=args.subject,
+                          level="quick" if args.quick else "full" if args.full else "default",
+                          seed=args.seed, max_slowdown=args.max_slowdown, progress=say)
+    except DiffError as exc:
+        print(f"gradcheck diff: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gradcheck diff: interrupted (temporary folders removed)", file=sys.stderr)
+        return 130
+    from ._diffrender import render_diff_html, render_markdown, render_text
+
+    print(render_text(result))
+    if args.json:
+        from .report import write_json
+
+        write_json(Path(args.json), result.to_dict())
+    if args.markdown:
+        write_atomic(Path(args.markdown), render_markdown(result).encode("utf-8"))
+    if args.html:
+        write_atomic(Path(args.html), render_diff_html(result).encode("utf-8"))
+    return result.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -170,8 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             write_json(Path(args.json), result.to_dict())
         return 0 if result.passed else 1
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
-    return 2
+    if args.command != "diff":  # pragma: no cover - argparse knows the commands
+        parser.error(f"unknown command {args.command!r}")
+    return _diff(args, parser)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,404 @@
+"""The worker process of ``gradcheck diff``: one revision's subject, imported alone.
+
+Each revision runs in its own spawned process. The process imports the *running*
+gradcheck first (the one that started the diff), then drops the user's folders from
+``sys.path`` and puts the revision's folder first, so that the subject's modules come
+from that revision while every ``gradcheck`` module keeps coming from the running
+package (its ``__path__`` is fixed once imported; a ``gradcheck/`` folder in the
+revision is never read). BLAS is limited to one thread, so the thread CPU time of the
+worker's main thread is all the work a timed call does.
+
+The parent sends ``(operation, args)`` tuples through a pipe and gets ``("ok", value)``
+or ``("error", one line)`` back; ``None`` ends the worker.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Worker", "WorkerError", "serve"]
+
+
+class WorkerError(Exception):
+    """A worker could not do what it was asked (one line, names the revision)."""
+
+
+# -- the parent's side ---------------------------------------------------------------------------
+class Worker:
+    """A spawned process serving one revision (``label``: ``BASE`` or ``HEAD``)."""
+
+    def __init__(self, label: str, root: Path, cwd: Path, spec: str,
+                 exclude: list[Path]) -> None:
+        import gradcheck
+
+        ctx = mp.get_context("spawn")
+        self.label = label
+        self.conn, child = ctx.Pipe()
+        here = str(Path(gradcheck.__file__).resolve().parent)
+        self.proc = ctx.Process(
+            target=serve, name=f"gradcheck-diff-{label}", daemon=True,
+            args=(child, str(root), str(cwd), spec, [str(e) for e in exclude], here))
+        self.proc.start()
+        child.close()
+
+    def send(self, op: str, *args: Any) -> None:
+        self.conn.send((op, args))
+
+    def recv(self) -> Any:
+        try:
+            status, value = self.conn.recv()
+        except (EOFError, ConnectionError):
+            self.proc.join(1)
+            raise WorkerError(f"the {self.label} worker exited (code {self.proc.exitcode})") \
+                from None
+        if status != "ok":
+            raise WorkerError(f"{self.label}: {value}")
+        return value
+
+    def call(self, op: str, *args: Any) -> Any:
+        self.send(op, *args)
+        return self.recv()
+
+    def close(self) -> None:
+        """Stop the process (politely, then by force)."""
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(2)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(2)
+        if self.proc.is_alive():  # pragma: no cover - a worker stuck in C code
+            self.proc.kill()
+            self.proc.join(2)
+        self.conn.close()
+
+
+# -- the worker's side ---------------------------------------------------------------------------
+def _fix_allocator(threshold: int = 1 << 30) -> bool:
+    """Fix glibc's mmap and trim thresholds (off glibc: False).
+
+    By default glibc moves its mmap threshold with the history of the process (each
+    freed large block raises it), so two processes running the same code can differ in
+    whether a large array costs page faults at every call: on the reference model's
+    training step, a 20% difference in CPU time. Fixed thresholds make both workers
+    allocate alike (and keep freed pages for reuse, as the model's training loop does).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        return bool(libc.mallopt(-3, threshold) == 1 and libc.mallopt(-1, threshold) == 1)
+    except (OSError, AttributeError):
+        return False
+
+
+def _setup(root: str, cwd: str, exclude: list[str], expected: str) -> None:
+    import gradcheck
+
+    here = str(Path(gradcheck.__file__).resolve().parent)
+    if here != expected:
+        raise WorkerError(f"the worker imported gradcheck from {here}, not {expected}")
+    from ._threads import limit_blas_threads
+
+    limit_blas_threads(1)
+    _fix_allocator()
+    drop = {Path(e).resolve() for e in exclude}
+    sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() not in drop]
+    sys.path.insert(0, root)
+    os.chdir(cwd)
+
+
+def serve(conn: Any, root: str, cwd: str, spec: str, exclude: list[str],
+          expected: str) -> None:
+    """The worker's loop (the target of the spawned process)."""
+    try:
+        _setup(root, cwd, exclude, expected)
+        state = _State(spec, Path(root).resolve(), Path(expected))
+        while True:
+            msg = conn.recv()
+            if msg is None:
+                return
+            op, args = msg
+            try:
+                reply = ("ok", _OPS[op](state, *args))
+            except Exception as exc:
+                reply = ("error", f"{op}: {type(exc).__name__}: {exc}")
+            conn.send(reply)
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):
+        return
+
+
+@dataclass
+class _State:
+    spec: str
+    root: Path
+    gradcheck_dir: Path
+    subject: Any = None
+    layers: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    models: dict[str, Any] = field(default_factory=dict)
+    timers: dict[str, Callable[[], Any]] = field(default_factory=dict)
+
+
+def _missing(spec: str) -> str:
+    """Why the subject's module or attribute does not exist here ('' if it does)."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        parts = module_name.split(".")
+        if exc.name in {".".join(parts[:k]) for k in range(1, len(parts) + 1)}:
+            return f"no module named {exc.name!r}"
+        return ""
+    except Exception:
+        return ""  # load_subject says what went wrong
+    return "" if hasattr(module, attr) else f"module {module_name!r} has no attribute {attr!r}"
+
+
+def _load(state: _State, level: str, seed: int) -> dict[str, Any]:
+    """Import the subject; list its cases (or say it is missing at this revision)."""
+    from ._threads import blas_summary
+    from .subject import SubjectError, load_subject
+
+    if ":" in state.spec and (why := _missing(state.spec)):
+        return {"status": "missing", "message": why}
+    try:
+        subject = load_subject(state.spec)
+    except SubjectError as exc:
+        return {"status": "error", "message": str(exc)}
+    stray = [m for m, mod in list(sys.modules.items())
+             if (m == "gradcheck" or m.startswith("gradcheck."))
+             and getattr(mod, "__file__", None)
+             and state.gradcheck_dir not in Path(str(mod.__file__)).resolve().parents]
+    if stray:
+        return {"status": "error", "message": f"modules {stray} came from another gradcheck"}
+    state.subject = subject
+    for case in subject.layers:
+        for dtype in case.dtypes:
+            state.layers[f"{case.name} [{dtype}]"] = (case, dtype)
+    state.models = {m.name: m for m in subject.models(level, seed)}
+    module = sys.modules[state.spec.split(":")[0]]
+    file = str(Path(getattr(module, "__file__", "") or "").resolve())
+    return {"status": "ok", "name": subject.name, "file": file,
+            "inside": state.root in Path(file).parents, "layers": list(state.layers),
+            "models": list(state.models), "snapshots": list(subject.snapshot_cases or {}),
+            "blas": blas_summary()}
+
+
+def _summary(res: Any) -> dict[str, Any]:
+    """The part of a CheckResult a diff needs (plain types)."""
+    bad = [i for i in res.inputs if not i.passed]
+    return {"passed": bool(res.passed), "status": str(res.status), "message": str(res.message),
+            "seed": int(res.seed), "hint": str(res.hint),
+            "inputs": [{"name": i.name, "status": i.status, "hint": i.hint,
+                        "max_rel": float(i.max_rel_error),
+                        "worst": [int(k) for k in i.worst[0].index] if i.worst else []}
+                       for i in bad]}
+
+
+def _check(state: _State, kind: str, key: str, seed: int) -> dict[str, Any]:
+    try:
+        if kind == "layer":
+            case, dtype = state.layers[key]
+            return _summary(case.check(dtype, seed))
+        return _summary(state.models[key].check(seed))
+    except Exception as exc:  # a subject whose check cannot run: a failure, named
+        return {"passed": False, "status": "error", "seed": seed, "hint": "", "inputs": [],
+                "message": f"the check raised {type(exc).__name__}: {exc}"}
+
+
+def _checks(state: _State, keys: list[tuple[str, str]], seed: int) -> dict[str, Any]:
+    return {f"{kind}:{key}": _check(state, kind, key, seed) for kind, key in keys}
+
+
+# -- values ------------------------------------------------------------------------------------
+def _cotangent(out: Any, rng: np.random.Generator) -> Any:
+    if isinstance(out, (tuple, list)):
+        return type(out)(_cotangent(o, rng) for o in out)
+    a = np.asarray(out)
+    if a.dtype.kind != "f":
+        return np.zeros(a.shape)
+    return rng.standard_normal(a.shape).astype(a.dtype)
+
+
+def _flat(prefix: str, value: Any, out: dict[str, np.ndarray]) -> None:
+    if value is None:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}", v, out)
+    elif isinstance(value, (tuple, list)):
+        for k, v in enumerate(value):
+            _flat(f"{prefix}.{k}", v, out)
+    else:
+        out[prefix] = np.array(value, copy=True)
+
+
+@dataclass
+class _Bound:
+    """A layer case ready to run: forward, backward and the names of its gradients."""
+
+    forward: Callable[[], Any]
+    backward: Callable[[Any, Any], Any]
+    names: list[str]
+
+
+def _bind(case: Any, dtype: str, seed: int) -> _Bound:
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    inputs = copy.deepcopy(case.inputs(rng, dt))
+    if case.layer is not None:
+        from ._layer import _discover
+
+        layer = case.layer(rng, dt)
+        proto = _discover(layer, tuple(inputs), case.forward, case.backward, None, None)
+        ps = [np.asarray(p.read(layer)) for p in proto.params]
+        return _Bound(lambda: proto.run_forward(list(inputs), ps), proto.run_backward,
+                      [f"x{k}" for k in range(len(inputs))] + [p.name for p in proto.params])
+    if isinstance(inputs, dict):
+        return _Bound(lambda: case.fwd(**inputs), case.bwd, list(inputs))
+    return _Bound(lambda: case.fwd(*inputs), case.bwd, [f"x{k}" for k in range(len(inputs))])
+
+
+def layer_values(case: Any, dtype: str, seed: int) -> dict[str, np.ndarray]:
+    """Output(s) and gradients of a layer case at ``seed``, with a seeded cotangent."""
+    bound = _bind(case, dtype, seed)
+    y, cache = bound.forward()
+    dy = _cotangent(y, np.random.default_rng(seed + 1))
+    grads = bound.backward(dy, cache)
+    out: dict[str, np.ndarray] = {}
+    _flat("output", y, out)
+    if isinstance(grads, dict):
+        _flat("grad", grads, out)
+    else:
+        grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+        for name, g in zip(bound.names, grads, strict=False):
+            _flat(f"grad.{name}", g, out)
+    return out
+
+
+def _values(state: _State, seed: int) -> dict[str, Any]:
+    """``key -> ("ok", arrays, computed dtypes) | ("error", message)`` for every layer case
+    (``layer:NAME [DTYPE]``) and every snapshot case (``snapshot:NAME``)."""
+    out: dict[str, Any] = {}
+    for key, (case, dtype) in state.layers.items():
+        try:
+            arrays = layer_values(case, dtype, seed)
+            out[f"layer:{key}"] = ("ok", arrays, dict.fromkeys(arrays, dtype))
+        except Exception as exc:
+            out[f"layer:{key}"] = ("error", f"{type(exc).__name__}: {exc}")
+    for name, make in (state.subject.snapshot_cases or {}).items():
+        try:
+            arrays, desc = make()
+            computed = {k: desc["computed_dtype"] for k in arrays if "computed_dtype" in desc}
+            out[f"snapshot:{name}"] = ("ok", dict(arrays), computed)
+        except Exception as exc:
+            out[f"snapshot:{name}"] = ("error", f"{type(exc).__name__}: {exc}")
+    return out
+
+
+# -- timing ------------------------------------------------------------------------------------
+def _timers_of_layer(case: Any, dtype: str, seed: int) -> dict[str, Callable[[], Any]]:
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    inputs = copy.deepcopy(case.inputs(rng, dt))
+    if case.layer is not None:
+        from ._layer import _takes_dout
+
+        layer = case.layer(rng, dt)
+        fwd = getattr(layer, case.forward)
+        y = fwd(*inputs)
+        dy = _cotangent(y, np.random.default_rng(seed + 1))
+        back = getattr(layer, case.backward)
+        bwd = (lambda: back(dy)) if _takes_dout(back) else back
+        return {"forward": lambda: fwd(*inputs), "backward": bwd}
+    if isinstance(inputs, dict):
+        def forward() -> Any:
+            return case.fwd(**inputs)
+    else:
+        def forward() -> Any:
+            return case.fwd(*inputs)
+    y, cache = forward()
+    dy = _cotangent(y, np.random.default_rng(seed + 1))
+    return {"forward": forward, "backward": lambda: case.bwd(dy, cache)}
+
+
+def _step(model: Any, batch: tuple[Any, ...]) -> Callable[[], Any]:
+    def step() -> Any:
+        return model.loss_and_grads(*batch)
+    return step
+
+
+def _prepare(state: _State, keys: list[tuple[str, str]], seed: int) -> dict[str, str]:
+    """Build the timed calls; ``timer key -> error message`` for those that failed."""
+    failed: dict[str, str] = {}
+    for kind, key in keys:
+        try:
+            if kind == "layer":
+                case, dtype = state.layers[key]
+                for part, fn in _timers_of_layer(case, dtype, seed).items():
+                    state.timers[f"{key} {part}"] = fn
+            else:
+                state.timers[f"{key} training step"] = _step(*state.models[key].build())
+        except Exception as exc:
+            failed[key] = f"{type(exc).__name__}: {exc}"
+    return failed
+
+
+def _time(state: _State, key: str, calls: int, reps: int = 1) -> tuple[float, float]:
+    """Thread CPU seconds of ``calls`` calls of one timed call (the least of ``reps``
+    runs: a run that a neighbour's process interrupted, and whose caches it evicted, is
+    set aside) and the wall seconds of all the runs over their CPU seconds."""
+    fn = state.timers[key]
+    best, cpu_all, wall_all = math.inf, 0.0, 0.0
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        for _ in range(calls):
+            fn()
+        cpu, wall = time.thread_time() - c0, time.perf_counter() - w0
+        best, cpu_all, wall_all = min(best, cpu), cpu_all + cpu, wall_all + wall
+    return best, wall_all / max(cpu_all, 1e-12)
+
+
+def _calibrate(state: _State, key: str, target: float) -> int:
+    """Calls that take at least ``target`` thread CPU seconds (after one warm-up call)."""
+    calls = 1
+    _time(state, key, 1)
+    for _ in range(3):
+        cpu, _wall = _time(state, key, calls)
+        if cpu >= target:
+            break
+        calls = min(100_000, max(calls + 1, math.ceil(calls * 1.2 * target / max(cpu, 1e-7))))
+    return calls
+
+
+def _pin(state: _State, cpu: int | None) -> bool:
+    """Run on ``cpu`` only (both workers on one core while they are timed in turn, so
+    that neither gets a core a neighbour's load shares); False where unsupported."""
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        return False
+    os.sched_setaffinity(0, {cpu})
+    return True
+
+
+_OPS: dict[str, Callable[..., Any]] = {
+    "load": _load, "checks": _checks, "values": _values, "prepare": _prepare,
+    "time": _time, "calibrate": _calibrate, "pin": _pin,
+}

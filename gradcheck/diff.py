@@ -1,0 +1,398 @@
+"""``gradcheck diff BASE``: regression-check a change of backprop code against a revision.
+
+The working tree (or ``head=REV``) is compared with ``BASE``, any git revision. BASE is
+written out in a temporary folder (``git archive``: the user's tree, index and ``.git``
+are never touched) and removed afterwards, also on Ctrl-C. Each revision's subject runs
+in its own worker process with that revision's folder first on ``sys.path`` and the
+running gradcheck (:mod:`gradcheck._diffworker`). Three comparisons, per case:
+
+correctness
+    every layer case (each dtype) and every model case of the level is checked at both
+    revisions: ``ok -> ok``, ``ok -> fail`` (a regression, named with the input or
+    parameter and the hint), ``fail -> ok`` (a fix), ``fail -> fail``; a case only at
+    HEAD is ``new`` (and a regression if it fails), one only at BASE ``removed``.
+values
+    each layer case's output and gradients at a fixed seed (seeded cotangent) and each
+    snapshot case are computed at both revisions and compared with the dtype tolerances
+    of ``gradcheck compare`` (:func:`gradcheck.snapshot.compare_arrays`); drift is named
+    by case, array and worst index. Drift of a case whose check went ``fail -> ok`` (for
+    snapshot cases: when any check went ``fail -> ok``) is part of the fix.
+speed
+    every layer case's forward and backward and every model case's training step are
+    timed in both workers in turn (A B A B ..., both pinned to one core, after a warm-up
+    and a calibration that makes one run last at least a millisecond; a sample is the
+    least of five runs), by the CPU time of the worker's thread with one BLAS thread, so
+    that a neighbour's load moves neither side. The figure is the median of the per-pair
+    ratios HEAD/BASE with its standard error (as in
+    :mod:`gradcheck.budgets`); a case is ``slower`` when ``median - 3 se`` exceeds
+    ``max_slowdown``, ``faster`` when ``median + 3 se`` is below ``1 / max_slowdown``.
+    Where wall time exceeds CPU time by more than a quarter, the row says the machine
+    was busy.
+
+The verdict is ``fail`` (exit status 1) on a regression, drift outside a fix, or a
+slowdown; :class:`DiffError` (exit status 2) when the diff cannot run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import subprocess  # noqa: S404 - git with fixed arguments, no shell
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._diffworker import Worker, WorkerError
+from ._json import plain
+from ._revision import Revision, RevisionError, materialised, repo_root
+from .budgets import gate
+from .snapshot import Drift, compare_arrays
+
+__all__ = ["DIFF_LEVELS", "CaseChange", "DiffError", "DiffResult", "SpeedChange",
+           "ValueDrift", "run_diff"]
+
+#: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
+#: of which a sample is the least.
+DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
+    "quick": (7, 0.001, 3), "default": (11, 0.001, 5), "full": (15, 0.002, 5)}
+DEFAULT_SUBJECT = "model.subject:REFERENCE"
+
+
+class DiffError(Exception):
+    """The diff cannot run (not a git tree, unknown revision, bad subject): one line."""
+
+
+@dataclass
+class CaseChange:
+    """A layer or model case's check at both revisions.
+
+    ``base`` and ``head`` are ``ok``, ``fail`` or ``absent``; ``change`` is
+    ``ok -> ok``, ``ok -> fail``, ``fail -> ok``, ``fail -> fail``, ``new`` or
+    ``removed``; ``detail`` names the failing inputs or parameters and the hint.
+    """
+
+    kind: str
+    case: str
+    base: str
+    head: str
+    change: str
+    regression: bool
+    fixed: bool
+    detail: str = ""
+    base_detail: str = ""
+    seed: int = 0
+
+
+@dataclass
+class ValueDrift:
+    """An array that differs between the revisions beyond its dtype's tolerance."""
+
+    drift: Drift
+    part_of_fix: bool = False
+    fixed_by: str = ""
+
+    def line(self) -> str:
+        return self.drift.line() + (f" (part of the fix: {self.fixed_by})"
+                                    if self.part_of_fix else "")
+
+
+@dataclass
+class SpeedChange:
+    """One timed call: HEAD over BASE thread CPU time, median of the pair ratios."""
+
+    case: str
+    part: str
+    ratio: float
+    se: float
+    pairs: int
+    calls: int
+    base_seconds: float
+    head_seconds: float
+    status: str  # slower, faster, same
+    busy: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.case} {self.part}"
+
+
+@dataclass
+class DiffResult:
+    """Everything ``gradcheck diff`` found; rendered by :mod:`gradcheck._diffrender`."""
+
+    base: str
+    base_commit: str
+    head: str
+    head_commit: str
+    subject: str
+    level: str
+    seed: int
+    max_slowdown: float
+    base_subject: str = "ok"  # or "missing"
+    cases: list[CaseChange] = field(default_factory=list)
+    values: list[ValueDrift] = field(default_factory=list)
+    compared_arrays: int = 0
+    speed: list[SpeedChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def regressions(self) -> list[str]:
+        """One line per regression: checks, drift outside a fix, slowdowns."""
+        out = [f"{c.case}: {c.change}: {c.detail}" for c in self.cases if c.regression]
+        out += [v.line() for v in self.values if not v.part_of_fix]
+        out += [f"{s.label}: {s.ratio:.2f}x slower (+- {s.se:.2f}, limit "
+                f"{self.max_slowdown:g})" for s in self.speed if s.status == "slower"]
+        return out
+
+    @property
+    def fixes(self) -> list[CaseChange]:
+        return [c for c in self.cases if c.fixed]
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.regressions else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types only."""
+        d = {k: v for k, v in asdict(self).items() if k != "values"}
+        d["values"] = [{**asdict(v.drift), "part_of_fix": v.part_of_fix,
+                        "fixed_by": v.fixed_by} for v in self.values]
+        d.update(verdict=self.verdict, regressions=self.regressions,
+                 fixes=[c.case for c in self.fixes])
+        return dict(plain(d))
+
+
+# -- validation --------------------------------------------------------------------------------
+def _validate(level: str, seed: int, max_slowdown: float) -> None:
+    if level not in DIFF_LEVELS:
+        raise ValueError(f"level must be one of {', '.join(DIFF_LEVELS)}, got {level!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not (isinstance(max_slowdown, (int, float)) and math.isfinite(max_slowdown)
+            and max_slowdown > 1.0):
+        raise ValueError(f"max_slowdown must be a finite number > 1, got {max_slowdown!r}")
+
+
+def run_diff(
+    base: str, *, head: str | None = None, subject: str | None = None,
+    level: str = "default", seed: int = 0, max_slowdown: float = 1.25,
+    cwd: Path | None = None, progress: Callable[[str], None] | None = None,
+) -> DiffResult:
+    """Compare the subject at ``head`` (default: the working tree) with ``base``.
+
+    Parameters
+    ----------
+    base, head : str
+        Git revisions (a branch, ``HEAD~1``, ``origin/main``, a commit id).
+    subject : str, optional
+        ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the reference model),
+        imported at each revision from the folder that corresponds to ``cwd``.
+    level : str
+        ``quick``, ``default`` or ``full``: the subject's model cases of that level, and
+        the timed pairs (:data:`DIFF_LEVELS`).
+    seed : int
+        Of every check and of the values' inputs and cotangents.
+    max_slowdown : float
+        HEAD/BASE time ratio beyond which (and beyond the noise) a case is slower.
+    cwd : path, optional
+        A folder inside the git working tree (default: the current folder).
+
+    Raises
+    ------
+    DiffError
+        Not a git working tree, unknown revision, a subject that cannot be loaded at
+        HEAD or at BASE (a subject *missing* at BASE is new, not an error).
+    ValueError
+        A bad option.
+    """
+    _validate(level, seed, max_slowdown)
+    say = progress or (lambda _s: None)
+    t0 = time.perf_counter()
+    try:
+        cwd = Path(cwd or os.getcwd()).resolve()
+        root = repo_root(cwd)
+        rel = cwd.relative_to(root)
+        with ExitStack() as stack:
+            say(f"writing out {base} in a temporary folder")
+            b = stack.enter_context(materialised(root, base))
+            h = (stack.enter_context(materialised(root, head)) if head
+                 else Revision("working tree", _head_commit(root), root))
+            workers = []
+            for label, rev in (("BASE", b), ("HEAD", h)):
+                w = Worker(label, rev.root, rev.root / rel, subject or DEFAULT_SUBJECT,
+                           [root, cwd])
+                stack.callback(w.close)
+                workers.append(w)
+            result = DiffResult(b.name, b.commit, h.name, h.commit, subject or
+                                DEFAULT_SUBJECT, level, seed, float(max_slowdown))
+            _run(result, workers[0], workers[1], say)
+    except (RevisionError, WorkerError) as exc:
+        raise DiffError(str(exc)) from None
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _head_commit(root: Path) -> str:
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "--no-optional-locks", *args], cwd=root,  # noqa: S603, S607
+                             capture_output=True, text=True, timeout=60, check=False)
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD") or "no commit yet"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return commit + (" + uncommitted changes" if dirty else "")
+
+
+# -- the run -----------------------------------------------------------------------------------
+def _both(base: Worker, head: Worker, op: str, *args: Any) -> tuple[Any, Any]:
+    """The same operation in both workers at once (for the untimed phases)."""
+    base.send(op, *args)
+    head.send(op, *args)
+    return base.recv(), head.recv()
+
+
+def _run(result: DiffResult, base: Worker, head: Worker, say: Callable[[str], None]) -> None:
+    say(f"importing {result.subject} at both revisions")
+    ib, ih = _both(base, head, "load", result.level, result.seed)
+    if ih["status"] != "ok":
+        raise DiffError(f"--subject {result.subject}: {ih['message']} (at {result.head})")
+    if ib["status"] == "error":
+        raise DiffError(f"--subject {result.subject}: {ib['message']} (at {result.base})")
+    if not ih["inside"]:
+        result.notes.append(f"the subject's module {ih['file']} is not in the repository: "
+                            "both revisions may run the same code")
+    result.environment = {"BASE blas": str(ib.get("blas", "")), "HEAD blas": ih["blas"]}
+    if ib["status"] == "missing" or (not ib["inside"] and ih["inside"]):
+        result.base_subject = "missing"
+        result.notes.append(f"the subject is new: not in {result.base} "
+                            f"({ib.get('message') or 'imported from outside the revision'})")
+        ib = {"layers": [], "models": [], "snapshots": []}
+    keys = {"layer": (ib["layers"], ih["layers"]), "model": (ib["models"], ih["models"])}
+    say("checking every layer and model case at both revisions (in parallel)")
+    base_keys = [(k, n) for k, (bs, _) in keys.items() for n in bs]
+    head_keys = [(k, n) for k, (_, hs) in keys.items() for n in hs]
+    base.send("checks", base_keys, result.seed)
+    head.send("checks", head_keys, result.seed)
+    result.cases = _case_changes(base.recv(), head.recv(), base_keys, head_keys)
+    if result.base_subject == "ok":
+        say("computing values (outputs, gradients, snapshot cases) at both revisions")
+        vb, vh = _both(base, head, "values", result.seed)
+        result.values, result.compared_arrays = _value_drift(vb, vh, result)
+        common = [kn for kn in head_keys if kn in base_keys]
+        result.speed = _speed(result, base, head, common, say)
+
+
+# -- correctness ---------------------------------------------------------------------------------
+def _describe(s: dict[str, Any]) -> str:
+    """The failing inputs or parameters of a check summary, with the hint."""
+    if s["passed"]:
+        return ""
+    parts = []
+    for i in s["inputs"][:4]:
+        where = f" at {tuple(i['worst'])}" if i["worst"] else ""
+        parts.append(f"{i['name']} {i['status']}{where} (max rel {i['max_rel']:.2e})"
+                     + (f", hint: {i['hint']}" if i["hint"] else ""))
+    more = len(s["inputs"]) - 4
+    text = "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+    return (text or f"[{s['status']}] {s['message']}") + f" (seed {s['seed']})"
+
+
+def _case_changes(sb: dict[str, Any], sh: dict[str, Any], base_keys: list[tuple[str, str]],
+                  head_keys: list[tuple[str, str]]) -> list[CaseChange]:
+    out = []
+    for kind, name in head_keys + [k for k in base_keys if k not in head_keys]:
+        b, h = sb.get(f"{kind}:{name}"), sh.get(f"{kind}:{name}")
+        bs = "absent" if b is None else "ok" if b["passed"] else "fail"
+        hs = "absent" if h is None else "ok" if h["passed"] else "fail"
+        change = "new" if b is None else "removed" if h is None else f"{bs} -> {hs}"
+        out.append(CaseChange(
+            kind, name, bs, hs, change, regression=hs == "fail" and bs != "fail",
+            fixed=bs == "fail" and hs == "ok", detail=_describe(h) if h else "",
+            base_detail=_describe(b) if b else "", seed=int((h or b or {}).get("seed", 0))))
+    order = {"ok -> fail": 0, "new": 1, "fail -> ok": 2, "fail -> fail": 3, "removed": 4}
+    out.sort(key=lambda c: (not c.regression, order.get(c.change, 5)))
+    return out
+
+
+# -- values -------------------------------------------------------------------------------------
+def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
+                 ) -> tuple[list[ValueDrift], int]:
+    fixed = {f"{c.kind}:{c.case}" for c in result.cases if c.fixed}
+    any_fix = ", ".join(sorted(c.case for c in result.fixes))
+    rows: list[ValueDrift] = []
+    compared = 0
+    for key in [k for k in vh if k in vb]:
+        (sb, *rb), (sh, *rh) = vb[key], vh[key]
+        case = key.split(":", 1)[1]
+        if sb != "ok" or sh != "ok":
+            if sh != "ok" and sb == "ok":
+                drifts = [Drift(case, "*", "error", detail=f"computing it raised {rh[0]}")]
+            else:
+                result.notes.append(f"values of {case} not compared: "
+                                    f"{rb[0] if sb != 'ok' else rh[0]} (at BASE)")
+                continue
+        else:
+            drifts = compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})
+            compared += len(drifts)
+        by = (case if key in fixed else "") if key.startswith("layer:") else any_fix
+        rows += [ValueDrift(d, bool(by), by) for d in drifts if not d.ok]
+    return rows, compared
+
+
+# -- speed -------------------------------------------------------------------------------------
+def median_se(ratios: list[float]) -> tuple[float, float]:
+    """Median of the pair ratios and its standard error ``1.2533 * 1.4826 * MAD /
+    sqrt(n)`` (the estimate of :func:`gradcheck.budgets.ratio_interleaved`)."""
+    med = statistics.median(ratios)
+    mad = statistics.median(abs(r - med) for r in ratios)
+    return med, 1.2533 * 1.4826 * mad / math.sqrt(len(ratios))
+
+
+def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str, str]],
+           say: Callable[[str], None]) -> list[SpeedChange]:
+    fb, fh = _both(base, head, "prepare", keys, result.seed)
+    for name, why in {**fb, **fh}.items():
+        result.notes.append(f"{name}: not timed ({why})")
+    timers = []
+    for kind, name in keys:
+        if name not in fb and name not in fh:
+            parts = ("forward", "backward") if kind == "layer" else ("training step",)
+            timers += [(name, part) for part in parts]
+    pairs, sample, reps = DIFF_LEVELS[result.level]
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
+    _both(base, head, "pin", cpus[0])
+    say(f"timing {len(timers)} calls side by side ({pairs} pairs each, A B A B)")
+    return [_time_pair(base, head, name, part, (pairs, sample, reps), result.max_slowdown)
+            for name, part in timers]
+
+
+def _time_pair(base: Worker, head: Worker, name: str, part: str,
+               level: tuple[int, float, int], max_slowdown: float) -> SpeedChange:
+    pairs, sample, reps = level
+    key = f"{name} {part}"
+    calls = max(base.call("calibrate", key, sample), head.call("calibrate", key, sample))
+    base.call("time", key, calls)  # warm-up at the calibrated size
+    head.call("time", key, calls)
+    ratios, cpu_b, cpu_h, busy = [], [], [], []
+    for _ in range(pairs):
+        cb, wb = base.call("time", key, calls, reps)
+        ch, wh = head.call("time", key, calls, reps)
+        ratios.append(ch / max(cb, 1e-12))
+        cpu_b.append(cb / calls)
+        cpu_h.append(ch / calls)
+        busy += [wb, wh]
+    med, se = median_se(ratios)
+    status = ("slower" if not gate(med, se, max_slowdown)
+              else "faster" if med + 3.0 * se < 1.0 / max_slowdown else "same")
+    return SpeedChange(name, part, med, se, pairs, calls, statistics.median(cpu_b),
+                       statistics.median(cpu_h), status, statistics.median(busy) > 1.25)
