@@ -351,7 +351,7 @@ def check_layer(
         The layer holds arrays for which no gradient was found (the message lists what
         was looked for and how to name them).
     """
-    opts = validate_options(**options)
+    opts = validate_options("check_layer", **options)
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads)
@@ -412,7 +412,7 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     -------
     CheckResult
     """
-    opts = validate_options(**options)
+    opts = validate_options("check_loss", **options)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
 
