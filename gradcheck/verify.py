@@ -210,9 +210,10 @@ def _budget_criteria(subject: Subject, budget_results: list[Any]) -> list[dict[s
     return out
 
 
-def _quality_criteria(subj: Subject, reports: Path, code: list[Path], why_no_code: str,
-                      spec: str | None = None) -> list[dict[str, Any]]:
+def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[dict[str, Any]]:
     """Criteria 10-12 over the subject's own code and test run (see :mod:`._testrun`)."""
+    spec = ref if isinstance(ref, str) else None
+    code, why_no_code = _subject_code(subj, ref)
     run = ("gradcheck report --with-tests (runs the subject's test commands), or run them "
            "writing into the report's folder")
     no_run = "the subject declares no test commands (Subject.test_commands)"
@@ -320,8 +321,7 @@ def run_verification(
     reports = out_path.parent
     if with_tests:
         say("test suites (criteria 10-12)", advance=True)
-        why = run_test_suites(subj, subject if isinstance(subject, str) else None, reports,
-                              say)
+        why = run_test_suites(subj, subject if isinstance(subject, str) else None, reports, say)
         if why:
             say(f"test suites not run: {why}")
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
@@ -341,8 +341,7 @@ def run_verification(
     crit = (_training_criteria(subj, runs, models, zero)
             + [_checks_criterion(layers + models, catalog)]
             + _budget_criteria(subj, budget_results)
-            + _quality_criteria(subj, reports, *_subject_code(subj, subject),
-                                spec=subject if isinstance(subject, str) else None))
+            + _quality_criteria(subj, reports, subject))
     crit.sort(key=lambda c: c["id"])
     failed = (not all(r.passed for r in layers + models)
               or not all(r["verdict"] == "caught" for r in catalog)

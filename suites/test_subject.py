@@ -84,10 +84,9 @@ def user_subjects(tmp_path, monkeypatch):
 
 
 def _criteria(subject, spec, reports):
-    from gradcheck.verify import _quality_criteria, _subject_code
+    from gradcheck.verify import _quality_criteria
 
-    return {c["id"]: c for c in _quality_criteria(subject, reports,
-                                                  *_subject_code(subject, spec))}
+    return {c["id"]: c for c in _quality_criteria(subject, reports, spec or subject)}
 
 
 def test_security_scan_looks_at_the_subject_module_alone(user_subjects, tmp_path, monkeypatch):
