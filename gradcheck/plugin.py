@@ -104,9 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _subject_tests_path() -> Path:
-    from . import subject_tests
-
-    return Path(subject_tests.__file__).resolve()
+    """The module of the generated tests (found beside this one, without importing it)."""
+    return Path(__file__).resolve().with_name("subject_tests.py")
 
 
 def pytest_pycollect_makemodule(module_path: Path, parent: Any) -> Any:

@@ -228,3 +228,24 @@ def test_checker_never_crashes(examples, x, layout, mode, kind):
     assert np.array_equal(np.asarray(x), keep, equal_nan=True)  # never mutated
     res.to_dict()
     res.report()
+
+
+def test_fuzz_poisons_dict_inputs_and_says_when_there_is_nothing_to_poison():
+    from gradcheck import LayerCase
+    from gradcheck.fuzz import fuzz_layer_case, nothing_to_fuzz
+
+    def fwd(x, scale):
+        return x * scale, scale
+
+    def bwd(dy, scale):
+        return {"x": dy * scale, "scale": None}
+
+    named = LayerCase("scale", inputs=lambda rng, dt: {"x": rng.standard_normal(3).astype(dt),
+                                                       "scale": 2.0},
+                      fwd=fwd, bwd=bwd, wrt=["x"])
+    rows = fuzz_layer_case(named, "float64")
+    assert [r.input for r in rows] == ["x"] * 3 + ["scale"] * 3 and all(r.ok for r in rows)
+    ints = LayerCase("lookup", inputs=lambda rng, dt: [rng.integers(0, 3, 4)],
+                     fwd=lambda t: (t * 1.0, None), bwd=lambda dy, c: (None,))
+    assert fuzz_layer_case(ints, "float64") == []
+    assert "nothing to poison" in nothing_to_fuzz(ints, "float64")
