@@ -265,7 +265,9 @@ def test_call(gradcheck):
 def test_assert_loss(gradcheck):
     gradcheck.assert_loss(lambda s: ((s * s).sum(), 2 * s), X)
 """)
-    project.runpytest().assert_outcomes(passed=3)
+    # in a subprocess: the checks import NumPy submodules that an inline run could not
+    # import a second time in this process
+    project.runpytest_subprocess().assert_outcomes(passed=3)
 
 
 def test_recorder_lives_in_a_context_not_in_a_module_global():
