@@ -484,7 +484,7 @@ def check_vjp(
     method: str = "auto",
     atol: float | None = None,
     rtol: float | None = None,
-    directions: int = 4,
+    directions: int = 6,
     samples: int = 64,
     budget: int = 20_000,
     localise: bool = True,

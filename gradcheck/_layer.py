@@ -358,7 +358,7 @@ def check_layer(
         The layer (or a sub-layer) holds float arrays for which no gradient was found:
         the message lists them by path, what was looked for and how to name them.
     """
-    opts = validate_options(**options)
+    opts = validate_options("check_layer", **options)
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,
@@ -441,7 +441,7 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     -------
     CheckResult
     """
-    opts = validate_options(**options)
+    opts = validate_options("check_loss", **options)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
 

@@ -15,7 +15,7 @@ from ._recording import record
 from ._result import CheckResult, InputResult
 from ._twin import compare_tensor, nudge_by_one_ulp
 
-__all__ = ["check_model"]
+__all__ = ["check_model", "failure_message"]
 
 
 def check_model(
@@ -53,8 +53,9 @@ def check_model(
         down to the failing ones, then their elements. ``directional``: every tensor
         along the joint directions.
     full_threshold : int
-        See ``mode``; 0 (the default) checks every tensor along the joint directions,
-        about 5 training steps' worth of loss evaluations for the whole model.
+        See ``mode`` (it takes the place of ``budget`` of the other checks, which
+        ``check_model`` does not take); 0 (the default) checks every tensor along the
+        joint directions, about 5 training steps' worth of loss evaluations for the whole model.
     method, atol, rtol, samples, localise
         As for :func:`gradcheck.check_vjp`.
     directions : int
@@ -89,8 +90,8 @@ def check_model(
     Parameters are perturbed in place (the loss reads them from ``model.params``) and
     restored bit for bit in ``finally`` blocks, also when the loss raises.
     """
-    opts = validate_options(seed=seed, mode=mode, method=method, atol=atol, rtol=rtol,
-                            directions=directions, samples=samples, localise=localise,
+    opts = validate_options("check_model", seed=seed, mode=mode, method=method, atol=atol,
+                            rtol=rtol, directions=directions, samples=samples, localise=localise,
                             full_threshold=full_threshold, name=name)
     if opts.method == "complex":
         raise ValueError("check_model supports method 'central' or 'richardson', not 'complex'")
@@ -265,6 +266,9 @@ def _check_model(model: Any, batch: tuple[Any, ...], names: list[str], opts: Opt
             no_flow.append(n)
     if no_flow:
         notes.append("gradient flow audit failed for: " + ", ".join(no_flow))
+    for r_in in results:
+        if not r_in.passed and not r_in.message:
+            r_in.message = failure_message(r_in)
     status, message = overall(results, runner.nonfinite)
     modes = {r.mode for r in results}
     return CheckResult(
@@ -274,3 +278,22 @@ def _check_model(model: Any, batch: tuple[Any, ...], names: list[str], opts: Opt
         evaluations=runner.evaluations, backward_calls=1, seed=opts.seed, notes=notes,
         name=opts.name, kind="model",
     )
+
+
+def failure_message(r_in: InputResult) -> str:
+    """One line on why a parameter failed: its hint, its worst element or direction
+    (analytic, numerical, error and tolerance), or its status explained."""
+    from ._result import STATUSES
+
+    parts = [r_in.hint] if r_in.hint else []
+    bad = [w for w in r_in.worst if w.failed]
+    if bad:
+        w = bad[0]
+        where = f"element {w.index}" if w.index else "a random direction"
+        parts.append(f"{r_in.status} at {where}: analytic {w.analytic:.6g}, numerical "
+                     f"{w.numeric:.6g}, |a - n| = {w.error:.3g} > tolerance {w.tolerance:.3g}"
+                     f" ({sum(1 for x in r_in.worst if x.failed)} of the {len(r_in.worst)} "
+                     "worst listed fail)")
+    elif not r_in.hint:
+        parts.append(f"{r_in.status}: {STATUSES.get(r_in.status, r_in.status)}")
+    return "; ".join(parts)

@@ -1,8 +1,12 @@
 """The options every check takes, their defaults, and the one validator they share.
 
-``check_vjp``, ``check_layer``, ``check_loss`` and ``check_model`` accept the same
-keyword-only options; :func:`validate_options` checks them all up front and says exactly
-which argument is wrong and what was expected.
+``check_vjp`` (and ``check_grad``), ``check_layer``, ``check_loss`` and ``check_model``
+accept the same keyword-only options with the same defaults (the fields of
+:class:`Options`); :func:`validate_options` checks them all up front and says exactly
+which argument is wrong and what was expected. Two options steer mode ``"auto"`` and
+apply where that mode works by them (:data:`APPLIES_TO`): ``budget`` to the checks of
+functions and layers, ``full_threshold`` to ``check_model``; given to another entry
+point, either is an error that says so.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_RTOL", "METHODS", "MODES", "NOISE_ULPS", "SAFETY", "Options",
-           "validate_options"]
+__all__ = ["APPLIES_TO", "DEFAULT_RTOL", "ENTRY_POINTS", "METHODS", "MODES", "NOISE_ULPS",
+           "SAFETY", "Options", "check_applies", "validate_options"]
 
 MODES = ("auto", "full", "sampled", "directional")
 METHODS = ("auto", "central", "richardson", "complex")
@@ -26,6 +30,20 @@ SAFETY = 8.0
 #: Rounding error assumed per changed output, in units of eps times its magnitude.
 NOISE_ULPS = 2.0
 
+#: The entry points that take these options.
+ENTRY_POINTS = ("check_vjp", "check_grad", "check_layer", "check_loss", "check_model")
+#: Options that apply to some entry points only (every other option applies to all).
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "budget": ("check_vjp", "check_grad", "check_layer", "check_loss"),
+    "full_threshold": ("check_model",),
+}
+_WHY = {
+    "budget": "mode 'auto' of check_model checks tensors of at most full_threshold "
+              "elements element by element",
+    "full_threshold": "mode 'auto' of {entry} checks every element while "
+                      "2 * elements <= budget",
+}
+
 
 @dataclass(frozen=True)
 class Options:
@@ -36,7 +54,7 @@ class Options:
     method: str = "auto"
     atol: float | None = None
     rtol: float | None = None
-    directions: int = 4
+    directions: int = 6
     samples: int = 64
     budget: int = 20_000
     localise: bool = True
@@ -60,21 +78,33 @@ def _tolerance(label: str, value: Any) -> float | None:
     return float(value)
 
 
-def validate_options(**options: Any) -> Options:
-    """Check every keyword option and return them as :class:`Options`.
+def check_applies(entry: str, options: Any) -> None:
+    """Raise ``TypeError`` if an option in ``options`` does not apply to ``entry``."""
+    for key in sorted(set(options) & set(APPLIES_TO)):
+        if entry not in APPLIES_TO[key]:
+            raise TypeError(f"{entry}: option {key} applies to {', '.join(APPLIES_TO[key])} "
+                            f"only ({_WHY[key].format(entry=entry)})")
+
+
+def validate_options(entry: str = "check_vjp", /, **options: Any) -> Options:
+    """Check every keyword option of ``entry`` and return them as :class:`Options`.
 
     Raises
     ------
     TypeError
-        For an unknown option or a value of the wrong type.
+        For an unknown option, an option that does not apply to ``entry``
+        (:data:`APPLIES_TO`) or a value of the wrong type.
     ValueError
         For a value out of range, naming the option and what was expected.
     """
+    if entry not in ENTRY_POINTS:
+        raise ValueError(f"entry must be one of {', '.join(ENTRY_POINTS)}; got {entry!r}")
     known = {f for f in Options.__dataclass_fields__}
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; expected some of "
                         f"{', '.join(sorted(known))}")
+    check_applies(entry, options)
     o = {**Options().__dict__, **options}
     seed = o["seed"]
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

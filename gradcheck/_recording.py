@@ -1,63 +1,62 @@
-"""The recording hook: who receives every check's result.
+"""The recording hook: who receives every check's result, with no module-global state.
 
-A recorder is a callable that takes a :class:`~gradcheck.CheckResult`. The pytest plugin
-installs one for its session with :func:`install_recorder` and removes it with
-:func:`remove_recorder`; every ``check_*`` call hands its result to the innermost
-installed recorder through :func:`record`. Nothing else listens.
+A recorder is a callable that takes a :class:`~gradcheck.CheckResult` and the purpose of
+the check (``"check"``, or ``"fuzz"`` for a NaN/Inf fuzz check that must end with a named
+status). The pytest plugin hands each test its recorder with :func:`recording_to` for
+the time the test runs; every ``check_*`` call made in that context passes its result to
+it through :func:`record`. Both live in context variables: nested pytest sessions (as in
+pytester) and threads of their own do not see each other's recorder. A check run in a
+thread the test starts is recorded only if the thread runs in a copy of the test's
+context (``contextvars.copy_context().run``).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._result import CheckResult
 
-__all__ = ["install_recorder", "record", "remove_recorder"]
+__all__ = ["PURPOSES", "purpose", "record", "recording_to"]
 
-Recorder = Callable[["CheckResult"], None]
+Recorder = Callable[["CheckResult", str], None]
 
+#: What a recorded check was for.
+PURPOSES = ("check", "fuzz")
 
-class _Recorders:
-    """A stack of recorders (nested pytest sessions, as in pytester, stack up)."""
-
-    def __init__(self) -> None:
-        self._stack: list[Recorder] = []
-        self._lock = threading.Lock()
-
-    def push(self, recorder: Recorder) -> None:
-        with self._lock:
-            self._stack.append(recorder)
-
-    def remove(self, recorder: Recorder) -> None:
-        with self._lock:
-            if recorder in self._stack:
-                self._stack.remove(recorder)
-
-    def top(self) -> Recorder | None:
-        with self._lock:
-            return self._stack[-1] if self._stack else None
+_RECORDER: ContextVar[Recorder | None] = ContextVar("gradcheck_recorder", default=None)
+_PURPOSE: ContextVar[str] = ContextVar("gradcheck_purpose", default="check")
 
 
-_RECORDERS = _Recorders()
-
-
-def install_recorder(recorder: Recorder) -> None:
-    """Send every result from now on to ``recorder`` (until it is removed)."""
+@contextmanager
+def recording_to(recorder: Recorder) -> Iterator[None]:
+    """Send the result of every check made inside the ``with`` block to ``recorder``."""
     if not callable(recorder):
         raise TypeError(f"recorder must be callable, got {type(recorder).__name__}")
-    _RECORDERS.push(recorder)
+    token = _RECORDER.set(recorder)
+    try:
+        yield
+    finally:
+        _RECORDER.reset(token)
 
 
-def remove_recorder(recorder: Recorder) -> None:
-    """Stop sending results to ``recorder``; the previous one (if any) receives them."""
-    _RECORDERS.remove(recorder)
+@contextmanager
+def purpose(name: str) -> Iterator[None]:
+    """Mark the checks made inside the ``with`` block as made for ``name`` (``"fuzz"``)."""
+    if name not in PURPOSES:
+        raise ValueError(f"purpose must be one of {', '.join(PURPOSES)}; got {name!r}")
+    token = _PURPOSE.set(name)
+    try:
+        yield
+    finally:
+        _PURPOSE.reset(token)
 
 
 def record(result: CheckResult) -> None:
-    """Hand ``result`` to the innermost installed recorder, if there is one."""
-    recorder = _RECORDERS.top()
+    """Hand ``result`` to the recorder of the current context, if there is one."""
+    recorder = _RECORDER.get()
     if recorder is not None:
-        recorder(result)
+        recorder(result, _PURPOSE.get())

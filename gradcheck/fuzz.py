@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .subject import LayerCase, Subject
 
-__all__ = ["FuzzRow", "fuzz_layer_case", "fuzz_subject"]
+__all__ = ["FuzzRow", "fuzz_layer_case", "fuzz_subject", "nothing_to_fuzz"]
 
 POISONS = (np.nan, np.inf, -np.inf)
 ACCEPTED = ("non-finite", "error")
@@ -27,7 +28,7 @@ class FuzzRow:
 
     case: str
     dtype: str
-    input: int
+    input: int | str
     index: tuple[int, ...]
     value: float
     status: str
@@ -45,14 +46,19 @@ class FuzzRow:
                 f"one of {ACCEPTED}; seed={self.seed}")
 
 
-def _poisoned(case: LayerCase, dtype: str, seed: int) -> Iterator[tuple[int, tuple[int, ...],
-                                                                          float, list[object]]]:
+def _poisoned(case: LayerCase, dtype: str, seed: int
+              ) -> Iterator[tuple[int | str, tuple[int, ...], float, Any]]:
+    """Each floating array input (of a list, tuple or dict), with one element poisoned."""
     rng = np.random.default_rng(seed)
     inputs = case.inputs(np.random.default_rng(seed), np.dtype(dtype))
-    if not isinstance(inputs, (list, tuple)):
+    if isinstance(inputs, dict):
+        keys: list[Any] = list(inputs)
+    elif isinstance(inputs, (list, tuple)):
+        keys = list(range(len(inputs)))
+    else:
         return
-    for k, x in enumerate(inputs):
-        arr = np.asarray(x)
+    for k in keys:
+        arr = np.asarray(inputs[k])
         if arr.dtype.kind != "f" or arr.size == 0:
             continue
         flat = int(rng.integers(arr.size))
@@ -60,25 +66,48 @@ def _poisoned(case: LayerCase, dtype: str, seed: int) -> Iterator[tuple[int, tup
         for value in POISONS:
             bad = arr.copy()
             bad[index] = value
-            yield k, index, float(value), [bad if j == k else v for j, v in enumerate(inputs)]
+            if isinstance(inputs, dict):
+                yield k, index, float(value), {**inputs, k: bad}
+            else:
+                yield k, index, float(value), [bad if j == k else v
+                                               for j, v in enumerate(inputs)]
 
 
 def fuzz_layer_case(case: LayerCase, dtype: str, seed: int = 0) -> list[FuzzRow]:
-    """Poison one element of each floating input of ``case`` with NaN, Inf and -Inf."""
+    """Poison one element of each floating input of ``case`` with NaN, Inf and -Inf.
+
+    Returns
+    -------
+    list of FuzzRow
+        Three rows per floating array input (list, tuple or dict of inputs); empty when
+        the case has none (nothing to fuzz: callers say so, see :func:`nothing_to_fuzz`).
+    """
+    from ._recording import purpose
+
+    with purpose("fuzz"):
+        return [_fuzz_one(case, dtype, seed, k, index, value, inputs)
+                for k, index, value, inputs in _poisoned(case, dtype, seed)]
+
+
+def nothing_to_fuzz(case: LayerCase, dtype: str) -> str:
+    """The reason given when :func:`fuzz_layer_case` finds no input to poison."""
+    return (f"{case.name} [{dtype}]: no floating-point array among its inputs, nothing to "
+            "poison with NaN/Inf")
+
+
+def _fuzz_one(case: LayerCase, dtype: str, seed: int, k: int | str, index: tuple[int, ...],
+              value: float, inputs: Any) -> FuzzRow:
     from ._core import check_vjp
     from ._layer import check_layer
 
-    rows = []
-    for k, index, value, inputs in _poisoned(case, dtype, seed):
-        opts = {"seed": seed, "mode": "directional", "directions": 1, **case.options}
-        if case.layer is not None:
-            layer = case.layer(np.random.default_rng(seed), np.dtype(dtype))
-            res = check_layer(layer, *inputs, forward=case.forward, backward=case.backward,
-                              wrt=case.wrt, **opts)
-        else:
-            res = check_vjp(case.fwd, case.bwd, inputs, wrt=case.wrt, **opts)  # type: ignore[arg-type]
-        rows.append(FuzzRow(case.name, dtype, k, index, value, res.status, res.passed, seed))
-    return rows
+    opts = {"seed": seed, "mode": "directional", "directions": 1, **case.options}
+    if case.layer is not None:
+        layer = case.layer(np.random.default_rng(seed), np.dtype(dtype))
+        res = check_layer(layer, *inputs, forward=case.forward, backward=case.backward,
+                          wrt=case.wrt, **opts)
+    else:
+        res = check_vjp(case.fwd, case.bwd, inputs, wrt=case.wrt, **opts)  # type: ignore[arg-type]
+    return FuzzRow(case.name, dtype, k, index, value, res.status, res.passed, seed)
 
 
 def fuzz_subject(subject: Subject, seed: int = 0) -> list[FuzzRow]:

@@ -171,6 +171,26 @@ class Subject:
         ``seed -> list of str``: parameters that receive an all-zero gradient where they
         should not (criterion 3, beside the flow audit of the model checks).
     description : str
+    code : sequence of str, optional
+        The files and folders of the subject's own code that coverage (criterion 10)
+        and the security scan (criterion 11) look at; relative paths are relative to
+        the folder of the module that defines the subject. Default: that module's
+        file alone.
+    security_select, security_ignore : sequence of str
+        ruff rule codes (or prefixes) of the security scan, and those left out
+        (default: the bandit rules ``S``, without ``S101``, the use of ``assert``).
+    test_commands : sequence of sequence of str, optional
+        The commands of the subject's test run (criteria 10 and 12), as argument lists
+        run in ``test_dir`` by ``gradcheck report --with-tests``. ``{python}`` is this
+        interpreter, ``{reports}`` the report's folder, and an argument ``{cov}``
+        becomes ``--cov=PATH`` for each path of ``code``. They must write
+        ``{reports}/coverage.json`` (``--cov-report=json:...``) and
+        ``{reports}/junit.xml`` (more ``junit-*.xml`` files are added up). Without
+        them criteria 10 and 12 are not applicable.
+    test_dir : str, optional
+        Where the test commands run (relative: from the folder of the subject's
+        module; default: the current directory), and what the relative file names in
+        ``coverage.json`` are relative to.
     """
 
     name: str
@@ -184,6 +204,11 @@ class Subject:
         | None = None
     flow: Callable[[int], list[str]] | None = None
     description: str = ""
+    code: Sequence[str] | None = None
+    security_select: Sequence[str] = ("S",)
+    security_ignore: Sequence[str] = ("S101",)
+    test_commands: Sequence[Sequence[str]] | None = None
+    test_dir: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -194,6 +219,20 @@ class Subject:
                                 f"{type(case).__name__}")
         if (self.model is None) != (self.batch is None) and self.model_cases is None:
             raise TypeError("Subject: give model and batch together")
+        _check_strings("code", self.code, allow_none=True)
+        _check_strings("security_select", self.security_select)
+        _check_strings("security_ignore", self.security_ignore)
+        if self.test_commands is not None:
+            if isinstance(self.test_commands, str) or not self.test_commands:
+                raise TypeError("Subject.test_commands must be a non-empty sequence of "
+                                "argument lists, such as [['{python}', '-m', 'pytest']]")
+            for k, cmd in enumerate(self.test_commands):
+                _check_strings(f"test_commands[{k}]", cmd)
+                if not cmd:
+                    raise TypeError(f"Subject.test_commands[{k}] is empty")
+        if self.test_dir is not None and not isinstance(self.test_dir, str):
+            raise TypeError(f"Subject.test_dir must be a string, got "
+                            f"{type(self.test_dir).__name__}")
 
     def models(self, level: str, seed: int = 0) -> list[ModelCase]:
         """The model cases of ``level``: ``model_cases(level)``, or the model in both
@@ -213,6 +252,15 @@ class Subject:
         return [ModelCase(f"{self.name} model [float64]", build("float64")),
                 ModelCase(f"{self.name} model [float32]", build("float32"),
                           twin=lambda: make("float64"))]
+
+
+def _check_strings(label: str, value: Any, *, allow_none: bool = False) -> None:
+    """``value`` is a sequence (not a string) of strings."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, str) or not isinstance(value, Sequence) or \
+            not all(isinstance(v, str) for v in value):
+        raise TypeError(f"Subject.{label} must be a list or tuple of strings, got {value!r}")
 
 
 def load_subject(spec: str) -> Subject:

@@ -13,10 +13,10 @@ test file of yours::
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from .fuzz import fuzz_layer_case
+from .fuzz import fuzz_layer_case, nothing_to_fuzz
 from .subject import LayerCase, ModelCase
 
 __all__ = ["test_layer_fuzz", "test_layer_gradient", "test_layer_gradient_at_drawn_points",
@@ -30,13 +30,17 @@ def test_layer_gradient(gradcheck_layer_case: tuple[LayerCase, str]) -> None:
     _require(res.passed, res.report())
 
 
-@settings(max_examples=3, deadline=None, derandomize=True)
+# No shrinking: a seed whose check fails is as useful as any smaller one, and shrinking
+# would rerun a whole failing check per step.
+@settings(max_examples=3, deadline=None, derandomize=True,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(seed=st.integers(1, 2**16))
 def test_layer_gradient_at_drawn_points(gradcheck_layer_case_float64: LayerCase,
                                         seed: int) -> None:
-    """The same at inputs drawn from other seeds, in float64 (Hypothesis shrinks a failing
-    one). float32 is checked at the fixed seed only: with ReLU-like kinks, a float32 point
-    can have several kinks within every usable step (a known limit, see the README)."""
+    """The same at inputs drawn from other seeds, in float64 (a failing seed is reported
+    as drawn, not shrunk). float32 is checked at the fixed seed only: with ReLU-like
+    kinks, a float32 point can have several kinks within every usable step (a known
+    limit, see the README)."""
     res = gradcheck_layer_case_float64.check("float64", seed=seed)
     _require(res.passed, res.report())
 
@@ -44,7 +48,10 @@ def test_layer_gradient_at_drawn_points(gradcheck_layer_case_float64: LayerCase,
 def test_layer_fuzz(gradcheck_layer_case: tuple[LayerCase, str]) -> None:
     """NaN and Inf in an input give a named status, never a crash or a pass."""
     case, dtype = gradcheck_layer_case
-    for row in fuzz_layer_case(case, dtype, seed=0):
+    rows = fuzz_layer_case(case, dtype, seed=0)
+    if not rows:
+        pytest.skip(nothing_to_fuzz(case, dtype))
+    for row in rows:
         _require(row.ok, row.describe())
 
 

@@ -20,7 +20,14 @@ import numpy as np
 from ._core import check_vjp
 from ._pool import Task, run_tasks
 from ._result import CheckResult
-from ._testrun import read_coverage, read_junit, run_test_suites, security_findings
+from ._testrun import (
+    command_dir,
+    read_coverage,
+    read_junit,
+    run_test_suites,
+    security_findings,
+    subject_code,
+)
 from .subject import Subject, TrainingRun, load_subject
 
 __all__ = ["DEFAULT_SUBJECT", "LEVELS", "run_verification", "verdict_of"]
@@ -203,41 +210,59 @@ def _budget_criteria(subject: Subject, budget_results: list[Any]) -> list[dict[s
     return out
 
 
-def _quality_criteria(reports: Path, code: list[Path]) -> list[dict[str, Any]]:
-    coverage = read_coverage(reports / "coverage.json")
-    junit = read_junit(reports / "junit.xml")
-    junit_b = read_junit(reports / "junit-budgets.xml")
-    if junit is not None and junit_b is not None:
-        junit = {k: junit[k] + junit_b[k] for k in junit}
+def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[dict[str, Any]]:
+    """Criteria 10-12 over the subject's own code and test run (see :mod:`._testrun`)."""
+    spec = ref if isinstance(ref, str) else None
+    code, why_no_code = _subject_code(subj, ref)
+    run = ("gradcheck report --with-tests (runs the subject's test commands), or run them "
+           "writing into the report's folder")
+    no_run = "the subject declares no test commands (Subject.test_commands)"
     crit = []
-    if coverage is None:
-        crit.append(_criterion(10, "code coverage > 80%", None,
-                               f"no {reports / 'coverage.json'} yet", RUN_TESTS))
+    if not subj.test_commands or why_no_code:
+        crit.append(_not_applicable(10, "code coverage > 80%", why_no_code or no_run))
     else:
-        pk = coverage["packages"]
-        crit.append(_criterion(10, "code coverage > 80%",
-                               all(v > 80 for v in pk.values()) and bool(pk),
-                               ", ".join(f"{k} {v:.1f}%" for k, v in sorted(pk.items())),
-                               "pytest-cov line coverage of the last test run"))
-    security = security_findings(code)
-    if security.get("measured"):
-        crit.append(_criterion(11, "no security alerts", security["findings"] == 0,
-                               f"{security['findings']} finding(s) "
-                               f"{', '.join(security['rules'])}".strip(),
-                               "ruff's bandit rules (S) in place of CodeQL, over "
-                               + ", ".join(p.name for p in code)))
-    else:
-        crit.append(_criterion(11, "no security alerts", None, security.get("why", ""),
-                               "pip install ruff (ruff's bandit rules, S)"))
-    if junit is None:
+        coverage = read_coverage(reports / "coverage.json", code, command_dir(subj, spec))
+        if coverage is None or not coverage["paths"]:
+            crit.append(_criterion(10, "code coverage > 80%", None,
+                                   f"no coverage of {', '.join(p.name for p in code)} in "
+                                   f"{reports / 'coverage.json'} yet", run))
+        else:
+            pk, unmeasured = coverage["paths"], coverage["unmeasured"]
+            crit.append(_criterion(
+                10, "code coverage > 80%", all(v > 80 for v in pk.values()) and not unmeasured,
+                ", ".join(f"{k} {v:.1f}%" for k, v in sorted(pk.items()))
+                + (f"; not measured: {', '.join(unmeasured)}" if unmeasured else ""),
+                "pytest-cov line coverage of the last test run, over the subject's code"))
+    crit.append(_security_criterion(subj, code, why_no_code))
+    junit = read_junit(reports) if subj.test_commands else None
+    if not subj.test_commands:
+        crit.append(_not_applicable(12, "passes all tests", no_run))
+    elif junit is None:
         crit.append(_criterion(12, "passes all tests", None,
-                               f"no {reports / 'junit.xml'} yet", RUN_TESTS))
+                               f"no {reports / 'junit.xml'} yet", run))
     else:
         bad = junit["failures"] + junit["errors"]
         crit.append(_criterion(12, "passes all tests", bad == 0,
                                f"{junit['tests']} tests, {bad} failed, {junit['skipped']} skipped",
                                "pytest junit XML of the last test run"))
     return crit
+
+
+def _security_criterion(subj: Subject, code: list[Path], why_no_code: str) -> dict[str, Any]:
+    if why_no_code:
+        return _not_applicable(11, "no security alerts", why_no_code)
+    rules = (f"ruff rules {','.join(subj.security_select)}"
+             + (f" without {','.join(subj.security_ignore)}" if subj.security_ignore else ""))
+    security = security_findings(code, subj.security_select, subj.security_ignore)
+    if not security.get("measured"):
+        return _criterion(11, "no security alerts", None, security.get("why", ""),
+                          f"pip install ruff into this environment ({rules})")
+    return _criterion(11, "no security alerts", security["findings"] == 0,
+                      f"{security['findings']} finding(s)"
+                      + (f" {', '.join(security['rules'])}" if security["rules"] else "")
+                      + (f" in {', '.join(security['files'])}" if security["files"] else ""),
+                      f"{rules} (bandit's checks) in place of CodeQL, over "
+                      + ", ".join(p.name for p in code))
 
 
 def _checks_criterion(checks: list[CheckResult], catalog: list[dict[str, Any]]
@@ -264,16 +289,10 @@ def verdict_of(failed: bool, criteria: list[dict[str, Any]]) -> str:
 
 
 # -- the whole run --------------------------------------------------------------------------------
-def _subject_code(ref: SubjectRef, root: Path) -> list[Path]:
-    """The code criterion 11 scans: the subject's module folder (or model/ and gradcheck/)."""
-    if ref == DEFAULT_SUBJECT:
-        return [root / "model", root / "gradcheck"]
-    if isinstance(ref, str):
-        module = sys.modules.get(ref.split(":")[0])
-        file = getattr(module, "__file__", None)
-        if file:
-            return [Path(file).resolve().parent]
-    return [root / "gradcheck"]
+def _subject_code(subj: Subject, ref: SubjectRef) -> tuple[list[Path], str]:
+    """The code criteria 10 and 11 look at: ``Subject.code``, or the subject's module file
+    (with '' or why there is none)."""
+    return subject_code(subj, ref if isinstance(ref, str) else None)
 
 
 def run_verification(
@@ -302,7 +321,7 @@ def run_verification(
     reports = out_path.parent
     if with_tests:
         say("test suites (criteria 10-12)", advance=True)
-        why = run_test_suites(root, reports, say)
+        why = run_test_suites(subj, subject if isinstance(subject, str) else None, reports, say)
         if why:
             say(f"test suites not run: {why}")
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
@@ -322,7 +341,7 @@ def run_verification(
     crit = (_training_criteria(subj, runs, models, zero)
             + [_checks_criterion(layers + models, catalog)]
             + _budget_criteria(subj, budget_results)
-            + _quality_criteria(reports, _subject_code(subject, root)))
+            + _quality_criteria(subj, reports, subject))
     crit.sort(key=lambda c: c["id"])
     failed = (not all(r.passed for r in layers + models)
               or not all(r["verdict"] == "caught" for r in catalog)

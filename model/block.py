@@ -9,6 +9,7 @@ Shapes: ``x, y (B, T, C)``. ``p`` maps the block's parameter names (``ln1.g``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -17,7 +18,12 @@ from .attention import AttentionCache, attention_backward, attention_forward
 from .feedforward import FeedForwardCache, feedforward_backward, feedforward_forward
 from .layernorm import LayerNormCache, layernorm_backward, layernorm_forward
 
-__all__ = ["BLOCK_PARAMS", "BlockCache", "block_backward", "block_forward"]
+__all__ = ["BLOCK_PARAMS", "BlockCache", "Probe", "block_backward", "block_forward"]
+
+#: ``probe(layer, operation, value)``: called with every intermediate of a forward, in
+#: order, when given (the non-finite locator of :mod:`model.anomaly` raises at the first
+#: NaN/Inf); never called on the normal path.
+Probe = Callable[[str, str, np.ndarray], None]
 
 BLOCK_PARAMS = (
     "ln1.g", "ln1.b",
@@ -43,8 +49,12 @@ def block_forward(
     causal: bool,
     activation: str,
     norm: str,
+    probe: Probe | None = None,
+    name: str = "block",
 ) -> tuple[np.ndarray, BlockCache]:
     """One encoder block.
+
+    ``probe`` (optional) sees every intermediate, labelled with ``name``.
 
     Returns
     -------
@@ -52,29 +62,58 @@ def block_forward(
     cache : BlockCache
     """
 
+    def look(op: str, value: np.ndarray) -> None:
+        if probe is not None:
+            probe(name, op, value)
+
     def attn(u: np.ndarray) -> tuple[np.ndarray, AttentionCache]:
-        return attention_forward(
+        y, c = attention_forward(
             u, p["attn.Wq"], p["attn.bq"], p["attn.Wk"], p["attn.bk"], p["attn.Wv"],
             p["attn.bv"], p["attn.Wo"], p["attn.bo"], n_heads=n_heads, causal=causal,
         )
+        if probe is not None:
+            for op, v in (("attention query projection", c.q),
+                          ("attention key projection", c.k),
+                          ("attention value projection", c.v), ("attention softmax", c.att),
+                          ("attention context (att @ v)", c.o_cache.x),
+                          ("attention output projection", y)):
+                look(op, v)
+        return y, c
 
     def ffn(u: np.ndarray) -> tuple[np.ndarray, FeedForwardCache]:
-        return feedforward_forward(
+        y, c = feedforward_forward(
             u, p["ffn.W1"], p["ffn.b1"], p["ffn.W2"], p["ffn.b2"], activation=activation
         )
+        if probe is not None:
+            for op, v in (("feed-forward first linear", c.act.x),
+                          (f"feed-forward {activation}", c.fc2.x),
+                          ("feed-forward second linear", y)):
+                look(op, v)
+        return y, c
+
+    def ln(u: np.ndarray, which: str) -> tuple[np.ndarray, LayerNormCache]:
+        y, c = layernorm_forward(u, p[f"{which}.g"], p[f"{which}.b"])
+        look(f"LayerNorm {which}", y)
+        return y, c
 
     if norm == "post":
         a, attn_c = attn(x)
-        h, ln1_c = layernorm_forward(x + a, p["ln1.g"], p["ln1.b"])
+        r = x + a
+        look("attention residual add", r)
+        h, ln1_c = ln(r, "ln1")
         f, ffn_c = ffn(h)
-        y, ln2_c = layernorm_forward(h + f, p["ln2.g"], p["ln2.b"])
+        s = h + f
+        look("feed-forward residual add", s)
+        y, ln2_c = ln(s, "ln2")
     else:
-        u, ln1_c = layernorm_forward(x, p["ln1.g"], p["ln1.b"])
+        u, ln1_c = ln(x, "ln1")
         a, attn_c = attn(u)
         h = x + a
-        w, ln2_c = layernorm_forward(h, p["ln2.g"], p["ln2.b"])
+        look("attention residual add", h)
+        w, ln2_c = ln(h, "ln2")
         f, ffn_c = ffn(w)
         y = h + f
+        look("feed-forward residual add", y)
     return y, BlockCache(norm, ln1_c, attn_c, ln2_c, ffn_c)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -324,6 +325,17 @@ def _runs(level: str, seed: int) -> list[TrainingRun]:
 
 
 #: The reference transformer, the default subject of every command.
+# -- the test run, coverage and security scan (criteria 10-12) --------------------------------
+_ROOT = Path(__file__).resolve().parent.parent
+#: The README's test command: the functional suites under coverage, then the budgets alone.
+TEST_COMMANDS = (
+    ("{python}", "-m", "pytest", "-n", "2", "-m", "not budget", "{cov}",
+     "--cov-report=json:{reports}/coverage.json", "--cov-report=term",
+     "--junitxml={reports}/junit.xml"),
+    ("{python}", "-m", "pytest", "-m", "budget", "--benchmark-json={reports}/benchmark.json",
+     "--junitxml={reports}/junit-budgets.xml"),
+)
+
 REFERENCE = Subject(
     name="reference model",
     description="gradcheck verification of the reference model",
@@ -333,4 +345,7 @@ REFERENCE = Subject(
     budgets=_budgets,
     snapshot_cases={name: functools.partial(snapshot_case, name) for name in SNAPSHOT_CASES},
     flow=zero_gradients,
+    code=(str(_ROOT / "model"), str(_ROOT / "gradcheck")),
+    test_commands=TEST_COMMANDS,
+    test_dir=str(_ROOT),
 )

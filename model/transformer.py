@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .anomaly import NonFiniteValueError, all_finite, locate_forward
-from .block import BLOCK_PARAMS, BlockCache, block_backward, block_forward
+from .block import BLOCK_PARAMS, BlockCache, Probe, block_backward, block_forward
 from .config import Config
 from .embedding import EmbeddingCache, embedding_backward, embedding_forward
 from .layernorm import LayerNormCache, layernorm_backward, layernorm_forward
@@ -155,32 +155,52 @@ class Transformer:
         with np.errstate(all="ignore"):  # non-finite values are found and named below
             out = self._forward_unchecked(tokens, keep)
         if self.cfg.check_finite and not all_finite(out[0]):
-            raise locate_forward(self, tokens)
+            raise locate_forward(lambda probe: self._forward_unchecked(tokens, False, probe))
         return out
 
     def _forward_unchecked(
-        self, tokens: np.ndarray, keep: bool
+        self, tokens: np.ndarray, keep: bool, probe: Probe | None = None
     ) -> tuple[np.ndarray, ModelCache | None]:
+        """The forward; ``probe`` (the non-finite locator's) sees each parameter before
+        its stage and every intermediate, in order."""
         cfg = self.cfg
         p = self.params
+
+        def look(layer: str, op: str, value: np.ndarray) -> None:
+            if probe is not None:
+                probe(layer, op, value)
+
+        def look_params(*names: str) -> None:
+            if probe is None:
+                return
+            for name in names:
+                look(name, "parameter", p[name])
+
+        look_params("tok_emb", "pos_emb")
         x, emb_c = embedding_forward(tokens, p["tok_emb"], p["pos_emb"])
+        look("embedding", "token + position lookup", x)
         inputs: list[np.ndarray] = []
         blocks: list[BlockCache] = []
         for i in range(cfg.n_layers):
             if keep and cfg.recompute:
                 inputs.append(x)
+            look_params(*(f"blocks.{i}.{n}" for n in BLOCK_PARAMS))
             x, bc = block_forward(
                 x, self._block_params(p, i), n_heads=cfg.n_heads, causal=cfg.causal,
-                activation=cfg.activation, norm=cfg.norm,
+                activation=cfg.activation, norm=cfg.norm, probe=probe, name=f"blocks.{i}",
             )
             if keep and not cfg.recompute:
                 blocks.append(bc)
         ln_c = None
         if cfg.norm == "pre":
+            look_params("ln_f.g", "ln_f.b")
             x, ln_c = layernorm_forward(x, p["ln_f.g"], p["ln_f.b"])
+            look("ln_f", "final LayerNorm", x)
         head_c = None
         if cfg.loss != "embedding_mse":
+            look_params("head.W", "head.b")
             x, head_c = linear_forward(x, p["head.W"], p["head.b"])
+            look("head", "output projection", x)
         if not keep:
             return x, None
         return x, ModelCache(emb_c, inputs, blocks, ln_c, head_c, dict(p))

@@ -89,6 +89,53 @@ def test_overflow_inside_a_layer_names_the_operation():
     assert "blocks.1, feed-forward first linear" in str(info.value)
 
 
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_the_locator_probes_the_models_own_forward(norm):
+    """The probe sees the forward the model runs (same output), every parameter before
+    its stage and every named intermediate in order; nothing is replayed elsewhere."""
+    m = Transformer(Config(**TINY, norm=norm))
+    seen = []
+    out, _ = m._forward_unchecked(batch()[0], False, lambda layer, op, v: seen.append(
+        (layer, op, np.array(v, copy=True))))
+    np.testing.assert_array_equal(out, m.forward(batch()[0]))
+    ops = [(layer, op) for layer, op, _v in seen]
+    assert ops[:3] == [("tok_emb", "parameter"), ("pos_emb", "parameter"),
+                       ("embedding", "token + position lookup")]
+    block0 = [op for layer, op in ops if layer == "blocks.0"]
+    first = "attention query projection" if norm == "post" else "LayerNorm ln1"
+    assert block0[0] == first and block0[-1] == (
+        "LayerNorm ln2" if norm == "post" else "feed-forward residual add")
+    assert len(block0) == 13
+    assert ops[-1] == ("head", "output projection")
+    np.testing.assert_array_equal(seen[-1][2], out)
+
+
+@pytest.mark.parametrize("norm, op", [("pre", "LayerNorm ln2"),
+                                      ("post", "LayerNorm ln1")])
+def test_overflow_is_named_in_both_block_layouts(norm, op):
+    m = Transformer(Config(**TINY, norm=norm, dtype="float32"))
+    if norm == "pre":
+        m.params["blocks.0.ln2.g"][...] = 3e38  # finite, LN2's output overflows
+        m.params["blocks.0.ln2.g"][0] = -3e38
+    else:
+        m.params["blocks.0.attn.bo"][...] = 3e38  # x + a is finite, LN1 of it overflows
+    with pytest.raises(NonFiniteValueError) as info:
+        m.forward(batch()[0])
+    assert (info.value.layer, info.value.op) == ("blocks.0", op), str(info.value)
+
+
+def test_the_locator_imports_no_part_of_the_model():
+    import ast
+    from pathlib import Path
+
+    import model.anomaly
+
+    tree = ast.parse(Path(model.anomaly.__file__).read_text())
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if m.startswith(("model", ".")) or m == ""], imported
+
+
 def test_nan_in_dout_is_named():
     m = Transformer(Config(**TINY))
     out, cache = m.forward_train(batch()[0])
@@ -181,3 +228,24 @@ def test_checker_never_crashes(examples, x, layout, mode, kind):
     assert np.array_equal(np.asarray(x), keep, equal_nan=True)  # never mutated
     res.to_dict()
     res.report()
+
+
+def test_fuzz_poisons_dict_inputs_and_says_when_there_is_nothing_to_poison():
+    from gradcheck import LayerCase
+    from gradcheck.fuzz import fuzz_layer_case, nothing_to_fuzz
+
+    def fwd(x, scale):
+        return x * scale, scale
+
+    def bwd(dy, scale):
+        return {"x": dy * scale, "scale": None}
+
+    named = LayerCase("scale", inputs=lambda rng, dt: {"x": rng.standard_normal(3).astype(dt),
+                                                       "scale": 2.0},
+                      fwd=fwd, bwd=bwd, wrt=["x"])
+    rows = fuzz_layer_case(named, "float64")
+    assert [r.input for r in rows] == ["x"] * 3 + ["scale"] * 3 and all(r.ok for r in rows)
+    ints = LayerCase("lookup", inputs=lambda rng, dt: [rng.integers(0, 3, 4)],
+                     fwd=lambda t: (t * 1.0, None), bwd=lambda dy, c: (None,))
+    assert fuzz_layer_case(ints, "float64") == []
+    assert "nothing to poison" in nothing_to_fuzz(ints, "float64")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy  # noqa: F401 - imported once here: pytester's inline runs cannot re-import it
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -65,7 +66,8 @@ def test_plain_call_is_recorded():
         "*seed=0*",
         "*constant factor of 2*",
         "gradcheck: 4 gradient checks ran, 3 passed, 1 failed in failing tests, 0 failed as "
-        "their passing test expected (broken backward passes caught), 2 kinks skipped",
+        "their passing test expected (0 broken backward passes caught, 0 NaN/Inf named), "
+        "2 kinks skipped",
     ])
     data = json.loads((project.path / "out/r.json").read_text())
     assert data["summary"] == {"checks": 4, "passed": 3, "failed": 1, "kinks": 2}
@@ -149,3 +151,147 @@ def test_each_xdist_worker_gets_one_blas_thread(project, monkeypatch):
     # without xdist the threads are left alone unless asked
     project.runpytest_subprocess("--gradcheck-blas-threads", "1").assert_outcomes(passed=1)
     assert json.loads((project.path / "threads-main.json").read_text()) == [1]
+
+
+USER_SUBJECT = """
+import numpy as np
+from gradcheck import LayerCase, Subject
+
+
+class Dense:
+    def __init__(self, rng, dt, broken=False):
+        self.W = rng.standard_normal((3, 2)).astype(dt)
+        self.b = rng.standard_normal(2).astype(dt)
+        self.broken = broken
+
+    def forward(self, x):
+        assert x.ndim == 2
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        self.db = dout.sum(0) * (2.0 if self.broken else 1.0)
+        return dout @ self.W.T
+
+
+class Embed:
+    def __init__(self, rng, dt):
+        self.W = rng.standard_normal((5, 2)).astype(dt)
+
+    def forward(self, tokens):
+        self.tokens = tokens
+        return self.W[tokens]
+
+    def backward(self, dout):
+        self.dW = np.zeros_like(self.W)
+        np.add.at(self.dW, self.tokens, dout)
+
+
+def cases(broken):
+    return [LayerCase("dense", inputs=lambda rng, dt: [rng.standard_normal((4, 3)).astype(dt)],
+                      layer=lambda rng, dt: Dense(rng, dt, broken)),
+            LayerCase("embed", inputs=lambda rng, dt: [rng.integers(0, 5, 4)],
+                      layer=lambda rng, dt: Embed(rng, dt))]
+
+
+SUBJECT = Subject(name="user layers", layers=cases(False))
+BROKEN = Subject(name="user layers, broken db", layers=cases(True))
+"""
+
+
+def test_generated_tests_have_clean_ids_and_count_fuzz_apart(project):
+    """A correct user subject: ids name the module, the NaN/Inf fuzz checks are not
+    counted as broken backward passes, and a case with no float input is skipped with
+    the reason (not passed having tested nothing)."""
+    project.makepyfile(usersubj=USER_SUBJECT)
+    project.syspathinsert()
+    listed = project.runpytest_subprocess("--gradcheck-subject", "usersubj:SUBJECT", "--co",
+                                          "-q")
+    ids = [ln for ln in listed.outlines if "test_" in ln and "::" in ln]
+    assert ids and all(ln.startswith("gradcheck/subject_tests.py::test_") for ln in ids), ids
+    result = project.runpytest_subprocess("--gradcheck-subject", "usersubj:SUBJECT", "-rs")
+    result.assert_outcomes(passed=8, skipped=3)  # and the model test: no model declared
+    result.stdout.fnmatch_lines([
+        "gradcheck: 10 gradient checks ran, 10 passed, 0 failed in failing tests, 0 failed as "
+        "their passing test expected (0 broken backward passes caught, 0 NaN/Inf named), "
+        "0 kinks skipped; 6 NaN/Inf fuzz checks, 6 ended with a named status (non-finite or "
+        "error), 0 did not",
+        "*embed [[]float64[]]: no floating-point array among its inputs, nothing to poison*",
+    ])
+
+
+def test_failing_generated_test_fails_fast_without_shrinking(project):
+    """A broken layer fails its drawn-points test at the first drawn seed: one failing
+    check and Hypothesis's replay of it, no shrinking through more failing checks, and
+    no Hypothesis patch written for gradcheck's own file."""
+    project.makepyfile(usersubj=USER_SUBJECT)
+    project.syspathinsert()
+    result = project.runpytest_subprocess("--gradcheck-subject", "usersubj:BROKEN",
+                                          "--gradcheck-json", "out.json")
+    result.assert_outcomes(passed=5, failed=3, skipped=3)
+    data = json.loads((project.path / "out.json").read_text())
+    drawn = [c for c in data["checks"]
+             if c["test"].endswith("test_layer_gradient_at_drawn_points[dense]")]
+    assert 1 <= len(drawn) <= 2 and not any(c["passed"] for c in drawn), len(drawn)
+    assert not (project.path / ".hypothesis" / "patches").exists()
+    result.stdout.fnmatch_lines(["* failed in failing tests, 0 failed as their passing test*"])
+
+
+def test_fixture_options_apply_where_they_apply(project):
+    """A marker's budget= reaches check_vjp and is left out of check_model; the same
+    option given to the call itself is an error that says where it applies."""
+    project.makepyfile(test_opts=LAYER + """
+class Quad:
+    def __init__(self):
+        self.params = {"w": np.array([1.0, 2.0])}
+    def loss(self):
+        return float((self.params["w"] ** 2).sum())
+    def loss_and_grads(self):
+        return self.loss(), {"w": 2 * self.params["w"]}
+
+@pytest.mark.gradcheck(budget=1, full_threshold=0)
+def test_marker(gradcheck):
+    assert gradcheck.check_vjp(fwd, good, [X, W]).inputs[0].mode != "full"
+    assert gradcheck.check_model(Quad()).passed
+
+def test_call(gradcheck):
+    with pytest.raises(TypeError, match="check_model: option budget applies to check_vjp"):
+        gradcheck.check_model(Quad(), budget=10)
+    with pytest.raises(TypeError, match="check_layer: option full_threshold applies to "
+                                        "check_model only"):
+        gradcheck.check_layer(object(), X, full_threshold=10)
+
+def test_assert_loss(gradcheck):
+    gradcheck.assert_loss(lambda s: ((s * s).sum(), 2 * s), X)
+""")
+    # in a subprocess: the checks import NumPy submodules that an inline run could not
+    # import a second time in this process
+    project.runpytest_subprocess().assert_outcomes(passed=3)
+
+
+def test_recorder_lives_in_a_context_not_in_a_module_global():
+    """Results go to the recorder of the current context only; a nested one (as a
+    pytester session inside a test) restores the outer one when it ends."""
+    import numpy as np
+
+    import gradcheck
+    from gradcheck._recording import purpose, recording_to
+
+    outer: list[tuple[str, str]] = []
+    inner: list[tuple[str, str]] = []
+    x = [np.ones(2)]
+
+    def check(label: str) -> None:
+        gradcheck.check_vjp(lambda a: (a * a, a), lambda dy, a: (2 * a * dy,), x, name=label)
+
+    check("plugin")  # this test's context: the plugin's recorder, not outer or inner
+    with recording_to(lambda r, p: outer.append((r.name, p))):
+        check("a")
+        with recording_to(lambda r, p: inner.append((r.name, p))), purpose("fuzz"):
+            check("b")
+        check("c")
+    assert outer == [("a", "check"), ("c", "check")] and inner == [("b", "fuzz")]
+    with pytest.raises(ValueError, match="purpose must be one of check, fuzz"):
+        with purpose("other"):
+            pass

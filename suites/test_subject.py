@@ -1,3 +1,156 @@
 """The reference model's tests generated from its subject, as a user's would be."""
 
+import json
+
+import numpy as np
+import pytest
+
+import gradcheck
 from gradcheck.subject_tests import *  # noqa: F403
+
+# -- messages of failing model inputs ---------------------------------------------------------
+
+
+class _TwoParams:
+    """loss = sum(w * x) + sum(v * v); the gradient of v optionally off by a factor."""
+
+    def __init__(self, factor: float) -> None:
+        rng = np.random.default_rng(0)
+        self.params = {"w": rng.standard_normal(3), "v": rng.standard_normal(2)}
+        self.x = rng.standard_normal(3)
+        self.factor = factor
+
+    def loss(self) -> float:
+        return float(self.params["w"] @ self.x + self.params["v"] @ self.params["v"])
+
+    def loss_and_grads(self) -> tuple[float, dict[str, np.ndarray]]:
+        return self.loss(), {"w": self.x.copy(), "v": self.factor * 2 * self.params["v"]}
+
+
+def test_failing_model_parameter_has_a_message_naming_its_worst_element():
+    res = gradcheck.check_model(_TwoParams(3.0), full_threshold=10)
+    by = {r.name: r for r in res.inputs}
+    assert not by["v"].passed and by["w"].passed
+    assert "mismatch at element (" in by["v"].message
+    assert "analytic" in by["v"].message and "tolerance" in by["v"].message
+    assert res.to_dict()["inputs"][1]["message"] == by["v"].message
+    assert by["w"].message == ""
+
+
+def test_correct_model_has_no_failure_message():
+    res = gradcheck.check_model(_TwoParams(1.0), full_threshold=10)
+    assert res.passed and all(r.message == "" for r in res.inputs)
+
+
+# -- criteria 10-12 over the subject's own code ------------------------------------------------
+USER_MODULE = '''
+import json
+
+import numpy as np
+import pytest
+from gradcheck import LayerCase, Subject
+
+
+class Scale:
+    def forward(self, x):
+        assert x.ndim == 2, "x must be (B, C)"
+        self.x = x
+        return 2 * x
+
+    def backward(self, dout):
+        return 2 * dout
+
+
+CASES = [LayerCase("scale", inputs=lambda rng, dt: [rng.standard_normal((2, 3)).astype(dt)],
+                   layer=lambda rng, dt: Scale())]
+SUBJECT = Subject(name="user", layers=CASES)
+STRICT = Subject(name="user, assert flagged", layers=CASES, security_ignore=())
+WITH_EXTRA = Subject(name="user and its extra folder", layers=CASES, code=("mine.py", "extra"))
+'''
+UNRELATED = "import pickle\n\n\ndef load(b):\n    return pickle.loads(b)\n"
+
+
+@pytest.fixture
+def user_subjects(tmp_path, monkeypatch):
+    """A user's module in a folder that also holds unrelated code with findings."""
+    (tmp_path / "mine.py").write_text(USER_MODULE)
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "junk.py").write_text(UNRELATED)
+    (tmp_path / "other.py").write_text(UNRELATED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    return importlib.import_module("mine"), tmp_path
+
+
+def _criteria(subject, spec, reports):
+    from gradcheck.verify import _quality_criteria
+
+    return {c["id"]: c for c in _quality_criteria(subject, reports, spec or subject)}
+
+
+def test_security_scan_looks_at_the_subject_module_alone(user_subjects, tmp_path, monkeypatch):
+    mine, folder = user_subjects
+    monkeypatch.setenv("PATH", "")  # ruff is found in this interpreter's environment
+    crit = _criteria(mine.SUBJECT, "mine:SUBJECT", tmp_path)
+    assert crit[11]["status"] == "met", crit[11]  # the assert (S101) is ignored by default
+    assert crit[11]["figure"].startswith("0 finding(s)") and "mine.py" in crit[11]["how"]
+    assert crit[10]["status"] == crit[12]["status"] == "not applicable"
+    assert "Subject.test_commands" in crit[10]["figure"]
+
+
+def test_security_scan_catches_what_the_subject_asks_for(user_subjects, tmp_path):
+    mine, folder = user_subjects
+    strict = _criteria(mine.STRICT, "mine:STRICT", tmp_path)[11]
+    assert strict["status"] == "not met" and "S101" in strict["figure"], strict
+    extra = _criteria(mine.WITH_EXTRA, None, tmp_path)[11]  # found without its spec too
+    assert extra["status"] == "not met" and "S301" in extra["figure"], extra
+    assert "junk.py" in extra["figure"] and "other.py" not in extra["figure"]
+
+
+def test_coverage_counts_the_declared_code_only(user_subjects, tmp_path):
+    from gradcheck import Subject
+    from gradcheck._testrun import read_coverage
+
+    _mine, folder = user_subjects
+    data = {"files": {
+        "mine.py": {"summary": {"covered_lines": 9, "num_statements": 10}},
+        "extra/junk.py": {"summary": {"covered_lines": 0, "num_statements": 3}},
+        "other.py": {"summary": {"covered_lines": 0, "num_statements": 3}}}}
+    (tmp_path / "coverage.json").write_text(json.dumps(data))
+    cov = read_coverage(tmp_path / "coverage.json", [folder / "mine.py"], folder)
+    assert cov == {"paths": {"mine.py": 90.0}, "unmeasured": []}
+    subject = Subject(name="run", test_commands=[["{python}", "-m", "pytest"]],
+                      code=(str(folder / "mine.py"), str(folder / "extra")), test_dir=str(folder))
+    crit = _criteria(subject, None, tmp_path)[10]
+    assert crit["status"] == "not met" and crit["figure"] == "extra 0.0%, mine.py 90.0%", crit
+
+
+def test_reference_test_commands_are_the_readme_command():
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from gradcheck._testrun import command_dir, subject_code, test_commands
+    from model.subject import REFERENCE
+
+    code, why = subject_code(REFERENCE, "model.subject:REFERENCE")
+    assert not why and [p.name for p in code] == ["model", "gradcheck"]
+    root = command_dir(REFERENCE)
+    readme = (root / "README.md").read_text().splitlines()
+    line = next(ln for ln in readme if ln.startswith("pip install -e") and "--cov=" in ln)
+    given = [shlex.split(part) for part in line.split(" && ")[1:]]
+    ours = test_commands(REFERENCE, Path("reports"), code, root)
+    assert all(cmd[:3] == [sys.executable, "-m", "pytest"] for cmd in ours)
+    assert [["pytest", *cmd[3:]] for cmd in ours] == given
+
+
+def test_subject_fields_are_validated():
+    from gradcheck import Subject
+
+    with pytest.raises(TypeError, match="Subject.code must be a list or tuple of strings"):
+        Subject(name="x", code="mine.py")
+    with pytest.raises(TypeError, match="Subject.test_commands must be a non-empty sequence"):
+        Subject(name="x", test_commands="pytest")
+    with pytest.raises(TypeError, match=r"Subject.test_commands\[0\] is empty"):
+        Subject(name="x", test_commands=[[]])
