@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--snapshots", metavar="DIR", default=None,
                    help="a snapshot directory to compare the subject with (default for the "
                    "reference model: snapshots/reference)")
+    r.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit of each layer or model case, which runs in a process "
+                   "of its own (default 300; the slowest case of the "
+                   "reference model takes about 10 s); a case past it gets status "
+                   "'timeout', one that raises 'error', one whose process dies 'crashed', "
+                   "and the others still run. The subject's training runs and budgets get "
+                   "ten times as long")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     s = sub.add_parser(
         "snapshot",
@@ -113,6 +120,31 @@ def _cases(spec: str | None) -> Any:
     return cases
 
 
+def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int) -> int:
+    """``gradcheck report``: the exit status of its verdict; 130 when interrupted."""
+    from ._pool import DEFAULT_CASE_TIMEOUT
+    from .verify import run_verification
+
+    limit = DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
+    if not limit > 0:
+        parser.error("--case-timeout must be a positive number of seconds")
+    spec, _subject = _load(args.subject)
+    try:
+        verdict = run_verification(
+            out=args.out, level="quick" if args.quick else "full" if args.full else "default",
+            seed=args.seed, progress=not args.no_progress, jobs=jobs,
+            with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
+            case_timeout=limit,
+        )
+    except KeyboardInterrupt:
+        print("gradcheck report: interrupted; the workers were stopped and no report was "
+              "written", file=sys.stderr)
+        return 130
+    if verdict == "fail" or (verdict == "incomplete" and args.strict):
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gradcheck`` command; returns the exit status."""
     parser = _parser()
@@ -128,17 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = args.jobs if args.jobs is not None else max(1, min(2, os.cpu_count() or 1))
         if jobs < 1:
             parser.error("--jobs must be a positive integer")
-        from .verify import run_verification
-
-        spec, _subject = _load(args.subject)
-        verdict = run_verification(
-            out=args.out, level="quick" if args.quick else "full" if args.full else "default",
-            seed=args.seed, progress=not args.no_progress, jobs=jobs,
-            with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
-        )
-        if verdict == "fail" or (verdict == "incomplete" and args.strict):
-            return 1
-        return 0
+        return _report(parser, args, jobs)
     if args.command == "snapshot":
         from .snapshot import snapshot
 
