@@ -183,7 +183,7 @@ class _Running:
                 return "fault", Fault("error", f"the result could not be read back: "
                                                f"{type(exc).__name__}: {exc}")
             self.proc.join(10)
-            return msg  # type: ignore[no-any-return]
+            return msg
         if not self.proc.is_alive():
             if self.conn.poll():  # answered just before exiting
                 return self.poll()
