@@ -29,6 +29,7 @@ import multiprocessing as mp
 import signal
 import time
 import traceback
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -165,7 +166,13 @@ class _Running:
         self.conn, child_end = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=_child, args=(child_end, task.fn, task.args, threads),
                                 daemon=True)
-        self.proc.start()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when a process with threads (pytest-xdist's, BLAS's)
+            # forks. The child runs one case and leaves with os._exit; a child that
+            # deadlocked all the same would end as a timeout, not hang the run.
+            warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to",
+                                    category=DeprecationWarning)
+            self.proc.start()
         child_end.close()
         self.limit = limit
         self.t0 = time.monotonic()
@@ -177,17 +184,17 @@ class _Running:
                 msg = self.conn.recv()
             except (EOFError, OSError):  # died before or while answering
                 self.proc.join()
-                return "fault", _death(self.proc.exitcode)
+                msg = "fault", _death(self.proc.exitcode)
             except Exception as exc:  # the parent cannot rebuild the result
-                self.kill()
-                return "fault", Fault("error", f"the result could not be read back: "
-                                               f"{type(exc).__name__}: {exc}")
-            self.proc.join(10)
+                msg = "fault", Fault("error", f"the result could not be read back: "
+                                              f"{type(exc).__name__}: {exc}")
+            self.proc.join(1)  # it has answered: whatever it still does is not waited for
+            self.kill()
             return msg
         if not self.proc.is_alive():
             if self.conn.poll():  # answered just before exiting
                 return self.poll()
-            self.proc.join()
+            self.kill()
             return "fault", _death(self.proc.exitcode)
         if self.limit is not None and time.monotonic() - self.t0 > self.limit:
             self.kill()

@@ -1,10 +1,12 @@
 """``gradcheck report``: the verification of a subject against the plan's criteria 1-12.
 
 Runs the subject's layer and model checks, the checker's own bug catalog and the
-subject's training runs in worker processes (one BLAS thread each), then its budgets
-alone, reads the test run's coverage, test and security results where they exist, and
-writes an HTML report with a JSON file beside it. What the subject does not declare is
-"not applicable"; what needs a test run that did not happen is "not run".
+subject's training runs in worker processes (a process per case, one BLAS thread each,
+see :mod:`gradcheck._pool`), then its budgets alone, reads the test run's coverage, test
+and security results where they exist, and writes an HTML report with a JSON file beside
+it. What the subject does not declare is "not applicable"; what needs a test run that
+did not happen is "not run"; a case that raises, crashes or runs past its time limit has
+the status ``error``, ``crashed`` or ``timeout`` and the report is written all the same.
 """
 
 from __future__ import annotations
@@ -455,7 +457,12 @@ def _snapshot_section(subj: Subject, ref: SubjectRef, root: Path, directory: str
 
 
 def _write(out_path: Path, data: dict[str, Any]) -> None:
-    from .report import write_html, write_json
+    """Render first, then write both files (each atomically), so that an interruption
+    leaves no half of a report."""
+    from ._io import write_atomic
+    from .report import render_html, to_json
 
-    write_json(out_path.with_suffix(".json"), {k: v for k, v in data.items() if k != "charts_svg"})
-    write_html(out_path, data)
+    html = render_html(data).encode("utf-8")
+    text = (to_json({k: v for k, v in data.items() if k != "charts_svg"}) + "\n").encode()
+    write_atomic(out_path.with_suffix(".json"), text)
+    write_atomic(out_path, html)
