@@ -28,7 +28,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the verification of a subject (default: the reference model) and write a "
         "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
         "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
-        "run); the exit status is 1 on FAIL (and on INCOMPLETE with --strict), else 0.",
+        "run, or a budget was not measured on a busy machine); the exit status is 1 on "
+        "FAIL (and on INCOMPLETE with --strict), 130 when interrupted, else 0. A case "
+        "that raises, crashes or runs past --case-timeout is a status in the report "
+        "(error, crashed, timeout), not the end of the run.",
     )
     r.add_argument(
         "--out", default="reports/verification.html", metavar="PATH",
@@ -55,8 +58,8 @@ def _parser() -> argparse.ArgumentParser:
                    "reference model: snapshots/reference)")
     r.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit of each layer or model case, which runs in a process "
-                   "of its own (default 300; the slowest case of the "
-                   "reference model takes about 10 s); a case past it gets status "
+                   "of its own (default 300; the slowest case of the reference model "
+                   "took 20 s on a busy 2-core machine); a case past it gets status "
                    "'timeout', one that raises 'error', one whose process dies 'crashed', "
                    "and the others still run. The subject's training runs and budgets get "
                    "ten times as long")
