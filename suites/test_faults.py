@@ -186,6 +186,16 @@ def test_no_fault_no_fault():
                      say=lambda _s: None) == [0, 2, 4, 6, 8]
 
 
+def _unpicklable():
+    return lambda: 1
+
+
+def test_a_result_that_cannot_travel_is_an_error():
+    res = run_isolated(_unpicklable)
+    assert isinstance(res, Fault) and res.status == "error"
+    assert res.message.startswith("the result could not be sent back")
+
+
 def test_bad_jobs_is_an_error():
     with pytest.raises(ValueError, match="jobs must be >= 1"):
         run_tasks([], jobs=0, say=print)
