@@ -201,19 +201,17 @@ def ratio_interleaved(
 
 
 def judge(name: str, table: dict[str, Any], config: str, dtype: str, timing: Timing, *,
-          threshold: float | None = None, ok: bool = True, figure: float | None = None,
-          noise: float | None = None, details: dict[str, Any] | None = None
-          ) -> BudgetResult:
+          threshold: float | None = None, ok: bool = True, scale: float = 1.0,
+          details: dict[str, Any] | None = None) -> BudgetResult:
     """The verdict of a timed budget: ``pass`` within the threshold (and ``ok``: the
     work timed was correct), ``not measured`` over it on a busy machine, else ``fail``.
 
-    ``figure``/``noise`` replace the CPU-time ratio and its error when the budget is a
-    scaled ratio (per token, per step); ``threshold`` replaces the table's.
+    The figure is the CPU-time ratio times ``scale`` (a ratio per token, per step: both
+    clocks' ratios and the noise are scaled alike); ``threshold`` replaces the table's.
     """
     t = table[name]
     thr = float(t["threshold"] if threshold is None else threshold)
-    fig = timing.cpu if figure is None else figure
-    se = timing.cpu_se if noise is None else noise
+    fig, se = timing.cpu * scale, timing.cpu_se * scale
     within = gate(fig, se, thr)
     status, note = "pass", ""
     if not ok:
@@ -223,10 +221,11 @@ def judge(name: str, table: dict[str, Any], config: str, dtype: str, timing: Tim
                                         f"({100 * timing.share:.0f}% of a core)")
     elif not within:
         status = "fail"
+    clocks = timing.details()
+    clocks.update(wall_ratio=timing.wall * scale, wall_se=timing.wall_se * scale)
     return BudgetResult(name, t["criterion"], t["title"], config, dtype, fig, thr, se,
-                        status == "pass", timing.pairs,
-                        details={**timing.details(), **(details or {})}, status=status,
-                        note=note)
+                        status == "pass", timing.pairs, details={**clocks, **(details or {})},
+                        status=status, note=note)
 
 
 def gate(median: float, se: float, threshold: float) -> bool:

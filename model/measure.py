@@ -140,8 +140,7 @@ def measure_scaling(
     tok4, tgt4 = tok32[:4].copy(), tgt32[:4].copy()
     timing = time_pairs(lambda: m32.loss_and_grads(tok32, tgt32),
                         lambda: m32.loss_and_grads(tok4, tgt4), pairs=pairs)
-    return [judge("linear_scaling", table, label, dtype, timing, figure=timing.cpu * 4 / 32,
-                  noise=timing.cpu_se * 4 / 32)]
+    return [judge("linear_scaling", table, label, dtype, timing, scale=4 / 32)]
 
 
 def measure_throughput(
