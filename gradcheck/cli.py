@@ -21,6 +21,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"gradcheck {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    _report_parser(sub)
+    s = sub.add_parser(
+        "snapshot",
+        help="record a subject's snapshot cases (default: the reference model's loss and "
+        "gradients) into a directory",
+        description="Record, for the fixed reference cases, the loss and every parameter "
+        "gradient: one .npz per case and a manifest.json with shapes, dtypes and sha256.",
+    )
+    s.add_argument("--out", required=True, metavar="DIR", help="snapshot directory")
+    _subject_option(s)
+    c = sub.add_parser(
+        "compare",
+        help="recompute a subject's snapshot cases and compare with a snapshot",
+        description="Exit status 0 when every array agrees within tolerance, 1 when "
+        "anything drifted (named with its max abs/rel difference and worst index), 2 when "
+        "the snapshot cannot be read.",
+    )
+    c.add_argument("directory", metavar="DIR", help="snapshot directory")
+    for dtype, (rtol, atol) in (("float64", (1e-9, 1e-12)), ("float32", (1e-4, 1e-6))):
+        c.add_argument(f"--rtol-{dtype}", type=float, default=rtol, metavar="X",
+                       help=f"relative tolerance for {dtype} (default %(default)g)")
+        c.add_argument(f"--atol-{dtype}", type=float, default=atol, metavar="X",
+                       help=f"absolute tolerance for {dtype} (default %(default)g)")
+    c.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    _subject_option(c)
+    return p
+
+
+def _report_parser(sub: Any) -> None:
+    """The options of ``gradcheck report``."""
     r = sub.add_parser(
         "report",
         help="verify a subject (default: the reference model) and write an HTML (and JSON) "
@@ -64,32 +94,7 @@ def _parser() -> argparse.ArgumentParser:
                    "and the others still run. The subject's training runs and budgets get "
                    "ten times as long")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
-    s = sub.add_parser(
-        "snapshot",
-        help="record a subject's snapshot cases (default: the reference model's loss and "
-        "gradients) into a directory",
-        description="Record, for the fixed reference cases, the loss and every parameter "
-        "gradient: one .npz per case and a manifest.json with shapes, dtypes and sha256.",
-    )
-    s.add_argument("--out", required=True, metavar="DIR", help="snapshot directory")
-    _subject_option(s)
-    c = sub.add_parser(
-        "compare",
-        help="recompute a subject's snapshot cases and compare with a snapshot",
-        description="Exit status 0 when every array agrees within tolerance, 1 when "
-        "anything drifted (named with its max abs/rel difference and worst index), 2 when "
-        "the snapshot cannot be read.",
-    )
-    c.add_argument("directory", metavar="DIR", help="snapshot directory")
-    for dtype, (rtol, atol) in (("float64", (1e-9, 1e-12)), ("float32", (1e-4, 1e-6))):
-        c.add_argument(f"--rtol-{dtype}", type=float, default=rtol, metavar="X",
-                       help=f"relative tolerance for {dtype} (default %(default)g)")
-        c.add_argument(f"--atol-{dtype}", type=float, default=atol, metavar="X",
-                       help=f"absolute tolerance for {dtype} (default %(default)g)")
-    c.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
-    _subject_option(c)
     _subject_option(r)
-    return p
 
 
 def _subject_option(p: argparse.ArgumentParser) -> None:
