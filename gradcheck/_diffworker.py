@@ -265,11 +265,13 @@ def _bind(case: Any, dtype: str, seed: int) -> _Bound:
     dt = np.dtype(dtype)
     inputs = copy.deepcopy(case.inputs(rng, dt))
     if case.layer is not None:
-        from ._layer import _discover
+        from ._layer import _discover, _wanted
 
         layer = case.layer(rng, dt)
-        proto = _discover(layer, tuple(inputs), case.forward, case.backward, None, None)
-        ps = [np.asarray(p.read(layer)) for p in proto.params]
+        opts = case.options
+        proto = _discover(layer, tuple(inputs), case.forward, case.backward,
+                          opts.get("params"), opts.get("grads"), _wanted(tuple(inputs), case.wrt))
+        ps = [np.asarray(p.read(proto.layer)) for p in proto.params]
         return _Bound(lambda: proto.run_forward(list(inputs), ps), proto.run_backward,
                       [f"x{k}" for k in range(len(inputs))] + [p.name for p in proto.params])
     if isinstance(inputs, dict):
@@ -320,14 +322,16 @@ def _timers_of_layer(case: Any, dtype: str, seed: int) -> dict[str, Callable[[],
     dt = np.dtype(dtype)
     inputs = copy.deepcopy(case.inputs(rng, dt))
     if case.layer is not None:
-        from ._layer import _takes_dout
+        from ._layer import _call_style
 
         layer = case.layer(rng, dt)
         fwd = getattr(layer, case.forward)
         y = fwd(*inputs)
         dy = _cotangent(y, np.random.default_rng(seed + 1))
         back = getattr(layer, case.backward)
-        bwd = (lambda: back(dy)) if _takes_dout(back) else back
+        style, _ = _call_style(back, dy, case.backward)
+        bwd = ((lambda: back(*dy)) if style == "spread" else (lambda: back(dy))
+               if style == "one" else back)
         return {"forward": lambda: fwd(*inputs), "backward": bwd}
     if isinstance(inputs, dict):
         def forward() -> Any:

@@ -21,9 +21,21 @@ def _budget_rows(budget_results: list[Any]) -> list[dict[str, Any]]:
              "dtype": b.dtype, "figure": b.figure,
              "threshold": b.threshold if math.isfinite(b.threshold) else "-",
              "margin": b.margin if math.isfinite(b.threshold) else "-",
-             "noise (se)": b.noise, "pairs": b.pairs,
-             "verdict": ("pass" if b.passed else "fail") if b.kind != "figure" else "figure"}
+             "noise (se)": b.noise, "pairs": b.pairs, "clock": _clock_label(b),
+             "verdict": b.note or b.status}
             for b in budget_results]
+
+
+def _budget_clock(budget_results: list[Any]) -> str:
+    from .budgets import CLOCK
+
+    return CLOCK if budget_results else ""
+
+
+def _clock_label(b: Any) -> str:
+    if b.kind == "memory":
+        return "tracemalloc"
+    return "wall" if b.clock.startswith("wall") else "thread CPU"
 
 
 def _speed_section(budget_results: list[Any], env: dict[str, str]) -> dict[str, Any]:
@@ -39,7 +51,7 @@ def _speed_section(budget_results: list[Any], env: dict[str, str]) -> dict[str, 
     rows = [{"dtype": b.dtype, "threads": b.details["threads"],
              "numpy / torch step time": b.figure, "noise (se)": b.noise,
              "speed vs torch": 1.0 / b.figure, "pairs": b.pairs,
-             "verdict": "pass" if b.passed else "fail"} for b in speed]
+             "verdict": b.note or b.status} for b in speed]
     return {"id": "speed", "title": title,
             "text": "The model and its PyTorch twin, each in a process of its own with the same "
                     "thread count, stepped in turn (A B A B); median of the pair ratios. "
@@ -85,11 +97,16 @@ def _sections(subject: Subject, catalog: list[dict[str, Any]], runs: list[Traini
                      "refused steps", "met"], "rows": _training_rows(runs)},
         {"id": "budgets", "title": "Performance budgets",
          "text": "Each a ratio of two measurements side by side in this run (A B A B ..., "
-                 "median of the pair ratios), with one BLAS thread; a budget fails only when "
-                 "the median exceeds its threshold by more than 3 standard errors."
+                 "median of the pair ratios), with one BLAS thread, timed by the CPU time "
+                 "of the measuring thread (time.thread_time), the wall time beside it; a "
+                 "budget fails only when the median exceeds its threshold by more than 3 "
+                 "standard errors. When the two clocks disagree (other processes kept the "
+                 "thread waiting), a figure over its threshold is 'not measured: machine "
+                 "busy', never a failure. Memory: tracemalloc's peak of traced allocations."
                  if budget_results else "not applicable: the subject declares no budgets.",
          "columns": ["budget", "criterion", "config", "dtype", "figure", "threshold", "margin",
-                     "noise (se)", "pairs", "verdict"], "rows": _budget_rows(budget_results)},
+                     "noise (se)", "pairs", "clock", "verdict"],
+         "rows": _budget_rows(budget_results)},
     ]
     if subject.budgets is not None:
         sections.append(_speed_section(budget_results, env))
@@ -167,13 +184,30 @@ def _test_run_sections(reports: Path, snap_section: dict[str, Any]) -> list[dict
     return out
 
 
+def _faults_section(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not faults:
+        return []
+    return [{"id": "faults", "title": "Cases that gave no result",
+             "text": f"{len(faults)} case(s) or task(s) raised, crashed or ran past their "
+                     "time limit; each ran in a process of its own, so the others ran. "
+                     "error: an exception (its type and message); crashed: the process "
+                     "died (the signal, or its exit status); timeout: stopped at the time "
+                     "limit (gradcheck report --case-timeout).",
+             "columns": ["case", "status", "message", "signal", "where"],
+             "rows": [{k: f[k] for k in ("case", "status", "message", "signal", "where")}
+                      for f in faults]}]
+
+
 def report_data(
     subject: Subject, level: str, seed: int, verdict: str, t0: float,
     checks: list[CheckResult], catalog: list[dict[str, Any]], runs: list[TrainingRun],
     budget_results: list[Any], crit: list[dict[str, Any]], reports: Path,
-    snap_section: dict[str, Any],
+    snap_section: dict[str, Any], faults: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Everything the HTML and JSON report show."""
+    """Everything the HTML and JSON report show; ``faults``: the cases and tasks that
+    raised, crashed or timed out (``case``, ``status``, ``message``, ``signal``,
+    ``where``)."""
+    faults = faults or []
     from .report import bar_chart_svg, environment, line_chart_svg
 
     env = environment()
@@ -199,12 +233,18 @@ def report_data(
             "kinks skipped": sum(r.kinks for r in checks),
             "bugs caught": f"{sum(r['verdict'] == 'caught' for r in catalog)}/{len(catalog)}",
             "budgets passed": f"{sum(b.passed for b in budget_results)}/{len(budget_results)}",
+            "budgets not measured (machine busy)":
+                sum(b.status == "not measured" for b in budget_results),
+            "faults (error, crashed, timeout)": len(faults),
         },
         "criteria": crit,
         "checks": [r.to_dict() for r in checks],
-        "sections": _sections(subject, catalog, runs, budget_results, env)
+        "sections": _faults_section(faults) + _sections(subject, catalog, runs, budget_results,
+                                                         env)
         + _test_run_sections(reports, snap_section),
+        "faults": faults,
         "budgets": [b.to_dict() for b in budget_results],
+        "budget clock": _budget_clock(budget_results),
         "speed_vs_torch": [b.details for b in budget_results if b.name == "speed_vs_torch"],
         "training": [{"label": r.label, "losses": list(r.losses), "finite": r.finite,
                       "refused_steps": r.refused_steps, "stress": r.stress} for r in runs],

@@ -21,39 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"gradcheck {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    r = sub.add_parser(
-        "report",
-        help="verify a subject (default: the reference model) and write an HTML (and JSON) "
-        "report",
-        description="Run the verification of a subject (default: the reference model) and write a "
-        "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
-        "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
-        "run); the exit status is 1 on FAIL (and on INCOMPLETE with --strict), else 0.",
-    )
-    r.add_argument(
-        "--out", default="reports/verification.html", metavar="PATH",
-        help="where to write the HTML (default: %(default)s); the JSON goes beside it",
-    )
-    size = r.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true",
-                      help="a smoke run of every section (about 15 s on 2 cores)")
-    size.add_argument("--full", action="store_true",
-                      help="every configuration, the whole training grid, every budget "
-                      "(at most 5 minutes on 2 cores); the default checks a representative "
-                      "set in about a minute")
-    r.add_argument("--with-tests", action="store_true",
-                   help="run the test suites first (coverage, test results), so that one "
-                   "command gives all 12 criteria")
-    r.add_argument("--strict", action="store_true",
-                   help="exit 1 on an incomplete verdict too (a criterion not run)")
-    r.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes, each with one BLAS thread (default: the number "
-                   "of cores, at most 2)")
-    r.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
-    r.add_argument("--snapshots", metavar="DIR", default=None,
-                   help="a snapshot directory to compare the subject with (default for the "
-                   "reference model: snapshots/reference)")
-    r.add_argument("--no-progress", action="store_true", help="do not show progress")
+    _report_parser(sub)
     s = sub.add_parser(
         "snapshot",
         help="record a subject's snapshot cases (default: the reference model's loss and "
@@ -78,9 +46,56 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"absolute tolerance for {dtype} (default %(default)g)")
     c.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     _subject_option(c)
-    _subject_option(r)
     _diff_parser(sub)
     return p
+
+
+def _report_parser(sub: Any) -> None:
+    """The options of ``gradcheck report``."""
+    r = sub.add_parser(
+        "report",
+        help="verify a subject (default: the reference model) and write an HTML (and JSON) "
+        "report",
+        description="Run the verification of a subject (default: the reference model) and write a "
+        "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
+        "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
+        "run, or a budget was not measured on a busy machine); the exit status is 1 on "
+        "FAIL (and on INCOMPLETE with --strict), 130 when interrupted, else 0. A case "
+        "that raises, crashes or runs past --case-timeout is a status in the report "
+        "(error, crashed, timeout), not the end of the run.",
+    )
+    r.add_argument(
+        "--out", default="reports/verification.html", metavar="PATH",
+        help="where to write the HTML (default: %(default)s); the JSON goes beside it",
+    )
+    size = r.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="a smoke run of every section (about 15 s on 2 cores)")
+    size.add_argument("--full", action="store_true",
+                      help="every configuration, the whole training grid, every budget "
+                      "(at most 5 minutes on 2 cores); the default checks a representative "
+                      "set in about a minute")
+    r.add_argument("--with-tests", action="store_true",
+                   help="run the test suites first (coverage, test results), so that one "
+                   "command gives all 12 criteria")
+    r.add_argument("--strict", action="store_true",
+                   help="exit 1 on an incomplete verdict too (a criterion not run)")
+    r.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes, each with one BLAS thread (default: the number "
+                   "of cores, at most 2)")
+    r.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    r.add_argument("--snapshots", metavar="DIR", default=None,
+                   help="a snapshot directory to compare the subject with (default for the "
+                   "reference model: snapshots/reference)")
+    r.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit of each layer or model case, which runs in a process "
+                   "of its own (default 300; the slowest case of the reference model "
+                   "took 20 s on a busy 2-core machine); a case past it gets status "
+                   "'timeout', one that raises 'error', one whose process dies 'crashed', "
+                   "and the others still run. The subject's training runs and budgets get "
+                   "ten times as long")
+    r.add_argument("--no-progress", action="store_true", help="do not show progress")
+    _subject_option(r)
 
 
 def _subject_option(p: argparse.ArgumentParser) -> None:
@@ -186,6 +201,31 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
     return result.exit_code
 
 
+def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int) -> int:
+    """``gradcheck report``: the exit status of its verdict; 130 when interrupted."""
+    from ._pool import DEFAULT_CASE_TIMEOUT
+    from .verify import run_verification
+
+    limit = DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
+    if not limit > 0:
+        parser.error("--case-timeout must be a positive number of seconds")
+    spec, _subject = _load(args.subject)
+    try:
+        verdict = run_verification(
+            out=args.out, level="quick" if args.quick else "full" if args.full else "default",
+            seed=args.seed, progress=not args.no_progress, jobs=jobs,
+            with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
+            case_timeout=limit,
+        )
+    except KeyboardInterrupt:
+        print("gradcheck report: interrupted; the workers were stopped and no report was "
+              "written", file=sys.stderr)
+        return 130
+    if verdict == "fail" or (verdict == "incomplete" and args.strict):
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gradcheck`` command; returns the exit status."""
     parser = _parser()
@@ -201,17 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = args.jobs if args.jobs is not None else max(1, min(2, os.cpu_count() or 1))
         if jobs < 1:
             parser.error("--jobs must be a positive integer")
-        from .verify import run_verification
-
-        spec, _subject = _load(args.subject)
-        verdict = run_verification(
-            out=args.out, level="quick" if args.quick else "full" if args.full else "default",
-            seed=args.seed, progress=not args.no_progress, jobs=jobs,
-            with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
-        )
-        if verdict == "fail" or (verdict == "incomplete" and args.strict):
-            return 1
-        return 0
+        return _report(parser, args, jobs)
     if args.command == "snapshot":
         from .snapshot import snapshot
 

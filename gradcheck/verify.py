@@ -1,10 +1,12 @@
 """``gradcheck report``: the verification of a subject against the plan's criteria 1-12.
 
 Runs the subject's layer and model checks, the checker's own bug catalog and the
-subject's training runs in worker processes (one BLAS thread each), then its budgets
-alone, reads the test run's coverage, test and security results where they exist, and
-writes an HTML report with a JSON file beside it. What the subject does not declare is
-"not applicable"; what needs a test run that did not happen is "not run".
+subject's training runs in worker processes (a process per case, one BLAS thread each,
+see :mod:`gradcheck._pool`), then its budgets alone, reads the test run's coverage, test
+and security results where they exist, and writes an HTML report with a JSON file beside
+it. What the subject does not declare is "not applicable"; what needs a test run that
+did not happen is "not run"; a case that raises, crashes or runs past its time limit has
+the status ``error``, ``crashed`` or ``timeout`` and the report is written all the same.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ._core import check_vjp
-from ._pool import Task, run_tasks
+from ._pool import DEFAULT_CASE_TIMEOUT, Fault, Task, fault_of, run_tasks
 from ._result import CheckResult
 from ._testrun import (
     command_dir,
@@ -122,20 +124,63 @@ def hint_verdict(hint_class: str, hints: list[str]) -> str:
     return "named" if len(given) == len(hints) else "partly"
 
 
-def _tasks(subject: Subject, ref: SubjectRef, level: str, seed: int) -> list[Task]:
-    tasks = [Task(f"layer {c.name} {d}", layer_task, (ref, k, d, seed), 0.3)
+def _tasks(subject: Subject, ref: SubjectRef, level: str, seed: int, limit: float,
+           faults: list[dict[str, Any]]) -> list[Task]:
+    """The report's tasks: cases get ``limit`` seconds each, the subject's training runs
+    and flow scan ten times that, the checker's own catalog no limit."""
+    tasks = [Task(f"layer {c.name} {d}", layer_task, (ref, k, d, seed), 0.3, limit)
              for k, c in enumerate(subject.layers) for d in c.dtypes]
-    for k, case in enumerate(subject.models(level, seed)):
-        tasks.append(Task(case.name, model_task, (ref, level, k, seed), 2.5))
+    try:
+        models = subject.models(level, seed)
+    except Exception as exc:  # the subject's model_cases raised: a fault, not the end
+        faults.append(_fault_row("model cases", fault_of(exc)))
+        models = []
+    for k, case in enumerate(models):
+        tasks.append(Task(case.name, model_task, (ref, level, k, seed), 2.5, limit))
     for d in ("float64", "float32"):
         tasks.append(Task(f"bug catalog, {d}", catalog_rows, (d, LEVELS[level]),
                           0.9 * LEVELS[level]))
     if subject.training is not None:
         tasks.append(Task("training runs", training_task, (ref, level, seed),
-                          80.0 if level == "full" else 5.0))
+                          80.0 if level == "full" else 5.0, 10 * limit))
     if subject.flow is not None:
-        tasks.append(Task("gradient flow", flow_task, (ref, seed), 1.0))
+        tasks.append(Task("gradient flow", flow_task, (ref, seed), 1.0, 10 * limit))
     return tasks
+
+
+def _fault_row(case: str, fault: Fault) -> dict[str, Any]:
+    return {"case": case, **fault.to_dict()}
+
+
+def _fault_result(task: Task, fault: Fault, seed: int) -> CheckResult:
+    """A case that gave no result: a failed check whose status is the fault's."""
+    kind = "layer" if task.fn is layer_task else "model"
+    if kind == "layer":
+        name = task.label.removeprefix("layer ").rsplit(" ", 1)
+        label = f"{name[0]} [{name[1]}]"
+    else:
+        label = task.label
+    error = {"in": "case", "type": fault.type or fault.status, "message": fault.message,
+             "where": fault.where}
+    return CheckResult(passed=False, status=fault.status, message=fault.message, inputs=[],
+                       method="-", mode="-", evaluations=0, backward_calls=0, seed=seed,
+                       name=label, kind=kind, error=error)
+
+
+def _collect(tasks: list[Task], results: list[Any], seed: int,
+             faults: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Results grouped by task function; a fault of a case becomes its failed check, a
+    fault of another task is recorded and leaves that group empty."""
+    by_fn: dict[str, list[Any]] = {}
+    for t, r in zip(tasks, results, strict=True):
+        if isinstance(r, Fault):
+            faults.append(_fault_row(t.label, r))
+            if t.fn not in (layer_task, model_task):
+                by_fn.setdefault(t.fn.__name__, [])
+                continue
+            r = _fault_result(t, r, seed)
+        by_fn.setdefault(t.fn.__name__, []).append(r)
+    return by_fn
 
 
 # -- criteria -----------------------------------------------------------------------------------
@@ -202,11 +247,16 @@ def _budget_criteria(subject: Subject, budget_results: list[Any]) -> list[dict[s
             out.append(_not_applicable(cid, title, "not measured by the subject's budgets"))
             continue
         worst = max(rows, key=lambda b: b.figure / b.threshold)
+        busy = [b for b in rows if b.status == "not measured"]
+        status = ("not met" if any(b.status == "fail" for b in rows)
+                  else "not measured" if busy else "met")
         out.append(_criterion(
-            cid, title, all(b.passed for b in rows),
+            cid, title, None,
             f"worst {worst.figure:.3f} ({worst.name}, {worst.config}, {worst.dtype}) "
-            f"vs {worst.threshold:g}",
-            "ratios measured side by side in this run; see the budgets table"))
+            f"vs {worst.threshold:g}"
+            + (f"; {len(busy)} {busy[0].note}" if busy else ""),
+            "ratios measured side by side in this run (thread CPU time; wall time beside "
+            "it to see a busy machine); see the budgets table", status=status))
     return out
 
 
@@ -269,21 +319,22 @@ def _checks_criterion(checks: list[CheckResult], catalog: list[dict[str, Any]]
                       ) -> dict[str, Any]:
     n_pass = sum(r.passed for r in checks)
     caught = sum(r["verdict"] == "caught" for r in catalog)
-    bad = [r.name for r in checks if not r.passed]
+    bad = [f"{r.name} {r.status}" for r in checks if not r.passed]
+    more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
     return _criterion(
         4, "passes gradient checking", n_pass == len(checks) and caught == len(catalog),
         f"{n_pass}/{len(checks)} layer and model checks passed"
-        + (f" (failed: {', '.join(bad[:4])})" if bad else "")
+        + (f" (failed: {', '.join(bad[:6])}{more})" if bad else "")
         + f"; the checker's bug catalog {caught}/{len(catalog)} caught with no false alarm",
         "check_vjp / check_layer per layer case and dtype, check_model per model case")
 
 
 def verdict_of(failed: bool, criteria: list[dict[str, Any]]) -> str:
-    """``fail`` if anything failed; else ``incomplete`` if a criterion was not run; else
-    ``pass`` ("not applicable" criteria do not count)."""
+    """``fail`` if anything failed; else ``incomplete`` if a criterion was not run or not
+    measured (a busy machine); else ``pass`` ("not applicable" criteria do not count)."""
     if failed or any(c["status"] == "not met" for c in criteria):
         return "fail"
-    if any(c["status"] == "not run" for c in criteria):
+    if any(c["status"] in ("not run", "not measured") for c in criteria):
         return "incomplete"
     return "pass"
 
@@ -295,25 +346,52 @@ def _subject_code(subj: Subject, ref: SubjectRef) -> tuple[list[Path], str]:
     return subject_code(subj, ref if isinstance(ref, str) else None)
 
 
+def budgets_task(ref: SubjectRef, level: str) -> list[Any]:
+    """The subject's budgets at ``level``."""
+    subject = _subject(ref)
+    return list(subject.budgets(level)) if subject.budgets is not None else []
+
+
+#: Which criteria a task that gave no result leaves unmet (cases fail criterion 4).
+_FAULT_CRITERIA = {"training runs": (1, 2), "gradient flow": (3,), "model cases": (4,),
+                   "bug catalog, float64": (4,), "bug catalog, float32": (4,),
+                   "performance budgets": (5, 6, 7, 8, 9)}
+
+
+def _fault_criteria(crit: list[dict[str, Any]], faults: list[dict[str, Any]]) -> None:
+    """A criterion whose evidence a fault took away is not met, and names the fault."""
+    for f in faults:
+        for cid in _FAULT_CRITERIA.get(f["case"], ()):
+            c = next(c for c in crit if c["id"] == cid)
+            note = f"{f['case']}: {f['status']} ({f['message']})"
+            lost = c["status"] in ("not applicable", "not run", "met")
+            c["figure"] = note if lost else f"{c['figure']}; {note}"
+            c["status"] = "not met"
+
+
 def run_verification(
     *, out: str, level: str = "default", seed: int = 0, progress: bool = True,
     jobs: int = 2, with_tests: bool = False, subject: SubjectRef = DEFAULT_SUBJECT,
     snapshots: str | None = None, quick: bool | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT,
 ) -> str:
     """Run the verification of ``subject`` and write ``out`` (HTML) and ``out`` .json.
 
-    ``subject`` is a :class:`~gradcheck.Subject` or ``"MODULE:NAME"``; worker processes
-    need the latter (a Subject object runs in this process). Returns the verdict:
-    ``"pass"``, ``"fail"`` or ``"incomplete"`` (nothing failed, but a criterion that
-    needs a test run was not run).
+    ``subject`` is a :class:`~gradcheck.Subject` or ``"MODULE:NAME"``. Every case runs
+    in a process of its own with a time limit of ``case_timeout`` seconds: one that
+    raises, crashes or runs past it gets that status (``error``, ``crashed``,
+    ``timeout``) and the others still run. Returns the verdict: ``"pass"``, ``"fail"``
+    or ``"incomplete"`` (nothing failed, but a criterion that needs a test run was not
+    run).
     """
     if quick is not None:  # the keyword of earlier versions
         level = "quick" if quick else level
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if not case_timeout > 0:
+        raise ValueError(f"case_timeout must be a positive number of seconds, got "
+                         f"{case_timeout!r}")
     subj = _subject(subject)
-    if isinstance(subject, Subject):
-        jobs = 1
     t0 = time.perf_counter()
     say = Progress(progress, 3 + int(with_tests))
     root = Path(__file__).resolve().parent.parent
@@ -325,40 +403,53 @@ def run_verification(
         if why:
             say(f"test suites not run: {why}")
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
-    tasks = _tasks(subj, subject, level, seed)
-    results = run_tasks(tasks, jobs=jobs, say=say)
-    by_fn: dict[str, list[Any]] = {}
-    for t, r in zip(tasks, results, strict=True):
-        by_fn.setdefault(t.fn.__name__, []).append(r)
-    layers, models = by_fn.get("layer_task", []), by_fn.get("model_task", [])
-    catalog = [row for group in by_fn["catalog_rows"] for row in group]
-    runs: list[TrainingRun] = (by_fn.get("training_task") or [[]])[0]
-    zero: list[str] = (by_fn.get("flow_task") or [[]])[0]
+    faults: list[dict[str, Any]] = []
+    tasks = _tasks(subj, subject, level, seed, case_timeout, faults)
+    by_fn = _collect(tasks, run_tasks(tasks, jobs=jobs, say=say), seed, faults)
     say("performance budgets (alone, 1 BLAS thread)", advance=True)
-    budget_results = subj.budgets(level) if subj.budgets is not None else []
+    budget_task = Task("performance budgets", budgets_task, (subject, level),
+                       timeout=10 * case_timeout)
+    budget_results = _collect([budget_task], run_tasks([budget_task], jobs=1, say=say),
+                              seed, faults).get("budgets_task", [[]])[0]
     say("results of the test run, security, snapshots", advance=True)
     snapshot_ok, snap_section = _snapshot_section(subj, subject, root, snapshots, say)
+    verdict, data = _assemble(subj, subject, level, seed, t0, by_fn, budget_results, faults,
+                              reports, root, snapshot_ok, snap_section)
+    data["environment"]["report workers"] = (
+        f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
+        f"{case_timeout:g} s a case")
+    _write(out_path, data)
+    say(f"wrote {out_path} and {out_path.with_suffix('.json')} ({verdict.upper()})")
+    return verdict
+
+
+def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
+              by_fn: dict[str, list[Any]], budget_results: list[Any],
+              faults: list[dict[str, Any]], reports: Path, root: Path, snapshot_ok: bool,
+              snap_section: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The criteria, the verdict and the report's data."""
+    layers, models = by_fn.get("layer_task", []), by_fn.get("model_task", [])
+    catalog = [row for group in by_fn.get("catalog_rows", []) for row in group]
+    runs: list[TrainingRun] = (by_fn.get("training_task") or [[]])[0]
+    zero: list[str] = (by_fn.get("flow_task") or [[]])[0]
     crit = (_training_criteria(subj, runs, models, zero)
             + [_checks_criterion(layers + models, catalog)]
             + _budget_criteria(subj, budget_results)
-            + _quality_criteria(subj, reports, subject))
+            + _quality_criteria(subj, reports, ref))
     crit.sort(key=lambda c: c["id"])
-    failed = (not all(r.passed for r in layers + models)
+    _fault_criteria(crit, faults)
+    failed = (bool(faults) or not all(r.passed for r in layers + models)
               or not all(r["verdict"] == "caught" for r in catalog)
-              or not all(b.passed for b in budget_results) or not snapshot_ok)
+              or any(b.status == "fail" for b in budget_results) or not snapshot_ok)
     verdict = verdict_of(failed, crit)
     from ._sections import report_data
 
     data = report_data(subj, level, seed, verdict, t0, layers + models, catalog, runs,
-                       budget_results, crit, reports, snap_section)
-    data["environment"]["report workers"] = (
-        f"{jobs} process(es), 1 BLAS thread each" if jobs > 1 else "this process")
+                       budget_results, crit, reports, snap_section, faults)
     from .budgets import BUDGET_THREADS
 
     data["environment"]["budget BLAS threads"] = str(BUDGET_THREADS)
-    _write(out_path, data)
-    say(f"wrote {out_path} and {out_path.with_suffix('.json')} ({verdict.upper()})")
-    return verdict
+    return verdict, data
 
 
 def _snapshot_section(subj: Subject, ref: SubjectRef, root: Path, directory: str | None,
@@ -385,7 +476,12 @@ def _snapshot_section(subj: Subject, ref: SubjectRef, root: Path, directory: str
 
 
 def _write(out_path: Path, data: dict[str, Any]) -> None:
-    from .report import write_html, write_json
+    """Render first, then write both files (each atomically), so that an interruption
+    leaves no half of a report."""
+    from ._io import write_atomic
+    from .report import render_html, to_json
 
-    write_json(out_path.with_suffix(".json"), {k: v for k, v in data.items() if k != "charts_svg"})
-    write_html(out_path, data)
+    html = render_html(data).encode("utf-8")
+    text = (to_json({k: v for k, v in data.items() if k != "charts_svg"}) + "\n").encode()
+    write_atomic(out_path.with_suffix(".json"), text)
+    write_atomic(out_path, html)

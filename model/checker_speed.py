@@ -3,7 +3,9 @@
 PyTorch's ``torch.autograd.gradcheck`` runs on the very same NumPy LayerNorm (wrapped in
 a ``torch.autograd.Function``), so both sides spend the same time in the layer and the
 ratio measures the checkers. ``fast_mode=True`` is the yardstick of the directional
-mode, the default (slow) mode that of the full mode.
+mode, the default (slow) mode that of the full mode. PyTorch runs with one thread, as
+the NumPy side does with one BLAS thread; every side is timed on the CPU clock of the
+measuring thread (wall time beside it, see :mod:`gradcheck.budgets`).
 """
 
 from __future__ import annotations
@@ -12,19 +14,23 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .attention import softmax_backward, softmax_forward
 from .layernorm import layernorm_backward, layernorm_forward
 
+if TYPE_CHECKING:
+    from gradcheck.budgets import Timing
+
 __all__ = ["ModeFigure", "directional_vs_torch", "full_vs_torch", "mode_figures"]
 
 
 @dataclass
 class ModeFigure:
-    """One check: its evaluations of the forward and its wall time (this CPU only)."""
+    """One check: its evaluations of the forward and its thread CPU time (this CPU
+    only)."""
 
     label: str
     mode: str
@@ -62,6 +68,8 @@ def _ours(n: int, c: int, mode: str) -> Callable[[], Any]:
 def _theirs(n: int, c: int, fast: bool) -> Callable[[], Any]:
     import torch
 
+    torch.set_num_threads(1)
+
     class LayerNorm(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, x: Any, g: Any, b: Any) -> Any:
@@ -80,13 +88,19 @@ def _theirs(n: int, c: int, fast: bool) -> Callable[[], Any]:
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    t0 = time.perf_counter()
+    """``fn()`` and its thread CPU seconds."""
+    return _clocked(fn)[:2]
+
+
+def _clocked(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``fn()``, its thread CPU seconds and its wall seconds."""
+    c0, w0 = time.thread_time(), time.perf_counter()
     out = fn()
-    return out, time.perf_counter() - t0
+    return out, time.thread_time() - c0, time.perf_counter() - w0
 
 
 def mode_figures(repeats: int = 3) -> list[ModeFigure]:
-    """Evaluations and median wall time of each mode on the reference layers."""
+    """Evaluations and median thread CPU time of each mode on the reference layers."""
     from gradcheck import check_vjp
 
     s = [np.random.default_rng(1).standard_normal((100, 100))]
@@ -107,33 +121,32 @@ def mode_figures(repeats: int = 3) -> list[ModeFigure]:
     return out
 
 
-def directional_vs_torch(pairs: int) -> tuple[float, float, dict[str, Any]]:
+def directional_vs_torch(pairs: int) -> tuple[Timing, dict[str, Any]]:
     """LayerNorm 512x512: our directional check / PyTorch's fast mode, A B A B."""
-    from gradcheck.budgets import ratio_interleaved
+    from gradcheck.budgets import time_pairs
 
     ours, theirs = _ours(512, 512, "directional"), _theirs(512, 512, True)
-    med, se, ratios = ratio_interleaved(ours, theirs, pairs=pairs)
+    timing = time_pairs(ours, theirs, pairs=pairs)
     res, _t = _timed(ours)
-    return med, se, {"evaluations": res.evaluations, "passed": res.passed,
-                     "pairs": pairs, "ratios": ratios}
+    return timing, {"evaluations": res.evaluations, "passed": res.passed, "pairs": pairs,
+                    "ratios": timing.ratios}
 
 
-def full_vs_torch(repeats: int = 3) -> tuple[float, float, dict[str, Any]]:
+def full_vs_torch(repeats: int = 3) -> tuple[Timing, dict[str, Any]]:
     """LayerNorm 64x64: our full check / PyTorch's slow mode.
 
     PyTorch's side takes about ten seconds, so it runs once, between our runs (A B A
     ...); the ratio is our median over its time, the noise our runs' spread.
     """
+    from gradcheck.budgets import Timing
+
     ours, theirs = _ours(64, 64, "full"), _theirs(64, 64, False)
     ours()
-    times: list[float] = []
-    res, t = _timed(ours)
-    times.append(t)
-    _ok, t_torch = _timed(theirs)
-    for _ in range(repeats - 1):
-        times.append(_timed(ours)[1])
-    med = statistics.median(times)
-    spread = statistics.median(abs(t - med) for t in times)
-    se = 1.2533 * 1.4826 * spread / max(1.0, len(times) ** 0.5) / t_torch
-    return med / t_torch, se, {"evaluations": res.evaluations, "passed": res.passed,
-                               "check_seconds": med, "torch_seconds": t_torch}
+    res, c, w = _clocked(ours)
+    _ok, c_torch, w_torch = _clocked(theirs)
+    runs = [(c, w)] + [_clocked(ours)[1:] for _ in range(repeats - 1)]
+    timing = Timing.of([r[0] for r in runs], [c_torch] * repeats, [r[1] for r in runs],
+                       [w_torch] * repeats)
+    return timing, {"evaluations": res.evaluations, "passed": res.passed,
+                    "check_seconds": statistics.median(r[0] for r in runs),
+                    "torch_seconds": c_torch}

@@ -2,7 +2,8 @@
 PyTorch, and throughput on the plan's and a small configuration.
 
 Every figure is a ratio measured side by side in one run with the generic tools of
-:mod:`gradcheck.budgets`; thresholds come from its ``budgets.toml``.
+:mod:`gradcheck.budgets` (the CPU time of the measuring thread, wall time beside it);
+thresholds come from its ``budgets.toml``.
 """
 
 from __future__ import annotations
@@ -21,17 +22,18 @@ import numpy as np
 from gradcheck.budgets import (
     BUDGET_THREADS,
     BudgetResult,
+    Timing,
     blas_summary,
-    gate,
+    judge,
     limit_blas_threads,
     load_budgets,
     peak_memory,
-    ratio_interleaved,
+    time_pairs,
 )
 
 from .config import PLAN, SMALL
 
-__all__ = ["measure_all"]
+__all__ = ["measure_all", "measure_one"]
 
 
 def _output_only(fn: Callable[[], Any]) -> Any:
@@ -57,18 +59,10 @@ def measure_time_budgets(
     m, tok, _ = _setup(cfg_kw, dtype)
     out, cache = m.forward_train(tok)
     dout = np.random.default_rng(1).standard_normal(out.shape).astype(out.dtype)
-    res = []
-    med, se, _ = ratio_interleaved(lambda: m.forward_train(tok), lambda: m.forward(tok),
-                                   pairs=pairs)
-    t = table["forward_overhead"]
-    res.append(BudgetResult("forward_overhead", t["criterion"], t["title"], label, dtype, med,
-                            t["threshold"], se, gate(med, se, t["threshold"]), pairs))
-    med, se, _ = ratio_interleaved(lambda: m.backward(dout, cache), lambda: m.forward(tok),
-                                   pairs=pairs)
-    t = table["backward_cost"]
-    res.append(BudgetResult("backward_cost", t["criterion"], t["title"], label, dtype, med,
-                            t["threshold"], se, gate(med, se, t["threshold"]), pairs))
-    return res
+    fwd = time_pairs(lambda: m.forward_train(tok), lambda: m.forward(tok), pairs=pairs)
+    bwd = time_pairs(lambda: m.backward(dout, cache), lambda: m.forward(tok), pairs=pairs)
+    return [judge("forward_overhead", table, label, dtype, fwd),
+            judge("backward_cost", table, label, dtype, bwd)]
 
 
 def measure_memory_budgets(
@@ -144,17 +138,9 @@ def measure_scaling(
     """Criterion 8: time per token of a training step at batch 32 over batch 4."""
     m32, tok32, tgt32 = _setup(cfg_kw, dtype, batch=32)
     tok4, tgt4 = tok32[:4].copy(), tgt32[:4].copy()
-    med, se, _ = ratio_interleaved(
-        lambda: m32.loss_and_grads(tok32, tgt32),
-        lambda: m32.loss_and_grads(tok4, tgt4),
-        pairs=pairs,
-    )
-    per_token = med * 4 / 32
-    se_tok = se * 4 / 32
-    t = table["linear_scaling"]
-    return [BudgetResult("linear_scaling", t["criterion"], t["title"], label, dtype, per_token,
-                         t["threshold"], se_tok, gate(per_token, se_tok, t["threshold"]),
-                         pairs)]
+    timing = time_pairs(lambda: m32.loss_and_grads(tok32, tgt32),
+                        lambda: m32.loss_and_grads(tok4, tgt4), pairs=pairs)
+    return [judge("linear_scaling", table, label, dtype, timing, scale=4 / 32)]
 
 
 def measure_throughput(
@@ -162,23 +148,40 @@ def measure_throughput(
 ) -> BudgetResult:
     """Tokens per second of a training step (figure only, no gate)."""
     m, tok, tgt = _setup(cfg_kw, dtype)
-    times = _step_times(m, tok, tgt, steps, warmup=1)
-    tps = tok.size / statistics.median(times)
+    cpu, wall = _step_times(m, tok, tgt, steps, warmup=1)
+    tps = tok.size / statistics.median(wall)
     return BudgetResult("throughput", 0, "training-step throughput, tokens/s (this CPU only)",
                         label, dtype, tps, math.inf, 0.0, True, kind="figure",
-                        details={"median_step_s": statistics.median(times)})
+                        clock="wall time (time.perf_counter), one BLAS thread",
+                        details={"median_step_s": statistics.median(wall),
+                                 "median_step_cpu_s": statistics.median(cpu)})
 
 
-def _step_times(m: Any, tok: Any, tgt: Any, n: int, warmup: int = 0) -> list[float]:
-    """Seconds of ``n`` training steps (``loss_and_grads``), after ``warmup`` untimed."""
+def _step_times(m: Any, tok: Any, tgt: Any, n: int, warmup: int = 0
+                ) -> tuple[list[float], list[float]]:
+    """Thread CPU and wall seconds of ``n`` training steps, after ``warmup`` untimed."""
     for _ in range(warmup):
         m.loss_and_grads(tok, tgt)
-    times = []
+    cpu, wall = [], []
     for _ in range(n):
-        t0 = time.perf_counter()
-        m.loss_and_grads(tok, tgt)
-        times.append(time.perf_counter() - t0)
-    return times
+        c, w = _clocked(lambda: m.loss_and_grads(tok, tgt))[1:]
+        cpu.append(c)
+        wall.append(w)
+    return cpu, wall
+
+
+def _clocked(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``fn()``, its thread CPU seconds and its wall seconds."""
+    c0, w0 = time.thread_time(), time.perf_counter()
+    out = fn()
+    return out, time.thread_time() - c0, time.perf_counter() - w0
+
+
+def _against_steps(check: tuple[float, float], steps: tuple[list[float], list[float]]
+                   ) -> Timing:
+    """One timed check against each of several timed steps: a ratio per step."""
+    n = len(steps[0])
+    return Timing.of([check[0]] * n, steps[0], [check[1]] * n, steps[1])
 
 
 def measure_checker_cost(
@@ -188,22 +191,16 @@ def measure_checker_cost(
     from gradcheck import check_model
 
     m, tok, tgt = _setup(cfg_kw, dtype)
-    steps = _step_times(m, tok, tgt, 3, warmup=2)
-    t0 = time.perf_counter()
-    res = check_model(m, tok, tgt, seed=0)
-    t_check = time.perf_counter() - t0
-    steps += _step_times(m, tok, tgt, 3)
-    med_step = statistics.median(steps)
-    ratio = t_check / med_step
-    mad = statistics.median(abs(s - med_step) for s in steps)
-    se = ratio * (1.2533 * 1.4826 * mad / math.sqrt(len(steps))) / med_step
+    cpu, wall = _step_times(m, tok, tgt, 3, warmup=2)
+    res, c_check, w_check = _clocked(lambda: check_model(m, tok, tgt, seed=0))
+    more = _step_times(m, tok, tgt, 3)
+    timing = _against_steps((c_check, w_check), (cpu + more[0], wall + more[1]))
     t = table["checker_cost"]
     thr = float(t.get(f"threshold_{dtype}", t["threshold"]))
-    return BudgetResult("checker_cost", t["criterion"], t["title"], label, dtype, ratio,
-                        thr, se, gate(ratio, se, thr) and res.passed,
-                        kind="ratio",
-                        details={"check_passed": res.passed, "evaluations": res.evaluations,
-                                 "check_seconds": t_check, "step_seconds": med_step})
+    return judge("checker_cost", table, label, dtype, timing, threshold=thr, ok=res.passed,
+                 details={"check_passed": res.passed, "evaluations": res.evaluations,
+                          "check_seconds": c_check,
+                          "step_seconds": statistics.median(cpu + more[0])})
 
 
 def measure_leaks(
@@ -244,11 +241,10 @@ def measure_twin_cost(cfg_kw: dict[str, Any], label: str) -> BudgetResult:
     from gradcheck import check_model
 
     m, tok, tgt = _setup(cfg_kw, "float32")
-    steps = _step_times(m, tok, tgt, 5, warmup=2)
-    t0 = time.perf_counter()
-    res = check_model(m, tok, tgt, twin=m.astype("float64"), seed=0)
-    t_check = time.perf_counter() - t0
-    step = statistics.median(steps)
+    cpu, _wall = _step_times(m, tok, tgt, 5, warmup=2)
+    res, t_check, _w = _clocked(lambda: check_model(m, tok, tgt, twin=m.astype("float64"),
+                                                    seed=0))
+    step = statistics.median(cpu)
     return BudgetResult("checker_twin", 0, "check_model of the float32 model against its "
                         "float64 twin / one float32 training step", label, "float32",
                         t_check / step, math.inf, 0.0, res.passed, kind="figure",
@@ -271,19 +267,17 @@ def measure_checker_modes(table: dict[str, Any], *, with_torch: bool, full: bool
     for f in mode_figures():
         out.append(BudgetResult("checker_mode", 0, f"{f.mode} check of {f.label}: seconds "
                                 "(this CPU only)", f"{f.label} {f.mode}", "float64", f.seconds,
-                                math.inf, 0.0, f.passed, kind="figure", details=f.to_dict()))
+                                math.inf, 0.0, f.passed, kind="figure", details=f.to_dict(),
+                                clock="thread CPU time (time.thread_time), one BLAS thread"))
     if not (with_torch and torch_available()):
         return out
     for key, fn in (("checker_directional_vs_torch", lambda: directional_vs_torch(15)),
                     ("checker_full_vs_torch", full_vs_torch)):
         if key == "checker_full_vs_torch" and not full:
             continue
-        ratio, se, details = fn()
-        t = table[key]
-        out.append(BudgetResult(key, t["criterion"], t["title"], t["config"], "float64", ratio,
-                                t["threshold"], se,
-                                gate(ratio, se, t["threshold"]) and details["passed"],
-                                details.get("pairs", 0), details=details))
+        timing, details = fn()
+        out.append(judge(key, table, table[key]["config"], "float64", timing,
+                         ok=details["passed"], details=details))
     return out
 
 
@@ -295,10 +289,9 @@ def measure_speed_vs_torch(dtype: str, *, pairs: int, table: dict[str, Any],
     if not torch_available():
         return None
     s = compare_with_torch(dtype, threads=threads, pairs=pairs)
-    t = table["speed_vs_torch"]
-    return BudgetResult("speed_vs_torch", t["criterion"], t["title"], "plan", dtype, s.ratio,
-                        t["threshold"], s.se, gate(s.ratio, s.se, t["threshold"]), pairs,
-                        details=s.to_dict())
+    if s.timing is None:  # pragma: no cover - compare_with_torch always times both sides
+        raise RuntimeError("speed comparison returned no timing")
+    return judge("speed_vs_torch", table, "plan", dtype, s.timing, details=s.to_dict())
 
 
 def measure_all(*, level: str = "full", progress: Callable[[str], None] | None = None,
@@ -328,6 +321,33 @@ def measure_all(*, level: str = "full", progress: Callable[[str], None] | None =
         r.details["blas_threads"] = threads
         r.details["blas"] = blas
     return out
+
+
+def measure_one(name: str, config: str, dtype: str, *, level: str = "full"
+                ) -> list[BudgetResult]:
+    """Measure the timed budget ``name`` again on one configuration and dtype.
+
+    The budget suite measures again a budget that was "not measured" because the
+    machine was busy (a bounded number of times).
+    """
+    table, pairs = load_budgets(), {"quick": 5, "default": 7, "full": 15}[level]
+    kw = {"plan": PLAN, "small": SMALL}.get(config)
+    with limit_blas_threads(BUDGET_THREADS):
+        if name in ("forward_overhead", "backward_cost") and kw is not None:
+            rows = measure_time_budgets(kw, config, dtype, pairs=pairs, table=table)
+        elif name == "linear_scaling":
+            rows = measure_scaling(PLAN, "plan", dtype, pairs=max(5, pairs // 2), table=table)
+        elif name == "checker_cost":
+            rows = [measure_checker_cost(PLAN, "plan", dtype, table=table)]
+        elif name in ("checker_directional_vs_torch", "checker_full_vs_torch"):
+            rows = measure_checker_modes(table, with_torch=True, full=True)
+        elif name == "speed_vs_torch":
+            r = measure_speed_vs_torch(dtype, pairs=max(9, pairs), table=table,
+                                       threads=BUDGET_THREADS)
+            rows = [r] if r is not None else []
+        else:
+            raise ValueError(f"{name!r} on {config!r} is not a timed budget of the model")
+    return [r for r in rows if (r.name, r.config, r.dtype) == (name, config, dtype)]
 
 
 def _measure_level(table: dict[str, Any], level: str, say: Callable[[str], None],

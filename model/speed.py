@@ -3,20 +3,25 @@
 Each side runs in a process of its own (so neither's thread pools or allocator disturb
 the other), both limited to the same number of threads. The parent asks them for one
 training step in turn, A B A B ..., after a warm-up, and takes the median of the
-per-pair time ratios (:func:`gradcheck.budgets.ratio_interleaved`), so that a slower
-or busier CPU moves both sides alike.
+per-pair time ratios, so that a slower CPU moves both sides alike. Each side times its
+step on the CPU clock of its own thread (``time.thread_time``; one BLAS thread, one
+PyTorch thread) and on the wall clock beside it (:class:`gradcheck.budgets.Timing`), so
+a busy machine shows as such rather than as a slower side.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .config import PLAN, Config
+
+if TYPE_CHECKING:
+    from gradcheck.budgets import Timing
 
 __all__ = ["SpeedComparison", "compare_with_torch", "torch_available"]
 
@@ -46,6 +51,7 @@ class SpeedComparison:
     pairs: int
     numpy_step_s: float
     torch_step_s: float
+    timing: Timing | None = field(default=None, repr=False)
 
     @property
     def speed(self) -> float:
@@ -54,7 +60,8 @@ class SpeedComparison:
     def to_dict(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "threads": self.threads, "ratio": self.ratio,
                 "se": self.se, "pairs": self.pairs, "speed_vs_torch": self.speed,
-                "numpy_step_s": self.numpy_step_s, "torch_step_s": self.torch_step_s}
+                "numpy_step_s": self.numpy_step_s, "torch_step_s": self.torch_step_s,
+                **(self.timing.details() if self.timing is not None else {})}
 
 
 def _batch(cfg: Config, batch: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,9 +99,9 @@ def _worker(side: str, cfg_kw: dict[str, Any], batch: int, threads: int, conn: A
                 twin.step(tt, tg)
         conn.send("ready")
         while conn.recv() == "step":
-            t0 = time.perf_counter()
+            c0, w0 = time.thread_time(), time.perf_counter()
             step()
-            conn.send(time.perf_counter() - t0)
+            conn.send((time.thread_time() - c0, time.perf_counter() - w0))
     conn.close()
 
 
@@ -116,7 +123,7 @@ def compare_with_torch(
     config : dict, optional
         Model configuration (default: the plan's, with ``gelu_tanh``).
     """
-    from gradcheck.budgets import ratio_interleaved
+    from gradcheck.budgets import Timing
 
     cfg_kw = {**(config or PLAN_SPEED), "dtype": dtype, "seed": 0}
     ctx = mp.get_context("spawn")
@@ -138,14 +145,14 @@ def compare_with_torch(
                     f"speed comparison: the {side} worker died while starting (its "
                     "traceback is on stderr)"
                 ) from None
-        times: dict[str, list[float]] = {"numpy": [], "torch": []}
-
-        def run(side: str) -> None:
-            sides[side].send("step")
-            times[side].append(sides[side].recv())
-
-        med, se, _ = ratio_interleaved(lambda: run("numpy"), lambda: run("torch"),
-                                       pairs=pairs, warmup=3)
+        times: dict[str, list[tuple[float, float]]] = {"numpy": [], "torch": []}
+        for _ in range(3 + pairs):  # three warm-up pairs, then the timed ones
+            for side in ("numpy", "torch"):
+                sides[side].send("step")
+                times[side].append(sides[side].recv())
+        a, b = times["numpy"][3:], times["torch"][3:]
+        timing = Timing.of([t[0] for t in a], [t[0] for t in b], [t[1] for t in a],
+                           [t[1] for t in b])
     finally:
         for conn in sides.values():
             try:
@@ -156,6 +163,6 @@ def compare_with_torch(
             p.join(timeout=30)
             if p.is_alive():  # pragma: no cover
                 p.kill()
-    return SpeedComparison(dtype, threads, med, se, pairs,
-                           float(np.median(times["numpy"][3:])),
-                           float(np.median(times["torch"][3:])))
+    return SpeedComparison(dtype, threads, timing.cpu, timing.cpu_se, pairs,
+                           float(np.median([t[0] for t in a])),
+                           float(np.median([t[0] for t in b])), timing)

@@ -6,7 +6,8 @@ Run on their own: ``pytest -m budget``. pytest-benchmark records absolute times
 
 from __future__ import annotations
 
-import time
+import subprocess
+import sys
 import tracemalloc
 
 import numpy as np
@@ -43,10 +44,29 @@ def test_budget(results, name):
     rows = [r for r in results if r.name == name]
     assert rows, f"budget {name} was not measured"
     for r in rows:
+        r = _settled(r)
+        if r.status == "not measured":  # a busy machine is not a failure
+            pytest.skip(f"{r.title} [{r.config}, {r.dtype}]: {r.note} in {RETRIES + 1} "
+                        f"measurements (figure {r.figure:.4f}, threshold {r.threshold})")
         assert r.passed, (
             f"{r.title} [{r.config}, {r.dtype}]: {r.figure:.4f} > threshold {r.threshold} "
             f"beyond noise (se {r.noise:.4f}, {r.pairs} pairs); details {r.details}; seed 0"
         )
+
+
+#: Measurements again of a budget taken on a busy machine, before it is skipped.
+RETRIES = 2
+
+
+def _settled(r):
+    """``r``, or a new measurement of it while the machine was busy (at most RETRIES)."""
+    for _ in range(RETRIES):
+        if r.status != "not measured":
+            break
+        again = measure.measure_one(r.name, r.config, r.dtype)
+        assert len(again) == 1, (r.name, r.config, r.dtype)
+        r = again[0]
+    return r
 
 
 def test_budgets_cover_both_dtypes_and_configs(results):
@@ -86,18 +106,59 @@ def test_every_threshold_names_its_criterion():
 
 
 # -- the gates can fail ------------------------------------------------------------------
+def _spin(n: int) -> None:
+    """CPU work of ``n`` units (not a sleep: a sleeping thread spends no CPU time)."""
+    x = np.ones(200)
+    for _ in range(n):
+        x = np.sqrt(x * x + 1.0)
+
+
 def test_time_gate_fails_on_a_slow_side():
-    def fast():
-        time.sleep(0.002)
+    t = bud.time_pairs(lambda: _spin(2000), lambda: _spin(1000), pairs=7, warmup=1)
+    assert t.cpu > 1.5
+    assert not bud.gate(t.cpu, t.cpu_se, 1.10)
+    t2 = bud.time_pairs(lambda: _spin(1000), lambda: _spin(1000), pairs=7, warmup=1)
+    assert bud.gate(t2.cpu, t2.cpu_se, 1.5)
+    assert bud.judge("forward_overhead", bud.load_budgets(), "spin", "float64", t2).status \
+        in ("pass", "not measured")
 
-    def slow():
-        time.sleep(0.004)
 
-    med, se, _ = bud.ratio_interleaved(slow, fast, pairs=7, warmup=1)
-    assert med > 1.5
-    assert not bud.gate(med, se, 1.10)
-    med2, se2, _ = bud.ratio_interleaved(fast, fast, pairs=7, warmup=1)
-    assert bud.gate(med2, se2, 1.5)
+def _busy_processes(n: int) -> list[subprocess.Popen]:
+    code = "while True: pass"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:  # by their own handles, never by name
+        p.kill()
+        p.wait()
+
+
+def test_verdict_holds_beside_two_busy_processes():
+    """The same budget, idle and beside two processes that keep both cores busy: the
+    thread's CPU-time ratio stays put, and the verdict is the same (or, on a machine too
+    busy to tell, "not measured" and never "fail")."""
+    from model.config import SMALL
+
+    def once():
+        with bud.limit_blas_threads(1):
+            return measure.measure_time_budgets(SMALL, "small", "float32", pairs=9,
+                                                table=bud.load_budgets())
+
+    idle = {r.name: r for r in once()}
+    procs = _busy_processes(2)
+    try:
+        busy = {r.name: r for r in once()}
+    finally:
+        _stop(procs)
+    for name, r in idle.items():
+        b = busy[name]
+        assert b.status != "fail" or r.status == "fail", (name, r, b)
+        if "not measured" not in (r.status, b.status):
+            assert b.status == r.status, (name, r.figure, b.figure)
+        assert abs(b.figure - r.figure) <= 0.25 * r.figure + 3 * (r.noise + b.noise), (
+            name, r.figure, b.figure, b.details["core_share"])
+        assert b.clock == bud.CLOCK and b.details["wall_ratio"] > 0
 
 
 def test_memory_gate_sees_a_cache_that_copies():
@@ -141,7 +202,10 @@ def test_benchmark_training_step(benchmark, dtype):
 
     tune_allocator()
     m, tok, tgt = measure._setup(PLAN, dtype)
-    loss, _ = benchmark(m.loss_and_grads, tok, tgt)
+    benchmark.extra_info["clock"] = "wall time (pytest-benchmark's timer), 1 BLAS thread"
+    benchmark.extra_info["budgets clock"] = bud.CLOCK
+    with bud.limit_blas_threads(bud.BUDGET_THREADS):
+        loss, _ = benchmark(m.loss_and_grads, tok, tgt)
     assert np.isfinite(loss)
 
 
@@ -165,7 +229,9 @@ def _ln_full_check():
 
 
 def test_benchmark_full_check_of_layernorm_64x64(benchmark):
-    res = benchmark.pedantic(_ln_full_check, rounds=3, iterations=1)
+    benchmark.extra_info["clock"] = "wall time (pytest-benchmark's timer), 1 BLAS thread"
+    with bud.limit_blas_threads(bud.BUDGET_THREADS):
+        res = benchmark.pedantic(_ln_full_check, rounds=3, iterations=1)
     assert res.passed and res.evaluations <= 2 * 64 * 64 + 2
 
 

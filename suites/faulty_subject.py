@@ -1,0 +1,106 @@
+"""Subjects written to misbehave, for suites/test_faults.py (and ``gradcheck report``).
+
+``SUBJECT`` has a healthy layer case and one case per fault a user's code can commit:
+a segfault in C code reached through ctypes, a forward that never returns, a forward
+that raises, a layer object that breaks the naming conventions
+(``LayerConventionError``), ``os._exit`` and a real ``MemoryError``. Each faulty case is
+float32 only, so that the generated tests' float64 property test does not meet them.
+It also declares one timed budget (criterion 6), so that a report of it shows how a
+budget reads on a busy machine. ``HANG`` has only the hanging case and writes the pid
+of the process running it to ``$GRADCHECK_HANG_PIDFILE``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from gradcheck import LayerCase, Subject
+from gradcheck.budgets import BudgetResult, judge, load_budgets, time_pairs
+
+F32 = ("float32",)
+
+
+def fwd(x: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, Any]:
+    return x @ W, (x, W)
+
+
+def bwd(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, np.ndarray]:
+    x, W = cache
+    return dy @ W.T, x.T @ dy
+
+
+def inputs(rng: np.random.Generator, dt: np.dtype) -> list[np.ndarray]:
+    return [rng.standard_normal((3, 4)).astype(dt), rng.standard_normal((4, 2)).astype(dt)]
+
+
+def segfault_fwd(x: np.ndarray, W: np.ndarray) -> Any:
+    ctypes.string_at(0)  # reads address 0 in C: SIGSEGV
+    return fwd(x, W)
+
+
+def hang_fwd(x: np.ndarray, W: np.ndarray) -> Any:
+    pidfile = os.environ.get("GRADCHECK_HANG_PIDFILE")
+    if pidfile:
+        with open(pidfile, "w") as fh:
+            fh.write(str(os.getpid()))
+    time.sleep(3600)
+    return fwd(x, W)
+
+
+def raising_fwd(x: np.ndarray, W: np.ndarray) -> Any:
+    raise RuntimeError("this forward is broken on purpose")
+
+
+def exiting_fwd(x: np.ndarray, W: np.ndarray) -> Any:
+    os._exit(3)
+
+
+def hungry_fwd(x: np.ndarray, W: np.ndarray) -> Any:
+    big = np.empty(2**62, dtype=np.uint8)  # MemoryError: no machine has 4 EiB
+    return fwd(x + big[:1], W)
+
+
+class NoGradients:
+    """A layer with a weight but no gradient by any known name: LayerConventionError."""
+
+    def __init__(self) -> None:
+        self.W = np.ones((4, 2), dtype=np.float32)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.W
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        return dout @ self.W.T
+
+
+def _spin(n: int) -> None:
+    x = np.ones(100)
+    for _ in range(n):
+        x = np.sqrt(x * x + 1.0)
+
+
+def budgets(level: str) -> list[BudgetResult]:
+    """A timed budget: twice some work over once (criterion 6's table entry)."""
+    timing = time_pairs(lambda: _spin(600), lambda: _spin(300), pairs=7, warmup=1)
+    return [judge("backward_cost", load_budgets(), "spin", "float64", timing)]
+
+
+FAULTS = {"segfault": segfault_fwd, "hang": hang_fwd, "raises": raising_fwd,
+          "exits": exiting_fwd, "memory": hungry_fwd}
+
+SUBJECT = Subject(
+    name="faulty layers",
+    layers=[LayerCase("healthy", inputs=inputs, fwd=fwd, bwd=bwd)]
+    + [LayerCase(name, inputs=inputs, fwd=f, bwd=bwd, dtypes=F32) for name, f in FAULTS.items()]
+    + [LayerCase("convention", inputs=lambda rng, dt: [rng.standard_normal((3, 4)).astype(dt)],
+                 layer=lambda rng, dt: NoGradients(), dtypes=F32)],
+    budgets=budgets,
+)
+
+HANG = Subject(name="a hanging layer",
+               layers=[LayerCase("hang", inputs=inputs, fwd=hang_fwd, bwd=bwd, dtypes=F32)])
