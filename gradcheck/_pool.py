@@ -24,6 +24,7 @@ fork, tasks run in this process and only exceptions are caught.
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import multiprocessing as mp
 import signal
@@ -271,7 +272,35 @@ def _run_here(task: Task, say: Callable[[str], None]) -> Any:
 
 def run_isolated(fn: Callable[..., Any], *args: Any, timeout: float | None = None,
                  threads: int | None = None) -> Any:
-    """``fn(*args)`` in a child process: its result, or a :class:`Fault`."""
+    """``fn(*args)`` in a child process: its result, or a :class:`Fault`.
+
+    The checks ``fn`` makes are recorded in the child and handed to this process's
+    recorder (:mod:`._recording`) with their purpose, as if they had run here."""
+    from ._recording import purpose, record
+
     label = getattr(fn, "__name__", "task")
-    return run_tasks([Task(label, fn, args)], jobs=1, say=lambda _s: None,
-                     timeout=timeout, threads=threads)[0]
+    out = run_tasks([Task(label, _recorded, (fn, *args))], jobs=1, say=lambda _s: None,
+                    timeout=timeout, threads=threads)[0]
+    if isinstance(out, Fault):
+        return out
+    value, records = out
+    for result, why in records:
+        with purpose(why):
+            record(result)
+    return value
+
+
+def _recorded(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[tuple[Any, str]]]:
+    """``fn(*args)`` and the ``(result, purpose)`` of every check it recorded."""
+    from ._recording import recording_to
+
+    records: list[tuple[Any, str]] = []
+
+    def keep(result: Any, why: str) -> None:
+        if getattr(result, "exception", None) is not None:  # may not survive pickling
+            result = dataclasses.replace(result, exception=None)
+        records.append((result, why))
+
+    with recording_to(keep):
+        value = fn(*args)
+    return value, records
