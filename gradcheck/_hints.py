@@ -393,6 +393,12 @@ def _softmax(c: HintContext) -> str:
             forms = _softmax_forms(d, p, log)
             if not _near(c.numeric, forms[f"axis {m}"], c.n_tol):
                 continue
+            at_x = _softmax_forms(d, c.x, log)[f"axis {m}"]
+            if _near(c.analytic, at_x, c.a_tol * 10) and c.explains(
+                    c.error - (at_x - forms[f"axis {m}"])):
+                return f"a {'log-softmax' if log else 'softmax'} backward evaluated at the " \
+                       "input (the logits) instead of the probabilities: the derivative of " \
+                       "the wrong tensor"
             wrong = [k for k, v in forms.items() if k != f"axis {m}"
                      and _near(c.analytic, v, c.a_tol * 10) and c.explains(
                          c.error - (v - forms[f"axis {m}"]))]
@@ -468,6 +474,10 @@ _DERIVATIVES: tuple[_Derivative, ...] = (
     _Derivative("tanh", "(1 - y)", lambda x, y: 1 - y,
                 "a wrong derivative formula: tanh's derivative written 1 - t instead of "
                 "1 - t^2"),
+    _Derivative("softplus", "sigmoid(x)", lambda x, y: _sig(x)),
+    _Derivative("softplus", "sigmoid(y)", lambda x, y: _sig(y),
+                _TENSOR + "softplus's derivative sigmoid taken of the output instead of the "
+                "input"),
     _Derivative("GELU", "(Phi(x) + x phi(x))", lambda x, y: _gelu_exact(x), "exact GELU"),
     _Derivative("GELU", "GELU-tanh'(x)", lambda x, y: _gelu_tanh(x),
                 "tanh approximation of GELU"),
@@ -505,32 +515,65 @@ def _mask(c: HintContext) -> str:
     f = c.failed
     if not f.any():
         return ""
-    if f.all():
-        return _inverted_mask(c)
+    inverted = _inverted_mask(c) if f.sum() >= 0.9 * f.size else ""
+    if inverted or f.all():
+        return inverted
+    wrong = np.abs(c.error) > c.n_tol
+    zero = (np.abs(c.numeric) <= c.n_tol) | _near_kink(c)  # the true gradient is zero
     for label, where in (("negative", c.x < 0), ("positive", c.x > 0)):
-        if np.array_equal(f, where & (c.numeric != c.analytic)) and np.array_equal(
-                f & where, f) and np.all(np.abs(c.numeric[f]) <= c.n_tol):
+        # every failure where the input has that sign, the true gradient zero wherever it
+        # has that sign (a stencil across the kink at 0 aside), and nearly every wrong
+        # element there failed (one at the kink may pass with its wide tolerance)
+        if np.array_equal(f & where, f) and np.all(zero[where]) and \
+                f.sum() >= 0.9 * np.sum(where & wrong):
             return f"the error lives exactly where the input is {label}, where the true " \
                    "gradient is zero: a mask (ReLU's) is missing in the backward"
     cap = np.abs(c.analytic[f])
     if cap.size and np.ptp(cap) <= c.a_tol * 10 and np.all(np.abs(c.numeric[f]) > cap.min()):
         return f"the analytic gradient is clipped to +-{cap.min():.3g} exactly where the " \
                "numerical one is larger: clipping inside the backward"
-    if np.all(np.abs(c.numeric[f]) <= c.n_tol * 1e-2) and \
-            np.all(np.abs(c.analytic[f]) > c.n_tol):
+    if np.all(np.abs(c.numeric[f]) <= c.n_tol * 1e-2):  # failed, so the analytic is not
         return f"the analytic gradient is non-zero at {int(f.sum())} of {f.size} elements " \
                "where the true gradient is zero, and right elsewhere: a mask (dropout's, " \
                "ReLU's, a causal or padding one) is missing in the backward"
     return ""
 
 
+def _negative_side(c: HintContext) -> str:
+    """Wrong exactly where the input is negative, by one factor there (zero included):
+    the negative-side slope of a leaky ReLU (or the like) is wrong or missing."""
+    f, neg = c.failed, c.x < 0
+    wrong = np.abs(c.error) > c.n_tol
+    # every failure where the input is negative, and nearly every wrong element there
+    # failed (one whose stencil straddles the kink may pass with its wide tolerance)
+    if not f.any() or f.all() or not np.array_equal(f & neg, f) or \
+            f.sum() < 0.9 * np.sum(neg & wrong):
+        return ""
+    a, n = c.analytic[f], c.numeric[f]
+    nn = float(n @ n)
+    if nn == 0:  # the true gradient is zero there: a mask, not a slope
+        return ""
+    r = float(a @ n) / nn
+    if not c.explains(np.where(f, c.analytic - r * c.numeric, 0.0)):
+        return ""
+    what = "missing (zero)" if abs(r) <= 1e-3 else f"off by a factor of {r:.4g}"
+    return "wrong exactly where the input is negative, right where it is positive: the " \
+           f"gradient of the negative side is {what}, a wrong slope of a leaky ReLU (or " \
+           "of another piecewise activation)"
+
+
+def _near_kink(c: HintContext) -> NDArray[np.bool_]:
+    """Elements close enough to 0 that a stencil may straddle a kink at 0 (ReLU's)."""
+    return np.abs(c.x) <= 0.05 * float(np.max(np.abs(c.x)))
+
+
 def _inverted_mask(c: HintContext) -> str:
-    """Every element wrong, the gradient flowing exactly where the true one is zero and
-    nowhere else: a mask inverted (``x < 0`` for ``x > 0``, ``1 - m`` for ``m``)."""
-    a_on = np.abs(c.analytic) > c.n_tol
-    n_on = np.abs(c.numeric) > c.n_tol
-    a_off = np.abs(c.analytic) <= c.a_tol * 10
-    n_off = np.abs(c.numeric) <= c.n_tol * 1e-2
+    """(Nearly) every element wrong, the gradient flowing exactly where the true one is
+    zero and nowhere else: a mask inverted (``x < 0`` for ``x > 0``, ``1 - m`` for ``m``)."""
+    f = c.failed & ~_near_kink(c)  # at a kink the numerical side may lie in between
+    a, n = c.analytic[f], c.numeric[f]
+    a_on, n_on = np.abs(a) > c.n_tol, np.abs(n) > c.n_tol
+    a_off, n_off = np.abs(a) <= c.a_tol * 10, np.abs(n) <= c.n_tol * 1e-2
     if not (np.all(a_on ^ n_on) and np.all(a_on | a_off) and np.all(n_on | n_off)) or \
             not a_on.any() or not n_on.any():
         return ""
@@ -542,7 +585,8 @@ def _one_hot(c: HintContext) -> str:
     """The error is one constant at exactly one element of every row (along the last
     axis) and zero elsewhere: the ``- onehot`` of a cross-entropy gradient is missing."""
     f = c.failed
-    if c.x.ndim == 0 or c.x.shape[-1] < 3 or not np.all(f.sum(axis=-1) == 1):
+    if c.x.ndim < 2 or c.x.shape[-1] < 3 or c.x.size // c.x.shape[-1] < 3 or \
+            not np.all(f.sum(axis=-1) == 1):  # one element of one row is no pattern
         return ""
     v = float(np.mean(c.error[f]))
     if not c.explains(np.where(f, c.error - v, 0.0)):  # the others passed: no error there
@@ -579,8 +623,8 @@ def _locality(c: HintContext) -> str:
     return ""
 
 
-_RULES = (_zero, _factor, _sign, _transposed, _operands, _axis, _skip, _softmax, _derivative,
-          _indices, _one_hot, _mask, _missing_term, _locality)
+_RULES = (_negative_side, _zero, _factor, _sign, _transposed, _operands, _axis, _skip,
+          _softmax, _derivative, _indices, _one_hot, _mask, _missing_term, _locality)
 
 
 def diagnose(c: HintContext) -> str:
@@ -596,7 +640,8 @@ def diagnose(c: HintContext) -> str:
 
 
 def unreduced_hint(got: Sequence[int], expected: Sequence[int]) -> str:
-    """For a shape mismatch: whether summing over the batch axes gives the expected shape.
+    """For a shape mismatch: whether summing over the batch axes gives the expected shape
+    (or, for a matrix, whether its transpose has it).
 
     The batch axes are the leading axes ``got`` has beyond ``expected`` and the axes of
     length 1 in ``expected`` (a ``(1, D)`` parameter broadcast over rows). Returns ``""``
@@ -604,6 +649,8 @@ def unreduced_hint(got: Sequence[int], expected: Sequence[int]) -> str:
     """
     got, expected = tuple(got), tuple(expected)
     k = len(got) - len(expected)
+    if len(got) == 2 and got[::-1] == expected:
+        return "its transpose has the expected shape: a missing or extra transpose"
     if k < 0:
         return ""
     keep = [k + i for i, (e, g) in enumerate(zip(expected, got[k:], strict=True))

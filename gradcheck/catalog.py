@@ -314,20 +314,24 @@ def _softmax_bug(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, A
     s = _n(rng, (5, 6), dtype)
     log = bug == "log_missing"
 
-    def fwd(s_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def fwd(s_: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         p = softmax(s_)
-        return (np.log(p) if log else p), p
+        return (np.log(p) if log else p), (p, s_)
 
-    def good(dy: np.ndarray, p: np.ndarray) -> tuple[np.ndarray]:
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        p, _ = c
         if log:
             return (dy - p * dy.sum(axis=-1, keepdims=True),)
         return (p * (dy - np.sum(dy * p, axis=-1, keepdims=True)),)
 
-    def bad(dy: np.ndarray, p: np.ndarray) -> tuple[np.ndarray]:
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        p, s_ = c
         if log:
             return (dy.copy(),)  # the - p * sum(dy) term is missing
         if bug == "axis":
             return (p * (dy - np.sum(dy * p, axis=0, keepdims=True)),)
+        if bug == "logits":  # the cached logits where the probabilities belong
+            return (s_ * (dy - np.sum(dy * s_, axis=-1, keepdims=True)),)
         return (dy * p * (1 - p),)  # the Jacobian's diagonal only
 
     return fwd, good, bad, [s]
@@ -390,11 +394,13 @@ def _weight_decay(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, 
 
 # -- gradients of parameters left per example -----------------------------------------------
 def _unreduced(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
-    if bug == "linear_bias":
+    if bug in ("linear_bias", "linear_dW_T"):
         x, W, b = _n(rng, (6, 4), dtype), _n(rng, (4, 3), dtype), _n(rng, (3,), dtype)
 
         def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
-            dx, dW, _ = linear_backward(dy, c)
+            dx, dW, db = linear_backward(dy, c)
+            if bug == "linear_dW_T":
+                return dx, dy.T @ c[0], db  # dW (3, 4) for W (4, 3)
             return dx, dW, dy.copy()  # db not summed over the rows
 
         return linear_forward, linear_backward, bad, [x, W, b]
@@ -416,12 +422,14 @@ def _activation(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, An
 
     def fwd(x_: np.ndarray) -> Any:
         y = sigmoid(x_) if kind == "sigmoid" else np.tanh(x_) if kind == "tanh" else \
-            np.maximum(x_, 0)
+            np.where(x_ > 0, x_, 0.1 * x_) if kind == "leaky" else np.maximum(x_, 0)
         return y, (x_, y)
 
     def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
         x_, y = c
-        return ({"sigmoid": y * (1 - y), "tanh": 1 - y * y, "relu": x_ > 0}[kind] * dy,)
+        d = {"sigmoid": y * (1 - y), "tanh": 1 - y * y, "relu": x_ > 0,
+             "leaky": np.where(x_ > 0, 1.0, 0.1)}[kind]
+        return ((d * dy).astype(dy.dtype),)
 
     def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
         x_, y = c
@@ -429,7 +437,8 @@ def _activation(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, An
              "sigmoid_twice": lambda: sigmoid(y) * (1 - sigmoid(y)),
              "tanh_input": lambda: 1 - x_ * x_,  # 1 - t^2 of the pre-activation
              "relu_nomask": lambda: np.ones_like(x_),
-             "relu_inverted": lambda: x_ <= 0}[bug]()
+             "relu_inverted": lambda: x_ <= 0,
+             "leaky_slope": lambda: x_ > 0}[bug]()  # the 0.1 of the negative side lost
         return ((d * dy).astype(dy.dtype),)
 
     return fwd, good, bad, [x]
@@ -559,6 +568,10 @@ CASES: list[Case] = [
     Case("layernorm_gain_unreduced", "LayerNorm: gain gradient not summed over the batch",
          lambda r, d: _unreduced(r, d, "layernorm_gain"), "not reduced over the batch",
          "shape-mismatch"),
+    Case("linear_dW_transposed_shape", "linear: dW = dy^T x for a non-square W",
+         lambda r, d: _unreduced(r, d, "linear_dW_T"), "transpose", "shape-mismatch"),
+    Case("softmax_at_logits", "softmax backward evaluated at the logits",
+         lambda r, d: _softmax_bug(r, d, "logits"), "wrong tensor"),
     Case("sigmoid_of_preactivation", "sigmoid derivative s(1-s) taken of the input",
          lambda r, d: _activation(r, d, "sigmoid_input"), "wrong tensor"),
     Case("sigmoid_applied_twice", "sigmoid derivative taken of the output (sigmoid(s))",
@@ -568,6 +581,8 @@ CASES: list[Case] = [
     # more classic bugs
     Case("relu_mask_missing", "ReLU backward without its mask",
          lambda r, d: _activation(r, d, "relu_nomask"), "mask"),
+    Case("leaky_relu_slope_missing", "leaky ReLU backward without its negative slope",
+         lambda r, d: _activation(r, d, "leaky_slope"), "negative side"),
     Case("relu_mask_inverted", "ReLU backward with the mask x <= 0",
          lambda r, d: _activation(r, d, "relu_inverted"), "inverted mask"),
     Case("dropout_mask_missing", "dropout backward without its mask", _dropout_mask,

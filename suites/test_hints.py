@@ -57,6 +57,9 @@ NAMED = [
     ("maxpool_every_element", "mask"),
     ("conv_kernel_not_flipped", "reversed along axis 0"),
     ("conv_off_by_one", "off-by-one"),
+    ("linear_dW_transposed_shape", "its transpose has the expected shape"),
+    ("softmax_at_logits", "evaluated at the input (the logits)"),
+    ("leaky_relu_slope_missing", "wrong exactly where the input is negative"),
 ]
 
 
@@ -83,24 +86,30 @@ def test_unreduced_hint_only_when_a_sum_over_batch_axes_fixes_the_shape():
     assert "not reduced over the batch" in unreduced_hint((4, 5), (5,))
     assert ".sum(axis=0, keepdims=True)" in unreduced_hint((4, 5), (1, 5))
     assert ".sum(axis=(0, 1))" in unreduced_hint((2, 3, 5), (5,))
+    assert "transpose" in unreduced_hint((3, 4), (4, 3))
+    assert "transpose" not in unreduced_hint((4, 5), (5,))
     # a keepdims left over is no batch: reshape, not a sum
     assert "reduced" not in unreduced_hint((1, 5), (5,))
     assert "reshape" in unreduced_hint((1, 5), (5,))
-    for got, expected in [((4, 5), (4,)), ((5,), (4, 5)), ((4, 5), (5, 4)), ((3,), (3,))]:
+    for got, expected in [((4, 5), (4,)), ((5,), (4, 5)), ((4, 5), (4, 3)), ((3,), (3,))]:
         assert unreduced_hint(got, expected) == "", (got, expected)
 
 
-def test_unreduced_hint_not_given_for_a_gradient_of_another_shape():
-    """A backward returning dx in the place of dW: a shape mismatch with no batch sum."""
+def test_shape_hints_not_given_for_a_gradient_of_another_shape():
+    """A backward returning dx in the place of dW: a shape mismatch that neither a sum over
+    the batch nor a transpose explains, so no hint; dW transposed gets the transpose one."""
     case = BY_NAME["linear_bias_unreduced"]
     fwd, _good, _bad, inputs = case.make(np.random.default_rng(0), np.dtype("float64"))
 
     def swapped(dy, c):
         x_, W_ = c
-        return dy @ W_.T, dy.T @ x_, dy.sum(axis=0)  # dW transposed: (3, 4) for (4, 3)
+        return dy @ W_.T, dy @ W_.T, dy.sum(axis=0)  # (6, 4) for W (4, 3)
 
     res = check_vjp(fwd, swapped, inputs)
-    assert res.status == "shape-mismatch" and res.hint == "" and "reduced" not in res.message
+    assert res.status == "shape-mismatch" and res.hint == "" and res.inputs == []
+    assert "reduced" not in res.message and "transpose" not in res.message
+    hints = hints_of("linear_dW_transposed_shape", "float64")
+    assert all("transpose" in h and "reduced" not in h for h in hints), hints
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -210,3 +219,42 @@ def test_constant_along_a_middle_axis_is_named_with_its_axis():
     assert "constant along axis 1:" in diagnose(_context(e))
     # noise on top (more than the 2% a pattern may leave unexplained): no hint
     assert "constant" not in diagnose(_context(e + 0.2 * rng.standard_normal(e.shape)))
+
+
+def test_one_hot_hint_needs_several_rows():
+    """One wrong element of a vector (or of a two-row array) is no one-hot pattern."""
+    e = np.zeros(8)
+    e[3] = 0.5
+    assert "one-hot" not in diagnose(_context(e))
+    e2 = np.zeros((2, 8))
+    e2[:, 3] = 0.5
+    assert "one-hot" not in diagnose(_context(e2))
+    e3 = np.zeros((4, 8))
+    e3[np.arange(4), [1, 5, 2, 2]] = 0.5
+    assert "missing one-hot term" in diagnose(_context(e3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_and_slope_hints_not_given_on_neighbouring_bugs(dtype):
+    """The diagonal-only softmax bug is no logits bug; a ReLU without its mask is no
+    leaky slope (its true gradient is zero where the input is negative)."""
+    for hint in hints_of("softmax_diagonal_only", dtype):
+        assert "logits" not in hint and "wrong tensor" not in hint
+    for hint in hints_of("relu_mask_missing", dtype):
+        assert "negative side" not in hint and "slope" not in hint
+    for hint in hints_of("leaky_relu_slope_missing", dtype):
+        assert "mask" not in hint
+
+
+def test_softplus_derivative_of_the_output_is_named():
+    x = np.random.default_rng(2).standard_normal((5, 5))
+
+    def fwd(x_):
+        y = np.logaddexp(0, x_)
+        return y, (x_, y)
+
+    def sig(u):
+        return 1 / (1 + np.exp(-u))
+
+    hint = bad_hint(fwd, lambda dy, c: (dy * sig(c[0]),), lambda dy, c: (dy * sig(c[1]),), [x])
+    assert "softplus's derivative sigmoid taken of the output" in hint
