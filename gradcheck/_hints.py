@@ -528,11 +528,12 @@ def _mask(c: HintContext) -> str:
                 f.sum() >= 0.9 * np.sum(where & wrong):
             return f"the error lives exactly where the input is {label}, where the true " \
                    "gradient is zero: a mask (ReLU's) is missing in the backward"
-    cap = np.abs(c.analytic[f])
-    if cap.size and np.ptp(cap) <= c.a_tol * 10 and np.all(np.abs(c.numeric[f]) > cap.min()):
+    cap = np.abs(c.analytic[f])  # one value is no clipping level: two at least
+    if cap.size >= 2 and np.ptp(cap) <= c.a_tol * 10 and np.all(np.abs(c.numeric[f]) > cap.min()):
         return f"the analytic gradient is clipped to +-{cap.min():.3g} exactly where the " \
                "numerical one is larger: clipping inside the backward"
-    if np.all(np.abs(c.numeric[f]) <= c.n_tol * 1e-2):  # failed, so the analytic is not
+    if f.sum() >= 2 and np.all(np.abs(c.numeric[f]) <= c.n_tol * 1e-2):  # (the analytic
+        # is not zero there: those elements failed)
         return f"the analytic gradient is non-zero at {int(f.sum())} of {f.size} elements " \
                "where the true gradient is zero, and right elsewhere: a mask (dropout's, " \
                "ReLU's, a causal or padding one) is missing in the backward"
@@ -544,10 +545,12 @@ def _negative_side(c: HintContext) -> str:
     the negative-side slope of a leaky ReLU (or the like) is wrong or missing."""
     f, neg = c.failed, c.x < 0
     wrong = np.abs(c.error) > c.n_tol
-    # every failure where the input is negative, and nearly every wrong element there
-    # failed (one whose stencil straddles the kink may pass with its wide tolerance)
-    if not f.any() or f.all() or not np.array_equal(f & neg, f) or \
-            f.sum() < 0.9 * np.sum(neg & wrong):
+    # every failure where the input is negative, every negative element away from the kink
+    # whose true gradient is not zero failed, and nearly every wrong element there failed
+    # (one whose stencil straddles the kink may pass with its wide tolerance)
+    live = neg & (np.abs(c.numeric) > c.n_tol) & ~_near_kink(c)  # a true gradient there
+    if f.sum() < 3 or f.all() or not np.array_equal(f & neg, f) or \
+            f.sum() < 0.9 * np.sum(neg & wrong) or np.any(live & ~f):
         return ""
     a, n = c.analytic[f], c.numeric[f]
     nn = float(n @ n)

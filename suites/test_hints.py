@@ -258,3 +258,20 @@ def test_softplus_derivative_of_the_output_is_named():
 
     hint = bad_hint(fwd, lambda dy, c: (dy * sig(c[0]),), lambda dy, c: (dy * sig(c[1]),), [x])
     assert "softplus's derivative sigmoid taken of the output" in hint
+
+
+def test_negative_side_hint_needs_every_negative_element_wrong():
+    """One wrong element that happens to sit at a negative input is no slope (the bug the
+    20-seed catalog run caught this hint misleading on, before the rule asked for all),
+    nor clipping (one value is no clipping level)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 5))
+    numeric = rng.standard_normal((5, 5))
+    neg = np.argwhere(x < 0)[0]
+    analytic = numeric.copy()
+    analytic[tuple(neg)] *= 0.3
+    hint = diagnose(HintContext(analytic, numeric, analytic != numeric, x))
+    assert "negative" not in hint and "wrong at 1 of 25" in hint
+    analytic = np.where(x < 0, 0.3 * numeric, numeric)
+    hint = diagnose(HintContext(analytic, numeric, analytic != numeric, x))
+    assert "off by a factor of 0.3" in hint and "negative side" in hint
