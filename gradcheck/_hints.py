@@ -291,15 +291,17 @@ def _constant_along(c: HintContext, axes: list[int]) -> str:
     """The message for an error constant along ``axes`` (each of them)."""
     last = c.x.ndim - 1
     if axes == [last]:
-        return "the error is constant along the last axis: a missing term such as the " \
-               "mean term of a LayerNorm backward (or the sum term of a softmax backward)"
+        return "the error is constant along the last axis: a missing (or wrong) term such " \
+               "as the mean term of a LayerNorm backward (or the sum term of a softmax " \
+               "backward)"
     where = _axis_word(c, axes[0]) if len(axes) == 1 else \
         "axes " + ", ".join(str(k) for k in axes)
     if 0 in axes:
         return f"the error is constant along {where} (the same for every example of the " \
-               "batch): a missing term such as the mean term of a BatchNorm backward"
-    return f"the error is constant along {where}: a missing term such as the mean term " \
-           "of a normalisation over that axis"
+               "batch): a missing (or wrong) term such as the mean term of a BatchNorm " \
+               "backward"
+    return f"the error is constant along {where}: a missing (or wrong) term such as the " \
+           "mean term of a normalisation over that axis"
 
 
 def _proportional(c: HintContext, axes: list[int]) -> str:
