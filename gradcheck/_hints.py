@@ -8,19 +8,35 @@ precision of the arrays compared (the analytic side to a few hundred ulps of its
 the numerical side to its own tolerance), never a best guess; no hint is better than a
 wrong one.
 
+0. the negative side only: wrong exactly where the input is negative, by one factor
+   (a leaky ReLU's slope);
 1. zero or missing: everywhere, along one row / column / slice;
 2. a constant factor (2, 1/2, 1/N with N a dimension; a relative deviation near 1) or a
    sign flip, everywhere or at some elements;
 3. transposed or un-transposed operands: the analytic gradient equals ``a.T`` of the
-   numerical one, or a product of ``dy`` with another input where the numerical one is
-   the product with its transpose; a sum over the wrong axis of ``dy``;
+   numerical one, the numerical one reversed along an axis (a kernel not flipped) or
+   shifted by one index (off by one), or a product of ``dy`` with another input where
+   the numerical one is the product with its transpose; a sum over the wrong axis of
+   ``dy``;
 4. a dropped skip branch: the error equals ``-dy``;
-5. a missing term constant along an axis (softmax's sum, LayerNorm's mean), or
-   proportional to the output, the centred input or the input itself (softmax's
-   ``sum(dy y)``, LayerNorm's variance term, a weight-decay term);
-6. a mask: the error lives exactly where the input is negative / positive, or where the
-   numerical gradient exceeds the value the analytic one is clipped to;
-7. repeated indices: the wrong rows are exactly those an integer input indexes twice.
+5. a softmax (or log-softmax) backward, when the output is a distribution along an axis:
+   its sum over the wrong axis, missing, replaced by the Jacobian's diagonal, or taken at
+   the logits; an element-wise activation's derivative taken of the wrong tensor (input
+   for output or the reverse), written with a wrong formula or of another approximation
+   (a table of ways to write sigmoid's, tanh's, softplus's and GELU's);
+6. repeated indices: the wrong rows are exactly those an integer input indexes twice; a
+   missing one-hot term: one constant at one element of every row;
+7. a mask: the error lives exactly where the input is negative / positive, where the
+   true gradient is zero (a mask missing), everywhere with the supports swapped (a mask
+   inverted), or where the numerical gradient exceeds the value the analytic one is
+   clipped to;
+8. a missing term constant along any axis (softmax's sum and LayerNorm's mean along the
+   last, BatchNorm's along the batch), or proportional, slice by slice along an axis, to
+   the output or the centred input, or to the input itself (softmax's ``sum(dy y)``, a
+   normalisation's variance term, a weight-decay term).
+
+:func:`unreduced_hint` serves a shape mismatch: a gradient not reduced over the batch
+(summing its leading axes gives the expected shape) or transposed.
 """
 
 from __future__ import annotations
