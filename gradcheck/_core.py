@@ -274,8 +274,8 @@ def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[An
 
 
 class _Unreduced(ProtocolError):
-    """A shape mismatch with a hint (a sum over the batch axes fixes it), carried by the
-    input's result so that ``CheckResult.hint`` shows it."""
+    """A shape mismatch with a hint (a sum over the batch axes or a transpose fixes it),
+    carried by the input's result so that ``CheckResult.hint`` shows it."""
 
     def __init__(self, message: str, entry: InputResult) -> None:
         super().__init__("shape-mismatch", message)

@@ -275,3 +275,30 @@ def test_negative_side_hint_needs_every_negative_element_wrong():
     analytic = np.where(x < 0, 0.3 * numeric, numeric)
     hint = diagnose(HintContext(analytic, numeric, analytic != numeric, x))
     assert "off by a factor of 0.3" in hint and "negative side" in hint
+
+
+class _Dense:
+    """A layer object whose bias gradient is left per example (the classic way)."""
+
+    def __init__(self, rng):
+        self.W = rng.standard_normal((4, 3))
+        self.b = rng.standard_normal(3)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        self.db = dout  # not summed over the batch
+        return dout @ self.W.T
+
+
+def test_unreduced_hint_reaches_check_layer():
+    from gradcheck import check_layer
+
+    rng = np.random.default_rng(0)
+    res = check_layer(_Dense(rng), rng.standard_normal((6, 4)), params={"W": "W", "b": "b"},
+                      grads={"W": "dW", "b": "db"})
+    assert res.status == "shape-mismatch", res.report()
+    assert "not reduced over the batch" in res.hint, res.report()
