@@ -15,10 +15,11 @@ import numpy as np
 from scipy.special import erf
 
 __all__ = [
-    "attention_backward", "attention_forward", "cross_entropy_backward",
-    "cross_entropy_forward", "embedding_backward", "embedding_forward", "gelu_forward",
-    "layernorm_backward", "layernorm_forward", "linear_backward", "linear_forward",
-    "softmax", "tanh_backward", "tanh_forward",
+    "attention_backward", "attention_forward", "batchnorm_backward", "batchnorm_forward",
+    "conv1d_backward", "conv1d_forward", "cross_entropy_backward", "cross_entropy_forward",
+    "embedding_backward", "embedding_forward", "gelu_forward", "layernorm_backward",
+    "layernorm_forward", "linear_backward", "linear_forward", "maxpool_backward",
+    "maxpool_forward", "sigmoid", "softmax", "tanh_backward", "tanh_forward",
 ]
 
 
@@ -154,3 +155,73 @@ def cross_entropy_backward(dl: float, cache: tuple[np.ndarray, np.ndarray]) -> n
     d = p.reshape(-1, p.shape[-1]).copy()
     d[np.arange(targets.size), targets.reshape(-1)] -= 1.0
     return (d * (dl / targets.size)).reshape(p.shape)
+
+
+class BNCache(NamedTuple):
+    xhat: np.ndarray
+    rstd: np.ndarray  # broadcastable to x
+    gamma: np.ndarray  # broadcastable to x
+    axes: tuple[int, ...]  # the axes normalised over (the batch, and the positions)
+
+
+def batchnorm_forward(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-5
+                      ) -> tuple[np.ndarray, BNCache]:
+    """Training-mode BatchNorm of ``x (N, C)`` or ``x (N, C, L)``; ``g, b (C,)``."""
+    axes = (0,) if x.ndim == 2 else (0, 2)
+    shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
+    xc = x - x.mean(axis=axes, keepdims=True)
+    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
+    xhat = xc * rstd
+    gamma = g.reshape(shape)
+    return xhat * gamma + b.reshape(shape), BNCache(xhat, rstd, gamma, axes)
+
+
+def batchnorm_backward(dy: np.ndarray, c: BNCache, *, mean_term: bool = True,
+                       var_term: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``mean_term=False`` or ``var_term=False`` leave that term out (classic bugs)."""
+    gg = dy * c.gamma
+    dx = gg
+    if mean_term:
+        dx = dx - gg.mean(axis=c.axes, keepdims=True)
+    if var_term:
+        dx = dx - c.xhat * (gg * c.xhat).mean(axis=c.axes, keepdims=True)
+    return c.rstd * dx, (dy * c.xhat).sum(axis=c.axes), dy.sum(axis=c.axes)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, without overflow for large ``|x|``."""
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def conv1d_forward(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray,
+                                                                           np.ndarray]]:
+    """Valid cross-correlation of each row of ``x (N, L)`` with ``w (K,)``:
+    ``y[n, i] = sum_k x[n, i + k] w[k]``, ``y (N, L - K + 1)``."""
+    k = w.shape[0]
+    cols = np.stack([x[:, j:j + x.shape[1] - k + 1] for j in range(k)], axis=-1)
+    return cols @ w, (x, w)
+
+
+def conv1d_backward(dy: np.ndarray, cache: tuple[np.ndarray, np.ndarray]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    x, w = cache
+    k, n_out = w.shape[0], dy.shape[1]
+    dx = np.zeros_like(x)
+    dw = np.zeros_like(w)
+    for j in range(k):
+        dx[:, j:j + n_out] += dy * w[j]
+        dw[j] = np.sum(dy * x[:, j:j + n_out])
+    return dx, dw
+
+
+def maxpool_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Max over non-overlapping pairs along the last axis of ``x (N, 2 L)``."""
+    pairs = x.reshape(x.shape[0], -1, 2)
+    arg = pairs.argmax(axis=-1)
+    return np.take_along_axis(pairs, arg[..., None], axis=-1)[..., 0], arg
+
+
+def maxpool_backward(dy: np.ndarray, arg: np.ndarray) -> np.ndarray:
+    dpairs = np.zeros((*dy.shape, 2), dtype=dy.dtype)
+    np.put_along_axis(dpairs, arg[..., None], dy[..., None], axis=-1)
+    return dpairs.reshape(dy.shape[0], -1)

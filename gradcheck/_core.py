@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from ._complex import complex_checks, complex_ok
 from ._conventions import Conventions
 from ._dispatch import run_checks
-from ._hints import reduction_hint
+from ._hints import unreduced_hint
 from ._modes import InputChecker, method_label, overall, resolve_mode
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
@@ -273,12 +273,25 @@ def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[An
     return prep.tree.match(masked, "gradient ")
 
 
+class _Unreduced(ProtocolError):
+    """A shape mismatch with a hint (a sum over the batch axes or a transpose fixes it),
+    carried by the input's result so that ``CheckResult.hint`` shows it."""
+
+    def __init__(self, message: str, entry: InputResult) -> None:
+        super().__init__("shape-mismatch", message)
+        self.entry = entry
+
+
 def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
     ga = np.asarray(g)
     if ga.shape != x.shape:
-        raise ProtocolError("shape-mismatch",
-                            f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
-                            + reduction_hint(ga.shape, x.shape))
+        message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
+        hint = unreduced_hint(ga.shape, x.shape)
+        if hint:
+            entry = _plain_result(name, x, "shape-mismatch", message)
+            entry.hint = hint
+            raise _Unreduced(f"{message}; {hint}", entry)
+        raise ProtocolError("shape-mismatch", message)
     if ga.dtype.kind not in "fiub":
         raise ProtocolError("bad-protocol", f"gradient of {name} has dtype {ga.dtype}")
     if not np.all(np.isfinite(ga)):
@@ -462,7 +475,10 @@ def run_protocol_check(
         results, runner, method, mode = _compare_inputs(fwd, prep, called, opts, rng,
                                                         wrt is not None)
     except ProtocolError as exc:
-        return early(exc.status, exc.message, 2)
+        res = early(exc.status, exc.message, 2)
+        if isinstance(exc, _Unreduced):
+            res.inputs = [exc.entry]
+        return res
     except UserCodeError as exc:
         return early("error", f"{exc.what} raised {exc.type}: {exc.text}", 2, exc.as_dict(),
                      exc.exc)

@@ -8,19 +8,35 @@ precision of the arrays compared (the analytic side to a few hundred ulps of its
 the numerical side to its own tolerance), never a best guess; no hint is better than a
 wrong one.
 
+0. the negative side only: wrong exactly where the input is negative, by one factor
+   (a leaky ReLU's slope);
 1. zero or missing: everywhere, along one row / column / slice;
 2. a constant factor (2, 1/2, 1/N with N a dimension; a relative deviation near 1) or a
    sign flip, everywhere or at some elements;
 3. transposed or un-transposed operands: the analytic gradient equals ``a.T`` of the
-   numerical one, or a product of ``dy`` with another input where the numerical one is
-   the product with its transpose; a sum over the wrong axis of ``dy``;
+   numerical one, the numerical one reversed along an axis (a kernel not flipped) or
+   shifted by one index (off by one), or a product of ``dy`` with another input where
+   the numerical one is the product with its transpose; a sum over the wrong axis of
+   ``dy``;
 4. a dropped skip branch: the error equals ``-dy``;
-5. a missing term constant along an axis (softmax's sum, LayerNorm's mean), or
-   proportional to the output, the centred input or the input itself (softmax's
-   ``sum(dy y)``, LayerNorm's variance term, a weight-decay term);
-6. a mask: the error lives exactly where the input is negative / positive, or where the
-   numerical gradient exceeds the value the analytic one is clipped to;
-7. repeated indices: the wrong rows are exactly those an integer input indexes twice.
+5. a softmax (or log-softmax) backward, when the output is a distribution along an axis:
+   its sum over the wrong axis, missing, replaced by the Jacobian's diagonal, or taken at
+   the logits; an element-wise activation's derivative taken of the wrong tensor (input
+   for output or the reverse), written with a wrong formula or of another approximation
+   (a table of ways to write sigmoid's, tanh's, softplus's and GELU's);
+6. repeated indices: the wrong rows are exactly those an integer input indexes twice; a
+   missing one-hot term: one constant at one element of every row;
+7. a mask: the error lives exactly where the input is negative / positive, where the
+   true gradient is zero (a mask missing), everywhere with the supports swapped (a mask
+   inverted), or where the numerical gradient exceeds the value the analytic one is
+   clipped to;
+8. a missing term constant along any axis (softmax's sum and LayerNorm's mean along the
+   last, BatchNorm's along the batch), or proportional, slice by slice along an axis, to
+   the output or the centred input, or to the input itself (softmax's ``sum(dy y)``, a
+   normalisation's variance term, a weight-decay term).
+
+:func:`unreduced_hint` serves a shape mismatch: a gradient not reduced over the batch
+(summing its leading axes gives the expected shape) or transposed.
 """
 
 from __future__ import annotations
@@ -31,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["HintContext", "diagnose", "reduction_hint"]
+__all__ = ["HintContext", "diagnose", "reduction_hint", "unreduced_hint"]
 
 F64 = NDArray[np.float64]
 _FACTORS = ((2.0, "2"), (0.5, "1/2"), (-2.0, "-2"))
@@ -171,6 +187,42 @@ def _transposed(c: HintContext) -> str:
             _near(c.analytic.T, c.numeric, c.n_tol):
         return "the analytic gradient is the transpose of the numerical one: a missing or " \
                "extra transpose"
+    return _flipped(c)
+
+
+def _flipped(c: HintContext) -> str:
+    """The analytic gradient is the numerical one reversed along some axes (a kernel used
+    unflipped: a correlation where a convolution is needed, or the reverse)."""
+    long = [k for k in range(c.x.ndim) if c.x.shape[k] > 1]
+    for k in long:
+        if _near(np.flip(c.analytic, axis=k), c.numeric, c.n_tol):
+            return f"the analytic gradient is the numerical one reversed along axis {k}: " \
+                   "a missing or extra flip (a convolution kernel not flipped)"
+    if len(long) >= 2 and _near(np.flip(c.analytic, axis=(long[-2], long[-1])), c.numeric,
+                                c.n_tol):
+        return f"the analytic gradient is the numerical one reversed along axes " \
+               f"{long[-2]} and {long[-1]}: a missing or extra flip (a convolution kernel " \
+               "not flipped)"
+    return _shifted(c)
+
+
+def _shifted(c: HintContext) -> str:
+    """The analytic gradient is the numerical one moved by one index along an axis, the
+    vacated edge zero (or wrapped round): an off-by-one index (a padding offset)."""
+    for k in range(c.x.ndim):
+        if c.x.shape[k] < 4:
+            continue
+        for s in (1, -1):
+            rolled = np.roll(c.numeric, s, axis=k)
+            edge = [slice(None)] * c.x.ndim
+            edge[k] = slice(0, 1) if s > 0 else slice(-1, None)
+            zero_fill = rolled.copy()
+            zero_fill[tuple(edge)] = 0.0
+            if _near(c.analytic, rolled, c.n_tol) or _near(c.analytic, zero_fill, c.n_tol):
+                way = "up" if s > 0 else "down"
+                return f"the analytic gradient is the numerical one shifted {way} by one " \
+                       f"index along axis {k}: an off-by-one index (a padding or window " \
+                       "offset)"
     return ""
 
 
@@ -247,53 +299,327 @@ def _per_row_fit(e: F64, z: F64, axis: int) -> F64 | None:
     return e - coef * z
 
 
+def _axis_word(c: HintContext, axis: int) -> str:
+    return "the last axis" if axis == c.x.ndim - 1 else f"axis {axis}"
+
+
+def _constant_along(c: HintContext, axes: list[int]) -> str:
+    """The message for an error constant along ``axes`` (each of them)."""
+    last = c.x.ndim - 1
+    if axes == [last]:
+        return "the error is constant along the last axis: a missing (or wrong) term such " \
+               "as the mean term of a LayerNorm backward (or the sum term of a softmax " \
+               "backward)"
+    where = _axis_word(c, axes[0]) if len(axes) == 1 else \
+        "axes " + ", ".join(str(k) for k in axes)
+    if 0 in axes:
+        return f"the error is constant along {where} (the same for every example of the " \
+               "batch): a missing (or wrong) term such as the mean term of a BatchNorm " \
+               "backward"
+    return f"the error is constant along {where}: a missing (or wrong) term such as the " \
+           "mean term of a normalisation over that axis"
+
+
+def _proportional(c: HintContext, axes: list[int]) -> str:
+    """A missing term proportional, slice by slice along an axis, to the output or to the
+    input centred along that axis (softmax's sum term, a normalisation's variance term)."""
+    e = c.error
+    for axis in axes:
+        candidates = [("the output", y) for y in c.y if y.shape == c.x.shape]
+        candidates.append(("the centred input", c.x - c.x.mean(axis=axis, keepdims=True)))
+        fits = [(float(np.max(np.abs(rest))), label) for label, z in candidates
+                if (rest := _per_row_fit(e, z, axis)) is not None and c.explains(rest)]
+        if not fits:
+            continue
+        label = min(fits)[1]
+        where = _axis_word(c, axis)
+        if label == "the output":
+            y = next(y for y in c.y if y.shape == c.x.shape)
+            if _normalised_axis(y, 1e-9 if c.dtype == "float64" else 1e-5) != axis:
+                return f"the error is proportional to the output along {where}: a missing " \
+                       "or extra term proportional to the output"
+            which = "the sum(dy * y) term of a softmax backward"
+        elif axis == c.x.ndim - 1:
+            which = "the variance term of a LayerNorm backward"
+        elif axis == 0:
+            which = "the variance term of a BatchNorm backward"
+        else:
+            which = "the variance term of a normalisation over that axis"
+        return f"the error is proportional to {label} along {where}: a missing term " \
+               f"such as {which}"
+    return ""
+
+
 def _missing_term(c: HintContext) -> str:
     e = c.error
     if not np.any(np.abs(e) > c.n_tol) or c.x.ndim == 0:
         return ""
-    axis = -1
     if c.explains(e - float(np.mean(e))):
         return f"off by a constant offset of {float(np.mean(e)):.4g} everywhere: a term " \
                "added to every element"
-    if c.x.ndim >= 1 and c.x.shape[axis] > 2 and \
-            c.explains(e - e.mean(axis=axis, keepdims=True)):
-        return "the error is constant along the last axis: a missing term such as the " \
-               "mean term of a LayerNorm backward (or the sum term of a softmax backward)"
+    # the last axis first (a LayerNorm's or a softmax's), then the others (a BatchNorm's)
+    axes = [k for k in (c.x.ndim - 1, *range(c.x.ndim - 1)) if c.x.shape[k] > 2]
+    constant = sorted(k for k in axes if c.explains(e - e.mean(axis=k, keepdims=True)))
+    if constant:
+        return _constant_along(c, constant)
     xx = float(np.sum(c.x * c.x))
     if xx > 0:
         lam = float(np.sum(e * c.x)) / xx
         if c.explains(e - lam * c.x):
             return f"the error is the input itself times {lam:.3g}: a term proportional to " \
                    "the parameter leaks into its gradient (weight decay?)"
-    candidates = [("the output", y) for y in c.y if y.shape == c.x.shape]
-    if c.x.shape[axis] > 2:
-        candidates.append(("the centred input", c.x - c.x.mean(axis=axis, keepdims=True)))
-    fits = [(float(np.max(np.abs(rest))), label) for label, z in candidates
-            if (rest := _per_row_fit(e, z, axis)) is not None and c.explains(rest)]
-    if fits:
-        label = min(fits)[1]
-        which = "the sum(dy * y) term of a softmax backward" if label == "the output" \
-            else "the variance term of a LayerNorm backward"
-        return f"the error is proportional to {label} along the last axis: a missing " \
-               f"term such as {which}"
+    return _proportional(c, axes)
+
+
+# -- 5b. softmax backwards and element-wise derivatives --------------------------------------
+def _normalised_axis(p: F64, tol: float) -> int | None:
+    """The axis along which ``p`` is a probability distribution (sums to 1), if one is."""
+    if p.ndim == 0 or np.any(p < -tol):
+        return None
+    for k in (p.ndim - 1, *range(p.ndim - 1)):
+        if p.shape[k] > 1 and np.all(np.abs(p.sum(axis=k) - 1) <= tol * p.shape[k]):
+            return k
+    return None
+
+
+def _softmax_forms(d: F64, p: F64, log: bool) -> dict[str, F64]:
+    """The backward of a softmax (or log-softmax) with its sum over each axis, without its
+    sum, and with the Jacobian's diagonal alone."""
+    if log:
+        forms = {f"axis {k}": d - p * d.sum(axis=k, keepdims=True) for k in range(d.ndim)}
+        forms["none"] = d
+        forms["diag"] = d * (1 - p)
+    else:
+        forms = {f"axis {k}": p * (d - (d * p).sum(axis=k, keepdims=True))
+                 for k in range(d.ndim)}
+        forms["none"] = p * d
+        forms["diag"] = d * p * (1 - p)
+    return forms
+
+
+def _softmax(c: HintContext) -> str:
+    """A softmax backward whose sum runs over the wrong axis, is missing, or is replaced by
+    the Jacobian's diagonal ``p (1 - p)``: the output must be a softmax of this input."""
+    for d, y in zip(c.dy, c.y, strict=False):
+        if d.shape != c.x.shape or y.shape != c.x.shape or c.x.ndim == 0:
+            continue
+        tol = 1e-9 if c.dtype == "float64" else 1e-5
+        for log, p in ((False, y), (True, np.exp(np.minimum(y, 0.0)))):
+            m = _normalised_axis(p, tol)
+            if m is None or (log and np.any(y > tol)):
+                continue
+            forms = _softmax_forms(d, p, log)
+            if not _near(c.numeric, forms[f"axis {m}"], c.n_tol):
+                continue
+            at_x = _softmax_forms(d, c.x, log)[f"axis {m}"]
+            if _near(c.analytic, at_x, c.a_tol * 10) and c.explains(
+                    c.error - (at_x - forms[f"axis {m}"])):
+                return f"a {'log-softmax' if log else 'softmax'} backward evaluated at the " \
+                       "input (the logits) instead of the probabilities: the derivative of " \
+                       "the wrong tensor"
+            wrong = [k for k, v in forms.items() if k != f"axis {m}"
+                     and _near(c.analytic, v, c.a_tol * 10) and c.explains(
+                         c.error - (v - forms[f"axis {m}"]))]
+            if not wrong:
+                continue
+            name = "log-softmax" if log else "softmax"
+            if wrong[0] == "none":
+                return f"a {name} backward without its sum term: the analytic gradient " \
+                       f"matches the {name} backward with the sum over axis {m} left out"
+            if wrong[0] == "diag":
+                return f"only the diagonal of the {name} Jacobian: the analytic gradient " \
+                       "is dy times the element-wise derivative, the sum term over " \
+                       f"axis {m} is missing"
+            return f"a {name} backward whose sum runs over {wrong[0]} instead of axis " \
+                   f"{m} (the axis the {name} normalises): a sum over the wrong axis"
+    return ""
+
+
+def _sig(u: F64) -> F64:
+    return 0.5 * (1.0 + np.tanh(0.5 * u))
+
+
+def _gelu_exact(u: F64) -> F64:
+    from scipy.special import erf
+
+    return 0.5 * (1 + erf(u / np.sqrt(2.0))) + u * np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
+
+
+def _gelu_tanh(u: F64) -> F64:
+    k = np.sqrt(2 / np.pi)
+    t = np.tanh(k * (u + 0.044715 * u * u * u))
+    return 0.5 * (1 + t) + 0.5 * u * (1 - t * t) * k * (1 + 3 * 0.044715 * u * u)
+
+
+def _gelu_sigmoid(u: F64) -> F64:
+    s = _sig(1.702 * u)
+    return s + 1.702 * u * s * (1 - s)
+
+
+@dataclass(frozen=True)
+class _Derivative:
+    """One way to write an activation's derivative from its input ``x`` and output ``y``.
+
+    ``family`` groups the ways of one activation; ``flaw`` says what is wrong with this
+    way when the numerical gradient shows another of the family ("" for a right way,
+    a variant name for approximations, which are right under their own forward).
+    """
+
+    family: str
+    formula: str
+    fn: Callable[[F64, F64], F64]
+    flaw: str = ""
+
+
+_TENSOR = "the derivative of the wrong tensor: "
+_DERIVATIVES: tuple[_Derivative, ...] = (
+    _Derivative("sigmoid", "y (1 - y)", lambda x, y: y * (1 - y)),
+    _Derivative("sigmoid", "sigmoid(x) (1 - sigmoid(x))", lambda x, y: _sig(x) * (1 - _sig(x))),
+    _Derivative("sigmoid", "x (1 - x)", lambda x, y: x * (1 - x),
+                _TENSOR + "sigmoid's s (1 - s) evaluated at the input (the pre-activation) "
+                "instead of the output"),
+    _Derivative("sigmoid", "sigmoid(y) (1 - sigmoid(y))", lambda x, y: _sig(y) * (1 - _sig(y)),
+                _TENSOR + "sigmoid's derivative taken of the output instead of the input "
+                "(the output passed through sigmoid again)"),
+    _Derivative("tanh", "(1 - y^2)", lambda x, y: 1 - y * y),
+    _Derivative("tanh", "(1 - tanh(x)^2)", lambda x, y: 1 - np.tanh(x) ** 2),
+    _Derivative("tanh", "(1 - x^2)", lambda x, y: 1 - x * x,
+                _TENSOR + "tanh's 1 - t^2 evaluated at the input (the pre-activation) "
+                "instead of the output"),
+    _Derivative("tanh", "(1 - tanh(y)^2)", lambda x, y: 1 - np.tanh(y) ** 2,
+                _TENSOR + "tanh's derivative taken of the output instead of the input "
+                "(the output passed through tanh again)"),
+    _Derivative("tanh", "(1 - y)", lambda x, y: 1 - y,
+                "a wrong derivative formula: tanh's derivative written 1 - t instead of "
+                "1 - t^2"),
+    _Derivative("softplus", "sigmoid(x)", lambda x, y: _sig(x)),
+    _Derivative("softplus", "sigmoid(y)", lambda x, y: _sig(y),
+                _TENSOR + "softplus's derivative sigmoid taken of the output instead of the "
+                "input"),
+    _Derivative("GELU", "(Phi(x) + x phi(x))", lambda x, y: _gelu_exact(x), "exact GELU"),
+    _Derivative("GELU", "GELU-tanh'(x)", lambda x, y: _gelu_tanh(x),
+                "tanh approximation of GELU"),
+    _Derivative("GELU", "GELU-sigmoid'(x)", lambda x, y: _gelu_sigmoid(x),
+                "sigmoid approximation of GELU"),
+)
+
+
+def _derivative(c: HintContext) -> str:
+    """An element-wise activation whose derivative is taken of the wrong tensor (input for
+    output or the reverse), written with a wrong formula, or of another approximation."""
+    for d, y in zip(c.dy, c.y, strict=False):
+        if d.shape != c.x.shape or y.shape != c.x.shape:
+            continue
+        forms = [(w, d * w.fn(c.x, y)) for w in _DERIVATIVES]
+        for wa, va in forms:
+            if not _near(c.analytic, va, c.a_tol * 10):
+                continue
+            for wn, vn in forms:
+                if wn.family != wa.family or wn.formula == wa.formula or not (
+                        _near(c.numeric, vn, c.n_tol) and c.explains(c.error - (va - vn))):
+                    continue
+                head = f"the analytic gradient is dy * {wa.formula} where the numerical " \
+                       f"one is dy * {wn.formula}: "
+                if wa.family == "GELU":
+                    return head + f"the derivative of the {wa.flaw} under the {wn.flaw} " \
+                                  "forward: a GELU approximation mismatch"
+                if wa.flaw and not wn.flaw:
+                    return head + wa.flaw
     return ""
 
 
 # -- 6. and 7. masks and indices ------------------------------------------------------------------
 def _mask(c: HintContext) -> str:
     f = c.failed
-    if f.all() or not f.any():
+    if not f.any():
         return ""
+    inverted = _inverted_mask(c) if f.sum() >= 0.9 * f.size else ""
+    if inverted or f.all():
+        return inverted
+    wrong = np.abs(c.error) > c.n_tol
+    zero = (np.abs(c.numeric) <= c.n_tol) | _near_kink(c)  # the true gradient is zero
     for label, where in (("negative", c.x < 0), ("positive", c.x > 0)):
-        if np.array_equal(f, where & (c.numeric != c.analytic)) and np.array_equal(
-                f & where, f) and np.all(np.abs(c.numeric[f]) <= c.n_tol):
+        # every failure where the input has that sign, the true gradient zero wherever it
+        # has that sign (a stencil across the kink at 0 aside), and nearly every wrong
+        # element there failed (one at the kink may pass with its wide tolerance)
+        if np.array_equal(f & where, f) and np.all(zero[where]) and \
+                f.sum() >= 0.9 * np.sum(where & wrong):
             return f"the error lives exactly where the input is {label}, where the true " \
                    "gradient is zero: a mask (ReLU's) is missing in the backward"
-    cap = np.abs(c.analytic[f])
-    if cap.size and np.ptp(cap) <= c.a_tol * 10 and np.all(np.abs(c.numeric[f]) > cap.min()):
+    cap = np.abs(c.analytic[f])  # one value is no clipping level: two at least
+    if cap.size >= 2 and np.ptp(cap) <= c.a_tol * 10 and np.all(np.abs(c.numeric[f]) > cap.min()):
         return f"the analytic gradient is clipped to +-{cap.min():.3g} exactly where the " \
                "numerical one is larger: clipping inside the backward"
+    if f.sum() >= 2 and np.all(np.abs(c.numeric[f]) <= c.n_tol * 1e-2):  # (the analytic
+        # is not zero there: those elements failed)
+        return f"the analytic gradient is non-zero at {int(f.sum())} of {f.size} elements " \
+               "where the true gradient is zero, and right elsewhere: a mask (dropout's, " \
+               "ReLU's, a causal or padding one) is missing in the backward"
     return ""
+
+
+def _negative_side(c: HintContext) -> str:
+    """Wrong exactly where the input is negative, by one factor there (zero included):
+    the negative-side slope of a leaky ReLU (or the like) is wrong or missing."""
+    f, neg = c.failed, c.x < 0
+    wrong = np.abs(c.error) > c.n_tol
+    # every failure where the input is negative, every negative element away from the kink
+    # whose true gradient is not zero failed, and nearly every wrong element there failed
+    # (one whose stencil straddles the kink may pass with its wide tolerance)
+    live = neg & (np.abs(c.numeric) > c.n_tol) & ~_near_kink(c)  # a true gradient there
+    if f.sum() < 3 or f.all() or not np.array_equal(f & neg, f) or \
+            f.sum() < 0.9 * np.sum(neg & wrong) or np.any(live & ~f):
+        return ""
+    a, n = c.analytic[f], c.numeric[f]
+    nn = float(n @ n)
+    if nn == 0:  # the true gradient is zero there: a mask, not a slope
+        return ""
+    r = float(a @ n) / nn
+    if not c.explains(np.where(f, c.analytic - r * c.numeric, 0.0)):
+        return ""
+    what = "missing (zero)" if abs(r) <= 1e-3 else f"off by a factor of {r:.4g}"
+    return "wrong exactly where the input is negative, right where it is positive: the " \
+           f"gradient of the negative side is {what}, a wrong slope of a leaky ReLU (or " \
+           "of another piecewise activation)"
+
+
+def _near_kink(c: HintContext) -> NDArray[np.bool_]:
+    """Elements close enough to 0 that a stencil may straddle a kink at 0 (ReLU's)."""
+    return np.abs(c.x) <= 0.05 * float(np.max(np.abs(c.x)))
+
+
+def _inverted_mask(c: HintContext) -> str:
+    """(Nearly) every element wrong, the gradient flowing exactly where the true one is
+    zero and nowhere else: a mask inverted (``x < 0`` for ``x > 0``, ``1 - m`` for ``m``)."""
+    f = c.failed & ~_near_kink(c)  # at a kink the numerical side may lie in between
+    a, n = c.analytic[f], c.numeric[f]
+    a_on, n_on = np.abs(a) > c.n_tol, np.abs(n) > c.n_tol
+    a_off, n_off = np.abs(a) <= c.a_tol * 10, np.abs(n) <= c.n_tol * 1e-2
+    if not (np.all(a_on ^ n_on) and np.all(a_on | a_off) and np.all(n_on | n_off)) or \
+            not a_on.any() or not n_on.any():
+        return ""
+    return "the analytic gradient is non-zero exactly where the true gradient is zero, " \
+           "and zero where it is not: an inverted mask (x < 0 for x > 0, 1 - m for m)"
+
+
+def _one_hot(c: HintContext) -> str:
+    """The error is one constant at exactly one element of every row (along the last
+    axis) and zero elsewhere: the ``- onehot`` of a cross-entropy gradient is missing."""
+    f = c.failed
+    if c.x.ndim < 2 or c.x.shape[-1] < 3 or c.x.size // c.x.shape[-1] < 3 or \
+            not np.all(f.sum(axis=-1) == 1):  # one element of one row is no pattern
+        return ""
+    v = float(np.mean(c.error[f]))
+    if not c.explains(np.where(f, c.error - v, 0.0)):  # the others passed: no error there
+        return ""
+    where = "exactly one element of each row"
+    for name, t in c.others:
+        t = np.asarray(t)
+        if t.dtype.kind in "iu" and t.shape == c.x.shape[:-1] and np.array_equal(
+                np.argmax(f, axis=-1), t):
+            where = f"exactly the element of each row that {name} names"
+    return f"the error is {v:.4g} at {where} and zero elsewhere: a missing one-hot " \
+           "term (the - onehot(target) of a softmax cross-entropy gradient p - onehot)"
 
 
 def _indices(c: HintContext) -> str:
@@ -318,8 +644,8 @@ def _locality(c: HintContext) -> str:
     return ""
 
 
-_RULES = (_zero, _factor, _sign, _transposed, _operands, _axis, _skip, _indices, _mask,
-          _missing_term, _locality)
+_RULES = (_negative_side, _zero, _factor, _sign, _transposed, _operands, _axis, _skip,
+          _softmax, _derivative, _indices, _one_hot, _mask, _missing_term, _locality)
 
 
 def diagnose(c: HintContext) -> str:
@@ -334,12 +660,41 @@ def diagnose(c: HintContext) -> str:
     return ""
 
 
-def reduction_hint(got: Sequence[int], expected: Sequence[int]) -> str:
-    """For a shape mismatch: whether summing the leading axes gives the expected shape."""
+def unreduced_hint(got: Sequence[int], expected: Sequence[int]) -> str:
+    """For a shape mismatch: whether summing over the batch axes gives the expected shape
+    (or, for a matrix, whether its transpose has it).
+
+    The batch axes are the leading axes ``got`` has beyond ``expected`` and the axes of
+    length 1 in ``expected`` (a ``(1, D)`` parameter broadcast over rows). Returns ``""``
+    when no such sum fixes the shape, and a reshape hint when those axes all have length 1.
+    """
     got, expected = tuple(got), tuple(expected)
     k = len(got) - len(expected)
-    if k > 0 and got[k:] == expected:
-        axes = tuple(range(k))
-        return f"; summing it over the leading axes (.sum(axis={axes if k > 1 else 0})) " \
-               "gives the expected shape: a gain or bias gradient left unreduced over the batch"
-    return ""
+    if len(got) == 2 and got[::-1] == expected:
+        return "its transpose has the expected shape: a missing or extra transpose"
+    if k < 0:
+        return ""
+    keep = [k + i for i, (e, g) in enumerate(zip(expected, got[k:], strict=True))
+            if e == 1 and g > 1]
+    if any(e not in (1, g) for e, g in zip(expected, got[k:], strict=True)) or \
+            not (k or keep):
+        return ""
+    axes = (*range(k), *keep)
+    if all(got[a] == 1 for a in axes):
+        return "it has extra axes of length 1: reshape it to the parameter's shape"
+    def arg(t: Sequence[int]) -> str:
+        return str(t[0]) if len(t) == 1 else str(tuple(t))
+
+    call = f".sum(axis={arg(axes)})" if not keep else f".sum(axis={arg(axes)}, keepdims=True)"
+    if keep and k:
+        call = f".sum(axis={arg(range(k))}).sum(axis={arg([a - k for a in keep])}, " \
+               "keepdims=True)"
+    where = "the leading axes" if not keep else "the batch axes"
+    return f"summing it over {where} ({call}) gives the expected shape: a gain or bias " \
+           "gradient not reduced over the batch"
+
+
+def reduction_hint(got: Sequence[int], expected: Sequence[int]) -> str:
+    """:func:`unreduced_hint` as a clause to append to a shape-mismatch message."""
+    hint = unreduced_hint(got, expected)
+    return f"; {hint}" if hint else ""

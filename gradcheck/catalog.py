@@ -18,6 +18,10 @@ from scipy.special import erf
 from ._catalog_layers import (
     attention_backward,
     attention_forward,
+    batchnorm_backward,
+    batchnorm_forward,
+    conv1d_backward,
+    conv1d_forward,
     cross_entropy_backward,
     cross_entropy_forward,
     embedding_backward,
@@ -27,6 +31,9 @@ from ._catalog_layers import (
     layernorm_forward,
     linear_backward,
     linear_forward,
+    maxpool_backward,
+    maxpool_forward,
+    sigmoid,
     softmax,
     tanh_backward,
     tanh_forward,
@@ -50,12 +57,16 @@ class Case:
     hint_class : str
         A phrase that a hint naming the class of this bug contains; empty when no class
         of :mod:`gradcheck._hints` describes it (then the right hint is none).
+    status : str
+        The status the check of the bug ends with (``"mismatch"``, or
+        ``"shape-mismatch"`` for a gradient of the wrong shape).
     """
 
     name: str
     description: str
     make: Callable[[np.random.Generator, np.dtype[Any]], tuple[Any, Any, Any, Arrays]]
     hint_class: str = ""  # a phrase the hint must contain to name the class ("" : none)
+    status: str = "mismatch"
 
 
 def _n(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, scale: float = 1.0) -> Any:
@@ -285,6 +296,211 @@ def _erf_scaled(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Ar
     return fwd, good, bad, [x]
 
 
+# -- normalisations over the batch --------------------------------------------------------
+def _batchnorm(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    shape = (4, 3, 4) if bug == "spatial_mean" else (8, 5)
+    x = _n(rng, shape, dtype)
+    g = (1 + 0.1 * rng.standard_normal(shape[1])).astype(dtype)
+    b = _n(rng, (shape[1],), dtype, 0.1)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        return batchnorm_backward(dy, c, mean_term=bug == "var", var_term=bug != "var")
+
+    return batchnorm_forward, batchnorm_backward, bad, [x, g, b]
+
+
+# -- softmax and its losses -----------------------------------------------------------------
+def _softmax_bug(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    s = _n(rng, (5, 6), dtype)
+    log = bug == "log_missing"
+
+    def fwd(s_: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        p = softmax(s_)
+        return (np.log(p) if log else p), (p, s_)
+
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        p, _ = c
+        if log:
+            return (dy - p * dy.sum(axis=-1, keepdims=True),)
+        return (p * (dy - np.sum(dy * p, axis=-1, keepdims=True)),)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        p, s_ = c
+        if log:
+            return (dy.copy(),)  # the - p * sum(dy) term is missing
+        if bug == "axis":
+            return (p * (dy - np.sum(dy * p, axis=0, keepdims=True)),)
+        if bug == "logits":  # the cached logits where the probabilities belong
+            return (s_ * (dy - np.sum(dy * s_, axis=-1, keepdims=True)),)
+        return (dy * p * (1 - p),)  # the Jacobian's diagonal only
+
+    return fwd, good, bad, [s]
+
+
+def _cross_entropy_onehot(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    logits = _n(rng, (6, 5), dtype)
+    targets = rng.integers(0, 5, 6)
+
+    def fwd(z: np.ndarray) -> Any:
+        loss, cache = cross_entropy_forward(z, targets)
+        return np.asarray(loss), cache
+
+    def good(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        return (cross_entropy_backward(float(dl), c),)
+
+    def bad(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        p, t = c
+        return (p * (float(dl) / t.size),)  # p instead of p - onehot(target)
+
+    return fwd, good, bad, [logits]
+
+
+def _mse(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    y, t = _n(rng, (6, 4), dtype), _n(rng, (6, 4), dtype)
+
+    def fwd(y_: np.ndarray) -> Any:
+        r = y_ - t
+        return np.asarray(np.mean(r * r)), r
+
+    def good(dl: np.ndarray, r: np.ndarray) -> tuple[np.ndarray]:
+        return (2 * r * (float(dl) / r.size),)
+
+    def bad(dl: np.ndarray, r: np.ndarray) -> tuple[np.ndarray]:
+        if bug == "sign":
+            return (-2 * r * (float(dl) / r.size),)  # (t - y) for (y - t)
+        return (r * (float(dl) / r.size),)  # the 2 of the square is missing
+
+    return fwd, good, bad, [y]
+
+
+def _weight_decay(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    x, W, t = _n(rng, (6, 4), dtype), _n(rng, (4, 3), dtype), _n(rng, (6, 3), dtype)
+    lam = 0.05
+
+    def fwd(x_: np.ndarray, W_: np.ndarray) -> Any:
+        r = x_ @ W_ - t
+        return np.asarray(0.5 * np.sum(r * r) + 0.5 * lam * np.sum(W_ * W_)), (x_, W_, r)
+
+    def good(dl: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        x_, W_, r = c
+        return (r @ W_.T) * dl, (x_.T @ r + lam * W_) * dl
+
+    def bad(dl: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        x_, W_, r = c
+        return (r @ W_.T) * dl, (x_.T @ r) * dl  # the L2 term's lam * W is missing
+
+    return fwd, good, bad, [x, W]
+
+
+# -- gradients of parameters left per example -----------------------------------------------
+def _unreduced(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    if bug in ("linear_bias", "linear_dW_T"):
+        x, W, b = _n(rng, (6, 4), dtype), _n(rng, (4, 3), dtype), _n(rng, (3,), dtype)
+
+        def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+            dx, dW, db = linear_backward(dy, c)
+            if bug == "linear_dW_T":
+                return dx, dy.T @ c[0], db  # dW (3, 4) for W (4, 3)
+            return dx, dW, dy.copy()  # db not summed over the rows
+
+        return linear_forward, linear_backward, bad, [x, W, b]
+    x = _n(rng, (5, 6), dtype)
+    g = (1 + 0.1 * rng.standard_normal(6)).astype(dtype)
+    b = _n(rng, (6,), dtype, 0.1)
+
+    def bad_ln(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        dx, _, db = layernorm_backward(dy, c)
+        return dx, dy * c.xhat, db  # dgamma not summed over the rows
+
+    return layernorm_forward, layernorm_backward, bad_ln, [x, g, b]
+
+
+# -- element-wise activations ---------------------------------------------------------------
+def _activation(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (6, 6), dtype, 1.5)
+    kind = bug.split("_")[0]
+
+    def fwd(x_: np.ndarray) -> Any:
+        y = sigmoid(x_) if kind == "sigmoid" else np.tanh(x_) if kind == "tanh" else \
+            np.where(x_ > 0, x_, 0.1 * x_) if kind == "leaky" else np.maximum(x_, 0)
+        return y, (x_, y)
+
+    def good(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        x_, y = c
+        d = {"sigmoid": y * (1 - y), "tanh": 1 - y * y, "relu": x_ > 0,
+             "leaky": np.where(x_ > 0, 1.0, 0.1)}[kind]
+        return ((d * dy).astype(dy.dtype),)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray]:
+        x_, y = c
+        d = {"sigmoid_input": lambda: x_ * (1 - x_),  # s(1-s) of the pre-activation
+             "sigmoid_twice": lambda: sigmoid(y) * (1 - sigmoid(y)),
+             "tanh_input": lambda: 1 - x_ * x_,  # 1 - t^2 of the pre-activation
+             "relu_nomask": lambda: np.ones_like(x_),
+             "relu_inverted": lambda: x_ <= 0,
+             "leaky_slope": lambda: x_ > 0}[bug]()  # the 0.1 of the negative side lost
+        return ((d * dy).astype(dy.dtype),)
+
+    return fwd, good, bad, [x]
+
+
+def _dropout_mask(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    fwd, good, _, inputs = _dropout(rng, dtype)
+
+    def bad(dy: np.ndarray, m: np.ndarray) -> tuple[np.ndarray]:
+        return (dy / 0.8,)  # the mask is missing
+
+    return fwd, good, bad, inputs
+
+
+# -- convolution and pooling ---------------------------------------------------------------
+def _conv(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    x, w = _n(rng, (3, 9), dtype), _n(rng, (4,), dtype)
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        dx, dw = conv1d_backward(dy, c)
+        if bug == "flip":
+            return dx, dw[::-1].copy()  # the kernel gradient of a convolution, not flipped
+        shifted = np.zeros_like(dx)
+        shifted[:, 1:] = dx[:, :-1]  # dx[n, i + k + 1] += ...: off by one
+        return shifted, dw
+
+    return conv1d_forward, conv1d_backward, bad, [x, w]
+
+
+def _pool(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, Any, Any, Arrays]:
+    x = _n(rng, (4, 8), dtype)
+    if bug == "avg_scale":
+        def fwd(x_: np.ndarray) -> Any:
+            return x_.reshape(4, 4, 2).mean(axis=-1), None
+
+        def good(dy: np.ndarray, _c: Any) -> tuple[np.ndarray]:
+            return (np.repeat(dy, 2, axis=1) / 2,)
+
+        def bad_avg(dy: np.ndarray, _c: Any) -> tuple[np.ndarray]:
+            return (np.repeat(dy, 2, axis=1),)  # the 1/2 of the mean is missing
+
+        return fwd, good, bad_avg, [x]
+
+    def bad(dy: np.ndarray, arg: np.ndarray) -> tuple[np.ndarray]:
+        return (np.repeat(dy, 2, axis=1),)  # dy to every element of the window
+
+    return maxpool_forward, lambda dy, a: (maxpool_backward(dy, a),), bad, [x]
+
+
+def _layernorm_axis(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    fwd, good, _, inputs = _layernorm(rng, dtype, "mean")
+
+    def bad(dy: np.ndarray, c: Any) -> tuple[np.ndarray, ...]:
+        _, dg, db = layernorm_backward(dy, c)
+        gg = dy * c.gamma
+        dx = c.rstd * (gg - gg.mean(axis=0, keepdims=True)  # the mean over the batch
+                       - c.xhat * (gg * c.xhat).mean(axis=-1, keepdims=True))
+        return dx, dg, db
+
+    return fwd, good, bad, inputs
+
+
 CASES: list[Case] = [
     Case("linear_transposed_dW", "linear: weight gradient transposed (square W)",
          lambda r, d: _linear(r, d, "transposed_dW"),
@@ -304,9 +520,9 @@ CASES: list[Case] = [
          lambda r, d: _layernorm(r, d, "var"),
          "variance term"),
     Case("gelu_tanh_under_exact", "tanh-approximation GELU backward under an exact GELU",
-         _gelu_mixed),
+         _gelu_mixed, "approximation mismatch"),
     Case("tanh_one_minus_t", "tanh derivative written 1 - t",
-         lambda r, d: _tanh(r, d, "one_minus_t")),
+         lambda r, d: _tanh(r, d, "one_minus_t"), "derivative formula"),
     Case("attention_query_only", "attention input gradient from the query branch only",
          lambda r, d: _attention(r, d, "query_only"),
          "branch"),
@@ -331,6 +547,62 @@ CASES: list[Case] = [
          "zero"),
     Case("scaled_1e-4", "the whole gradient scaled by 1 + 1e-4", lambda r, d: _tanh(r, d, "scale"),
          "relative"),
+    # the classes issue 19 named
+    Case("batchnorm_missing_mean", "BatchNorm backward without the mean term",
+         lambda r, d: _batchnorm(r, d, "mean"), "mean term"),
+    Case("batchnorm_missing_var", "BatchNorm backward without the variance term",
+         lambda r, d: _batchnorm(r, d, "var"), "variance term"),
+    Case("spatial_batchnorm_missing_mean", "BatchNorm over (N, C, L) without the mean term",
+         lambda r, d: _batchnorm(r, d, "spatial_mean"), "mean term"),
+    Case("softmax_sum_wrong_axis", "softmax backward summing over the batch axis",
+         lambda r, d: _softmax_bug(r, d, "axis"), "wrong axis"),
+    Case("softmax_diagonal_only", "softmax backward with the Jacobian's diagonal p(1-p) only",
+         lambda r, d: _softmax_bug(r, d, "diag"), "diagonal of the softmax Jacobian"),
+    Case("log_softmax_missing_sum", "log-softmax backward without the p * sum(dy) term",
+         lambda r, d: _softmax_bug(r, d, "log_missing"), "without its sum term"),
+    Case("cross_entropy_missing_onehot", "cross-entropy gradient p instead of p - onehot",
+         _cross_entropy_onehot, "one-hot"),
+    Case("linear_bias_unreduced", "linear: bias gradient not summed over the batch",
+         lambda r, d: _unreduced(r, d, "linear_bias"), "not reduced over the batch",
+         "shape-mismatch"),
+    Case("layernorm_gain_unreduced", "LayerNorm: gain gradient not summed over the batch",
+         lambda r, d: _unreduced(r, d, "layernorm_gain"), "not reduced over the batch",
+         "shape-mismatch"),
+    Case("linear_dW_transposed_shape", "linear: dW = dy^T x for a non-square W",
+         lambda r, d: _unreduced(r, d, "linear_dW_T"), "transpose", "shape-mismatch"),
+    Case("softmax_at_logits", "softmax backward evaluated at the logits",
+         lambda r, d: _softmax_bug(r, d, "logits"), "wrong tensor"),
+    Case("sigmoid_of_preactivation", "sigmoid derivative s(1-s) taken of the input",
+         lambda r, d: _activation(r, d, "sigmoid_input"), "wrong tensor"),
+    Case("sigmoid_applied_twice", "sigmoid derivative taken of the output (sigmoid(s))",
+         lambda r, d: _activation(r, d, "sigmoid_twice"), "wrong tensor"),
+    Case("tanh_of_preactivation", "tanh derivative 1 - t^2 taken of the input",
+         lambda r, d: _activation(r, d, "tanh_input"), "wrong tensor"),
+    # more classic bugs
+    Case("relu_mask_missing", "ReLU backward without its mask",
+         lambda r, d: _activation(r, d, "relu_nomask"), "mask"),
+    Case("leaky_relu_slope_missing", "leaky ReLU backward without its negative slope",
+         lambda r, d: _activation(r, d, "leaky_slope"), "negative side"),
+    Case("relu_mask_inverted", "ReLU backward with the mask x <= 0",
+         lambda r, d: _activation(r, d, "relu_inverted"), "inverted mask"),
+    Case("dropout_mask_missing", "dropout backward without its mask", _dropout_mask,
+         "mask"),
+    Case("maxpool_every_element", "max-pool backward sending dy to every element of a window",
+         lambda r, d: _pool(r, d, "max_all"), "mask"),
+    Case("avgpool_missing_scale", "average-pool backward without the 1/k",
+         lambda r, d: _pool(r, d, "avg_scale"), "factor"),
+    Case("mse_missing_two", "squared-error gradient without the 2",
+         lambda r, d: _mse(r, d, "two"), "factor of 1/2"),
+    Case("mse_sign_flipped", "squared-error gradient (t - y) for (y - t)",
+         lambda r, d: _mse(r, d, "sign"), "sign flipped"),
+    Case("weight_decay_missing", "L2-regularised loss whose backward forgets lam * W",
+         _weight_decay, "weight decay"),
+    Case("conv_kernel_not_flipped", "conv1d kernel gradient reversed",
+         lambda r, d: _conv(r, d, "flip"), "flip"),
+    Case("conv_off_by_one", "conv1d input gradient shifted by one index",
+         lambda r, d: _conv(r, d, "shift"), "off-by-one"),
+    Case("layernorm_mean_over_batch", "LayerNorm backward taking its mean over the batch axis",
+         _layernorm_axis),
 ]
 
 #: Cases only float64 is expected to catch (a relative 1e-6).

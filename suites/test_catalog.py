@@ -1,4 +1,6 @@
-"""Every classic bug caught, no correct twin flagged: 20 seeds, float64 and float32."""
+"""Every classic bug caught, no correct twin flagged, no misleading hint: 15 seeds, float64
+and float32 (seeds 0-4 through ``catalog_rows``, which the hint share reads, 5-14 here;
+``gradcheck report --level full`` runs 20)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import pytest
 import gradcheck
 from gradcheck.catalog import CASES, CASES_FLOAT64_ONLY
 
-SEEDS = range(20)
+SEEDS = range(5, 15)
 PARAMS = [
     pytest.param(case, dtype, id=f"{case.name}-{dtype}")
     for dtype in ("float64", "float32")
@@ -24,7 +26,7 @@ def test_bug_caught_twin_passes(case, dtype):
         assert ok.passed, f"false alarm on the correct twin (seed={seed}):\n{ok.report()}"
         caught = gradcheck.check_vjp(fwd, bad, inputs, seed=seed)
         assert not caught.passed, f"{case.name} not caught (seed={seed}):\n{caught.report()}"
-        assert caught.status == "mismatch"
+        assert caught.status == case.status, caught.report()
         # a hint, when given, names the bug's class: a wrong hint is worse than none
         if caught.hint:
             assert case.hint_class and case.hint_class in caught.hint, (
@@ -33,16 +35,19 @@ def test_bug_caught_twin_passes(case, dtype):
 
 def test_catalog_is_complete():
     names = {c.name for c in CASES}
-    assert len(names) == len(CASES) >= 18
+    assert len(names) == len(CASES) >= 41
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_hints_name_the_class_of_most_bugs(dtype):
-    """At least 80% of the catalog's bugs get a hint naming their class at every seed."""
+    """At least 85% of the catalog's bugs get a hint naming their class at every seed
+    (measured: 40 of 42 in float64, 37 of 41 in float32), and no hint misleads."""
     from gradcheck.verify import catalog_rows
 
     rows = catalog_rows(dtype, 5)
+    assert all(r["verdict"] == "caught" for r in rows), [r for r in rows
+                                                          if r["verdict"] != "caught"]
     verdicts = {r["bug"]: r["hint names the class"] for r in rows}
     named = [b for b, v in verdicts.items() if v == "named"]
     assert "misleading" not in verdicts.values(), verdicts
-    assert len(named) >= 0.8 * len(rows), verdicts
+    assert len(named) >= 0.85 * len(rows), verdicts
