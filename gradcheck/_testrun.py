@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["command_dir", "defining_file", "read_coverage", "read_junit", "run_test_suites",
-           "security_findings", "subject_code", "test_commands"]
+__all__ = ["command_dir", "declared_path", "defining_file", "read_coverage", "read_junit",
+           "run_test_suites", "security_findings", "subject_code", "test_commands"]
 
 
 def defining_file(subject: Any, spec: str | None = None) -> Path | None:
@@ -37,6 +37,14 @@ def defining_file(subject: Any, spec: str | None = None) -> Path | None:
                 any(v is subject for v in list(attrs.values())):
             return Path(file).resolve()
     return None
+
+
+def declared_path(subject: Any, value: str, spec: str | None = None) -> Path:
+    """A path a subject declares (``snapshot_dir``, ``budget_table``): a relative one is
+    relative to the folder of the subject's module (the current directory when no loaded
+    module defines it)."""
+    home = defining_file(subject, spec)
+    return ((home.parent if home is not None else Path.cwd()) / value).resolve()
 
 
 def subject_code(subject: Any, spec: str | None = None) -> tuple[list[Path], str]:

@@ -18,23 +18,26 @@ Every budget is measured with the BLAS limited to a stated number of threads
 (:data:`BUDGET_THREADS`, recorded in each result), so that a figure says what it was
 measured with, and names its clock (:data:`CLOCK`).
 
-Thresholds live in ``budgets.toml`` next to this module. The measurements of a subject
-(the reference model's: ``model.measure``) use :func:`time_pairs` (or
-:func:`ratio_interleaved`), :func:`judge`, :func:`peak_memory` and :func:`gate` and
-return :class:`BudgetResult` rows.
+Thresholds live in the subject's own budget table (a TOML file, ``Subject.budget_table``:
+name -> ``criterion``, ``title``, ``threshold``), read with :func:`load_budgets`. The
+measurements of a subject use :func:`time_pairs` (or :func:`ratio_interleaved`),
+:func:`judge`, :func:`peak_memory` and :func:`gate` and return :class:`BudgetResult`
+rows; a row's ``criterion`` (5 to 9) says which criterion of the report it gates.
 """
 
 from __future__ import annotations
 
 import gc
 import math
+import os
 import statistics
 import time
 import tomllib
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
 from ._threads import blas_summary, limit_blas_threads
@@ -67,10 +70,30 @@ BUSY_SHARE = 0.9
 STATUSES = ("pass", "fail", "not measured", "figure")
 
 
-def load_budgets() -> dict[str, dict[str, Any]]:
-    """The budgets table: name -> {criterion, title, threshold}."""
-    text = resources.files("gradcheck").joinpath("budgets.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+def load_budgets(table: str | os.PathLike[str] | Traversable) -> dict[str, dict[str, Any]]:
+    """A subject's budget table: name -> {criterion, title, threshold, ...}.
+
+    ``table`` is the path of the TOML file (or a :mod:`importlib.resources` file of the
+    subject's package). Raises :class:`ValueError` naming the file and the entry when an
+    entry lacks an integer ``criterion``, a ``title`` or a positive ``threshold``.
+    """
+    path = table if isinstance(table, Traversable) else Path(table)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"budget table {table}: cannot be read ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"budget table {table}: not valid TOML ({exc})") from None
+    for name, entry in data.items():
+        ok = (isinstance(entry, dict) and isinstance(entry.get("criterion"), int)
+              and isinstance(entry.get("title"), str)
+              and isinstance(entry.get("threshold"), (int, float)) and entry["threshold"] > 0)
+        if not ok:
+            raise ValueError(f"budget table {table}: [{name}] needs an integer criterion, a "
+                             "title and a positive threshold")
+    return data
 
 
 @dataclass

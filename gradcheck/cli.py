@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .subject import DEFAULT_SUBJECT
 
 __all__ = ["main"]
 
@@ -24,10 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     _report_parser(sub)
     s = sub.add_parser(
         "snapshot",
-        help="record a subject's snapshot cases (default: the reference model's loss and "
-        "gradients) into a directory",
-        description="Record, for the fixed reference cases, the loss and every parameter "
-        "gradient: one .npz per case and a manifest.json with shapes, dtypes and sha256.",
+        help="record a subject's snapshot cases (its loss and gradients, say) into a "
+        "directory",
+        description="Record the subject's snapshot cases (Subject.snapshot_cases; the "
+        "default subject's: its loss and every parameter gradient in fixed cases): one .npz "
+        "per case and a manifest.json with shapes, dtypes and sha256.",
     )
     s.add_argument("--out", required=True, metavar="DIR", help="snapshot directory")
     _subject_option(s)
@@ -54,9 +56,9 @@ def _report_parser(sub: Any) -> None:
     """The options of ``gradcheck report``."""
     r = sub.add_parser(
         "report",
-        help="verify a subject (default: the reference model) and write an HTML (and JSON) "
+        help=f"verify a subject (default: {DEFAULT_SUBJECT}) and write an HTML (and JSON) "
         "report",
-        description="Run the verification of a subject (default: the reference model) and write a "
+        description=f"Run the verification of a subject (default: {DEFAULT_SUBJECT}) and write a "
         "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
         "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
         "run, or a budget was not measured on a busy machine); the exit status is 1 on "
@@ -85,11 +87,11 @@ def _report_parser(sub: Any) -> None:
                    "of cores, at most 2)")
     r.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     r.add_argument("--snapshots", metavar="DIR", default=None,
-                   help="a snapshot directory to compare the subject with (default for the "
-                   "reference model: snapshots/reference)")
+                   help="a snapshot directory to compare the subject with (default: the "
+                   "subject's snapshot_dir, if it declares one)")
     r.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit of each layer or model case, which runs in a process "
-                   "of its own (default 300; the slowest case of the reference model "
+                   "of its own (default 300; the slowest case of the default subject "
                    "took 20 s on a busy 2-core machine); a case past it gets status "
                    "'timeout', one that raises 'error', one whose process dies 'crashed', "
                    "and the others still run. The subject's training runs and budgets get "
@@ -100,14 +102,12 @@ def _report_parser(sub: Any) -> None:
 
 def _subject_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subject", metavar="MODULE:NAME", default=None,
-                   help="the gradcheck.Subject to verify (default: the reference model, "
-                   "model.subject:REFERENCE)")
+                   help=f"the gradcheck.Subject to verify (default: {DEFAULT_SUBJECT})")
 
 
 def _load(spec: str | None) -> tuple[str, object]:
     """``(spec, Subject)``; a bad spec prints one line and exits with status 2."""
     from .subject import SubjectError, load_subject
-    from .verify import DEFAULT_SUBJECT
 
     spec = spec or DEFAULT_SUBJECT
     if "" not in sys.path and "." not in sys.path:
@@ -123,7 +123,7 @@ def _cases(spec: str | None) -> Any:
     _, subject = _load(spec)
     cases = getattr(subject, "snapshot_cases", None)
     if cases is None:
-        print(f"gradcheck: the subject {spec or 'model.subject:REFERENCE'} declares no "
+        print(f"gradcheck: the subject {spec or DEFAULT_SUBJECT} declares no "
               "snapshot_cases", file=sys.stderr)
         raise SystemExit(2)
     return cases

@@ -51,6 +51,7 @@ from ._json import plain
 from ._revision import Revision, RevisionError, materialised, repo_root
 from .budgets import gate
 from .snapshot import Drift, compare_arrays
+from .subject import DEFAULT_SUBJECT
 
 __all__ = ["DIFF_LEVELS", "CaseChange", "DiffError", "DiffResult", "SpeedChange",
            "ValueDrift", "run_diff"]
@@ -59,7 +60,6 @@ __all__ = ["DIFF_LEVELS", "CaseChange", "DiffError", "DiffResult", "SpeedChange"
 #: of which a sample is the least.
 DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
     "quick": (7, 0.001, 3), "default": (11, 0.001, 5), "full": (15, 0.002, 5)}
-DEFAULT_SUBJECT = "model.subject:REFERENCE"
 
 
 class DiffError(Exception):

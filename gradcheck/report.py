@@ -70,12 +70,7 @@ def line_chart_svg(
     pad_l, pad_r, pad_t, pad_b = 56, 16, 28, 40
     vals = [float(v) for s in series.values() for v in s if math.isfinite(float(v))]
     n = max((len(s) for s in series.values()), default=0)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
-        f'<title>{escape(title)}</title>',
-        f'<text x="{width / 2}" y="16" text-anchor="middle" class="ct">{escape(title)}</text>',
-    ]
+    parts = _svg_head(title, width, height)
     if not vals or n < 2:
         parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">no data</text>')
         parts.append("</svg>")
@@ -101,14 +96,7 @@ def line_chart_svg(
             f'<text x="{pad_l - 4}" y="{py(v) + 4:.1f}" text-anchor="end" class="tk">'
             f"{_fmt(v)}</text>"
         )
-    parts.append(
-        f'<text x="{pad_l}" y="{height - 8}" class="tk">0</text>'
-        f'<text x="{pad_l + w}" y="{height - 8}" text-anchor="end" class="tk">{n - 1}</text>'
-        f'<text x="{pad_l + w / 2}" y="{height - 8}" text-anchor="middle" class="tk">'
-        f"{escape(xlabel)}</text>"
-        f'<text x="12" y="{pad_t + h / 2}" transform="rotate(-90 12 {pad_t + h / 2})" '
-        f'text-anchor="middle" class="tk">{escape(ylabel)}</text>'
-    )
+    parts.append(_line_axes_labels((pad_l, pad_t, w, h), height, n, xlabel, ylabel))
     colours = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#57606a")
     for k, (label, s) in enumerate(series.items()):
         pts = " ".join(
@@ -122,6 +110,46 @@ def line_chart_svg(
         )
     parts.append("</svg>")
     return Markup("".join(parts))  # noqa: S704 - built from escaped parts
+
+
+def _svg_head(title: str, width: int, height: int) -> list[str]:
+    """The opening tag, the accessible title and the visible title of a chart."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{width / 2}" y="16" text-anchor="middle" class="ct">{escape(title)}</text>',
+    ]
+
+
+def _line_axes_labels(box: tuple[int, int, int, int], height: int, n: int, xlabel: str,
+                      ylabel: str) -> str:
+    """The x range (0 to ``n - 1``) and both axis labels of a line chart in ``box``
+    (left, top, width, height of the plot area)."""
+    pad_l, pad_t, w, h = box
+    return (
+        f'<text x="{pad_l}" y="{height - 8}" class="tk">0</text>'
+        f'<text x="{pad_l + w}" y="{height - 8}" text-anchor="end" class="tk">{n - 1}</text>'
+        f'<text x="{pad_l + w / 2}" y="{height - 8}" text-anchor="middle" class="tk">'
+        f"{escape(xlabel)}</text>"
+        f'<text x="12" y="{pad_t + h / 2}" transform="rotate(-90 12 {pad_t + h / 2})" '
+        f'text-anchor="middle" class="tk">{escape(ylabel)}</text>'
+    )
+
+
+def _bar(label: str, value: float, limit: float, y: int, x0: float, bar: int,
+         bw: float, lx: float) -> str:
+    """One bar of ``bar_chart_svg``: label, the bar (width ``bw``) and its limit tick."""
+    colour = "#1a7f37" if value <= limit else "#d1242f"
+    return (
+        f'<text x="{x0 - 8}" y="{y + bar - 5}" text-anchor="end" class="tk">'
+        f"{escape(label)}</text>"
+        f'<rect x="{x0}" y="{y}" width="{bw:.1f}" height="{bar}" fill="{colour}" '
+        f'opacity="0.75"><title>{escape(label)}: {_fmt(value)} (limit {_fmt(limit)})'
+        f"</title></rect>"
+        f'<line x1="{lx:.1f}" y1="{y - 2}" x2="{lx:.1f}" y2="{y + bar + 2}" '
+        f'stroke="#24292f" stroke-width="2"/>'
+    )
 
 
 def bar_chart_svg(
@@ -139,12 +167,7 @@ def bar_chart_svg(
     """
     label_w, pad = 270, 8
     height = 30 + len(rows) * (bar + 6) + 20
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="{width / 2}" y="16" text-anchor="middle" class="ct">{escape(title)}</text>',
-    ]
+    parts = _svg_head(title, width, height)
     vals = [v for _, a, b in rows for v in (a, b) if math.isfinite(v) and (v > 0 or not log)]
     if not vals:
         parts.append("</svg>")
@@ -163,22 +186,11 @@ def bar_chart_svg(
             return max(v, 0.0) / top
 
     span = width - label_w - pad * 2
+    x0 = label_w + pad
     for k, (label, value, limit) in enumerate(rows):
-        y = 30 + k * (bar + 6)
-        ok = value <= limit
-        colour = "#1a7f37" if ok else "#d1242f"
-        x0 = label_w + pad
         bw = span * tx(value) if math.isfinite(value) else span
-        lx = x0 + span * tx(limit)
-        parts.append(
-            f'<text x="{label_w}" y="{y + bar - 5}" text-anchor="end" class="tk">'
-            f"{escape(label)}</text>"
-            f'<rect x="{x0}" y="{y}" width="{bw:.1f}" height="{bar}" fill="{colour}" '
-            f'opacity="0.75"><title>{escape(label)}: {_fmt(value)} (limit {_fmt(limit)})'
-            f"</title></rect>"
-            f'<line x1="{lx:.1f}" y1="{y - 2}" x2="{lx:.1f}" y2="{y + bar + 2}" '
-            f'stroke="#24292f" stroke-width="2"/>'
-        )
+        parts.append(_bar(label, value, limit, 30 + k * (bar + 6), x0, bar, bw,
+                          x0 + span * tx(limit)))
     parts.append(
         f'<text x="{label_w + pad}" y="{height - 4}" class="tk">bar: figure; black tick: '
         f'{"tolerance" if log else "budget"}{" (log scale)" if log else ""}</text>'

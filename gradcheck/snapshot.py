@@ -5,7 +5,8 @@ its arrays, the loss and every gradient say, and a description): one ``.npz`` pe
 and a ``manifest.json`` (case, description, shapes, dtypes, the sha256 of each file,
 library versions, git commit). ``compare(DIR, cases=...)`` recomputes and reports every
 drift: values beyond tolerance, a dtype or shape change, a missing or extra array,
-NaN/Inf where there was none. The reference model's cases are in ``model.subject``.
+NaN/Inf where there was none. A subject declares its cases (``Subject.snapshot_cases``)
+and the folder of its recorded snapshot (``Subject.snapshot_dir``).
 
 Tolerances are those of the dtype that *computed* a value, not of the dtype it is
 stored in: a float32 model's loss is a float32 result even when it is kept as a
@@ -59,13 +60,11 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 Case = Callable[[], tuple[dict[str, np.ndarray], dict[str, Any]]]
 
 
-def _reference_cases() -> Mapping[str, Case]:
-    """The default subject's cases (loaded by name: this library imports no subject)."""
-    from .subject import load_subject
-
-    cases = load_subject("model.subject:REFERENCE").snapshot_cases
-    if cases is None:  # pragma: no cover - the reference declares them
-        raise SnapshotError("the reference subject declares no snapshot cases")
+def _required(cases: Mapping[str, Case] | None, fn: str) -> Mapping[str, Case]:
+    """A subject's cases (this library holds none of its own)."""
+    if cases is None:
+        raise TypeError(f"{fn} needs the subject's cases: {fn}(..., cases="
+                        "subject.snapshot_cases)")
     return cases
 
 
@@ -171,12 +170,12 @@ def computed_dtypes(entry: dict[str, Any]) -> dict[str, str]:
 
 
 def snapshot(out: Path, cases: Mapping[str, Case] | None = None) -> dict[str, Any]:
-    """Record ``cases`` (name -> ``() -> (arrays, description)``; default: the reference
-    model's) into ``out``; returns the manifest. A description may say
-    ``computed_dtype``: the dtype whose tolerance its arrays get."""
+    """Record ``cases`` (name -> ``() -> (arrays, description)``, a subject's
+    ``snapshot_cases``; required) into ``out``; returns the manifest. A description may
+    say ``computed_dtype``: the dtype whose tolerance its arrays get."""
     from ._env import git_commit, versions
 
-    cases = _reference_cases() if cases is None else cases
+    cases = _required(cases, "snapshot")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {"format": FORMAT, "versions": versions(),
@@ -251,39 +250,40 @@ def compare_arrays(
     for k in sorted(set(old) | set(new)):
         if k not in new:
             rows.append(Drift(case, k, "missing", detail="in the snapshot, not computed now"))
-            continue
-        if k not in old:
+        elif k not in old:
             rows.append(Drift(case, k, "extra", detail="computed now, not in the snapshot"))
-            continue
-        a, b = np.asarray(old[k]), np.asarray(new[k])
-        if a.dtype != b.dtype:
-            rows.append(Drift(case, k, "dtype-changed", detail=f"{a.dtype} -> {b.dtype}"))
-            continue
-        if a.shape != b.shape:
-            rows.append(Drift(case, k, "shape-changed", detail=f"{a.shape} -> {b.shape}"))
-            continue
-        rtol, atol = tol.get(computed.get(k, a.dtype.name), (0.0, 0.0))
-        fa, fb = np.isfinite(a), np.isfinite(b)
-        if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb]):
-            idx = np.unravel_index(int(np.argmax(fa != fb)), a.shape) if a.size else ()
-            rows.append(Drift(case, k, "non-finite", math.inf, math.inf,
-                              tuple(int(i) for i in idx), "NaN/Inf where there was none"))
-            continue
-        if a.size == 0:
-            rows.append(Drift(case, k, "ok"))
-            continue
-        a64 = np.where(fa, a, 0).astype(np.float64)
-        b64 = np.where(fb, b, 0).astype(np.float64)
-        diff = np.abs(b64 - a64)
-        rel = diff / np.maximum(np.abs(a64), atol if atol > 0 else 1e-300)
-        bad = diff > atol + rtol * np.abs(a64)
-        worst = int(np.argmax(diff))
-        row = Drift(case, k, "drift" if bad.any() else "ok", float(diff.max()),
-                    float(rel.max()), tuple(int(i) for i in np.unravel_index(worst, a.shape)))
-        if bad.any():
-            row.detail = f"{int(bad.sum())} of {a.size} elements beyond rtol={rtol}, atol={atol}"
-        rows.append(row)
+        else:
+            a = np.asarray(old[k])
+            rtol, atol = tol.get(computed.get(k, a.dtype.name), (0.0, 0.0))
+            rows.append(_compare_one(case, k, a, np.asarray(new[k]), rtol, atol))
     return rows
+
+
+def _compare_one(case: str, k: str, a: np.ndarray, b: np.ndarray, rtol: float, atol: float
+                 ) -> Drift:
+    """One recorded array ``a`` against its recomputed ``b``."""
+    if a.dtype != b.dtype:
+        return Drift(case, k, "dtype-changed", detail=f"{a.dtype} -> {b.dtype}")
+    if a.shape != b.shape:
+        return Drift(case, k, "shape-changed", detail=f"{a.shape} -> {b.shape}")
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb]):
+        idx = np.unravel_index(int(np.argmax(fa != fb)), a.shape) if a.size else ()
+        return Drift(case, k, "non-finite", math.inf, math.inf,
+                     tuple(int(i) for i in idx), "NaN/Inf where there was none")
+    if a.size == 0:
+        return Drift(case, k, "ok")
+    a64 = np.where(fa, a, 0).astype(np.float64)
+    b64 = np.where(fb, b, 0).astype(np.float64)
+    diff = np.abs(b64 - a64)
+    rel = diff / np.maximum(np.abs(a64), atol if atol > 0 else 1e-300)
+    bad = diff > atol + rtol * np.abs(a64)
+    worst = int(np.argmax(diff))
+    row = Drift(case, k, "drift" if bad.any() else "ok", float(diff.max()),
+                float(rel.max()), tuple(int(i) for i in np.unravel_index(worst, a.shape)))
+    if bad.any():
+        row.detail = f"{int(bad.sum())} of {a.size} elements beyond rtol={rtol}, atol={atol}"
+    return row
 
 
 def compare(
@@ -292,9 +292,10 @@ def compare(
 ) -> CompareResult:
     """Recompute every case of the snapshot in ``directory`` and compare.
 
-    ``cases``: name -> ``() -> (arrays, description)`` (default: the reference model's).
+    ``cases``: name -> ``() -> (arrays, description)``, the subject's ``snapshot_cases``
+    (required; a TypeError names it when missing).
     """
-    cases = _reference_cases() if cases is None else cases
+    cases = _required(cases, "compare")
     directory = Path(directory)
     manifest = read_manifest(directory)
     result = CompareResult()

@@ -4,10 +4,12 @@ the budgets, the fuzzing and the pytest suites.
 The tools know no model of their own: they receive a :class:`Subject` as an argument.
 A subject declares layer cases (functional ``fwd``/``bwd`` or layer objects, each with
 an input factory), optionally a model with a batch factory, a training run, the
-timings and memory of its forwards, and snapshot cases. What it does not declare is
-"not applicable" in the report, with the reason: never a failure, never silently
-missing. The reference transformer's subject is ``model.subject:REFERENCE``, the
-default of every command.
+timings and memory of its forwards (with the table of their thresholds and the
+report's tables of them), snapshot cases and the folder of their recorded snapshot,
+its own code and test commands. What it does not declare is "not applicable" in the
+report, with the reason: never a failure, never silently missing, never another
+subject's values. :data:`DEFAULT_SUBJECT` names the subject of every command run
+without ``--subject`` (the repository's reference model).
 
 Example
 -------
@@ -28,7 +30,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LayerCase", "ModelCase", "Subject", "SubjectError", "TrainingRun", "load_subject"]
+__all__ = ["DEFAULT_SUBJECT", "BudgetSection", "LayerCase", "ModelCase", "Subject",
+           "SubjectError", "TrainingRun", "load_subject"]
+
+#: ``MODULE:NAME`` of the subject of every command run without ``--subject`` (the one
+#: place it is written).
+DEFAULT_SUBJECT = "model.subject:REFERENCE"
 
 Inputs = Callable[[np.random.Generator, np.dtype[Any]], Any]
 
@@ -143,6 +150,36 @@ class TrainingRun:
 
 
 @dataclass(frozen=True)
+class BudgetSection:
+    """A table of the report built from some of the subject's budget results.
+
+    Attributes
+    ----------
+    id, title : str
+        The section's anchor and heading.
+    budgets : sequence of str
+        The names of the :class:`~gradcheck.budgets.BudgetResult` rows it shows, in the
+        order the budgets were measured.
+    row : callable
+        ``BudgetResult -> mapping`` of column -> value (the columns are those of the
+        first row).
+    text : str
+        The paragraph above the table; ``{cpu}``, ``{blas}``, ``{blas_core_type}`` and
+        the other keys of :func:`gradcheck.report.environment` are filled in.
+    empty : callable, optional
+        ``() -> str``: the text when no budget of the section was measured; without it
+        the section is left out then.
+    """
+
+    id: str
+    title: str
+    budgets: Sequence[str]
+    row: Callable[[Any], Mapping[str, Any]]
+    text: str = ""
+    empty: Callable[[], str] | None = None
+
+
+@dataclass(frozen=True)
 class Subject:
     """What to verify. Every field but ``name`` is optional.
 
@@ -162,11 +199,24 @@ class Subject:
     training : callable, optional
         ``(level, seed) -> sequence of TrainingRun`` (criteria 1 and 2).
     budgets : callable, optional
-        ``level -> list of BudgetResult`` (criteria 5 to 9; see
-        :func:`gradcheck.budgets.model_budgets` for the standard ones).
+        ``level -> list of BudgetResult`` (criteria 5 to 9), measured with the tools of
+        :mod:`gradcheck.budgets`.
+    budget_table : str, optional
+        The TOML table of the budgets' thresholds (name -> ``criterion``, ``title``,
+        ``threshold``; :func:`gradcheck.budgets.load_budgets` reads it; relative paths
+        from the folder of the subject's module). Criterion N (5 to 9) of the report is
+        judged on the budgets the table assigns to N; without a table, on the gated
+        results whose ``criterion`` is N.
+    budget_sections : sequence of BudgetSection
+        Further tables of the report made of budget results (speed comparisons, the
+        cost of a check, tokens per second...).
     snapshot_cases : mapping, optional
         name -> ``() -> (arrays, description)``: the fixed cases ``gradcheck snapshot``
         records and ``gradcheck compare`` recomputes.
+    snapshot_dir : str, optional
+        The folder of the subject's recorded snapshot that ``gradcheck report`` compares
+        with when no ``--snapshots`` is given (relative: from the folder of the
+        subject's module).
     flow : callable, optional
         ``seed -> list of str``: parameters that receive an all-zero gradient where they
         should not (criterion 3, beside the flow audit of the model checks).
@@ -200,6 +250,8 @@ class Subject:
     model_cases: Callable[[str, int], Sequence[ModelCase]] | None = None
     training: Callable[[str, int], Sequence[TrainingRun]] | None = None
     budgets: Callable[[str], list[Any]] | None = None
+    budget_table: str | None = None
+    budget_sections: Sequence[BudgetSection] = ()
     snapshot_cases: Mapping[str, Callable[[], tuple[dict[str, np.ndarray], dict[str, Any]]]] \
         | None = None
     flow: Callable[[int], list[str]] | None = None
@@ -209,6 +261,7 @@ class Subject:
     security_ignore: Sequence[str] = ("S101",)
     test_commands: Sequence[Sequence[str]] | None = None
     test_dir: str | None = None
+    snapshot_dir: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -230,9 +283,15 @@ class Subject:
                 _check_strings(f"test_commands[{k}]", cmd)
                 if not cmd:
                     raise TypeError(f"Subject.test_commands[{k}] is empty")
-        if self.test_dir is not None and not isinstance(self.test_dir, str):
-            raise TypeError(f"Subject.test_dir must be a string, got "
-                            f"{type(self.test_dir).__name__}")
+        for label in ("test_dir", "snapshot_dir", "budget_table"):
+            value = getattr(self, label)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"Subject.{label} must be a string, got "
+                                f"{type(value).__name__}")
+        for section in self.budget_sections:
+            if not isinstance(section, BudgetSection):
+                raise TypeError(f"Subject.budget_sections must hold BudgetSection objects, "
+                                f"got {type(section).__name__}")
 
     def models(self, level: str, seed: int = 0) -> list[ModelCase]:
         """The model cases of ``level``: ``model_cases(level)``, or the model in both
@@ -264,7 +323,7 @@ def _check_strings(label: str, value: Any, *, allow_none: bool = False) -> None:
 
 
 def load_subject(spec: str) -> Subject:
-    """The :class:`Subject` named by ``"MODULE:NAME"`` (``model.subject:REFERENCE``).
+    """The :class:`Subject` named by ``"MODULE:NAME"`` (such as :data:`DEFAULT_SUBJECT`).
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""``gradcheck report``: the verification of a subject against the plan's criteria 1-12.
+"""``gradcheck report``: the verification of a subject against the success criteria 1-12.
 
 Runs the subject's layer and model checks, the checker's own bug catalog and the
 subject's training runs in worker processes (a process per case, one BLAS thread each,
@@ -7,13 +7,16 @@ and security results where they exist, and writes an HTML report with a JSON fil
 it. What the subject does not declare is "not applicable"; what needs a test run that
 did not happen is "not run"; a case that raises, crashes or runs past its time limit has
 the status ``error``, ``crashed`` or ``timeout`` and the report is written all the same.
+Everything specific to a subject (budget table, report tables of its budgets, snapshot
+folder, code, test commands) comes from its :class:`~gradcheck.Subject`; the results are
+the typed rows of :mod:`gradcheck._rows`.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +25,20 @@ import numpy as np
 from ._core import check_vjp
 from ._pool import DEFAULT_CASE_TIMEOUT, Fault, Task, fault_of, run_tasks
 from ._result import CheckResult
+from ._rows import CatalogRow, Criterion, FaultRow
 from ._testrun import (
     command_dir,
+    declared_path,
     read_coverage,
     read_junit,
     run_test_suites,
     security_findings,
     subject_code,
 )
-from .subject import Subject, TrainingRun, load_subject
+from .subject import DEFAULT_SUBJECT, Subject, TrainingRun, load_subject
 
 __all__ = ["DEFAULT_SUBJECT", "LEVELS", "run_verification", "verdict_of"]
 
-#: The subject of every command run without ``--subject``.
-DEFAULT_SUBJECT = "model.subject:REFERENCE"
 #: Report levels and the seeds of the bug catalog at each.
 LEVELS: dict[str, int] = {"quick": 1, "default": 2, "full": 20}
 RUN_TESTS = "run the README's test command, or gradcheck report --with-tests"
@@ -87,6 +90,11 @@ def flow_task(ref: SubjectRef, seed: int) -> list[str]:
 
 
 def catalog_rows(dtype: str, seeds: int) -> list[dict[str, Any]]:
+    """:func:`catalog_results` as the report's JSON rows."""
+    return [r.to_dict() for r in catalog_results(dtype, seeds)]
+
+
+def catalog_results(dtype: str, seeds: int) -> list[CatalogRow]:
     """Each classic bug of the checker's catalog against its correct twin, in one dtype."""
     from .catalog import CASES, CASES_FLOAT64_ONLY
 
@@ -103,13 +111,8 @@ def catalog_rows(dtype: str, seeds: int) -> list[dict[str, Any]]:
             if not r.passed:
                 caught += 1
                 hints.append(r.hint)
-        rows.append({
-            "bug": case.description, "dtype": dtype,
-            "caught": f"{caught}/{seeds}", "false alarms": alarms,
-            "verdict": "caught" if caught == seeds and alarms == 0 else "missed",
-            "hint given": hints[0] if hints else "",
-            "hint names the class": hint_verdict(case.hint_class, hints),
-        })
+        rows.append(CatalogRow(case.description, dtype, caught, seeds, alarms,
+                               hints[0] if hints else "", hint_verdict(case.hint_class, hints)))
     return rows
 
 
@@ -125,7 +128,7 @@ def hint_verdict(hint_class: str, hints: list[str]) -> str:
 
 
 def _tasks(subject: Subject, ref: SubjectRef, level: str, seed: int, limit: float,
-           faults: list[dict[str, Any]]) -> list[Task]:
+           faults: list[FaultRow]) -> list[Task]:
     """The report's tasks: cases get ``limit`` seconds each, the subject's training runs
     and flow scan ten times that, the checker's own catalog no limit."""
     tasks = [Task(f"layer {c.name} {d}", layer_task, (ref, k, d, seed), 0.3, limit)
@@ -133,12 +136,12 @@ def _tasks(subject: Subject, ref: SubjectRef, level: str, seed: int, limit: floa
     try:
         models = subject.models(level, seed)
     except Exception as exc:  # the subject's model_cases raised: a fault, not the end
-        faults.append(_fault_row("model cases", fault_of(exc)))
+        faults.append(FaultRow.of("model cases", fault_of(exc)))
         models = []
     for k, case in enumerate(models):
         tasks.append(Task(case.name, model_task, (ref, level, k, seed), 2.5, limit))
     for d in ("float64", "float32"):
-        tasks.append(Task(f"bug catalog, {d}", catalog_rows, (d, LEVELS[level]),
+        tasks.append(Task(f"bug catalog, {d}", catalog_results, (d, LEVELS[level]),
                           0.9 * LEVELS[level]))
     if subject.training is not None:
         tasks.append(Task("training runs", training_task, (ref, level, seed),
@@ -146,10 +149,6 @@ def _tasks(subject: Subject, ref: SubjectRef, level: str, seed: int, limit: floa
     if subject.flow is not None:
         tasks.append(Task("gradient flow", flow_task, (ref, seed), 1.0, 10 * limit))
     return tasks
-
-
-def _fault_row(case: str, fault: Fault) -> dict[str, Any]:
-    return {"case": case, **fault.to_dict()}
 
 
 def _fault_result(task: Task, fault: Fault, seed: int) -> CheckResult:
@@ -168,13 +167,13 @@ def _fault_result(task: Task, fault: Fault, seed: int) -> CheckResult:
 
 
 def _collect(tasks: list[Task], results: list[Any], seed: int,
-             faults: list[dict[str, Any]]) -> dict[str, list[Any]]:
+             faults: list[FaultRow]) -> dict[str, list[Any]]:
     """Results grouped by task function; a fault of a case becomes its failed check, a
     fault of another task is recorded and leaves that group empty."""
     by_fn: dict[str, list[Any]] = {}
     for t, r in zip(tasks, results, strict=True):
         if isinstance(r, Fault):
-            faults.append(_fault_row(t.label, r))
+            faults.append(FaultRow.of(t.label, r))
             if t.fn not in (layer_task, model_task):
                 by_fn.setdefault(t.fn.__name__, [])
                 continue
@@ -184,83 +183,117 @@ def _collect(tasks: list[Task], results: list[Any], seed: int,
 
 
 # -- criteria -----------------------------------------------------------------------------------
-def _criterion(cid: int, name: str, met: bool | None, figure: str, how: str,
-               status: str | None = None) -> dict[str, Any]:
-    if status is None:
-        status = "not run" if met is None else ("met" if met else "not met")
-    return {"id": cid, "name": name, "status": status, "figure": figure, "how": how}
-
-
-def _not_applicable(cid: int, name: str, why: str) -> dict[str, Any]:
-    return _criterion(cid, name, None, why, "the subject does not declare it",
-                      status="not applicable")
+_TRAINING = ("loss decreases by more than 50%", "no NaN/Inf during training (100+ epochs)")
+_FLOW = "gradients flow through all layers"
 
 
 def _training_criteria(subject: Subject, runs: list[TrainingRun], models: list[CheckResult],
-                       zero: list[str]) -> list[dict[str, Any]]:
-    crit = []
-    normal = [r for r in runs if not r.stress]
+                       zero: list[str]) -> list[Criterion]:
     if not runs:
-        crit += [_not_applicable(1, "loss decreases by more than 50%", "no training run"),
-                 _not_applicable(2, "no NaN/Inf during training (100+ epochs)",
-                                 "no training run")]
+        crit = [Criterion.not_applicable(k + 1, title, "no training run")
+                for k, title in enumerate(_TRAINING)]
     else:
-        crit.append(_criterion(
-            1, "loss decreases by more than 50%",
-            bool(normal) and all(r.reduction > 0.5 for r in normal),
-            "; ".join(f"{r.label}: {100 * r.reduction:.0f}%" for r in normal),
-            "the subject's training runs; epochs per run in the training table"))
+        normal = [r for r in runs if not r.stress]
         finite = all(r.finite for r in runs)
-        crit.append(_criterion(
-            2, "no NaN/Inf during training (100+ epochs)",
-            finite and max(len(r.losses) for r in runs) >= 100,
-            "; ".join(f"{r.label}: {len(r.losses)} epochs, {r.refused_steps} refused steps, "
-                      f"{'finite' if r.finite else 'NON-FINITE'}" for r in runs),
-            "every parameter checked finite after each run"))
+        crit = [
+            Criterion.judged(
+                1, _TRAINING[0], bool(normal) and all(r.reduction > 0.5 for r in normal),
+                "; ".join(f"{r.label}: {100 * r.reduction:.0f}%" for r in normal),
+                "the subject's training runs; epochs per run in the training table"),
+            Criterion.judged(
+                2, _TRAINING[1], finite and max(len(r.losses) for r in runs) >= 100,
+                "; ".join(f"{r.label}: {len(r.losses)} epochs, {r.refused_steps} refused "
+                          f"steps, {'finite' if r.finite else 'NON-FINITE'}" for r in runs),
+                "every parameter checked finite after each run")]
+    return [*crit, _flow_criterion(subject, models, zero)]
+
+
+def _flow_criterion(subject: Subject, models: list[CheckResult], zero: list[str]
+                    ) -> Criterion:
+    """Criterion 3: the subject's flow scan and the flow audit of every model check; a
+    parameter flagged in several checks (a float32 model and its float64 twin) is
+    named once."""
     if not models and subject.flow is None:
-        crit.append(_not_applicable(3, "gradients flow through all layers", "no model"))
+        return Criterion.not_applicable(3, _FLOW, "no model")
+    flagged: dict[str, set[str]] = {}
+    for r in models:
+        for i in r.inputs:
+            if "no gradient flows" in i.hint:
+                flagged.setdefault(i.name.removesuffix(" (float64 twin)"), set()).add(r.name)
+    if subject.flow is None:
+        scan = "no flow scan declared (Subject.flow)"
     else:
-        audit = list(dict.fromkeys(i.name for r in models for i in r.inputs
-                                   if "no gradient flows" in i.hint))
-        crit.append(_criterion(
-            3, "gradients flow through all layers", not zero and not audit,
-            f"{len(zero)} parameter(s) with an all-zero gradient; check_model flow audit "
-            + ("clean" if not audit else f"flagged {', '.join(audit[:5])}"),
-            "the subject's flow scan and check_model's audit of every model case"))
-    return crit
+        scan = f"{len(zero)} parameter(s) with an all-zero gradient" + (
+            f" ({', '.join(zero[:5])}{' ...' if len(zero) > 5 else ''})" if zero else "")
+    cases = {c for names in flagged.values() for c in names}
+    audit = "check_model flow audit " + (
+        "clean" if not flagged else
+        f"flagged {', '.join(list(flagged)[:5])}{' ...' if len(flagged) > 5 else ''} "
+        f"(in {len(cases)} model check(s))")
+    return Criterion.judged(3, _FLOW, not zero and not flagged, f"{scan}; {audit}",
+                            "the subject's flow scan and check_model's audit of every "
+                            "model case")
 
 
-def _budget_criteria(subject: Subject, budget_results: list[Any]) -> list[dict[str, Any]]:
-    names = {5: ("forward overhead in training mode < 10%", ["forward_overhead"]),
-             6: ("backward < 2x forward", ["backward_cost"]),
-             7: ("memory < 2x inference", ["memory_ffn", "memory_attention", "memory_block",
-                                           "memory_model_recompute", "memory_model"]),
-             8: ("scales linearly with batch size", ["linear_scaling"]),
-             9: ("no memory leaks", ["no_leaks"])}
+#: The criteria a subject's budgets gate (each budget's criterion says which).
+BUDGET_CRITERIA = {5: "forward overhead in training mode < 10%",
+                   6: "backward < 2x forward",
+                   7: "memory < 2x inference",
+                   8: "scales linearly with batch size",
+                   9: "no memory leaks"}
+
+
+def _budget_table(subject: Subject, ref: SubjectRef) -> dict[str, Any] | None:
+    """The subject's budget table (None without one); ValueError when unreadable."""
+    if subject.budget_table is None:
+        return None
+    from .budgets import load_budgets
+
+    spec = ref if isinstance(ref, str) else None
+    return load_budgets(declared_path(subject, subject.budget_table, spec))
+
+
+def _budget_criteria(subject: Subject, budget_results: list[Any], ref: SubjectRef
+                     ) -> list[Criterion]:
+    """Criteria 5-9: the worst gated budget of each, by the subject's table (or by each
+    result's ``criterion`` without a table)."""
+    if subject.budgets is None:
+        return [Criterion.not_applicable(c, t, "no budgets declared")
+                for c, t in BUDGET_CRITERIA.items()]
+    try:
+        table = _budget_table(subject, ref)
+    except ValueError as exc:
+        return [Criterion(c, t, "not met", str(exc), "the subject's budget table")
+                for c, t in BUDGET_CRITERIA.items()]
+    gated = [b for b in budget_results if b.status != "figure"]
     out = []
-    for cid, (title, keys) in names.items():
-        if subject.budgets is None:
-            out.append(_not_applicable(cid, title, "no budgets declared"))
-            continue
-        rows = [b for b in budget_results if b.name in keys]
+    for cid, title in BUDGET_CRITERIA.items():
+        names = [n for n, t in (table or {}).items() if t["criterion"] == cid]
+        rows = [b for b in gated if (b.name in names if table is not None
+                                     else b.criterion == cid)]
         if not rows:
-            out.append(_not_applicable(cid, title, "not measured by the subject's budgets"))
+            out.append(Criterion.not_applicable(
+                cid, title, "not measured by the subject's budgets"
+                + (f" (its table's {', '.join(names)})" if names else "")))
             continue
-        worst = max(rows, key=lambda b: b.figure / b.threshold)
-        busy = [b for b in rows if b.status == "not measured"]
-        status = ("not met" if any(b.status == "fail" for b in rows)
-                  else "not measured" if busy else "met")
-        out.append(_criterion(
-            cid, title, None,
-            f"worst {worst.figure:.3f} ({worst.name}, {worst.config}, {worst.dtype}) "
-            f"vs {worst.threshold:g}"
-            + (f"; {len(busy)} {busy[0].note}" if busy else ""),
-            "ratios measured side by side in this run (thread CPU time; wall time beside "
-            "it to see a busy machine); see the budgets table", status=status))
+        out.append(_budget_criterion(cid, title, rows))
     return out
 
 
-def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[dict[str, Any]]:
+def _budget_criterion(cid: int, title: str, rows: list[Any]) -> Criterion:
+    worst = max(rows, key=lambda b: b.figure / b.threshold)
+    busy = [b for b in rows if b.status == "not measured"]
+    status = ("not met" if any(b.status == "fail" for b in rows)
+              else "not measured" if busy else "met")
+    return Criterion(
+        cid, title, status,
+        f"worst {worst.figure:.3f} ({worst.name}, {worst.config}, {worst.dtype}) "
+        f"vs {worst.threshold:g}" + (f"; {len(busy)} {busy[0].note}" if busy else ""),
+        "ratios measured side by side in this run (thread CPU time; wall time beside "
+        "it to see a busy machine); see the budgets table")
+
+
+def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[Criterion]:
     """Criteria 10-12 over the subject's own code and test run (see :mod:`._testrun`)."""
     spec = ref if isinstance(ref, str) else None
     code, why_no_code = _subject_code(subj, ref)
@@ -269,16 +302,16 @@ def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[dic
     no_run = "the subject declares no test commands (Subject.test_commands)"
     crit = []
     if not subj.test_commands or why_no_code:
-        crit.append(_not_applicable(10, "code coverage > 80%", why_no_code or no_run))
+        crit.append(Criterion.not_applicable(10, "code coverage > 80%", why_no_code or no_run))
     else:
         coverage = read_coverage(reports / "coverage.json", code, command_dir(subj, spec))
         if coverage is None or not coverage["paths"]:
-            crit.append(_criterion(10, "code coverage > 80%", None,
-                                   f"no coverage of {', '.join(p.name for p in code)} in "
-                                   f"{reports / 'coverage.json'} yet", run))
+            crit.append(Criterion.judged(10, "code coverage > 80%", None,
+                                         f"no coverage of {', '.join(p.name for p in code)} "
+                                         f"in {reports / 'coverage.json'} yet", run))
         else:
             pk, unmeasured = coverage["paths"], coverage["unmeasured"]
-            crit.append(_criterion(
+            crit.append(Criterion.judged(
                 10, "code coverage > 80%", all(v > 80 for v in pk.values()) and not unmeasured,
                 ", ".join(f"{k} {v:.1f}%" for k, v in sorted(pk.items()))
                 + (f"; not measured: {', '.join(unmeasured)}" if unmeasured else ""),
@@ -286,42 +319,43 @@ def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[dic
     crit.append(_security_criterion(subj, code, why_no_code))
     junit = read_junit(reports) if subj.test_commands else None
     if not subj.test_commands:
-        crit.append(_not_applicable(12, "passes all tests", no_run))
+        crit.append(Criterion.not_applicable(12, "passes all tests", no_run))
     elif junit is None:
-        crit.append(_criterion(12, "passes all tests", None,
-                               f"no {reports / 'junit.xml'} yet", run))
+        crit.append(Criterion.judged(12, "passes all tests", None,
+                                     f"no {reports / 'junit.xml'} yet", run))
     else:
         bad = junit["failures"] + junit["errors"]
-        crit.append(_criterion(12, "passes all tests", bad == 0,
-                               f"{junit['tests']} tests, {bad} failed, {junit['skipped']} skipped",
-                               "pytest junit XML of the last test run"))
+        crit.append(Criterion.judged(
+            12, "passes all tests", bad == 0,
+            f"{junit['tests']} tests, {bad} failed, {junit['skipped']} skipped",
+            "pytest junit XML of the last test run"))
     return crit
 
 
-def _security_criterion(subj: Subject, code: list[Path], why_no_code: str) -> dict[str, Any]:
+def _security_criterion(subj: Subject, code: list[Path], why_no_code: str) -> Criterion:
     if why_no_code:
-        return _not_applicable(11, "no security alerts", why_no_code)
+        return Criterion.not_applicable(11, "no security alerts", why_no_code)
     rules = (f"ruff rules {','.join(subj.security_select)}"
              + (f" without {','.join(subj.security_ignore)}" if subj.security_ignore else ""))
     security = security_findings(code, subj.security_select, subj.security_ignore)
     if not security.get("measured"):
-        return _criterion(11, "no security alerts", None, security.get("why", ""),
-                          f"pip install ruff into this environment ({rules})")
-    return _criterion(11, "no security alerts", security["findings"] == 0,
-                      f"{security['findings']} finding(s)"
-                      + (f" {', '.join(security['rules'])}" if security["rules"] else "")
-                      + (f" in {', '.join(security['files'])}" if security["files"] else ""),
-                      f"{rules} (bandit's checks) in place of CodeQL, over "
-                      + ", ".join(p.name for p in code))
+        return Criterion.judged(11, "no security alerts", None, security.get("why", ""),
+                                f"pip install ruff into this environment ({rules})")
+    return Criterion.judged(
+        11, "no security alerts", security["findings"] == 0,
+        f"{security['findings']} finding(s)"
+        + (f" {', '.join(security['rules'])}" if security["rules"] else "")
+        + (f" in {', '.join(security['files'])}" if security["files"] else ""),
+        f"{rules} (bandit's checks) in place of CodeQL, over "
+        + ", ".join(p.name for p in code))
 
 
-def _checks_criterion(checks: list[CheckResult], catalog: list[dict[str, Any]]
-                      ) -> dict[str, Any]:
+def _checks_criterion(checks: list[CheckResult], catalog: list[CatalogRow]) -> Criterion:
     n_pass = sum(r.passed for r in checks)
-    caught = sum(r["verdict"] == "caught" for r in catalog)
+    caught = sum(r.verdict == "caught" for r in catalog)
     bad = [f"{r.name} {r.status}" for r in checks if not r.passed]
     more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
-    return _criterion(
+    return Criterion.judged(
         4, "passes gradient checking", n_pass == len(checks) and caught == len(catalog),
         f"{n_pass}/{len(checks)} layer and model checks passed"
         + (f" (failed: {', '.join(bad[:6])}{more})" if bad else "")
@@ -329,12 +363,14 @@ def _checks_criterion(checks: list[CheckResult], catalog: list[dict[str, Any]]
         "check_vjp / check_layer per layer case and dtype, check_model per model case")
 
 
-def verdict_of(failed: bool, criteria: list[dict[str, Any]]) -> str:
+def verdict_of(failed: bool, criteria: Sequence[Criterion | Mapping[str, Any]]) -> str:
     """``fail`` if anything failed; else ``incomplete`` if a criterion was not run or not
-    measured (a busy machine); else ``pass`` ("not applicable" criteria do not count)."""
-    if failed or any(c["status"] == "not met" for c in criteria):
+    measured (a busy machine); else ``pass`` ("not applicable" criteria do not count).
+    ``criteria``: :class:`~gradcheck._rows.Criterion` objects (or their ``to_dict()``)."""
+    status = [c.status if isinstance(c, Criterion) else c["status"] for c in criteria]
+    if failed or "not met" in status:
         return "fail"
-    if any(c["status"] in ("not run", "not measured") for c in criteria):
+    if "not run" in status or "not measured" in status:
         return "incomplete"
     return "pass"
 
@@ -358,15 +394,13 @@ _FAULT_CRITERIA = {"training runs": (1, 2), "gradient flow": (3,), "model cases"
                    "performance budgets": (5, 6, 7, 8, 9)}
 
 
-def _fault_criteria(crit: list[dict[str, Any]], faults: list[dict[str, Any]]) -> None:
+def _fault_criteria(crit: list[Criterion], faults: list[FaultRow]) -> list[Criterion]:
     """A criterion whose evidence a fault took away is not met, and names the fault."""
+    by_id = {c.id: c for c in crit}
     for f in faults:
-        for cid in _FAULT_CRITERIA.get(f["case"], ()):
-            c = next(c for c in crit if c["id"] == cid)
-            note = f"{f['case']}: {f['status']} ({f['message']})"
-            lost = c["status"] in ("not applicable", "not run", "met")
-            c["figure"] = note if lost else f"{c['figure']}; {note}"
-            c["status"] = "not met"
+        for cid in _FAULT_CRITERIA.get(f.case, ()):
+            by_id[cid] = by_id[cid].lost_to(f.note)
+    return [by_id[c.id] for c in crit]
 
 
 def run_verification(
@@ -394,7 +428,6 @@ def run_verification(
     subj = _subject(subject)
     t0 = time.perf_counter()
     say = Progress(progress, 3 + int(with_tests))
-    root = Path(__file__).resolve().parent.parent
     out_path = Path(out)
     reports = out_path.parent
     if with_tests:
@@ -403,7 +436,7 @@ def run_verification(
         if why:
             say(f"test suites not run: {why}")
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
-    faults: list[dict[str, Any]] = []
+    faults: list[FaultRow] = []
     tasks = _tasks(subj, subject, level, seed, case_timeout, faults)
     by_fn = _collect(tasks, run_tasks(tasks, jobs=jobs, say=say), seed, faults)
     say("performance budgets (alone, 1 BLAS thread)", advance=True)
@@ -412,9 +445,9 @@ def run_verification(
     budget_results = _collect([budget_task], run_tasks([budget_task], jobs=1, say=say),
                               seed, faults).get("budgets_task", [[]])[0]
     say("results of the test run, security, snapshots", advance=True)
-    snapshot_ok, snap_section = _snapshot_section(subj, subject, root, snapshots, say)
+    snapshot_ok, snap_section = _snapshot_section(subj, subject, snapshots, say)
     verdict, data = _assemble(subj, subject, level, seed, t0, by_fn, budget_results, faults,
-                              reports, root, snapshot_ok, snap_section)
+                              reports, snapshot_ok, snap_section)
     data["environment"]["report workers"] = (
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
@@ -425,21 +458,21 @@ def run_verification(
 
 def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
               by_fn: dict[str, list[Any]], budget_results: list[Any],
-              faults: list[dict[str, Any]], reports: Path, root: Path, snapshot_ok: bool,
+              faults: list[FaultRow], reports: Path, snapshot_ok: bool,
               snap_section: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The criteria, the verdict and the report's data."""
     layers, models = by_fn.get("layer_task", []), by_fn.get("model_task", [])
-    catalog = [row for group in by_fn.get("catalog_rows", []) for row in group]
+    catalog: list[CatalogRow] = [row for group in by_fn.get("catalog_results", [])
+                                 for row in group]
     runs: list[TrainingRun] = (by_fn.get("training_task") or [[]])[0]
     zero: list[str] = (by_fn.get("flow_task") or [[]])[0]
     crit = (_training_criteria(subj, runs, models, zero)
             + [_checks_criterion(layers + models, catalog)]
-            + _budget_criteria(subj, budget_results)
+            + _budget_criteria(subj, budget_results, ref)
             + _quality_criteria(subj, reports, ref))
-    crit.sort(key=lambda c: c["id"])
-    _fault_criteria(crit, faults)
+    crit = _fault_criteria(sorted(crit, key=lambda c: c.id), faults)
     failed = (bool(faults) or not all(r.passed for r in layers + models)
-              or not all(r["verdict"] == "caught" for r in catalog)
+              or not all(r.verdict == "caught" for r in catalog)
               or any(b.status == "fail" for b in budget_results) or not snapshot_ok)
     verdict = verdict_of(failed, crit)
     from ._sections import report_data
@@ -452,15 +485,20 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
     return verdict, data
 
 
-def _snapshot_section(subj: Subject, ref: SubjectRef, root: Path, directory: str | None,
+def _snapshot_section(subj: Subject, ref: SubjectRef, directory: str | None,
                       say: Callable[[str], None]) -> tuple[bool, dict[str, Any]]:
+    """Compare with ``directory`` (``--snapshots``), else with ``Subject.snapshot_dir``."""
     if subj.snapshot_cases is None:
         return True, {"text": "not applicable: the subject declares no snapshot cases."}
+    spec = ref if isinstance(ref, str) else None
     path = Path(directory) if directory else (
-        root / "snapshots" / "reference" if ref == DEFAULT_SUBJECT else None)
+        declared_path(subj, subj.snapshot_dir, spec) if subj.snapshot_dir else None)
     if path is None or not (path / "manifest.json").exists():
-        return True, {"text": "no snapshot to compare with (gradcheck snapshot --subject ... "
-                              "--out DIR records one; pass it with --snapshots DIR)."}
+        where = (f"none at {path}" if path is not None
+                 else "the subject declares no snapshot_dir")
+        return True, {"text": f"no snapshot to compare with ({where}; gradcheck snapshot "
+                              "--subject ... --out DIR records one; pass it with "
+                              "--snapshots DIR)."}
     from .snapshot import SnapshotError, compare
 
     say(f"gradient snapshots: compare with {path}")

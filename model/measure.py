@@ -3,7 +3,7 @@ PyTorch, and throughput on the plan's and a small configuration.
 
 Every figure is a ratio measured side by side in one run with the generic tools of
 :mod:`gradcheck.budgets` (the CPU time of the measuring thread, wall time beside it);
-thresholds come from its ``budgets.toml``.
+thresholds come from :data:`BUDGET_TABLE` (``model/budgets.toml``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,15 @@ from gradcheck.budgets import (
 
 from .config import PLAN, SMALL
 
-__all__ = ["measure_all", "measure_one"]
+__all__ = ["BUDGET_TABLE", "load_table", "measure_all", "measure_one"]
+
+#: The reference model's budget table (``Subject.budget_table`` of the reference subject).
+BUDGET_TABLE = str(Path(__file__).resolve().with_name("budgets.toml"))
+
+
+def load_table() -> dict[str, dict[str, Any]]:
+    """The reference model's budgets: name -> {criterion, title, threshold}."""
+    return load_budgets(BUDGET_TABLE)
 
 
 def _output_only(fn: Callable[[], Any]) -> Any:
@@ -315,7 +324,7 @@ def measure_all(*, level: str = "full", progress: Callable[[str], None] | None =
     tune_allocator()
     say = progress or (lambda _s: None)
     with limit_blas_threads(threads):
-        out = _measure_level(load_budgets(), level, say, checker_cost)
+        out = _measure_level(load_table(), level, say, checker_cost)
         blas = blas_summary()
     for r in out:
         r.details["blas_threads"] = threads
@@ -330,7 +339,7 @@ def measure_one(name: str, config: str, dtype: str, *, level: str = "full"
     The budget suite measures again a budget that was "not measured" because the
     machine was busy (a bounded number of times).
     """
-    table, pairs = load_budgets(), {"quick": 5, "default": 7, "full": 15}[level]
+    table, pairs = load_table(), {"quick": 5, "default": 7, "full": 15}[level]
     kw = {"plan": PLAN, "small": SMALL}.get(config)
     with limit_blas_threads(BUDGET_THREADS):
         if name in ("forward_overhead", "backward_cost") and kw is not None:

@@ -2,7 +2,8 @@
 
 One table of layer cases (used by the report, the property tests and the budgets), the
 model configurations each level of the report checks, the training runs, the gradient
-flow audit, the budgets and the snapshot cases. ``gradcheck report`` with no
+flow audit, the budgets (with their table, ``budgets.toml`` beside this module, and the
+report's tables of them), the snapshot cases and their recorded folder. ``gradcheck report`` with no
 ``--subject`` verifies this subject; ``--subject model.subject:REFERENCE`` names it.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gradcheck.subject import LayerCase, ModelCase, Subject, TrainingRun
+from gradcheck.subject import BudgetSection, LayerCase, ModelCase, Subject, TrainingRun
 
 from .activations import ACTIVATIONS
 from .attention import attention_backward, attention_forward, softmax_backward, softmax_forward
@@ -324,7 +325,72 @@ def _runs(level: str, seed: int) -> list[TrainingRun]:
     return [training_run(o, lr, e, seed, stress) for o, lr, e, stress in training_runs(level)]
 
 
-#: The reference transformer, the default subject of every command.
+# -- the report's tables of budgets --------------------------------------------------------
+def _speed_row(b: Any) -> dict[str, Any]:
+    return {"dtype": b.dtype, "threads": b.details["threads"],
+            "numpy / torch step time": b.figure, "noise (se)": b.noise,
+            "speed vs torch": 1.0 / b.figure, "pairs": b.pairs, "verdict": b.note or b.status}
+
+
+def _speed_missing() -> str:
+    import importlib.util
+
+    why = ("torch is not installed: pip install -e '.[compare]'"
+           if importlib.util.find_spec("torch") is None
+           else "not measured at this level or by this subject")
+    return f"not measured ({why})."
+
+
+def _checker_row(b: Any) -> dict[str, Any]:
+    """A row of the table of what a check costs (from a checker budget)."""
+    d = b.details
+    row = {"check": "", "mode": "", "elements": "", "evaluations": d.get("evaluations", ""),
+           "seconds": d.get("check_seconds", ""), "ratio": b.figure, "threshold": b.threshold}
+    if b.name == "checker_mode":
+        row.update(check=d["label"], mode=d["mode"], elements=d["elements"],
+                   evaluations=d["evaluations"], seconds=d["seconds"], ratio="", threshold="")
+    elif b.name in ("checker_directional_vs_torch", "checker_full_vs_torch"):
+        mode = "directional" if "directional" in b.name else "full"
+        row.update(check=f"{b.config} / torch gradcheck "
+                         f"({'fast' if mode == 'directional' else 'slow'} mode)", mode=mode)
+    elif b.name == "checker_twin":
+        row.update(check=f"check_model, {b.config} config, float32 with its float64 twin / "
+                         "float32 training step", mode="twin", threshold="")
+    else:
+        row.update(check=f"check_model, {b.config} config, {b.dtype} / training step",
+                   mode="default")
+    return row
+
+
+def _throughput_row(b: Any) -> dict[str, Any]:
+    return {"dtype": b.dtype, "tokens/s": round(b.figure),
+            "median step (s)": b.details["median_step_s"],
+            "BLAS threads": b.details.get("blas_threads", "")}
+
+
+BUDGET_SECTIONS = (
+    BudgetSection(
+        "speed", "Training step against PyTorch eager", ("speed_vs_torch",), _speed_row,
+        "The model and its PyTorch twin, each in a process of its own with the same thread "
+        "count, stepped in turn (A B A B); median of the pair ratios. Measured on CPU {cpu}, "
+        "BLAS core type {blas_core_type}; the budget is speed >= 0.7 (ratio <= 1.43).",
+        empty=_speed_missing),
+    BudgetSection(
+        "checker", "What a check costs, per mode",
+        ("checker_mode", "checker_directional_vs_torch", "checker_full_vs_torch",
+         "checker_twin", "checker_cost"), _checker_row,
+        "Evaluations of the forward (or loss) and wall time of each mode on the subject's "
+        "layers (seconds: this CPU only, {cpu}); the ratios against "
+        "torch.autograd.gradcheck on the same function and the cost of check_model in "
+        "training steps were measured side by side in this run."),
+    BudgetSection(
+        "throughput", "Training-step throughput on this machine (no gate)", ("throughput",),
+        _throughput_row,
+        "Absolute figures hold for this CPU only ({cpu}, BLAS {blas}); compare machines by "
+        "the ratios above."),
+)
+
+
 # -- the test run, coverage and security scan (criteria 10-12) --------------------------------
 _ROOT = Path(__file__).resolve().parent.parent
 #: The README's test command: the functional suites under coverage, then the budgets alone.
@@ -336,6 +402,7 @@ TEST_COMMANDS = (
      "--junitxml={reports}/junit-budgets.xml"),
 )
 
+#: The reference transformer, the default subject of every command.
 REFERENCE = Subject(
     name="reference model",
     description="gradcheck verification of the reference model",
@@ -343,9 +410,12 @@ REFERENCE = Subject(
     model_cases=model_cases,
     training=_runs,
     budgets=_budgets,
+    budget_table="budgets.toml",
+    budget_sections=BUDGET_SECTIONS,
     snapshot_cases={name: functools.partial(snapshot_case, name) for name in SNAPSHOT_CASES},
     flow=zero_gradients,
     code=(str(_ROOT / "model"), str(_ROOT / "gradcheck")),
     test_commands=TEST_COMMANDS,
     test_dir=str(_ROOT),
+    snapshot_dir=str(_ROOT / "snapshots" / "reference"),
 )

@@ -30,7 +30,7 @@ def results():
     return measure.measure_all(level="full", checker_cost=True)
 
 
-BUDGET_NAMES = [k for k in bud.load_budgets()]
+BUDGET_NAMES = [k for k in measure.load_table()]
 
 
 @pytest.mark.parametrize("name", BUDGET_NAMES)
@@ -101,7 +101,7 @@ def test_speed_against_pytorch_where_it_is_installed(results):
 
 
 def test_every_threshold_names_its_criterion():
-    for name, t in bud.load_budgets().items():
+    for name, t in measure.load_table().items():
         assert isinstance(t["criterion"], int) and t["threshold"] > 0, name
 
 
@@ -119,7 +119,7 @@ def test_time_gate_fails_on_a_slow_side():
     assert not bud.gate(t.cpu, t.cpu_se, 1.10)
     t2 = bud.time_pairs(lambda: _spin(1000), lambda: _spin(1000), pairs=7, warmup=1)
     assert bud.gate(t2.cpu, t2.cpu_se, 1.5)
-    assert bud.judge("forward_overhead", bud.load_budgets(), "spin", "float64", t2).status \
+    assert bud.judge("forward_overhead", measure.load_table(), "spin", "float64", t2).status \
         in ("pass", "not measured")
 
 
@@ -143,7 +143,7 @@ def test_verdict_holds_beside_two_busy_processes():
     def once():
         with bud.limit_blas_threads(1):
             return measure.measure_time_budgets(SMALL, "small", "float32", pairs=9,
-                                                table=bud.load_budgets())
+                                                table=measure.load_table())
 
     idle = {r.name: r for r in once()}
     procs = _busy_processes(2)

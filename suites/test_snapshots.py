@@ -14,16 +14,18 @@ import pytest
 
 from gradcheck import cli
 from gradcheck import snapshot as snap
+from model.subject import REFERENCE as REFERENCE_SUBJECT
 from model.subject import SNAPSHOT_CASES
 
 pytest_plugins = ["pytester"]
 REFERENCE = Path(__file__).resolve().parent.parent / "snapshots" / "reference"
+CASES = REFERENCE_SUBJECT.snapshot_cases
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     out = tmp_path_factory.mktemp("snap")
-    snap.snapshot(out)
+    snap.snapshot(out, CASES)
     return out
 
 
@@ -34,9 +36,21 @@ def copy(recorded, tmp_path):
     return dst
 
 
+def test_the_library_holds_no_cases_of_its_own(tmp_path):
+    """The cases come from the subject: without them snapshot and compare say so."""
+    with pytest.raises(TypeError, match=r"snapshot needs the subject's cases"):
+        snap.snapshot(tmp_path / "s")
+    with pytest.raises(TypeError, match=r"compare needs the subject's cases"):
+        snap.compare(REFERENCE)
+
+
+def test_the_reference_subject_declares_its_snapshot_folder():
+    assert Path(REFERENCE_SUBJECT.snapshot_dir) == REFERENCE
+
+
 def test_committed_reference_snapshots_match():
     """CI catches any change of the reference model's gradients."""
-    res = snap.compare(REFERENCE)
+    res = snap.compare(REFERENCE, cases=CASES)
     assert res.passed, res.report()
     assert len(res.rows) > 200
 
@@ -137,7 +151,7 @@ def test_broken_backward_is_caught_and_named(recorded, monkeypatch, bug, expect_
         import model.transformer as tr
 
         monkeypatch.setattr(tr, "block_backward", broken_block)
-    res = snap.compare(recorded)
+    res = snap.compare(recorded, cases=CASES)
     assert not res.passed
     bad = {r.parameter for r in res.drifted if r.case == "gelu-pre-ce-f64"}
     assert expect_bad <= bad and not (expect_ok & bad)
@@ -170,7 +184,7 @@ def _rewrite(directory: Path, case: str, change) -> None:
 )
 def test_every_kind_of_drift_is_said(copy, change, status):
     _rewrite(copy, "gelu-pre-ce-f64", change)
-    res = snap.compare(copy)
+    res = snap.compare(copy, cases=CASES)
     rows = [r for r in res.drifted]
     assert [r.status for r in rows] == [status]
     assert rows[0].case == "gelu-pre-ce-f64"
@@ -197,13 +211,13 @@ def test_corrupted_truncated_and_edited_files_are_named(copy):
     f = copy / m["cases"]["relu-post-ce-f64"]["file"]
     f.write_bytes(f.read_bytes()[:100])
     with pytest.raises(snap.SnapshotError, match=f"{f.name}: sha256 does not match"):
-        snap.compare(copy)
+        snap.compare(copy, cases=CASES)
     f.unlink()
     with pytest.raises(snap.SnapshotError, match=f"{f.name}: file is missing"):
-        snap.compare(copy)
+        snap.compare(copy, cases=CASES)
     (copy / "manifest.json").write_text("{not json")
     with pytest.raises(snap.SnapshotError, match="manifest.json: not valid JSON"):
-        snap.compare(copy)
+        snap.compare(copy, cases=CASES)
 
 
 def test_loading_never_unpickles(tmp_path):
@@ -228,9 +242,9 @@ def test_interrupted_update_leaves_previous_snapshot_intact(copy, monkeypatch):
                         lambda dy, c: tuple(2 * g for g in original(dy, c)))
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
-        snap.snapshot(copy)
+        snap.snapshot(copy, CASES)
     monkeypatch.undo()
-    assert snap.compare(copy).passed  # the previous snapshot is whole
+    assert snap.compare(copy, cases=CASES).passed  # the previous snapshot is whole
     assert not list(copy.glob(".*.tmp"))
 
 

@@ -1,11 +1,13 @@
 """The reference model's tests generated from its subject, as a user's would be."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gradcheck
+from gradcheck.subject import Subject
 from gradcheck.subject_tests import *  # noqa: F403
 
 # -- messages of failing model inputs ---------------------------------------------------------
@@ -86,7 +88,7 @@ def user_subjects(tmp_path, monkeypatch):
 def _criteria(subject, spec, reports):
     from gradcheck.verify import _quality_criteria
 
-    return {c["id"]: c for c in _quality_criteria(subject, reports, spec or subject)}
+    return {c.id: c.to_dict() for c in _quality_criteria(subject, reports, spec or subject)}
 
 
 def test_security_scan_looks_at_the_subject_module_alone(user_subjects, tmp_path, monkeypatch):
@@ -154,3 +156,93 @@ def test_subject_fields_are_validated():
         Subject(name="x", test_commands="pytest")
     with pytest.raises(TypeError, match=r"Subject.test_commands\[0\] is empty"):
         Subject(name="x", test_commands=[[]])
+
+
+# -- the subject declares, the library renders ------------------------------------------------
+def _budget(name, criterion, figure, threshold=2.0, kind="ratio"):
+    from gradcheck.budgets import BudgetResult
+
+    return BudgetResult(name, criterion, name, "c", "float64", figure, threshold, 0.0,
+                        figure <= threshold, kind=kind)
+
+
+def test_budget_criteria_follow_the_subject_not_the_reference_names():
+    from gradcheck.verify import _budget_criteria
+
+    results = [_budget("my_backward", 6, 1.5), _budget("my_memory", 7, 3.0, kind="memory")]
+    subject = Subject(name="budgets, no table", budgets=lambda level: results)
+    crit = {c.id: c for c in _budget_criteria(subject, results, subject)}
+    assert crit[6].status == "met" and "my_backward" in crit[6].figure
+    assert crit[7].status == "not met" and "my_memory" in crit[7].figure
+    assert crit[5].status == "not applicable"
+    assert crit[5].figure == "not measured by the subject's budgets"
+    none = _budget_criteria(Subject(name="no budgets"), [], "x")
+    assert {c.status for c in none} == {"not applicable"}
+    assert {c.figure for c in none} == {"no budgets declared"}
+
+
+def test_budget_table_is_the_subjects_and_names_what_it_left_unmeasured(tmp_path):
+    from gradcheck.verify import _budget_criteria
+
+    table = tmp_path / "mine.toml"
+    table.write_text('[my_backward]\ncriterion = 6\ntitle = "b / f"\nthreshold = 2.0\n'
+                     '[my_leaks]\ncriterion = 9\ntitle = "late / early"\nthreshold = 1.01\n')
+    # a result whose own criterion says 6 but that the table does not list: not counted
+    results = [_budget("my_backward", 6, 1.5), _budget("stray", 6, 9.0)]
+    subject = Subject(name="t", budgets=lambda level: results, budget_table=str(table))
+    crit = {c.id: c for c in _budget_criteria(subject, results, subject)}
+    assert crit[6].status == "met" and "stray" not in crit[6].figure
+    assert crit[9].status == "not applicable" and "my_leaks" in crit[9].figure
+    table.write_text("[my_backward]\ncriterion = 6\n")
+    bad = {c.id: c for c in _budget_criteria(subject, results, subject)}
+    assert bad[6].status == "not met" and "[my_backward] needs an integer criterion" \
+        in bad[6].figure and str(table) in bad[6].figure
+
+
+def test_a_subject_without_snapshot_dir_is_never_compared_with_another_subjects():
+    from gradcheck.verify import _snapshot_section
+
+    subject = Subject(name="snap", snapshot_cases={"c": lambda: ({}, {})})
+    ok, section = _snapshot_section(subject, subject, None, lambda _s: None)
+    assert ok and "declares no snapshot_dir" in section["text"]
+    assert "reference" not in section["text"]
+
+
+def test_flow_criterion_names_a_parameter_once_and_says_no_scan_was_declared():
+    """A dead parameter flagged in the float32 check and in its float64 twin is named
+    once, and a subject with no flow scan is not said to have 0 zero gradients."""
+    from types import SimpleNamespace as NS
+
+    from gradcheck.verify import _flow_criterion
+
+    hint = "no gradient flows to this parameter (zero or missing), numerically it is not"
+    models = [NS(name="m [float32]", inputs=[NS(name="fc2.b", hint=hint),
+                                              NS(name="fc2.b (float64 twin)", hint=hint),
+                                              NS(name="fc1.W", hint="")]),
+              NS(name="m [float64]", inputs=[NS(name="fc2.b", hint=hint)])]
+    crit = _flow_criterion(Subject(name="no flow scan"), models, [])
+    assert crit.status == "not met"
+    assert crit.figure == ("no flow scan declared (Subject.flow); check_model flow audit "
+                           "flagged fc2.b (in 2 model check(s))"), crit.figure
+    clean = _flow_criterion(Subject(name="scan", flow=lambda seed: []), models[:0], [])
+    assert clean.status == "met"
+    assert clean.figure == ("0 parameter(s) with an all-zero gradient; check_model flow "
+                            "audit clean")
+
+
+def test_the_library_holds_no_name_of_the_reference_model():
+    """No budget name of the reference model's table, nor its folders, in gradcheck/."""
+    from model.measure import load_table
+
+    root = Path(__file__).resolve().parent.parent
+    names = [*load_table(), "snapshots/reference", "model/", "memory_model"]
+    found = [(p.name, n) for p in (root / "gradcheck").rglob("*")
+             if p.suffix in (".py", ".html", ".toml") for n in names if n in p.read_text()]
+    assert not found, found
+
+
+def test_subject_paths_must_be_strings():
+    with pytest.raises(TypeError, match="Subject.snapshot_dir must be a string"):
+        Subject(name="x", snapshot_dir=Path("snaps"))
+    with pytest.raises(TypeError, match="Subject.budget_sections must hold BudgetSection"):
+        Subject(name="x", budget_sections=[{"id": "s"}])
