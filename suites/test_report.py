@@ -122,13 +122,76 @@ def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict, strict,
 
 
 def test_verdict_has_three_states():
+    from gradcheck._rows import Criterion
     from gradcheck.verify import verdict_of
 
-    met = {"status": "met"}
+    met = Criterion(1, "c", "met", "", "")
     assert verdict_of(False, [met, met]) == "pass"
-    assert verdict_of(False, [met, {"status": "not run"}]) == "incomplete"
+    assert verdict_of(False, [met, Criterion(2, "c", "not run", "", "")]) == "incomplete"
     assert verdict_of(False, [{"status": "not met"}, {"status": "not run"}]) == "fail"
-    assert verdict_of(True, [met]) == "fail"
+    assert verdict_of(True, [met.to_dict()]) == "fail"
+
+
+def test_typed_rows_keep_the_report_json_keys():
+    from gradcheck._pool import Fault
+    from gradcheck._rows import CatalogRow, Criterion, FaultRow
+
+    row = CatalogRow("a bug", "float64", 1, 2, 0, "hint: x", "partly")
+    assert row.verdict == "missed"  # caught at 1 of 2 seeds
+    assert row.to_dict() == {"bug": "a bug", "dtype": "float64", "caught": "1/2",
+                             "false alarms": 0, "verdict": "missed", "hint given": "hint: x",
+                             "hint names the class": "partly"}
+    assert CatalogRow("b", "float32", 3, 3, 0, "", "none").verdict == "caught"
+    assert CatalogRow("b", "float32", 3, 3, 1, "", "none").verdict == "missed"
+    with pytest.raises(ValueError, match="Criterion.status must be one of"):
+        Criterion(1, "c", "passed", "", "")
+    fault = FaultRow.of("training runs", Fault("timeout", "ran past 3 s"))
+    lost = Criterion.judged(1, "c", True, "90%", "how").lost_to(fault.note)
+    assert (lost.status, lost.figure) == ("not met", "training runs: timeout (ran past 3 s)")
+    kept = Criterion.judged(1, "c", False, "10%", "how").lost_to(fault.note)
+    assert kept.figure == "10%; training runs: timeout (ran past 3 s)"
+    assert fault.to_dict() == {"case": "training runs", "status": "timeout",
+                               "message": "ran past 3 s", "type": "", "where": "", "signal": ""}
+
+
+def test_load_budgets_names_the_file_and_the_entry(tmp_path):
+    from gradcheck.budgets import load_budgets
+
+    path = tmp_path / "b.toml"
+    path.write_text('[mine]\ncriterion = 6\ntitle = "b / f"\nthreshold = 2.0\n')
+    assert load_budgets(path) == {"mine": {"criterion": 6, "title": "b / f", "threshold": 2.0}}
+    path.write_text('[mine]\ncriterion = "6"\ntitle = "b / f"\nthreshold = 2.0\n')
+    with pytest.raises(ValueError, match=r"b.toml: \[mine\] needs an integer criterion"):
+        load_budgets(path)
+    path.write_text("[mine\n")
+    with pytest.raises(ValueError, match="b.toml: not valid TOML"):
+        load_budgets(path)
+    with pytest.raises(ValueError, match="nope.toml: cannot be read"):
+        load_budgets(tmp_path / "nope.toml")
+
+
+def test_budget_sections_are_the_subjects_own_tables():
+    from gradcheck._sections import _declared_sections
+    from gradcheck.budgets import BudgetResult
+    from gradcheck.subject import BudgetSection, Subject
+
+    res = [BudgetResult("steps", 0, "t", "c", "float32", 123.4, float("inf"), 0.0, True,
+                        kind="figure"),
+           BudgetResult("other", 0, "t", "c", "float32", 1.0, float("inf"), 0.0, True,
+                        kind="figure")]
+    sections = (BudgetSection("rate", "Steps", ("steps",),
+                              lambda b: {"dtype": b.dtype, "per s": b.figure},
+                              "on {cpu}"),
+                BudgetSection("gone", "Never measured", ("absent",), lambda b: {},
+                              empty=lambda: "not measured (no such tool)."),
+                BudgetSection("left out", "Left out", ("absent",), lambda b: {}))
+    out = _declared_sections(Subject(name="s", budget_sections=sections), res,
+                             {"cpu": "CPU X"})
+    assert [s.to_dict() for s in out] == [
+        {"id": "rate", "title": "Steps", "text": "on CPU X", "columns": ["dtype", "per s"],
+         "rows": [{"dtype": "float32", "per s": 123.4}]},
+        {"id": "gone", "title": "Never measured", "text": "not measured (no such tool).",
+         "rows": []}]
 
 
 def test_representative_configs_cover_every_factor_value():
