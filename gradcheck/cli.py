@@ -72,7 +72,7 @@ def _report_parser(sub: Any) -> None:
     )
     size = r.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true",
-                      help="a smoke run of every section (about 15 s on 2 cores)")
+                      help="a smoke run of every section (about 30 s on 2 cores)")
     size.add_argument("--full", action="store_true",
                       help="every configuration, the whole training grid, every budget "
                       "(at most 5 minutes on 2 cores); the default checks a representative "
