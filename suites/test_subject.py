@@ -246,3 +246,37 @@ def test_subject_paths_must_be_strings():
         Subject(name="x", snapshot_dir=Path("snaps"))
     with pytest.raises(TypeError, match="Subject.budget_sections must hold BudgetSection"):
         Subject(name="x", budget_sections=[{"id": "s"}])
+
+
+BUDGETED_MODULE = '''
+from gradcheck.budgets import BudgetResult
+from gradcheck.subject import Subject
+
+
+def budgets(level):
+    return [BudgetResult("b_over_f", 6, "b / f", "c", "float64", 1.2, 2.0, 0.0, True)]
+
+
+SUBJECT = Subject(name="budgeted", budgets=budgets, budget_table="tables/mine.toml",
+                  snapshot_cases={"c": lambda: ({}, {})}, snapshot_dir="snaps")
+'''
+
+
+def test_relative_budget_table_and_snapshot_dir_are_from_the_module_folder(tmp_path,
+                                                                          monkeypatch):
+    import importlib
+
+    from gradcheck.verify import _budget_criteria, _snapshot_section
+
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "mine.toml").write_text(
+        '[b_over_f]\ncriterion = 6\ntitle = "b / f"\nthreshold = 2.0\n')
+    (tmp_path / "budgeted_mod.py").write_text(BUDGETED_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path.parent)  # not the module's folder
+    subject = importlib.import_module("budgeted_mod").SUBJECT
+    crit = {c.id: c for c in _budget_criteria(subject, subject.budgets("quick"),
+                                              "budgeted_mod:SUBJECT")}
+    assert crit[6].status == "met" and "b_over_f" in crit[6].figure, crit[6]
+    ok, section = _snapshot_section(subject, "budgeted_mod:SUBJECT", None, lambda _s: None)
+    assert ok and f"none at {tmp_path / 'snaps'}" in section["text"], section
