@@ -240,6 +240,11 @@ def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
                and (b["clock"] or b["kind"] == "memory") for b in data["budgets"])
     assert "thread_time" in data["budget clock"]
     assert "--with-tests" in next(c["how"] for c in data["criteria"] if c["id"] == 10)
+    # the subject's own tables and snapshot folder (Subject.budget_sections, snapshot_dir)
+    sections = {s["id"]: s for s in data["sections"]}
+    assert {"catalog", "training", "budgets", "speed", "throughput"} <= set(sections)
+    assert "compared with" in sections["snapshots"]["text"]
+    assert str(Path("snapshots", "reference")) in sections["snapshots"]["text"]
     assert "[3/3" in proc.stderr  # progress was shown
     env = data["environment"]
     assert env["numpy"] and env["git_commit"]
