@@ -280,3 +280,35 @@ def test_relative_budget_table_and_snapshot_dir_are_from_the_module_folder(tmp_p
     assert crit[6].status == "met" and "b_over_f" in crit[6].figure, crit[6]
     ok, section = _snapshot_section(subject, "budgeted_mod:SUBJECT", None, lambda _s: None)
     assert ok and f"none at {tmp_path / 'snaps'}" in section["text"], section
+
+
+class _DeadBias:
+    """loss = sum(w * x) + sum(b * b), whose backward forgets b (a zero gradient)."""
+
+    def __init__(self, dtype: str) -> None:
+        rng = np.random.default_rng(0)
+        self.params = {"w": rng.standard_normal(3).astype(dtype),
+                       "b": rng.standard_normal(2).astype(dtype)}
+
+    def loss(self, x):
+        p = self.params
+        return float(np.sum(p["w"] * x) + np.sum(p["b"] * p["b"]))
+
+    def loss_and_grads(self, x):
+        w = self.params["w"]
+        return self.loss(x), {"w": x.astype(w.dtype), "b": np.zeros_like(self.params["b"])}
+
+
+def test_flow_criterion_of_a_real_dead_gradient_in_both_dtypes():
+    """check_model flags b in float64 and, through the float64 twin, in float32: the
+    criterion names it once, and does not claim a flow scan the subject never declared."""
+    from gradcheck.verify import _flow_criterion
+
+    subject = Subject(name="dead", model=_DeadBias,
+                      batch=lambda m, rng: (rng.standard_normal(3),))
+    results = [case.check(0) for case in subject.models("quick")]
+    assert not any(r.passed for r in results)
+    crit = _flow_criterion(subject, results, [])
+    assert crit.status == "not met"
+    assert crit.figure == ("no flow scan declared (Subject.flow); check_model flow audit "
+                           "flagged b (in 2 model check(s))"), crit.figure
