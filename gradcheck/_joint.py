@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._modes import InputChecker, miss_figures
+from ._kinks import direction_compare
+from ._modes import InputChecker, inconclusive, miss_figures
 from ._numeric import Runner, eps_of
 from ._options import Options
 from ._result import ElementReport, InputResult
@@ -47,6 +48,7 @@ class JointCheck:
         self.scale = {i: max(1.0, float(np.max(np.abs(runner.arrays[i]))))
                       for i in members}
         self.gnorms: dict[int, float] = {}
+        self.kink_outputs = 0  # the most outputs at kinks left out of one direction
 
     # -- one direction -------------------------------------------------------------------
     def draw(self, members: list[int]) -> dict[int, NDArray[np.floating[Any]]]:
@@ -73,9 +75,9 @@ class JointCheck:
         members = list(parts)
         # The narrowest dtype sets the step, the method and the tolerance.
         lead = max(members, key=lambda i: eps_of(self.r.arrays[i].dtype))
-        out = self.r.compare(lead, lambda h: self.r.joint(parts, h), 1.0, self.method[lead])
-        a, n, error, atol, rtol, kink = out
-        return kink or error <= atol + rtol * abs(n), out
+        ok, out, left_out = direction_compare(self.r, lead, self.method[lead], parts, 1.0)
+        self.kink_outputs = max(self.kink_outputs, left_out)
+        return ok, out
 
     # -- the whole check -----------------------------------------------------------------
     def run(self) -> dict[int, InputResult]:
@@ -89,13 +91,21 @@ class JointCheck:
         rows: list[tuple[dict[int, float], Out]] = []
         failed: list[Out] = []
         active = list(self.members)
-        for d in range(self.opts.directions):
+        compared = 0
+        # A direction that met a kink it could not leave out is no evidence: another
+        # one is drawn in its place, up to twice the number asked for.
+        for _attempt in range(2 * self.opts.directions):
+            if compared >= self.opts.directions:
+                break
             parts = self.draw(active)
             ok, out = self.compare(parts)
             rows.append(({i: _rms(v) for i, v in parts.items()}, out))
+            if out[5]:
+                continue
+            compared += 1
             if not ok:
                 failed.append(out)
-            if d >= 1 and not failed:
+            if compared >= 2 and not failed:
                 active = [i for i in self.members if not self._confident(i, rows)]
                 if not active:
                     break
@@ -124,6 +134,7 @@ class JointCheck:
         gnorm = self._gnorm(i)
         if gnorm == 0:
             return True
+        rows = [(s, out) for s, out in rows if not out[5]]  # kinks say nothing
         if any(_REL * gnorm * s[i] < out[3] for s, out in rows if i in s):
             return True
         mine = [(s[i], out[3] + out[4] * abs(out[1])) for s, out in rows if i in s]
@@ -157,9 +168,14 @@ class JointCheck:
         gnorm = self._gnorm(i)
         res.miss_probability, res.detectable_rel_error = miss_figures(gnorm, tols, scales)
         res.gradient_norm = gnorm if g is not None else None
+        res.kink_outputs = self.kink_outputs
         if res.joint:
             others = len(self.members) - 1
             res.message = f"directions shared with {others} other input(s)"
+        if self.kink_outputs:
+            res.message = (res.message + "; " if res.message else "") + (
+                f"up to {self.kink_outputs} output(s) at kinks left out of a direction")
+        inconclusive(res, "directional")
         return res
 
     def _bisect(self, members: list[int], evidence: Out, results: dict[int, InputResult]
@@ -197,6 +213,7 @@ class JointCheck:
         ic._record((), evidence, "direction")
         ic.localise()
         res = ic.finish("directional")
+        res.kink_outputs = max(res.kink_outputs, self.kink_outputs)
         res.joint = len(self.members) > 1
         res.miss_probability = results[i].miss_probability
         res.detectable_rel_error = results[i].detectable_rel_error

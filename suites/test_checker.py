@@ -142,10 +142,18 @@ def test_kinks_near_zero_are_skipped_not_hidden(rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_abs_kink(rng, dtype):
+def test_abs_with_every_element_at_its_kink_is_inconclusive_not_passed(rng, dtype):
     x = rng.uniform(-1e-7, 1e-7, 40).astype(dtype)
     res = check_vjp(lambda v: (np.abs(v), v), lambda dy, v: (dy * np.sign(v),), [x])
-    assert res.passed
+    assert not res.passed and res.status == "inconclusive", res.report()
+    assert res.inputs[0].status == "inconclusive" and res.inputs[0].kinks == 40
+    assert "all 40 element(s) sat at a kink" in res.message
+    assert "another point" in res.message
+    # half of the elements away from the kink: those are compared, and the check passes
+    x[:20] -= 1.0
+    res = check_vjp(lambda v: (np.abs(v), v), lambda dy, v: (dy * np.sign(v),), [x])
+    assert res.passed and res.inputs[0].kinks == 20, res.report()
+    assert not check_vjp(lambda v: (np.abs(v), v), lambda dy, v: (dy.copy(),), [x]).passed
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
