@@ -49,6 +49,8 @@ class JointCheck:
                       for i in members}
         self.gnorms: dict[int, float] = {}
         self.kink_outputs = 0  # the most outputs at kinks left out of one direction
+        self.met_kinks = 0  # directions replaced by sparser ones
+        self.sparse = ""  # what the last sparser direction was
 
     # -- one direction -------------------------------------------------------------------
     def draw(self, members: list[int]) -> dict[int, NDArray[np.floating[Any]]]:
@@ -75,9 +77,13 @@ class JointCheck:
         members = list(parts)
         # The narrowest dtype sets the step, the method and the tolerance.
         lead = max(members, key=lambda i: eps_of(self.r.arrays[i].dtype))
-        ok, out, left_out = direction_compare(self.r, lead, self.method[lead], parts, 1.0)
-        self.kink_outputs = max(self.kink_outputs, left_out)
-        return ok, out
+        got = direction_compare(self.r, lead, self.method[lead], parts, 1.0)
+        self.kink_outputs = max(self.kink_outputs, got.kink_outputs)
+        self.met_kinks += got.met_kinks
+        if got.kept:
+            self.sparse = got.note(sum(p.size for p in parts.values()))
+        parts.update(got.parts)  # the direction compared (sparser where kinks forced it)
+        return got.ok, got.out
 
     # -- the whole check -----------------------------------------------------------------
     def run(self) -> dict[int, InputResult]:
@@ -135,9 +141,11 @@ class JointCheck:
         if gnorm == 0:
             return True
         rows = [(s, out) for s, out in rows if not out[5]]  # kinks say nothing
-        if any(_REL * gnorm * s[i] < out[3] for s, out in rows if i in s):
+        # (sparser directions, forced by kinks, are below the floor for their size only)
+        if not self.sparse and any(_REL * gnorm * s[i] < out[3] for s, out in rows
+                                  if s.get(i)):
             return True
-        mine = [(s[i], out[3] + out[4] * abs(out[1])) for s, out in rows if i in s]
+        mine = [(s[i], out[3] + out[4] * abs(out[1])) for s, out in rows if s.get(i)]
         p, _ = miss_figures(gnorm, [t for _s, t in mine], [s for s, _t in mine])
         return p is not None and p <= MISS_TARGET
 
@@ -150,7 +158,7 @@ class JointCheck:
         g = self.r.grads[i]
         tols, scales = [], []
         for rms, (a, n, error, atol, rtol, kink) in rows:
-            if i not in rms:
+            if not rms.get(i):
                 continue  # a later direction over the other inputs only
             tol = atol + rtol * abs(n)
             res.worst.append(ElementReport(res.name, (), a, n, error, tol,
@@ -169,12 +177,16 @@ class JointCheck:
         res.miss_probability, res.detectable_rel_error = miss_figures(gnorm, tols, scales)
         res.gradient_norm = gnorm if g is not None else None
         res.kink_outputs = self.kink_outputs
+        res.kinks += self.met_kinks
+        notes = []
         if res.joint:
-            others = len(self.members) - 1
-            res.message = f"directions shared with {others} other input(s)"
+            notes.append(f"directions shared with {len(self.members) - 1} other input(s)")
         if self.kink_outputs:
-            res.message = (res.message + "; " if res.message else "") + (
-                f"up to {self.kink_outputs} output(s) at kinks left out of a direction")
+            notes.append(f"up to {self.kink_outputs} output(s) at kinks left out of a "
+                         "direction")
+        if self.sparse:
+            notes.append(self.sparse)
+        res.message = "; ".join(notes)
         inconclusive(res, "directional")
         return res
 

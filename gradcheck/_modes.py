@@ -200,13 +200,22 @@ class InputChecker:
         return bad
 
     def _direction_check(self, v: F64) -> tuple[bool, tuple[float, ...]]:
+        ok, out, _scale = self._direction(v)
+        return ok, out
+
+    def _direction(self, v: F64) -> tuple[bool, tuple[float, ...], float]:
+        """Compare along ``v``; also return the RMS entry of the direction compared
+        (per unit step: sparser than ``v`` where kinks forced it)."""
         arr = self.r.arrays[self.i]
         mag = float(np.max(np.abs(arr))) if arr.size else 0.0
         vmax = float(np.max(np.abs(v))) or 1.0
-        ok, out, left_out = direction_compare(self.r, self.i, self.method,
-                                              {self.i: v / vmax}, mag)
-        self.res.kink_outputs = max(self.res.kink_outputs, left_out)
-        return ok, out
+        got = direction_compare(self.r, self.i, self.method, {self.i: v / vmax}, mag)
+        self.res.kink_outputs = max(self.res.kink_outputs, got.kink_outputs)
+        self.res.kinks += got.met_kinks
+        if got.kept and not self.res.message:
+            self.res.message = got.note(arr.size)
+        used = got.parts[self.i]
+        return got.ok, got.out, float(np.sqrt(np.mean(used * used))) if used.size else 0.0
 
     def directional(self, k: int) -> bool:
         """k random signed-Gaussian directions; returns whether all passed.
@@ -223,16 +232,14 @@ class InputChecker:
         for _ in range(2 * k):
             if len(tols) >= k:
                 break
-            v = self.r.rng.standard_normal(arr.shape)
-            vmax = float(np.max(np.abs(v))) or 1.0
-            ok, out = self._direction_check(v)
+            ok, out, scale = self._direction(self.r.rng.standard_normal(arr.shape))
             self._record((), out, "direction")
             all_ok &= ok
             a, n, error, atol, rtol, kink = out
             if kink:
                 continue
             tols.append(atol + rtol * abs(n))
-            scales.append(float(np.sqrt(np.mean((v / vmax) ** 2))))
+            scales.append(scale)
         self.res.miss_probability, self.res.detectable_rel_error = miss_figures(
             gnorm, tols, scales)
         return all_ok
@@ -427,7 +434,7 @@ def miss_figures(gnorm: float, tols: list[float], scales: list[float]
         sigma = _REL_TARGET * gnorm * s
         p = math.erf(tol / (sigma * math.sqrt(2))) if sigma > 0 else 1.0
         log_miss += math.log(max(p, 1e-300))
-    if gnorm <= 0:
+    if gnorm <= 0 or not np.mean(scales) > 0:
         return math.exp(log_miss), None
     from scipy.special import erfinv
 
@@ -485,7 +492,7 @@ def overall(
         f" ({left} output(s) at kinks left out of a direction)" if left else "")
     if bad:
         names = ", ".join(r.name for r in bad)
-        return "inconclusive", (f"nothing could be compared for {names}: {bad[0].message}")
+        return "inconclusive", f"{names}: {bad[0].message}"
     if not any(r.compared for r in results if r.differentiated):
         return "inconclusive", ("nothing was compared: no input to differentiate"
                                 if not any(r.differentiated for r in results) else

@@ -94,6 +94,8 @@ class Runner:
         #: set once a direction met outputs at kinks: later directions leave them out
         #: from the start
         self.kinky = False
+        #: elements kept in the last sparser direction that met no kink (0: none yet)
+        self.sparse_from = 0
 
     # -- low level -------------------------------------------------------------------
     def _run(self) -> F64:
