@@ -5,7 +5,9 @@ that input (``max(1, max|x|)``, the step a per-input direction would take), so a
 directional check costs ``2 * directions`` evaluations whatever the number of inputs
 (or of model parameter tensors). When a direction fails, the inputs are bisected: each
 half gets a direction of its own, failing halves are split again, and a single failing
-input is then localised to its elements by :meth:`InputChecker.localise`.
+input is then localised to its elements by :meth:`InputChecker.localise`. Each direction
+is compared by :func:`gradcheck._kinks.direction_compare` (outputs at kinks left out, or
+sparser directions); one that still meets a kink is no evidence and another is drawn.
 """
 
 from __future__ import annotations
