@@ -225,6 +225,7 @@ class _Called:
     notes: list[str]
     backward_calls: int
     out_shapes: list[tuple[int, ...]]
+    cache: Any = None
 
 
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
@@ -346,7 +347,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                                                                      strict=True)]))
     none = [i for i in prep.diff if grads[i] is None]
     shapes = [tuple(arrays[k].shape) for k in outputs.floating]
-    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes)
+    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache)
 
 
 def _second_backward(first: Any, again: Any) -> None:
@@ -366,6 +367,32 @@ def _aliasing(first: Any, grads_raw: Any) -> None:
             f"the gradients returned by the first backward (at gradients{where}) changed when "
             "backward ran again: it hands out views of its cache or buffers and edits them "
             "later; return fresh arrays (or copies)")
+
+
+def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[Any]
+         ) -> Callable[[F64], list[F64 | None]]:
+    """The backward at the same cache for another (flat) cotangent: the gradients of
+    the differentiable leaves, validated as the first call's were."""
+    outputs = called.outputs
+
+    def vjp(dy_flat: F64) -> list[F64 | None]:
+        dy_leaves: list[Any] = [None] * len(outputs.dtypes)
+        start = 0
+        for k, shape in zip(outputs.floating, called.out_shapes, strict=True):
+            size = int(np.prod(shape))
+            dt = outputs.dtypes[k] if outputs.dtypes[k].kind == "f" else np.dtype(np.float64)
+            dy_leaves[k] = dy_flat[start:start + size].reshape(shape).astype(dt)
+            start += size
+        raw = call_user(bwd, outputs.tree.build(dy_leaves), called.cache, what="backward")
+        called.backward_calls += 1
+        leaves = _gradient_leaves(raw, prep, chosen)
+        grads: list[F64 | None] = [None] * len(prep.leaves)
+        for i in prep.diff:
+            if leaves[i] is not None:
+                grads[i] = _validated(leaves[i], prep.leaves[i], prep.tree.names[i], [])
+        return grads
+
+    return vjp
 
 
 # -- the per-input results -------------------------------------------------------------------
@@ -392,8 +419,9 @@ def _plain_result(name: str, x: Any, status: str, message: str) -> InputResult:
 
 
 def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opts: Options,
-                    rng: np.random.Generator, wrt_given: bool) -> tuple[list[InputResult],
-                                                                         Runner, str, str]:
+                    rng: np.random.Generator, wrt_given: bool,
+                    vjp: Callable[[F64], list[F64 | None]] | None = None
+                    ) -> tuple[list[InputResult], Runner, str, str]:
     def evaluate() -> NDArray[Any]:
         y, _ = _split_forward(prep.call(fwd, "forward (at a perturbed input)"))
         return called.outputs.flat(y)
@@ -404,6 +432,7 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
                     called.y0, opts, rng, swap=True)
     runner.out_shapes = called.out_shapes
     runner.evaluations = 2
+    runner.vjp = vjp
     checked = [i for i in prep.diff if called.grads[i] is not None]
     method = opts.method
     if method == "complex":
@@ -472,8 +501,8 @@ def run_protocol_check(
 
     try:
         called = _protocol_calls(fwd, bwd, prep, chosen, rng)
-        results, runner, method, mode = _compare_inputs(fwd, prep, called, opts, rng,
-                                                        wrt is not None)
+        results, runner, method, mode = _compare_inputs(
+            fwd, prep, called, opts, rng, wrt is not None, _vjp(bwd, prep, called, chosen))
     except ProtocolError as exc:
         res = early(exc.status, exc.message, 2)
         if isinstance(exc, _Unreduced):

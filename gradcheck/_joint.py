@@ -5,7 +5,9 @@ that input (``max(1, max|x|)``, the step a per-input direction would take), so a
 directional check costs ``2 * directions`` evaluations whatever the number of inputs
 (or of model parameter tensors). When a direction fails, the inputs are bisected: each
 half gets a direction of its own, failing halves are split again, and a single failing
-input is then localised to its elements by :meth:`InputChecker.localise`.
+input is then localised to its elements by :meth:`InputChecker.localise`. Each direction
+is compared by :func:`gradcheck._kinks.direction_compare` (outputs at kinks left out, or
+sparser directions); one that still meets a kink is no evidence and another is drawn.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._modes import InputChecker, miss_figures
+from ._kinks import direction_compare
+from ._modes import InputChecker, inconclusive, miss_figures
 from ._numeric import Runner, eps_of
 from ._options import Options
 from ._result import ElementReport, InputResult
@@ -47,6 +50,9 @@ class JointCheck:
         self.scale = {i: max(1.0, float(np.max(np.abs(runner.arrays[i]))))
                       for i in members}
         self.gnorms: dict[int, float] = {}
+        self.kink_outputs = 0  # the most outputs at kinks left out of one direction
+        self.met_kinks = 0  # directions replaced by sparser ones
+        self.sparse = ""  # what the last sparser direction was
 
     # -- one direction -------------------------------------------------------------------
     def draw(self, members: list[int]) -> dict[int, NDArray[np.floating[Any]]]:
@@ -73,9 +79,13 @@ class JointCheck:
         members = list(parts)
         # The narrowest dtype sets the step, the method and the tolerance.
         lead = max(members, key=lambda i: eps_of(self.r.arrays[i].dtype))
-        out = self.r.compare(lead, lambda h: self.r.joint(parts, h), 1.0, self.method[lead])
-        a, n, error, atol, rtol, kink = out
-        return kink or error <= atol + rtol * abs(n), out
+        got = direction_compare(self.r, lead, self.method[lead], parts, 1.0)
+        self.kink_outputs = max(self.kink_outputs, got.kink_outputs)
+        self.met_kinks += got.met_kinks
+        if got.kept:
+            self.sparse = got.note(sum(p.size for p in parts.values()))
+        parts.update(got.parts)  # the direction compared (sparser where kinks forced it)
+        return got.ok, got.out
 
     # -- the whole check -----------------------------------------------------------------
     def run(self) -> dict[int, InputResult]:
@@ -89,13 +99,21 @@ class JointCheck:
         rows: list[tuple[dict[int, float], Out]] = []
         failed: list[Out] = []
         active = list(self.members)
-        for d in range(self.opts.directions):
+        compared = 0
+        # A direction that met a kink it could not leave out is no evidence: another
+        # one is drawn in its place, up to twice the number asked for.
+        for _attempt in range(2 * self.opts.directions):
+            if compared >= self.opts.directions:
+                break
             parts = self.draw(active)
             ok, out = self.compare(parts)
             rows.append(({i: _rms(v) for i, v in parts.items()}, out))
+            if out[5]:
+                continue
+            compared += 1
             if not ok:
                 failed.append(out)
-            if d >= 1 and not failed:
+            if compared >= 2 and not failed:
                 active = [i for i in self.members if not self._confident(i, rows)]
                 if not active:
                     break
@@ -124,9 +142,12 @@ class JointCheck:
         gnorm = self._gnorm(i)
         if gnorm == 0:
             return True
-        if any(_REL * gnorm * s[i] < out[3] for s, out in rows if i in s):
+        rows = [(s, out) for s, out in rows if not out[5]]  # kinks say nothing
+        # (sparser directions, forced by kinks, are below the floor for their size only)
+        if not self.sparse and any(_REL * gnorm * s[i] < out[3] for s, out in rows
+                                  if s.get(i)):
             return True
-        mine = [(s[i], out[3] + out[4] * abs(out[1])) for s, out in rows if i in s]
+        mine = [(s[i], out[3] + out[4] * abs(out[1])) for s, out in rows if s.get(i)]
         p, _ = miss_figures(gnorm, [t for _s, t in mine], [s for s, _t in mine])
         return p is not None and p <= MISS_TARGET
 
@@ -139,7 +160,7 @@ class JointCheck:
         g = self.r.grads[i]
         tols, scales = [], []
         for rms, (a, n, error, atol, rtol, kink) in rows:
-            if i not in rms:
+            if not rms.get(i):
                 continue  # a later direction over the other inputs only
             tol = atol + rtol * abs(n)
             res.worst.append(ElementReport(res.name, (), a, n, error, tol,
@@ -157,9 +178,18 @@ class JointCheck:
         gnorm = self._gnorm(i)
         res.miss_probability, res.detectable_rel_error = miss_figures(gnorm, tols, scales)
         res.gradient_norm = gnorm if g is not None else None
+        res.kink_outputs = self.kink_outputs
+        res.kinks += self.met_kinks
+        notes = []
         if res.joint:
-            others = len(self.members) - 1
-            res.message = f"directions shared with {others} other input(s)"
+            notes.append(f"directions shared with {len(self.members) - 1} other input(s)")
+        if self.kink_outputs:
+            notes.append(f"up to {self.kink_outputs} output(s) at kinks left out of a "
+                         "direction")
+        if self.sparse:
+            notes.append(self.sparse)
+        res.message = "; ".join(notes)
+        inconclusive(res, "directional")
         return res
 
     def _bisect(self, members: list[int], evidence: Out, results: dict[int, InputResult]
@@ -197,6 +227,7 @@ class JointCheck:
         ic._record((), evidence, "direction")
         ic.localise()
         res = ic.finish("directional")
+        res.kink_outputs = max(res.kink_outputs, self.kink_outputs)
         res.joint = len(self.members) > 1
         res.miss_probability = results[i].miss_probability
         res.detectable_rel_error = results[i].detectable_rel_error

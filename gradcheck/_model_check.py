@@ -227,11 +227,13 @@ def _check_with_twin(model: Any, twin: Any, batch: tuple[Any, ...], names: list[
     if missing:
         notes.append("no gradient returned for: " + ", ".join(missing))
     bad = [r for r in inputs if not r.passed]
-    status = "ok" if not bad else "mismatch"
+    wrong = [r for r in bad if r.status != "inconclusive"]
+    status = "mismatch" if wrong else "inconclusive" if bad else "ok"
     message = (f"{len(names)} tensor(s) within float32 rounding of the float64 twin, whose "
                "gradients pass finite differences" if not bad else
-               "gradient mismatch in " + ", ".join(f"{r.name} ({r.status})" for r in bad))
-    return CheckResult(passed=not bad, status=status, message=message, inputs=inputs,
+               ("gradient mismatch in " if wrong else "nothing could be compared for ")
+               + ", ".join(f"{r.name} ({r.status})" for r in bad))
+    return CheckResult(passed=status == "ok", status=status, message=message, inputs=inputs,
                        method=twin_res.method, mode="twin",
                        evaluations=twin_res.evaluations + 4, backward_calls=4,
                        seed=opts.seed, notes=notes, name=opts.name, kind="model")
@@ -259,7 +261,7 @@ def _check_model(model: Any, batch: tuple[Any, ...], names: list[str], opts: Opt
                                             mode_for=mode_for, method=opts.method)
     no_flow = []
     for r_in, g, n in zip(results, grads, names, strict=True):
-        if not r_in.passed and (n in missing or not np.any(g)):
+        if r_in.status == "mismatch" and (n in missing or not np.any(g)):
             r_in.hint = (
                 "no gradient flows to this parameter (zero or missing), numerically it is not"
             )

@@ -17,12 +17,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._hints import HintContext, diagnose
+from ._kinks import direction_compare
 from ._numeric import F64, Runner, Stencil, resolve_method
 from ._options import SAFETY, Options
 from ._result import ElementReport, InputResult
 from ._separable import GroupStencils, find_layout, group_stencils
 
-__all__ = ["InputChecker", "method_label", "miss_figures", "overall", "resolve_mode"]
+__all__ = ["InputChecker", "inconclusive", "method_label", "miss_figures", "overall",
+           "resolve_mode"]
 
 _LEAF = 16
 _Z_SLOPE = 8.0
@@ -198,34 +200,46 @@ class InputChecker:
         return bad
 
     def _direction_check(self, v: F64) -> tuple[bool, tuple[float, ...]]:
+        ok, out, _scale = self._direction(v)
+        return ok, out
+
+    def _direction(self, v: F64) -> tuple[bool, tuple[float, ...], float]:
+        """Compare along ``v``; also return the RMS entry of the direction compared
+        (per unit step: sparser than ``v`` where kinks forced it)."""
         arr = self.r.arrays[self.i]
         mag = float(np.max(np.abs(arr))) if arr.size else 0.0
         vmax = float(np.max(np.abs(v))) or 1.0
-        vn = v / vmax
-        out = self.r.compare(
-            self.i, lambda h: self.r.direction(self.i, vn, h), mag, self.method
-        )
-        a, n, error, atol, rtol, kink = out
-        ok = kink or error <= atol + rtol * abs(n)
-        return ok, out
+        got = direction_compare(self.r, self.i, self.method, {self.i: v / vmax}, mag)
+        self.res.kink_outputs = max(self.res.kink_outputs, got.kink_outputs)
+        self.res.kinks += got.met_kinks
+        if got.kept and not self.res.message:
+            self.res.message = got.note(arr.size)
+        used = got.parts[self.i]
+        return got.ok, got.out, float(np.sqrt(np.mean(used * used))) if used.size else 0.0
 
     def directional(self, k: int) -> bool:
-        """k random signed-Gaussian directions; returns whether all passed."""
+        """k random signed-Gaussian directions; returns whether all passed.
+
+        A direction that meets a kink (and cannot leave it out) is skipped and another
+        drawn, up to ``2 k`` in all.
+        """
         arr = self.r.arrays[self.i]
         all_ok = True
         g = self.r.grads[self.i]
         gnorm = float(np.linalg.norm(g)) if g is not None else 0.0
         tols: list[float] = []
         scales: list[float] = []
-        for _ in range(k):
-            v = self.r.rng.standard_normal(arr.shape)
-            vmax = float(np.max(np.abs(v))) or 1.0
-            ok, out = self._direction_check(v)
+        for _ in range(2 * k):
+            if len(tols) >= k:
+                break
+            ok, out, scale = self._direction(self.r.rng.standard_normal(arr.shape))
             self._record((), out, "direction")
             all_ok &= ok
-            a, n, error, atol, rtol, _k = out
+            a, n, error, atol, rtol, kink = out
+            if kink:
+                continue
             tols.append(atol + rtol * abs(n))
-            scales.append(float(np.sqrt(np.mean((v / vmax) ** 2))))
+            scales.append(scale)
         self.res.miss_probability, self.res.detectable_rel_error = miss_figures(
             gnorm, tols, scales)
         return all_ok
@@ -349,6 +363,8 @@ class InputChecker:
             res.status = "mismatch"
         elif mode in ("full", "sampled"):
             self.consistency()
+        if res.status == "ok":
+            inconclusive(res, mode)
         if self.a_vals and any(self.failed):
             res.hint = diagnose(self._hint_context(mode))
         g = self.r.grads[self.i]
@@ -382,6 +398,21 @@ class InputChecker:
                            others, dys, ys, res.dtype)
 
 
+def inconclusive(res: InputResult, mode: str) -> None:
+    """Status ``inconclusive`` for an input of which nothing was compared although
+    something was tried (every element or direction sat at a kink)."""
+    if res.checked or not res.kinks:
+        return
+    res.status = "inconclusive"
+    what = "element(s)" if mode in ("full", "sampled") else "direction(s)"
+    where = (f"; {res.kink_outputs} output(s) at kinks" if res.kink_outputs else "")
+    todo = ("check at another point, away from the kinks" if mode == "full" else
+            "rerun with another seed or at another point, or with mode='full' (every "
+            "element alone, kinks skipped one by one)")
+    res.message = (f"nothing compared: all {res.kinks} {what} sat at a kink{where}; "
+                   f"{todo}")
+
+
 def _from_cache(cache: dict[float, Stencil], probe: Callable[[float], Stencil],
                 h: float) -> Stencil:
     hit = cache.get(h)
@@ -403,7 +434,7 @@ def miss_figures(gnorm: float, tols: list[float], scales: list[float]
         sigma = _REL_TARGET * gnorm * s
         p = math.erf(tol / (sigma * math.sqrt(2))) if sigma > 0 else 1.0
         log_miss += math.log(max(p, 1e-300))
-    if gnorm <= 0:
+    if gnorm <= 0 or not np.mean(scales) > 0:
         return math.exp(log_miss), None
     from scipy.special import erfinv
 
@@ -444,18 +475,26 @@ def method_label(method: str, arrays: list[np.ndarray]) -> str:
 def overall(
     results: list[InputResult], nonfinite: list[str]
 ) -> tuple[str, str]:
+    """The status and message of a whole check from its per-input results."""
     if nonfinite:
         return "non-finite", (
             "a perturbed forward produced NaN/Inf at " + ", ".join(nonfinite[:5])
         )
     bad = [r for r in results if not r.passed]
-    if not bad:
-        n = sum(r.checked for r in results)
-        k = sum(r.kinks for r in results)
-        return "ok", (
-            f"{n} element(s)/direction(s) checked, {k} kink(s) skipped, all within tolerance"
-        )
-    names = ", ".join(f"{r.name} ({r.status})" for r in bad)
-    return "mismatch", f"gradient mismatch in {names}"
-
-
+    wrong = [r for r in bad if r.status != "inconclusive"]
+    if wrong:
+        names = ", ".join(f"{r.name} ({r.status})" for r in wrong)
+        return "mismatch", f"gradient mismatch in {names}"
+    n = sum(r.checked for r in results)
+    k = sum(r.kinks for r in results)
+    left = max((r.kink_outputs for r in results), default=0)
+    skipped = f", {k} kink(s) skipped" + (
+        f" ({left} output(s) at kinks left out of a direction)" if left else "")
+    if bad:
+        names = ", ".join(r.name for r in bad)
+        return "inconclusive", f"{names}: {bad[0].message}"
+    if not any(r.compared for r in results if r.differentiated):
+        return "inconclusive", ("nothing was compared: no input to differentiate"
+                                if not any(r.differentiated for r in results) else
+                                f"nothing was compared{skipped}")
+    return "ok", f"{n} element(s)/direction(s) checked{skipped}, all within tolerance"

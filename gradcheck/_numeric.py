@@ -87,6 +87,15 @@ class Runner:
         self.out_shapes: list[tuple[int, ...]] = [tuple(np.shape(y0))]
         self._w_all: float | None = None
         self._bufs: tuple[F64, F64] | None = None  # scratch for the output differences
+        #: ``vjp(dy_flat)``: the backward's gradients (one per array, None where absent)
+        #: for another cotangent; lets a direction leave outputs at kinks out of ``phi``
+        #: (:mod:`gradcheck._kinks`). None where the outputs are one scalar (a loss).
+        self.vjp: Callable[[F64], list[F64 | None]] | None = None
+        #: set once a direction met outputs at kinks: later directions leave them out
+        #: from the start
+        self.kinky = False
+        #: elements kept in the last sparser direction that met no kink (0: none yet)
+        self.sparse_from = 0
 
     # -- low level -------------------------------------------------------------------
     def _run(self) -> F64:
@@ -212,17 +221,7 @@ class Runner:
         the inputs of the gradient times the displacement actually applied (after
         rounding to each input's dtype).
         """
-        moved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for i, v in parts.items():
-            arr = self.arrays[i]
-            step = np.asarray(np.multiply(v, h, dtype=np.float64))  # 0-d stays an array
-            if arr.dtype == np.float64:
-                moved[i] = (arr + step, np.subtract(arr, step, out=step))
-            else:
-                x64 = arr.astype(np.float64)
-                moved[i] = ((x64 + step).astype(arr.dtype), (x64 - step).astype(arr.dtype))
-        yp = self._run_at({i: xp for i, (xp, _xm) in moved.items()})
-        ym = self._run_at({i: xm for i, (_xp, xm) in moved.items()})
+        yp, ym, moved = self.joint_outputs(parts, h)
         analytic = 0.0
         for i, (xp, xm) in moved.items():
             g = self.grads[i]
@@ -238,6 +237,23 @@ class Runner:
         span = 2.0 * h
         return Stencil(d=dpm / span, noise=noise / span, dplus=dp / h, dminus=dm / h,
                        analytic=analytic / span)
+
+    def joint_outputs(self, parts: dict[int, NDArray[np.floating[Any]]], h: float
+                      ) -> tuple[F64, F64, dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """The outputs at ``x + h v`` and ``x - h v`` for a direction ``v`` over several
+        inputs (``parts``), and the perturbed inputs ``{i: (xp, xm)}`` actually used."""
+        moved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for i, v in parts.items():
+            arr = self.arrays[i]
+            step = np.asarray(np.multiply(v, h, dtype=np.float64))  # 0-d stays an array
+            if arr.dtype == np.float64:
+                moved[i] = (arr + step, np.subtract(arr, step, out=step))
+            else:
+                x64 = arr.astype(np.float64)
+                moved[i] = ((x64 + step).astype(arr.dtype), (x64 - step).astype(arr.dtype))
+        yp = self._run_at({i: xp for i, (xp, _xm) in moved.items()})
+        ym = self._run_at({i: xm for i, (_xp, xm) in moved.items()})
+        return yp, ym, moved
 
     # -- step sizes ------------------------------------------------------------------
     def step(self, i: int, method: str, magnitude: float) -> float:

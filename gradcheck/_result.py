@@ -17,6 +17,8 @@ __all__ = ["STATUSES", "CheckResult", "ElementReport", "GradientMismatch", "Inpu
 STATUSES: dict[str, str] = {
     "ok": "the analytic gradient matches the numerical one everywhere it was checked",
     "mismatch": "at least one checked element (or direction) is outside the tolerance",
+    "inconclusive": "nothing could be compared for an input (every element or direction "
+                    "sat at a kink), or nothing at all was compared: no evidence, no pass",
     "shape-mismatch": "the backward returned the wrong number of gradients or a wrong shape",
     "non-finite": "NaN or Inf in the output, a gradient, or a numerical derivative",
     "nondeterministic": "two calls with the same arguments gave different results",
@@ -103,7 +105,8 @@ class InputResult:
     shape : tuple of int
     dtype : str
     status : str
-        ``"ok"``, ``"mismatch"``, ``"non-finite"``, ``"constant"`` (no gradient
+        ``"ok"``, ``"mismatch"``, ``"inconclusive"`` (every element or direction sat at
+        a kink: nothing compared), ``"non-finite"``, ``"constant"`` (no gradient
         returned and none expected) or ``"skipped"`` (integer input).
     mode : str
         ``"full"``, ``"sampled"`` or ``"directional"`` as used for this input.
@@ -116,7 +119,11 @@ class InputResult:
     checked : int
         Number of elements (or directions) compared.
     kinks : int
-        Elements skipped because their stencil straddles a non-differentiable point.
+        Elements (or directions) skipped because their stencil straddles a
+        non-differentiable point.
+    kink_outputs : int
+        Directional mode: outputs found at kinks along a direction and left out of its
+        comparison (the most in one direction); the smooth outputs were compared.
     worst : list of ElementReport
         The worst elements, failures first.
     miss_probability : float or None
@@ -146,6 +153,7 @@ class InputResult:
     rtol: float = 0.0
     checked: int = 0
     kinks: int = 0
+    kink_outputs: int = 0
     worst: list[ElementReport] = field(default_factory=list)
     miss_probability: float | None = None
     detectable_rel_error: float | None = None
@@ -159,6 +167,18 @@ class InputResult:
     def passed(self) -> bool:
         """Whether this input passed (constant and integer inputs pass)."""
         return self.status in ("ok", "constant", "skipped")
+
+    @property
+    def differentiated(self) -> bool:
+        """Whether this input was given to be differentiated (not a constant or an
+        integer input)."""
+        return self.status not in ("constant", "skipped")
+
+    @property
+    def compared(self) -> bool:
+        """Whether something of it was compared (an empty array passes vacuously)."""
+        empty = bool(self.shape) and 0 in self.shape
+        return self.checked > 0 or (empty and self.status == "ok")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -175,6 +195,8 @@ class InputResult:
             "rtol": plain(float(self.rtol)),
             "checked": int(self.checked),
             "kinks": int(self.kinks),
+            "kink_outputs": int(self.kink_outputs),
+            "compared": self.compared,
             "worst": [w.to_dict() for w in self.worst],
             "miss_probability": plain(self.miss_probability),
             "detectable_rel_error": plain(self.detectable_rel_error),
@@ -220,6 +242,9 @@ class CheckResult:
         user's code raised (``where``: the innermost frame of the user's code).
     exception : BaseException or None
         That exception itself (not serialised); ``assert_*`` chain to it.
+    tensors_checked, tensors_total, coverage
+        Properties: the inputs (or parameters) given to be differentiated, how many of
+        them were actually compared, and ``"checked 3/3 tensors"``; in the JSON too.
     """
 
     passed: bool
@@ -243,6 +268,21 @@ class CheckResult:
         return sum(i.kinks for i in self.inputs)
 
     @property
+    def tensors_total(self) -> int:
+        """Inputs (or parameters) given to be differentiated."""
+        return sum(1 for i in self.inputs if i.differentiated)
+
+    @property
+    def tensors_checked(self) -> int:
+        """Of those, the ones actually compared (at least one element or direction)."""
+        return sum(1 for i in self.inputs if i.differentiated and i.compared)
+
+    @property
+    def coverage(self) -> str:
+        """``"checked 11/11 tensors"``: tensors compared out of those to differentiate."""
+        return f"checked {self.tensors_checked}/{self.tensors_total} tensors"
+
+    @property
     def hint(self) -> str:
         """The first hint found on a failing input, if any."""
         for inp in self.inputs:
@@ -264,6 +304,9 @@ class CheckResult:
             "backward_calls": int(self.backward_calls),
             "seed": int(self.seed),
             "kinks": int(self.kinks),
+            "tensors_checked": self.tensors_checked,
+            "tensors_total": self.tensors_total,
+            "coverage": self.coverage,
             "hint": self.hint,
             "notes": list(self.notes),
             "error": dict(self.error) if self.error else None,
@@ -276,8 +319,9 @@ class CheckResult:
         lines = [
             f"gradient check {head} [{self.status}] {self.name}".rstrip(),
             f"  {self.message}",
-            f"  method={self.method} mode={self.mode} evaluations={self.evaluations} "
-            f"seed={self.seed} (rerun with seed={self.seed} to reproduce)",
+            f"  {self.coverage}; method={self.method} mode={self.mode} "
+            f"evaluations={self.evaluations} seed={self.seed} (rerun with seed={self.seed} "
+            "to reproduce)",
         ]
         if self.error and self.error.get("where"):
             lines.append(f"  at {self.error['where']}")
@@ -289,7 +333,9 @@ class CheckResult:
                 extra += f" catches_rel>={inp.detectable_rel_error:.1e}"
             lines.append(
                 f"  {inp.name} {inp.shape} {inp.dtype}: {inp.status} ({inp.mode}, "
-                f"checked={inp.checked}, kinks={inp.kinks}, max_abs={inp.max_abs_error:.3e}, "
+                f"checked={inp.checked}, kinks={inp.kinks}, "
+                + (f"kink_outputs={inp.kink_outputs}, " if inp.kink_outputs else "")
+                + f"max_abs={inp.max_abs_error:.3e}, "
                 f"max_rel={inp.max_rel_error:.3e}, atol={inp.atol:.2e}, rtol={inp.rtol:.1e})"
                 + extra
             )

@@ -52,6 +52,50 @@ def test_correct_layer_passes_and_reports(rng):
     assert "atol" in d["inputs"][0] and "rtol" in d["inputs"][0]
 
 
+def test_coverage_counts_the_inputs_compared_in_text_json_and_report(rng):
+    x, W = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    res = check_vjp(lin_fwd, lin_bwd, [x, W])
+    assert (res.tensors_checked, res.tensors_total) == (2, 2)
+    assert "checked 2/2 tensors" in str(res)
+    d = res.to_dict()
+    assert d["coverage"] == "checked 2/2 tensors" and d["tensors_checked"] == 2
+    from gradcheck import report
+
+    html = report.render_html(report.build_plugin_report([d]))
+    assert "checked 2/2 tensors" in html
+    # a constant input is not one to differentiate
+    res = check_vjp(lin_fwd, lambda dy, c: (dy @ c[1].T, None), [x, W], wrt=[0])
+    assert res.passed and res.coverage == "checked 1/1 tensors"
+
+
+def test_a_check_that_compares_nothing_is_inconclusive_not_passed():
+    def fwd(i):
+        return np.asarray(i, dtype=float) * 2.0, None
+
+    res = check_vjp(fwd, lambda dy, c: (None,), [np.arange(4)])
+    assert not res.passed and res.status == "inconclusive", res.report()
+    assert "nothing was compared" in res.message
+    assert res.coverage == "checked 0/0 tensors"
+    with pytest.raises(GradientMismatch, match="inconclusive"):
+        gradcheck.assert_vjp(fwd, lambda dy, c: (None,), [np.arange(4)])
+
+
+def test_directions_leave_outputs_at_kinks_out_with_the_backward_at_a_masked_dy(rng):
+    x = rng.standard_normal((100, 100))
+    x[rng.random(x.shape) < 0.05] = 0.0  # 5% exactly at the kink
+    res = check_vjp(lambda v: (np.maximum(v, 0), v), lambda dy, v: (dy * (v > 0),), [x],
+                    mode="directional", seed=2)
+    assert res.passed, res.report()
+    inp = res.inputs[0]
+    assert inp.checked >= 2 and inp.kink_outputs > 0
+    assert res.backward_calls > 3  # the backward called again with the masked dy
+    assert "output(s) at kinks left out" in res.message
+    assert res.to_dict()["inputs"][0]["kink_outputs"] == inp.kink_outputs
+    bad = check_vjp(lambda v: (np.maximum(v, 0), v), lambda dy, v: (dy.copy(),), [x],
+                    mode="directional", seed=2)
+    assert bad.status == "mismatch", bad.report()
+
+
 def test_assert_vjp_raises_assertion_error_with_table_and_seed(rng):
     x, W = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
 
@@ -142,10 +186,18 @@ def test_kinks_near_zero_are_skipped_not_hidden(rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_abs_kink(rng, dtype):
+def test_abs_with_every_element_at_its_kink_is_inconclusive_not_passed(rng, dtype):
     x = rng.uniform(-1e-7, 1e-7, 40).astype(dtype)
     res = check_vjp(lambda v: (np.abs(v), v), lambda dy, v: (dy * np.sign(v),), [x])
-    assert res.passed
+    assert not res.passed and res.status == "inconclusive", res.report()
+    assert res.inputs[0].status == "inconclusive" and res.inputs[0].kinks == 40
+    assert "all 40 element(s) sat at a kink" in res.message
+    assert "another point" in res.message
+    # half of the elements away from the kink: those are compared, and the check passes
+    x[:20] -= 1.0
+    res = check_vjp(lambda v: (np.abs(v), v), lambda dy, v: (dy * np.sign(v),), [x])
+    assert res.passed and res.inputs[0].kinks == 20, res.report()
+    assert not check_vjp(lambda v: (np.abs(v), v), lambda dy, v: (dy.copy(),), [x]).passed
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -162,3 +162,66 @@ def test_plan_model_flags_a_tensor_that_gets_no_gradient():
     # localised: ten failures confirmed at smaller steps, the rest screened once
     kinds = {w.kind for w in bad[0].worst if w.failed}
     assert "element" in kinds and res.evaluations < 2 * 64 * 4
+
+
+# -- kinks in a model's parameters --------------------------------------------------------------
+class L1Model:
+    """``|W - T|`` summed, plus ``b . b``: 5% of ``W`` within 1e-6 of ``T`` (one scalar
+    loss, so outputs at kinks cannot be left out: sparser directions are drawn)."""
+
+    def __init__(self, seed, wrong=False):
+        rng = np.random.default_rng(seed)
+        self.t = rng.standard_normal((100, 100))
+        w = rng.standard_normal((100, 100))
+        m = rng.random(w.shape) < 0.05
+        w[m] = self.t[m] + rng.uniform(-1e-6, 1e-6, int(m.sum()))
+        self.params = {"W": w, "b": rng.standard_normal(100)}
+        self.wrong = wrong
+
+    def loss(self):
+        return float(np.abs(self.params["W"] - self.t).sum() + np.sum(self.params["b"] ** 2))
+
+    def loss_and_grads(self):
+        d = self.params["W"] - self.t
+        return self.loss(), {"W": d if self.wrong else np.sign(d), "b": 2 * self.params["b"]}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_model_with_parameters_at_kinks_catches_a_wrong_gradient(seed):
+    res = gradcheck.check_model(L1Model(seed, wrong=True), seed=seed)
+    assert res.status == "mismatch", res.report()
+    assert [i.name for i in res.inputs if not i.passed] == ["W"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_model_with_parameters_at_kinks_passes_a_correct_gradient(seed):
+    res = gradcheck.check_model(L1Model(seed), seed=seed)
+    assert res.passed, res.report()
+    assert res.coverage == "checked 2/2 tensors"
+    w = res.inputs[0]
+    assert w.kinks > 0 and "replaced by sparser ones" in w.message, res.report()
+
+
+class AllAtKinks:
+    """``sum(relu(W - T))`` at ``W = T``: every direction meets a kink."""
+
+    def __init__(self):
+        self.t = np.random.default_rng(0).standard_normal((50, 50))
+        self.params = {"W": self.t.copy()}
+
+    def loss(self):
+        return float(np.maximum(self.params["W"] - self.t, 0.0).sum())
+
+    def loss_and_grads(self):
+        return self.loss(), {"W": (self.params["W"] > self.t).astype(float)}
+
+
+def test_model_whose_every_direction_meets_a_kink_is_inconclusive_not_passed():
+    res = gradcheck.check_model(AllAtKinks())
+    assert not res.passed and res.status == "inconclusive", res.report()
+    w = res.inputs[0]
+    assert w.status == "inconclusive" and w.checked == 0 and w.kinks > 0
+    assert "mode='full'" in res.message and "sat at a kink" in res.message
+    assert not w.hint  # not "no gradient flows": nothing was compared
+    assert res.coverage == "checked 0/1 tensors"
+    assert res.to_dict()["tensors_checked"] == 0 and res.to_dict()["status"] == "inconclusive"
