@@ -446,12 +446,15 @@ def run_verification(
                               seed, faults).get("budgets_task", [[]])[0]
     say("results of the test run, security, snapshots", advance=True)
     snapshot_ok, snap_section = _snapshot_section(subj, subject, snapshots, say)
-    verdict, data = _assemble(subj, subject, level, seed, t0, by_fn, budget_results, faults,
-                              reports, snapshot_ok, snap_section)
+    verdict, data, crit = _assemble(subj, subject, level, seed, t0, by_fn, budget_results,
+                                    faults, reports, snapshot_ok, snap_section)
     data["environment"]["report workers"] = (
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
     _write(out_path, data)
+    for c in crit:  # the same criteria as the report, for the terminal
+        if c.status not in ("met", "not applicable"):
+            say(f"criterion {c.id} ({c.name}): {c.status}: {c.figure}")
     say(f"wrote {out_path} and {out_path.with_suffix('.json')} ({verdict.upper()})")
     return verdict
 
@@ -459,8 +462,9 @@ def run_verification(
 def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
               by_fn: dict[str, list[Any]], budget_results: list[Any],
               faults: list[FaultRow], reports: Path, snapshot_ok: bool,
-              snap_section: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The criteria, the verdict and the report's data."""
+              snap_section: dict[str, Any]
+              ) -> tuple[str, dict[str, Any], list[Criterion]]:
+    """The verdict, the report's data and the criteria."""
     layers, models = by_fn.get("layer_task", []), by_fn.get("model_task", [])
     catalog: list[CatalogRow] = [row for group in by_fn.get("catalog_results", [])
                                  for row in group]
@@ -482,7 +486,7 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
     from .budgets import BUDGET_THREADS
 
     data["environment"]["budget BLAS threads"] = str(BUDGET_THREADS)
-    return verdict, data
+    return verdict, data, crit
 
 
 def _snapshot_section(subj: Subject, ref: SubjectRef, directory: str | None,

@@ -246,6 +246,7 @@ def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
     assert "compared with" in sections["snapshots"]["text"]
     assert str(Path("snapshots", "reference")) in sections["snapshots"]["text"]
     assert "[3/3" in proc.stderr  # progress was shown
+    assert "criterion 10 (code coverage > 80%): not run: no coverage" in proc.stderr
     env = data["environment"]
     assert env["numpy"] and env["git_commit"]
     assert env["blas_core_type"] and env["budget BLAS threads"] == "1"
