@@ -93,7 +93,7 @@ def _fix_allocator(threshold: int = 1 << 30) -> bool:
 
     By default glibc moves its mmap threshold with the history of the process (each
     freed large block raises it), so two processes running the same code can differ in
-    whether a large array costs page faults at every call: on the reference model's
+    whether a large array costs page faults at every call: on a small transformer's
     training step, a 20% difference in CPU time. Fixed thresholds make both workers
     allocate alike (and keep freed pages for reuse, as the model's training loop does).
     """

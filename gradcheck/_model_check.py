@@ -43,7 +43,7 @@ def check_model(
         ``loss(*batch) -> float`` and ``loss_and_grads(*batch) -> (float, dict)``,
         such as :class:`model.Transformer`.
     *batch
-        The arguments of ``loss`` (for the reference model: ``tokens, targets``).
+        The arguments of ``loss`` (``tokens, targets`` for a language model).
     seed : int
     mode : {"auto", "full", "sampled", "directional"}
         ``auto`` checks tensors of at most ``full_threshold`` elements element by
@@ -62,7 +62,7 @@ def check_model(
         At most this many joint directions (6): after two over all tensors, the next
         ones span only the tensors whose stated probability of missing a relative 1e-4
         error is still above 1e-6, and they stop when none is left (10-12 loss
-        evaluations for the plan's model in float64).
+        evaluations for a 54-tensor transformer in float64).
     params : list of str, optional
         Check only these parameters (default: all).
     name : str

@@ -41,9 +41,8 @@ from typing import Any
 __all__ = ["DEFAULT_CASE_TIMEOUT", "FAULT_STATUSES", "Fault", "Task", "fault_of",
            "run_isolated", "run_tasks"]
 
-#: Seconds a case may run by default (``gradcheck report --case-timeout``). The slowest
-#: case of the reference model (a model case of ``gradcheck report --full``) took 20 s on
-#: two cores shared with four other busy processes; this leaves room for a slower CPU.
+#: Seconds a case may run by default (``gradcheck report --case-timeout``): fifteen times
+#: the slowest model case measured on two busy cores (20 s), room for a slower CPU.
 DEFAULT_CASE_TIMEOUT = 300.0
 
 #: The statuses a task can end with besides its own result.

@@ -195,7 +195,7 @@ def run_diff(
     base, head : str
         Git revisions (a branch, ``HEAD~1``, ``origin/main``, a commit id).
     subject : str, optional
-        ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the reference model),
+        ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the installed default subject),
         imported at each revision from the folder that corresponds to ``cwd``.
     level : str
         ``quick``, ``default`` or ``full``: the subject's model cases of that level, and

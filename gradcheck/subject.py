@@ -9,7 +9,7 @@ report's tables of them), snapshot cases and the folder of their recorded snapsh
 its own code and test commands. What it does not declare is "not applicable" in the
 report, with the reason: never a failure, never silently missing, never another
 subject's values. :data:`DEFAULT_SUBJECT` names the subject of every command run
-without ``--subject`` (the repository's reference model).
+without ``--subject`` (declared as an entry point by the distribution that ships it).
 
 Example
 -------
@@ -33,9 +33,22 @@ import numpy as np
 __all__ = ["DEFAULT_SUBJECT", "BudgetSection", "LayerCase", "ModelCase", "Subject",
            "SubjectError", "TrainingRun", "load_subject"]
 
-#: ``MODULE:NAME`` of the subject of every command run without ``--subject`` (the one
-#: place it is written).
-DEFAULT_SUBJECT = "model.subject:REFERENCE"
+#: Entry-point group in which a distribution names its default subject (``default``).
+SUBJECT_GROUP = "gradcheck.subjects"
+
+
+def _installed_default() -> str:
+    """``MODULE:NAME`` of the installed default subject, or ``""`` when none is declared
+    (this project declares its reference model in ``pyproject.toml``)."""
+    from importlib.metadata import entry_points
+
+    found = [ep.value for ep in entry_points(group=SUBJECT_GROUP) if ep.name == "default"]
+    return found[0] if found else ""
+
+
+#: ``MODULE:NAME`` of the subject of every command run without ``--subject``: the entry
+#: point ``default`` of the group :data:`SUBJECT_GROUP`; ``""`` when none is installed.
+DEFAULT_SUBJECT = _installed_default()
 
 Inputs = Callable[[np.random.Generator, np.dtype[Any]], Any]
 
@@ -331,6 +344,9 @@ def load_subject(spec: str) -> Subject:
         With a one-line reason: malformed, no such module, no such attribute, not a
         Subject.
     """
+    if spec == "":
+        raise SubjectError(f"no subject named (--subject MODULE:NAME) and no default "
+                           f"subject installed (entry point 'default' in {SUBJECT_GROUP!r})")
     if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
         raise SubjectError(f"--subject must look like MODULE:NAME, got {spec!r}")
     module_name, attr = spec.split(":")

@@ -235,10 +235,22 @@ def test_the_library_holds_no_name_of_the_reference_model():
     from model.measure import load_table
 
     root = Path(__file__).resolve().parent.parent
-    names = [*load_table(), "snapshots/reference", "model/", "memory_model"]
+    names = [*load_table(), "snapshots/reference", "model/", "memory_model",
+             "model.subject", "REFERENCE"]
     found = [(p.name, n) for p in (root / "gradcheck").rglob("*")
              if p.suffix in (".py", ".html", ".toml") for n in names if n in p.read_text()]
     assert not found, found
+
+
+def test_default_subject_is_the_installed_entry_point(monkeypatch):
+    """The default subject is declared by the distribution (pyproject's entry point);
+    with none installed, a command without --subject says so in one line."""
+    import gradcheck.subject as subject_module
+
+    assert subject_module.DEFAULT_SUBJECT == subject_module._installed_default()
+    assert subject_module.DEFAULT_SUBJECT == "model.subject:REFERENCE"
+    with pytest.raises(subject_module.SubjectError, match="no default subject installed"):
+        subject_module.load_subject("")
 
 
 def test_subject_paths_must_be_strings():
