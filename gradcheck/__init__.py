@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "DEFAULT_RTOL": "._options",
+    "Options": "._options",
     "assert_vjp": "._core",
     "check_grad": "._core",
     "check_vjp": "._core",
@@ -56,6 +57,7 @@ __all__ = [
     "LayerCase",
     "LayerConventionError",
     "ModelCase",
+    "Options",
     "Subject",
     "TrainingRun",
     "__version__",
@@ -76,7 +78,7 @@ if TYPE_CHECKING:
     from ._elementwise import assert_elementwise, check_elementwise
     from ._layer import LayerConventionError, assert_layer, assert_loss, check_layer, check_loss
     from ._model_check import check_model
-    from ._options import DEFAULT_RTOL
+    from ._options import DEFAULT_RTOL, Options
     from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
     from .subject import LayerCase, ModelCase, Subject, TrainingRun
 

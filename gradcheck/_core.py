@@ -519,21 +519,10 @@ def run_protocol_check(
 
 
 def check_vjp(
-    fwd: Callable[..., Any],
-    bwd: Callable[..., Any],
-    inputs: Sequence[Any] | dict[str, Any],
-    *,
-    wrt: Any = None,
-    seed: int = 0,
-    mode: str = "auto",
-    method: str = "auto",
-    atol: float | None = None,
-    rtol: float | None = None,
-    directions: int = 6,
-    samples: int = 64,
-    budget: int = 20_000,
-    localise: bool = True,
-    name: str = "",
+    fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Sequence[Any] | dict[str, Any],
+    *, wrt: Any = None, seed: int = 0, mode: str = "auto", method: str = "auto",
+    atol: float | None = None, rtol: float | None = None, directions: int = 6,
+    samples: int = 64, budget: int = 20_000, localise: bool = True, name: str = "",
 ) -> CheckResult:
     """Check a hand-written backward against finite differences of its forward.
 
@@ -551,64 +540,34 @@ def check_vjp(
         The arguments of ``fwd``: arrays, or lists, tuples and dicts of arrays, nested.
         They are copied; the caller's arrays are never touched.
     wrt : int, str or sequence of them, optional
-        The inputs to differentiate (indices, or names for dict inputs). The others are
-        constants of any type, passed through (a private copy) and not checked. By
-        default every input is differentiated, and a ``None`` gradient for a floating
-        input is a failure.
-    seed : int, optional
-        Seeds the ``numpy.random.Generator`` for the cotangent ``dy``, the directions
-        and the samples. Printed in every failure message.
-    mode : {"auto", "full", "sampled", "directional"}
-        ``full``: every element (elements the forward keeps apart, such as the rows
-        of a LayerNorm, move together, each credited with its own outputs; an element
-        that does not pass at once is judged alone); ``sampled``: ``samples`` random
-        elements per input; ``directional``: at most ``directions`` random directions
-        spanning all inputs together (2 evaluations each, whatever the number and size
-        of the inputs; after two, only inputs whose stated probability of missing a
-        relative 1e-4 error is above 1e-6 stay in them); ``auto``: ``full`` while
-        ``2 * total elements <= budget``.
-    method : {"auto", "central", "richardson", "complex"}
-        ``central`` (2 evaluations per element, failures re-examined with Richardson
-        extrapolation and kink detection), ``richardson`` (4 per element), ``auto``
-        (``central`` for float64 inputs, ``richardson`` for float32 and float16), or
-        ``complex`` (complex step, used only after it has been verified to agree with
-        finite differences; otherwise central differences, with a note).
-    atol, rtol : float, optional
-        Override the tolerance ``|a - n| <= atol + rtol * |n|``. By default ``atol``
-        is derived from the estimated error of each numerical derivative and ``rtol``
-        from the dtype (:data:`DEFAULT_RTOL`).
-    directions, samples, budget : int
-        See ``mode``.
-    localise : bool
-        After a directional failure, bisect the inputs down to the wrong ones, then
-        find their wrong elements.
-    name : str
-        A label for reports.
+        The inputs to differentiate (indices, or names for dict inputs); the others are
+        constants of any type, passed through as private copies. By default every input
+        is, and a ``None`` gradient for a floating input is a failure.
+    seed, mode, method, atol, rtol, directions, samples, budget, localise, name
+        The option set of every check, documented once in :class:`gradcheck.Options`.
 
     Returns
     -------
     CheckResult
-        ``passed``, ``status`` (see :data:`gradcheck.STATUSES`), per-input errors and
-        tolerances, the worst elements, evaluations spent and the seed. A forward or
-        backward that raises gives status ``error`` with the exception's type, message
-        and innermost frame of the user's code.
+        ``passed``, ``status`` (:data:`gradcheck.STATUSES`), per-input errors and
+        tolerances, the worst elements, evaluations, coverage and the seed. A forward or
+        backward that raises gives status ``error`` (type, message, innermost frame).
 
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments (not for a wrong gradient, nor for an exception in the
-        user's code: those are statuses).
+        For invalid arguments (never for a wrong gradient or an exception in the user's
+        code: those are statuses).
     """
     opts = validate_options(seed=seed, mode=mode, method=method, atol=atol, rtol=rtol,
                             directions=directions, samples=samples, budget=budget,
                             localise=localise, name=name)
-    if not callable(fwd):
-        raise TypeError(f"fwd must be callable, got {type(fwd).__name__}")
-    if not callable(bwd):
-        raise TypeError(f"bwd must be callable, got {type(bwd).__name__}")
+    for label, fn in (("fwd", fwd), ("bwd", bwd)):
+        if not callable(fn):
+            raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+    conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
     # Floating-point warnings inside the user's functions become a "non-finite"
     # status with the place named, not an exception half-way through a check.
-    conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
     with np.errstate(all="ignore"):
         res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts)
     res.notes = [*res.notes, *conv.notes]

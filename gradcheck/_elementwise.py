@@ -57,7 +57,7 @@ def check_elementwise(
     wrt : int
         The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``).
     **options
-        As for :func:`gradcheck.check_vjp` (``seed``, ``mode``, ``rtol``...).
+        The option set of every check (:class:`gradcheck.Options`).
 
     Returns
     -------

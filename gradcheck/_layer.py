@@ -345,7 +345,7 @@ def check_layer(
         The names to differentiate (``"x0"``, ``"x1"`` for the inputs, the parameter
         names); the others are held constant.
     **options
-        As for :func:`gradcheck.check_vjp` (``seed``, ``mode``, ``rtol``...).
+        The option set of every check (:class:`gradcheck.Options`).
 
     Returns
     -------
@@ -365,9 +365,8 @@ def check_layer(
                               _wanted(inputs, wrt))
         except (UserCodeError, ProtocolError) as exc:
             res = _error_result(exc, opts.seed, opts.name, "layer")
-            record(res)
-            return res
-        res = _run(proto, len(inputs), inputs, wrt, opts)
+        else:
+            res = _run(proto, len(inputs), inputs, wrt, opts)
     record(res)
     return res
 
@@ -435,7 +434,7 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     *constants
         Further arguments of any type (labels, float targets), held constant.
     **options
-        As for :func:`gradcheck.check_vjp`.
+        The option set of every check (:class:`gradcheck.Options`).
 
     Returns
     -------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,20 +20,10 @@ __all__ = ["check_model", "failure_message"]
 
 
 def check_model(
-    model: Any,
-    *batch: Any,
-    seed: int = 0,
-    mode: str = "auto",
-    method: str = "auto",
-    atol: float | None = None,
-    rtol: float | None = None,
-    directions: int = 6,
-    samples: int = 64,
-    full_threshold: int = 0,
-    localise: bool = True,
-    params: list[str] | None = None,
-    name: str = "",
-    twin: Any = None,
+    model: Any, *batch: Any, seed: int = 0, mode: str = "auto", method: str = "auto",
+    atol: float | None = None, rtol: float | None = None, directions: int = 6,
+    samples: int = 64, full_threshold: int = 0, localise: bool = True,
+    params: list[str] | None = None, name: str = "", twin: Any = None,
 ) -> CheckResult:
     """Check every parameter gradient of a model against finite differences of its loss.
 
@@ -40,50 +31,30 @@ def check_model(
     ----------
     model : object
         Anything with ``params`` (dict of name -> float ndarray, read by ``loss``),
-        ``loss(*batch) -> float`` and ``loss_and_grads(*batch) -> (float, dict)``,
-        such as :class:`model.Transformer`.
+        ``loss(*batch) -> float`` and ``loss_and_grads(*batch) -> (float, dict)``.
     *batch
         The arguments of ``loss`` (``tokens, targets`` for a language model).
-    seed : int
-    mode : {"auto", "full", "sampled", "directional"}
-        ``auto`` checks tensors of at most ``full_threshold`` elements element by
-        element and all the others together along ``directions`` joint random
-        directions (one direction spans every parameter tensor, each tensor's part
-        scaled to it). A failing direction is localised: the tensors are bisected
-        down to the failing ones, then their elements. ``directional``: every tensor
-        along the joint directions.
-    full_threshold : int
-        See ``mode`` (it takes the place of ``budget`` of the other checks, which
-        ``check_model`` does not take); 0 (the default) checks every tensor along the
-        joint directions, about 5 training steps' worth of loss evaluations for the whole model.
-    method, atol, rtol, samples, localise
-        As for :func:`gradcheck.check_vjp`.
-    directions : int
-        At most this many joint directions (6): after two over all tensors, the next
-        ones span only the tensors whose stated probability of missing a relative 1e-4
-        error is still above 1e-6, and they stop when none is left (10-12 loss
-        evaluations for a 54-tensor transformer in float64).
+    seed, mode, method, atol, rtol, directions, samples, full_threshold, localise, name
+        The option set of every check (:class:`gradcheck.Options`). By default every
+        tensor moves along at most 6 joint directions (each tensor's part scaled to
+        it): 10-12 loss evaluations for a 54-tensor transformer in float64; a failing
+        direction is bisected down to the failing tensors, then their elements.
     params : list of str, optional
         Check only these parameters (default: all).
-    name : str
-        A label for reports.
     twin : object, optional
-        For a float32 (or narrower) model: the same model in float64, holding the same
-        parameter values (same names and shapes). The twin is checked against finite
-        differences (float64, as above), and each float32 gradient tensor is compared
-        with the twin's: it fails when it differs by more than 8 times the rounding
-        of float32 in it, measured by recomputing the gradients at parameters one
-        rounding unit away. Catches relative errors of about 1e-5 per tensor, where
+        For a float32 (or narrower) model: the same model in float64 with the same
+        parameter values. The twin is checked by finite differences, and each float32
+        gradient tensor against the twin's, within 8 times float32's rounding in it
+        (measured one rounding unit away): about 1e-5 relative per tensor, where
         finite differences of a float32 loss resolve about 1e-1.
 
     Returns
     -------
     CheckResult
-        One :class:`InputResult` per parameter tensor (mode ``"twin"`` with a twin;
-        the twin's own failures, if any, are reported with ``"(float64 twin)"``); a
-        parameter whose gradient is zero or missing while its numerical gradient is
-        not fails with the hint
-        "no gradient flows to this parameter".
+        One :class:`InputResult` per parameter tensor (mode ``"twin"`` with a twin; the
+        twin's own failures say ``"(float64 twin)"``); a parameter whose gradient is
+        zero or missing while its numerical gradient is not fails with the hint "no
+        gradient flows to this parameter".
 
     Notes
     -----
@@ -96,29 +67,41 @@ def check_model(
     if opts.method == "complex":
         raise ValueError("check_model supports method 'central' or 'richardson', not 'complex'")
     names = _parameter_names(model, params, "model")
-    models = [model]
     if twin is not None:
         _parameter_names(twin, names, "twin")
         _check_twin_values(model, twin, names)
-        models.append(twin)
-    saved = [{n: m.params[n].copy() for n in names} for m in models]
+    res = _restoring([model] if twin is None else [model, twin], names,
+                     lambda: _run_checks(model, twin, batch, names, opts))
+    record(res)
+    return res
+
+
+def _run_checks(model: Any, twin: Any, batch: tuple[Any, ...], names: list[str],
+                opts: Options) -> CheckResult:
+    """The check itself; a protocol error or the user's exception becomes the status."""
     with np.errstate(all="ignore"):
         try:
             if twin is None:
-                res = _check_model(model, batch, names, opts)
-            else:
-                res = _check_with_twin(model, twin, batch, names, opts)
+                return _check_model(model, batch, names, opts)
+            return _check_with_twin(model, twin, batch, names, opts)
         except ProtocolError as exc:
-            res = _early(opts, exc.status, exc.message)
+            return _early(opts, exc.status, exc.message)
         except UserCodeError as exc:
             res = _early(opts, "error", f"{exc.what} raised {exc.type}: {exc.text}")
             res.error, res.exception = exc.as_dict(), exc.exc
-        finally:
-            for m, kept in zip(models, saved, strict=True):
-                for n in names:
-                    np.copyto(m.params[n], kept[n])
-    record(res)
-    return res
+            return res
+
+
+def _restoring(models: list[Any], names: list[str],
+               run: Callable[[], CheckResult]) -> CheckResult:
+    """``run()``, then every model's parameters restored bit for bit, whatever happened."""
+    saved = [{n: m.params[n].copy() for n in names} for m in models]
+    try:
+        return run()
+    finally:
+        for m, kept in zip(models, saved, strict=True):
+            for n in names:
+                np.copyto(m.params[n], kept[n])
 
 
 def _parameter_names(model: Any, params: list[str] | None, label: str) -> list[str]:

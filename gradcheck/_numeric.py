@@ -300,13 +300,9 @@ class Runner:
         *,
         screen: bool = False,
     ) -> tuple[float, float, float, float, float, bool]:
-        """Compare one element or direction.
-
-        Returns ``(analytic, numeric, error, atol, rtol, is_kink)``; the caller decides
-        pass/fail from ``error <= atol + rtol*|numeric|``. With ``screen`` a failure of
-        the first comparison is returned as it is, without the closer look (smaller
-        steps, kinks) that a failure otherwise gets.
-        """
+        """Compare one element or direction: ``(analytic, numeric, error, atol, rtol,
+        is_kink)``. With ``screen`` a failure of the first comparison is returned as it
+        is, without the closer look (smaller steps, kinks) a failure otherwise gets."""
         h = self.step(i, "central" if method == "central" else "richardson", magnitude)
         s1 = probe(h)
         a = s1.analytic
@@ -346,23 +342,27 @@ class Runner:
                 # smooth point gives the same numerical value at every step and stays a
                 # mismatch.
                 return out
-            # Kink test: for a smooth function the one-sided gap shrinks linearly with h.
-            gap1 = s1.dplus - s1.dminus
-            gap2 = s2.dplus - s2.dminus
-            dev = abs(gap1 - 2.0 * gap2)
-            noise_os = 4.0 * (s1.noise + s2.noise)
-            big = max(abs(gap1), abs(gap2))
-            if dev > 0.25 * big and dev > noise_os:
-                sides = (s1.dplus, s1.dminus, s2.dplus, s2.dminus)
-                lo, hi = min(sides), max(sides)
-                slack = tol + noise_os
-                if lo - slack <= a <= hi + slack:
-                    return a, n, error, atol, rtol, True
+            if _one_sided_at_kink(s1, s2, a, tol):
+                return a, n, error, atol, rtol, True
             if 8.0 * err > abs(n) + abs(a):
                 break  # the noise has taken over: smaller steps cannot say more
         if first is None:  # pragma: no cover - the loop always runs once
             raise RuntimeError("internal error: no comparison made")
         return first
+
+
+def _one_sided_at_kink(s1: Stencil, s2: Stencil, a: float, tol: float) -> bool:
+    """Whether the stencils straddle a kink (for a smooth function the one-sided gap
+    shrinks linearly with the step) and ``a`` is a valid one-sided derivative there."""
+    gap1 = s1.dplus - s1.dminus
+    gap2 = s2.dplus - s2.dminus
+    dev = abs(gap1 - 2.0 * gap2)
+    noise_os = 4.0 * (s1.noise + s2.noise)
+    if not (dev > 0.25 * max(abs(gap1), abs(gap2)) and dev > noise_os):
+        return False
+    sides = (s1.dplus, s1.dminus, s2.dplus, s2.dminus)
+    slack = tol + noise_os
+    return min(sides) - slack <= a <= max(sides) + slack
 
 
 def resolve_method(method: str, dtype: np.dtype[Any]) -> str:

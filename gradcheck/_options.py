@@ -47,7 +47,44 @@ _WHY = {
 
 @dataclass(frozen=True)
 class Options:
-    """Validated options of one check (see :func:`gradcheck.check_vjp` for each)."""
+    """The keyword-only options every check takes, with their defaults.
+
+    Attributes
+    ----------
+    seed : int
+        Seeds the ``numpy.random.Generator`` of the cotangent ``dy``, the directions and
+        the samples; printed in every failure message.
+    mode : {"auto", "full", "sampled", "directional"}
+        ``full``: every element (elements the forward keeps apart, such as the rows of
+        a LayerNorm, move together, each credited with its own outputs; one that does
+        not pass at once is judged alone). ``sampled``: ``samples`` random elements
+        per input. ``directional``: at most ``directions`` random directions spanning
+        all inputs (or parameter tensors) together, 2 evaluations each; after two,
+        only those whose stated probability of missing a relative 1e-4 error is above
+        1e-6 stay in them. ``auto``: ``full`` while ``2 * elements <= budget``
+        (``check_model``: tensors of at most ``full_threshold`` elements in full, the
+        others along joint directions).
+    method : {"auto", "central", "richardson", "complex"}
+        ``central`` (2 evaluations per element, failures re-examined with Richardson
+        extrapolation and kink detection), ``richardson`` (4), ``auto`` (``central``
+        for float64, ``richardson`` for narrower floats), ``complex`` (the complex
+        step, used only once it agrees with finite differences; not for models).
+    atol, rtol : float or None
+        Override the tolerance ``|a - n| <= atol + rtol * |n|``; by default ``atol``
+        comes from the estimated error of each numerical derivative and ``rtol`` from
+        the dtype (:data:`DEFAULT_RTOL`).
+    directions, samples : int
+        See ``mode``.
+    budget : int
+        Evaluations mode ``auto`` may spend on a full check (functions and layers).
+    full_threshold : int
+        ``check_model`` only: see ``mode``; 0 checks every tensor jointly.
+    localise : bool
+        After a directional failure, bisect the inputs down to the wrong ones, then
+        find their wrong elements.
+    name : str
+        A label for reports.
+    """
 
     seed: int = 0
     mode: str = "auto"

@@ -135,7 +135,8 @@ def _diff_parser(sub: Any) -> None:
         help="regression-check the working tree against a git revision (correctness, "
         "values, speed side by side)",
         description=f"Check every layer and model case of a subject (default: "
-        f"{DEFAULT_SUBJECT or 'none installed'}) at BASE and at the working tree (or --head REV), compare their values with "
+        f"{DEFAULT_SUBJECT or 'none installed'}) at BASE and at the working tree (or "
+        "--head REV), compare their values with "
         "the dtype tolerances of compare, and time every forward, backward and training "
         "step in both revisions alternately. BASE is written out in a temporary folder, "
         "removed afterwards. Exit status 0: no regression; 1: a check that went ok -> fail, "
