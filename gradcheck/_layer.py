@@ -253,16 +253,13 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
     _check_methods(layer, forward, backward)
     shapes = [np.shape(x) if isinstance(x, np.ndarray) else
               "sequence" if isinstance(x, (list, tuple)) else None for x in inputs]
-    if params is not None:
-        return _Protocol(layer, forward, backward, len(inputs), _explicit(params, grads),
-                         wanted, shapes=shapes)
-    init = copy.deepcopy(layer)
-    out = _call(init, forward, copy.deepcopy(list(inputs)))
-    probe = copy.deepcopy(init)
-    dy = _ones_like(out)
-    style, _ = _call_style(getattr(probe, backward), dy, f"{type(layer).__name__}.{backward}")
-    args = list(dy) if style == "spread" else [dy] if style == "one" else []
-    _call(probe, backward, args)
+    named = _explicit(params, grads) if params is not None else None
+    if named == []:
+        return _Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes)
+    init, probe = _probe(layer, inputs, forward, backward)
+    if named is not None:
+        _resolve_named(layer, init, probe, named, params, grads)
+        return _Protocol(layer, forward, backward, len(inputs), named, wanted, shapes=shapes)
     found = parameters(layer, probe)
     missing = unmatched(layer, found)
     base, notes = layer, []
@@ -281,6 +278,40 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
     if missing:
         raise _convention_error(layer, missing)
     return _Protocol(base, forward, backward, len(inputs), found, wanted, notes, shapes=shapes)
+
+
+def _probe(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str
+           ) -> tuple[Any, Any]:
+    """Copies of the layer after one forward (``init``) and after its backward too."""
+    init = copy.deepcopy(layer)
+    out = _call(init, forward, copy.deepcopy(list(inputs)))
+    probe = copy.deepcopy(init)
+    dy = _ones_like(out)
+    style, _ = _call_style(getattr(probe, backward), dy, f"{type(layer).__name__}.{backward}")
+    args = list(dy) if style == "spread" else [dy] if style == "one" else []
+    _call(probe, backward, args)
+    return init, probe
+
+
+def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],
+                   params: dict[str, Any], grads: Any) -> None:
+    """Every path given in ``params=`` must lead to an array of the layer (before or
+    after its first forward) and every path in ``grads=`` to one after a backward."""
+    given = grads if isinstance(grads, dict) else {}
+    for p in named:
+        for arg, path, objs in (("params", p.value, (layer, init)), ("grads", p.grad, (probe,))):
+            if not isinstance(path, str) or any(
+                    isinstance(try_path(o, path), (np.ndarray, np.generic, float))
+                    for o in objs):
+                continue
+            where = "after a forward and backward" if arg == "grads" else "in the layer"
+            dflt = "" if arg == "params" or p.name in given else " (the default for " \
+                f"params[{p.name!r}]; give grads= to name it)"
+            held = sorted({q for q, _ in float_arrays(probe).values()})
+            raise LayerConventionError(
+                f"{arg}[{p.name!r}] = {path!r}{dflt}: no array at that path {where} of "
+                f"{type(layer).__name__}; it holds the float arrays "
+                f"{', '.join(held) if held else '(none)'}")
 
 
 def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
@@ -359,6 +390,7 @@ def check_layer(
         the message lists them by path, what was looked for and how to name them.
     """
     opts = validate_options("check_layer", **options)
+    wrt = _wrt_names(wrt, len(inputs))
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,
@@ -390,6 +422,26 @@ def _run(proto: _Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Opti
                              kind="layer")
     res.notes = list(res.notes) + [t for t in proto.notes if t not in res.notes]
     return res
+
+
+def _wrt_names(wrt: Any, n: int) -> Any:
+    """``wrt`` with input positions (``0``, ``-1``) read as the inputs' names ``x0``..."""
+    if wrt is None or isinstance(wrt, str):
+        return wrt
+    items = [wrt] if isinstance(wrt, int) and not isinstance(wrt, bool) else wrt
+    try:
+        items = list(items)
+    except TypeError:
+        return wrt  # the core's validator names what is wrong
+    out = []
+    for k in items:
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if not -n <= k < n:
+                raise ValueError(f"wrt= names input {k}, but forward takes {n} input(s); "
+                                 "name parameters by name (e.g. wrt=['x0', 'W'])")
+            k = f"x{int(k) % n}"
+        out.append(k)
+    return out
 
 
 def _wanted(inputs: tuple[Any, ...], wrt: Any) -> list[int]:

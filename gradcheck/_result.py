@@ -279,8 +279,15 @@ class CheckResult:
 
     @property
     def coverage(self) -> str:
-        """``"checked 11/11 tensors"``: tensors compared out of those to differentiate."""
-        return f"checked {self.tensors_checked}/{self.tensors_total} tensors"
+        """``"checked 11/11 tensors"``: tensors compared out of those to differentiate;
+        for a layer, parameters and inputs that ``wrt`` left out count in the total
+        (``"checked 1/3 tensors (2 held constant by wrt: W, b)"``), since a layer's
+        parameters are found, not listed by the user."""
+        held = [i.name for i in self.inputs if self.kind == "layer"
+                and i.status == "constant" and i.message.startswith("not in wrt")]
+        text = f"checked {self.tensors_checked}/{self.tensors_total + len(held)} tensors"
+        return text + (f" ({len(held)} held constant by wrt: {', '.join(held)})" if held
+                       else "")
 
     @property
     def hint(self) -> str:

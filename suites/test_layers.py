@@ -797,3 +797,47 @@ def test_gradients_for_the_floating_inputs_only_need_no_wrt():
     w = np.linspace(0.5, 1.5, 4)
     res = gradcheck.check_vjp(scale_forward, scale_backward, [x, w, {"k": 3}])
     assert res.passed and any("floating inputs [0, 1]" in n for n in res.notes), res.report()
+
+
+# -- issue 19 review: what wrt= leaves out is visible; wrong names are clear errors --------
+class ListBadDb(ListLayer):
+    def backward(self, dout):
+        dx = super().backward(dout)
+        self.grads[1][...] = 0.0  # db never computed
+        return dx
+
+
+def test_parameters_left_out_by_wrt_count_in_the_coverage_with_the_reason():
+    res = gradcheck.check_layer(ListBadDb(), X, wrt=["x0"])
+    assert res.passed, res.report()  # the user asked for x0 only
+    assert res.coverage == ("checked 1/3 tensors (2 held constant by wrt: params[0], "
+                            "params[1])")
+    assert res.coverage in str(res) and res.to_dict()["coverage"] == res.coverage
+    caught = gradcheck.check_layer(ListBadDb(), X, wrt=["x0", "params[1]"])
+    assert caught.status == "mismatch" and caught.coverage.startswith("checked 2/3 tensors")
+
+
+def test_wrt_takes_input_positions_as_check_vjp_does():
+    for wrt in ([0], 0, [-1]):
+        res = gradcheck.check_layer(ListBadDb(), X, wrt=wrt)
+        assert res.passed and [i.status for i in res.inputs] == ["ok", "constant", "constant"]
+    res = gradcheck.check_layer(ListBadDb(), X, wrt=[0, "params[1]"])
+    assert [i.name for i in res.inputs if not i.passed] == ["params[1]"]
+    with pytest.raises(ValueError, match="wrt= names input 2, but forward takes 1 input"):
+        gradcheck.check_layer(ListBadDb(), X, wrt=[2])
+
+
+def test_a_path_given_that_leads_nowhere_is_an_error_naming_it_and_what_is_held():
+    with pytest.raises(LayerConventionError) as info:
+        gradcheck.check_layer(Dense(3, 2), X, params={"W": "W"}, grads={"W": "dw"})
+    msg = str(info.value)
+    assert "grads['W'] = 'dw'" in msg and "after a forward and backward" in msg
+    assert "it holds the float arrays W, b, dW, db, x" in msg
+    with pytest.raises(LayerConventionError, match=r"params\['W'\] = 'Wt': no array at that "
+                       r"path in the layer of Dense; it holds the float arrays W, b, dW, db"):
+        gradcheck.check_layer(Dense(3, 2), X, params={"W": "Wt"}, grads={"W": "dW"})
+    with pytest.raises(LayerConventionError, match=r"grads\['weights'\] = 'dweights' \(the "
+                       r"default for params\['weights'\]; give grads= to name it\)"):
+        gradcheck.check_layer(Odd(), X, params={"weights": "weights"})
+    res = gradcheck.check_layer(Dense(3, 2), X, params={"W": "W", "b": "b"})
+    assert res.passed and res.coverage == "checked 3/3 tensors"
