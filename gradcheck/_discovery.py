@@ -13,8 +13,16 @@ these conventions are tried:
 3. Array attributes ``W`` with the gradient in ``dW``, ``d_W``, ``grad_W``, ``W_grad``,
    ``gradW``, ``W_gradient`` or ``gradient_W`` of the same object.
 
+A float scalar (a Python float or a NumPy float scalar, e.g. a PReLU ``alpha``) with a
+gradient found by the same conventions (``dalpha``, ``grads[2]``) is a parameter too,
+written back as the same type; one without (``eps``, ``momentum``, ``p``) is a
+hyperparameter held constant (:func:`float_scalars` lists them).
+
 An array reached along several paths (a composite that also lists its sub-layers'
-parameters) is one parameter, named by its deepest path (the sub-layer's own). Paths read as Python:
+parameters) is one parameter, named by its deepest path (the sub-layer's own); where
+those paths lead to different gradient locations (``layers[0].grads[0]`` and the
+composite's ``grads[0]``), the others are kept in ``Param.also``, and every one of them
+must hold the gradient. Paths read as Python:
 ``blocks[1].attn.W_q``, ``params[0]``, ``params['W']``.
 """
 
@@ -23,13 +31,14 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-__all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays", "get_path",
-           "is_float_array", "parameters", "steps", "try_path", "unmatched", "walk"]
+__all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
+           "float_scalars", "get_path", "is_float_array", "is_float_scalar", "parameters",
+           "steps", "try_path", "unmatched", "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
@@ -88,11 +97,13 @@ def _join(head: str, key: Any, attr: bool) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: its report name, where its value and its gradient live."""
+    """One parameter: its report name, where its value and its gradient live, and other
+    places the same gradient must be found (``also``: paths of a composite's lists)."""
 
     name: str
     value: str | Callable[[Any], Any]
     grad: str | Callable[[Any], Any]
+    also: tuple[str, ...] = ()
 
     def read(self, layer: Any) -> Any:
         return self.value(layer) if callable(self.value) else get_path(layer, self.value)
@@ -109,6 +120,8 @@ class Param:
                 target.flags.writeable:
             np.copyto(target, value, casting="unsafe")  # every alias sees it
             return
+        if is_float_scalar(target):  # a float stays a float, np.float32 an np.float32
+            value = type(target)(np.asarray(value).reshape(()))
         if callable(self.value):
             raise LayerConventionError(f"parameter {self.name}: its value is not a writable "
                                        "array; give params= a path instead of a callable")
@@ -116,15 +129,32 @@ class Param:
         owner = layer
         for k, s in head:
             owner = getattr(owner, s) if k == "attr" else owner[s]
+        new = value.copy() if isinstance(value, np.ndarray) else value
         if kind == "attr":
-            setattr(owner, key, value.copy())
+            setattr(owner, key, new)
         else:
-            owner[key] = value.copy()
+            owner[key] = new
 
 
 # -- the walk --------------------------------------------------------------------------------
 def is_float_array(v: Any) -> bool:
     return isinstance(v, np.ndarray) and v.dtype.kind == "f"
+
+
+def is_float_scalar(v: Any) -> bool:
+    """A Python float or a NumPy float scalar (not a 0-d array, not a bool)."""
+    return isinstance(v, (float, np.floating))
+
+
+def _fits(value: Any, grad: Any) -> bool:
+    """Whether ``grad`` can be the gradient of the parameter ``value``."""
+    if is_float_array(value):
+        if value.size == 1 and is_float_scalar(grad):  # alpha = np.array(0.25); dalpha = s
+            return True
+        return is_float_array(grad) and grad.shape == value.shape
+    if is_float_scalar(value):
+        return is_float_scalar(grad) or (is_float_array(grad) and grad.size == 1)
+    return False
 
 
 def _attrs(obj: Any) -> dict[str, Any]:
@@ -177,11 +207,10 @@ def _side_by_side(path: str, before: dict[str, Any], after: Any) -> Iterator[Par
     for p_name, g_name in PAIRS:
         ps, gs = before.get(p_name), try_path(after, _join(path, g_name, True))
         if isinstance(ps, dict) and isinstance(gs, dict):
-            keys = [k for k, v in ps.items() if is_float_array(v) and k in gs]
+            keys = [k for k, v in ps.items() if k in gs and _fits(v, gs[k])]
         elif isinstance(ps, (list, tuple)) and isinstance(gs, (list, tuple)) and \
                 len(ps) == len(gs):
-            keys = [k for k, v in enumerate(ps) if is_float_array(v)
-                    and np.shape(gs[k]) == v.shape]
+            keys = [k for k, v in enumerate(ps) if _fits(v, gs[k])]
         else:
             continue
         for k in keys:
@@ -192,11 +221,11 @@ def _side_by_side(path: str, before: dict[str, Any], after: Any) -> Iterator[Par
 def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:
     after_attrs = _attrs(after)
     for k, v in before.items():
-        if not is_float_array(v):
+        if not (is_float_array(v) or is_float_scalar(v)):
             continue
         for pattern in GRAD_NAMES:
             g = pattern.format(k)
-            if g != k and is_float_array(after_attrs.get(g)) and after_attrs[g].shape == v.shape:
+            if g != k and _fits(v, after_attrs.get(g)):
                 yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
                 break
 
@@ -206,13 +235,21 @@ def parameters(before: Any, after: Any) -> list[Param]:
     found in ``after`` (a copy after one forward and backward), by the conventions of
     this module, each array once, named by its deepest path (the sub-layer's own
     ``layers[1].params[0]`` rather than a composite's list of them)."""
-    found: dict[int, tuple[int, Param]] = {}  # id of the array -> (when found, parameter)
+    found: dict[Any, tuple[int, Param]] = {}  # id of the array -> (when found, parameter)
     counter = iter(range(1 << 62))
 
     def add(p: Param) -> None:
-        key = id(p.read(before))
-        if key not in found or len(steps(p.name)) > len(steps(found[key][1].name)):
+        value = p.read(before)
+        key = id(value) if isinstance(value, np.ndarray) else p.name  # scalars by place
+        if key not in found:
             found[key] = (next(counter), p)
+            return
+        when, old = found[key]
+        deep, other = (p, old) if len(steps(p.name)) > len(steps(old.name)) else (old, p)
+        grads = [g for g in (other.grad, *other.also, *deep.also)
+                 if isinstance(g, str) and g != deep.grad]
+        when = next(counter) if deep is p else when  # ordered as the deepest was found
+        found[key] = (when, replace(deep, also=tuple(dict.fromkeys(grads))))
 
     nodes = [("", before)] + [(p, v) for p, v in walk(before) if not isinstance(v, np.ndarray)]
     for path, node in nodes:
@@ -228,6 +265,13 @@ def parameters(before: Any, after: Any) -> list[Param]:
         for p in (*_side_by_side(path, own, after), *_named_gradients(path, own, other)):
             add(p)
     return [p for _, p in sorted(found.values(), key=lambda t: t[0])]
+
+
+def float_scalars(obj: Any) -> list[str]:
+    """Paths of every float scalar held by ``obj`` and the objects it holds."""
+    nodes = [("", obj)] + [(p, v) for p, v in walk(obj) if not isinstance(v, np.ndarray)]
+    return [_join(path, k, attr) for path, node in nodes for k, v, attr in _children(node)
+            if is_float_scalar(v)]
 
 
 def unmatched(before: Any, found: list[Param]) -> list[str]:

@@ -44,6 +44,7 @@ from ._discovery import (
     LayerConventionError,
     Param,
     float_arrays,
+    float_scalars,
     is_float_array,
     parameters,
     try_path,
@@ -171,6 +172,7 @@ class _Protocol:
                                            f"{self.backward}")
             self.note(note)
         before = [_as_float(p.read_grad(fresh)) for p in self.params]
+        elsewhere = {a: _as_float(try_path(fresh, a)) for p in self.params for a in p.also}
         if self.style == "spread":
             dx = method(*dy)
         elif self.style == "one":
@@ -182,6 +184,7 @@ class _Protocol:
         grads = []
         for p, b in zip(self.params, before, strict=True):
             grads.append(_change(p.read_grad(fresh), b, scale))
+            _same_elsewhere(p, fresh, grads[-1], elsewhere)
         if scale is not None:
             dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
         return dxs + grads
@@ -218,6 +221,26 @@ class _Protocol:
                   f"gradient of x{k} (name the input it belongs to with wrt=)")
         out[k] = dx
         return out
+
+
+def _same_elsewhere(p: Param, fresh: Any, grad: Any, befores: dict[str, Any]) -> None:
+    """Every other place the gradient of ``p`` is read from (a composite's ``grads``
+    list) must hold what its own place holds: a backward that rebinds
+    ``self.grads[0] = ...`` leaves the composite's list (what its optimizer reads) stale."""
+    for path in p.also:
+        other = _change(try_path(fresh, path), befores[path], None)
+        if grad is None or other is None or np.shape(other) != np.shape(grad):
+            continue
+        g, o = np.asarray(grad, dtype=np.float64), np.asarray(other, dtype=np.float64)
+        if np.allclose(o, g, rtol=1e-6, atol=1e-9 * float(np.max(np.abs(g), initial=1e-300))):
+            continue
+        stale = " (unchanged by the backward: stale)" if not np.any(o) else ""
+        raise ProtocolError(
+            "mismatch", f"gradient mismatch at {path}{stale}: the parameter {p.name} is also "
+            f"reached there, but its gradient at {path} differs from the one at {p.grad} "
+            f"(max |difference| {float(np.max(np.abs(o - g))):.3e}); a backward that rebinds "
+            "a gradient (self.grads[0] = ...) leaves the other references to the old array "
+            "stale: write in place (self.grads[0][...] = ...)")
 
 
 def _change(after: Any, before: np.ndarray | None, scale: Any) -> Any:
@@ -277,7 +300,19 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
         missing = [p for p in unmatched(init, found) if p in held or p in persistent]
     if missing:
         raise _convention_error(layer, missing)
+    notes += [t for t in [_constant_scalars(base, found)] if t]
     return _Protocol(base, forward, backward, len(inputs), found, wanted, notes, shapes=shapes)
+
+
+def _constant_scalars(layer: Any, found: list[Param]) -> str:
+    """The note naming the float scalars held constant: those with no gradient found."""
+    used = {q for p in found for q in (p.value, p.grad, *p.also) if isinstance(q, str)}
+    held = [s for s in float_scalars(layer) if s not in used]
+    if not held:
+        return ""
+    return (f"float scalars with no gradient found held constant (hyperparameters): "
+            f"{', '.join(held)}; a scalar parameter needs its gradient beside it (dX, grad_X) "
+            "or in params=/grads=")
 
 
 def _probe(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str

@@ -841,3 +841,94 @@ def test_a_path_given_that_leads_nowhere_is_an_error_naming_it_and_what_is_held(
         gradcheck.check_layer(Odd(), X, params={"weights": "weights"})
     res = gradcheck.check_layer(Dense(3, 2), X, params={"W": "W", "b": "b"})
     assert res.passed and res.coverage == "checked 3/3 tensors"
+
+
+class PReLU:
+    """alpha held as a float scalar, its gradient in dalpha; eps is a hyperparameter."""
+
+    def __init__(self, alpha, broken=False):
+        self.alpha, self.dalpha, self.eps, self.broken = alpha, 0.0 * alpha, 1e-5, broken
+        self.kind = type(alpha)
+
+    def forward(self, x):
+        assert type(self.alpha) is self.kind  # written back as the type it was
+        self.x = x
+        return np.where(x > 0, x, self.alpha * x) + self.eps
+
+    def backward(self, dout):
+        self.dalpha = (dout * np.where(self.x > 0, 0.0, self.x)).sum() * (
+            3.0 if self.broken else 1.0)
+        return dout * np.where(self.x > 0, 1.0, self.alpha)
+
+
+@pytest.mark.parametrize("alpha", [0.25, np.float64(0.25), np.float32(0.25)])
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_float_scalar_with_a_gradient_is_a_parameter_and_checked(alpha, broken):
+    res = gradcheck.check_layer(PReLU(alpha, broken), X + 0.3, seed=2)
+    assert [i.name for i in res.inputs] == ["x0", "alpha"], res.report()
+    assert res.passed is (not broken) and res.coverage == "checked 2/2 tensors", res.report()
+    if broken:
+        assert [i.name for i in res.inputs if not i.passed] == ["alpha"]
+    assert any("held constant" in n and "eps" in n and "alpha" not in n for n in res.notes)
+
+
+class Gain:
+    """A Python-float gain beside an array weight; dgain never computed (the review's case)."""
+
+    def __init__(self, broken):
+        self.W = np.random.default_rng(5).standard_normal((3, 2))
+        self.gain, self.dgain, self.broken = 2.0, 0.0, broken
+
+    def forward(self, x):
+        self.x, self.z = x, x @ self.W
+        return self.gain * self.z
+
+    def backward(self, dout):
+        self.dW = self.gain * self.x.T @ dout
+        self.dgain = 0.0 if self.broken else float((dout * self.z).sum())
+        return self.gain * dout @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_scalar_gain_left_at_zero_is_caught(broken):
+    res = gradcheck.check_layer(Gain(broken), X)
+    assert res.coverage == "checked 3/3 tensors" and res.passed is (not broken), res.report()
+    if broken:
+        assert [i.name for i in res.inputs if not i.passed] == ["gain"]
+
+
+class RebindLayer(ListLayer):
+    """Rebinds self.grads[k] instead of writing into it (fine alone, stale in a composite)."""
+
+    def backward(self, dout):
+        self.grads[0] = self.x.T @ dout
+        self.grads[1] = dout.sum(axis=0)
+        return dout @ self.params[0].T
+
+
+class RebindNet(ListNet):
+    def __init__(self, rebind):
+        super().__init__()
+        if rebind:
+            self.layers = [RebindLayer(), RebindLayer()]
+            self.layers[1].params[0] = self.layers[1].params[0][:2]
+            self.layers[1].grads[0] = self.layers[1].grads[0][:2]
+            self.params, self.grads = [], []
+            for layer in self.layers:
+                self.params += layer.params
+                self.grads += layer.grads
+
+
+@pytest.mark.parametrize("rebind", [False, True])
+def test_every_place_a_gradient_is_read_must_hold_it(rebind):
+    alone = gradcheck.check_layer(RebindLayer(), X)
+    assert alone.passed, alone.report()  # one path, one gradient location: correct
+    res = gradcheck.check_layer(RebindNet(rebind), X, seed=3)
+    assert res.passed is (not rebind), res.report()
+    if rebind:  # the composite's grads, what its optimizer reads, stay zeros
+        assert res.status == "mismatch"
+        assert res.message.startswith("gradient mismatch at grads[0] (unchanged by the "
+                                      "backward: stale): the parameter layers[0].params[0]")
+        assert "self.grads[0][...] = ..." in res.message
+    else:
+        assert res.coverage == "checked 5/5 tensors"
