@@ -20,6 +20,13 @@ Calling conventions read from the code (each one guessed is stated in the result
 - A layer that creates its weights on the first forward is initialised once on a copy,
   and every evaluation starts from that copy.
 
+A float scalar (``alpha``) with a gradient (``dalpha``) is a parameter, written back as
+its own type; float scalars with none (``eps``) are held constant and named in the notes.
+A parameter reached along several paths (a composite's ``params`` list) must have the
+same gradient at each of its gradient locations, else the status is ``mismatch`` naming
+the stale one. A path given in ``params=``/``grads=`` that leads to no array is a
+:class:`LayerConventionError`.
+
 Every float array the layer holds (before its first forward, where caches do not exist
 yet; for lazily built weights, arrays that a second forward leaves alone) must be matched
 to a gradient; otherwise :class:`LayerConventionError` lists them and how to name them.
@@ -406,10 +413,11 @@ def check_layer(
         name -> path (``"W"``, ``"params['W']"``, ``"blocks[1].attn.W_q"``) or callable
         ``layer -> array`` of each parameter and of its gradient. By default found in
         the layer and its sub-layers by the conventions of :mod:`gradcheck._discovery`;
-        ``params={}`` checks the input gradients only.
-    wrt : sequence of str, optional
-        The names to differentiate (``"x0"``, ``"x1"`` for the inputs, the parameter
-        names); the others are held constant.
+        ``params={}`` checks the input gradients only. Float scalars: see the module.
+    wrt : int, str or sequence of them, optional
+        The names to differentiate (``"x0"``, ``"x1"`` or the positions ``0``, ``1`` for
+        the inputs, the parameter names); the others are held constant and counted in
+        the coverage (``"checked 1/3 tensors (2 held constant by wrt: W, b)"``).
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -421,8 +429,8 @@ def check_layer(
     Raises
     ------
     LayerConventionError
-        The layer (or a sub-layer) holds float arrays for which no gradient was found:
-        the message lists them by path, what was looked for and how to name them.
+        The layer (or a sub-layer) holds float arrays for which no gradient was found,
+        or a path given in ``params=``/``grads=`` leads to none: the message names them.
     """
     opts = validate_options("check_layer", **options)
     wrt = _wrt_names(wrt, len(inputs))
