@@ -415,9 +415,8 @@ def check_layer(
         the layer and its sub-layers by the conventions of :mod:`gradcheck._discovery`;
         ``params={}`` checks the input gradients only. Float scalars: see the module.
     wrt : int, str or sequence of them, optional
-        The names to differentiate (``"x0"``, ``"x1"`` or the positions ``0``, ``1`` for
-        the inputs, the parameter names); the others are held constant and counted in
-        the coverage (``"checked 1/3 tensors (2 held constant by wrt: W, b)"``).
+        Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate; the others
+        are held constant, and named in the coverage.
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -429,8 +428,7 @@ def check_layer(
     Raises
     ------
     LayerConventionError
-        The layer (or a sub-layer) holds float arrays for which no gradient was found,
-        or a path given in ``params=``/``grads=`` leads to none: the message names them.
+        A float array held with no gradient found, or a path given that leads nowhere.
     """
     opts = validate_options("check_layer", **options)
     wrt = _wrt_names(wrt, len(inputs))
