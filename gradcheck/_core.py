@@ -36,6 +36,8 @@ from ._protocol import (
     UserCodeError,
     call_user,
     changed_at,
+    defined_at,
+    key_mismatch,
     snapshot,
 )
 from ._recording import record
@@ -262,6 +264,10 @@ def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[An
         if not isinstance(grads_raw, dict):
             raise ProtocolError("bad-protocol", "inputs were a dict: backward must return a "
                                 f"dict of gradients by name, got {type(grads_raw).__name__}")
+        if set(grads_raw) - set(prep.tree.skeleton):
+            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return the "
+                                "gradients under the inputs' names; "
+                                + key_mismatch(prep.tree.skeleton, grads_raw))
         masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
         return prep.tree.match(masked, "gradient ")
     if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
@@ -483,9 +489,14 @@ def _complex_or_central(prep: _Inputs, called: _Called, runner: Runner, checked:
 # -- the entry points --------------------------------------------------------------------------
 def run_protocol_check(
     fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any, opts: Options,
-    *, kind: str = "vjp",
+    *, kind: str = "vjp", origins: dict[str, Any] | None = None,
 ) -> CheckResult:
-    """The whole check of ``fwd``/``bwd`` at ``inputs`` (no recording)."""
+    """The whole check of ``fwd``/``bwd`` at ``inputs`` (no recording).
+
+    ``origins`` maps ``"forward"`` and ``"backward"`` to the user's own callables when
+    ``fwd``/``bwd`` wrap them: an exception raised before the user's code was entered
+    (a call with the wrong signature) is then placed at their definition.
+    """
     prep = _prepare(inputs, wrt)
     chosen = _resolve_wrt(inputs, wrt)
     rng = generator(opts.seed)
@@ -509,6 +520,12 @@ def run_protocol_check(
             res.inputs = [exc.entry]
         return res
     except UserCodeError as exc:
+        if exc.ours and isinstance(exc.exc, ValueError):  # an adapter rejected a return value
+            return early("bad-protocol", f"{exc.what}: {exc.text}", 2)
+        if exc.ours and isinstance(exc.exc, TypeError) and origins:
+            where = defined_at(origins.get(exc.what.split(" ", 1)[0]))
+            if where:
+                exc.where = f"{where} (raised on calling it: does its signature match?)"
         return early("error", f"{exc.what} raised {exc.type}: {exc.text}", 2, exc.as_dict(),
                      exc.exc)
     status, message = overall(results, runner.nonfinite)
@@ -569,7 +586,8 @@ def check_vjp(
     # Floating-point warnings inside the user's functions become a "non-finite"
     # status with the place named, not an exception half-way through a check.
     with np.errstate(all="ignore"):
-        res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts)
+        res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts,
+                                 origins={"forward": fwd, "backward": bwd})
     res.notes = [*res.notes, *conv.notes]
     record(res)
     return res

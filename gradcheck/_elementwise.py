@@ -38,6 +38,22 @@ def _validate(f: Any, df: Any, args: tuple[Any, ...], wrt: Any) -> int:
     return wrt % len(args)
 
 
+def _as_arrays(args: tuple[Any, ...], k: int) -> list[Any]:
+    """The point as arrays: ``args[k]`` as a float array (a list, a scalar, integers
+    accepted), the other lists and tuples as arrays; other constants passed as given."""
+    out = list(args)
+    try:
+        x = np.asarray(args[k])
+        out[k] = x if x.dtype.kind == "f" else x.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"args[{k}] (the argument to differentiate) must be array_like of real "
+                        f"numbers, got {type(args[k]).__name__}: {exc}") from None
+    for i, a in enumerate(args):
+        if i != k and isinstance(a, (list, tuple)):
+            out[i] = np.asarray(a)
+    return out
+
+
 def check_elementwise(
     f: Callable[..., Any], df: Callable[..., Any], *args: Any, wrt: int = 0, **options: Any,
 ) -> CheckResult:
@@ -54,6 +70,8 @@ def check_elementwise(
         output gradient).
     *args : array_like
         The point; the arguments other than ``args[wrt]`` (targets) are held constant.
+        ``args[wrt]`` is converted with ``np.asarray`` (integers to float64); lists and
+        tuples among the others become arrays.
     wrt : int
         The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``).
     **options
@@ -86,7 +104,8 @@ def check_elementwise(
         return grads
 
     with np.errstate(all="ignore"):
-        res = run_protocol_check(fwd, bwd, list(args), [k], opts, kind="elementwise")
+        res = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts, kind="elementwise",
+                                 origins={"forward": f, "backward": df})
     record(res)
     return res
 

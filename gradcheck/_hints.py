@@ -11,8 +11,9 @@ wrong one.
 0. the negative side only: wrong exactly where the input is negative, by one factor
    (a leaky ReLU's slope);
 1. zero or missing: everywhere, along one row / column / slice;
-2. a constant factor (2, 1/2, 1/N with N a dimension; a relative deviation near 1) or a
-   sign flip, everywhere or at some elements;
+2. a constant factor (2, 1/2, 1/N with N a dimension; a relative deviation near 1; 1/dout
+   for a scalar output, a backward that ignores ``dout``) or a sign flip, everywhere or
+   at some elements;
 3. transposed or un-transposed operands: the analytic gradient equals ``a.T`` of the
    numerical one, the numerical one reversed along an axis (a kernel not flipped) or
    shifted by one index (off by one), or a product of ``dy`` with another input where
@@ -150,6 +151,9 @@ def _factor(c: HintContext) -> str:
     r = float(a @ n) / nn
     if abs(r - 1) < 1e-12 or not c.explains((a - r * n).reshape(c.x.shape)):
         return ""
+    ignored = _ignores_dout(c, r)
+    if ignored:
+        return ignored
     if abs(r - 1) < 0.05:
         word = "large" if r > 1 else "small"
         return f"too {word} by a relative {abs(r - 1):.1e} everywhere: a constant scaling " \
@@ -172,6 +176,19 @@ def _factor(c: HintContext) -> str:
             return f"off by a constant factor of {root} everywhere: a missing or extra " \
                    "scale"
     return f"off by a constant factor of {r:.6g} everywhere"
+
+
+def _ignores_dout(c: HintContext, r: float) -> str:
+    """A scalar output (a loss) whose backward leaves out its cotangent: the factor
+    ``r`` is exactly ``1 / dout``."""
+    if len(c.dy) != 1 or c.dy[0].size != 1:
+        return ""
+    d = float(c.dy[0].reshape(-1)[0])
+    if d == 0 or abs(d - 1) < 1e-3 or abs(r * d - 1) >= 1e-3:
+        return ""
+    return (f"the analytic gradient is the numerical one divided by dout = {d:.6g}: the "
+            "backward ignores dout (a loss's backward(dout=1) must multiply its result by "
+            "dout)")
 
 
 def _sign(c: HintContext) -> str:

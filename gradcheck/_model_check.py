@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -151,11 +152,49 @@ def _early(opts: Options, status: str, message: str, notes: list[str] | None = N
                        seed=opts.seed, notes=notes or [], name=opts.name, kind="model")
 
 
+def _split_loss_and_grads(out: Any) -> tuple[Any, dict[Any, Any]]:
+    """``(loss, grads)`` from what ``loss_and_grads`` returned, or a ``bad-protocol``."""
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        got = (f"a {type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list))
+               else type(out).__name__)
+        raise ProtocolError("bad-protocol", "loss_and_grads must return (loss, grads) with "
+                            f"grads a dict of parameter name -> gradient; it returned {got}")
+    if not isinstance(out[1], dict):
+        raise ProtocolError("bad-protocol", "loss_and_grads must return (loss, grads) with "
+                            "grads a dict of parameter name -> gradient; grads is a "
+                            f"{type(out[1]).__name__}")
+    return out[0], out[1]
+
+
+def _unknown_keys(grads: dict[Any, Any], table: dict[str, Any]) -> list[str]:
+    """Keys of ``grads`` that name no parameter: ``bad-protocol`` for what is clearly a
+    typo of a parameter that has no gradient (``db`` or ``b_grad`` for ``b``, a close
+    spelling), else a note."""
+    extra = [k for k in grads if k not in table]
+    if not extra:
+        return []
+    absent = [n for n in table if n not in grads]
+    for k in extra:
+        key = str(k)
+        stems = [key.removeprefix(p) for p in ("grad_", "d_", "d")]
+        stems += [key.removesuffix(p) for p in ("_grad", "_g")]
+        close = ([n for n in absent if n in stems]
+                 or difflib.get_close_matches(key, absent, n=1, cutoff=0.8))
+        if close:
+            raise ProtocolError("bad-protocol", f"loss_and_grads returned a gradient for {k!r}, "
+                                f"which is not a parameter, and none for {close[0]!r}: a "
+                                "misspelt name? (the parameters are model.params' keys)")
+    return ["loss_and_grads returned gradients for names that are not parameters (ignored): "
+            + ", ".join(map(repr, extra))]
+
+
 def _gradients(model: Any, batch: tuple[Any, ...], names: list[str]
-               ) -> tuple[float, list[F64], list[str]]:
+               ) -> tuple[float, list[F64], list[str], list[str]]:
     table = model.params
     saved = {n: table[n].copy() for n in names}
-    loss0, grads_raw = call_user(model.loss_and_grads, *batch, what="loss_and_grads")
+    loss0, grads_raw = _split_loss_and_grads(
+        call_user(model.loss_and_grads, *batch, what="loss_and_grads"))
+    notes = _unknown_keys(grads_raw, table)
     for n in names:
         if not np.array_equal(saved[n], table[n], equal_nan=True):
             raise ProtocolError("mutation", f"loss_and_grads modified parameter {n!r}")
@@ -171,7 +210,7 @@ def _gradients(model: Any, batch: tuple[Any, ...], names: list[str]
     grads: list[F64] = []
     missing: list[str] = []
     for n in names:
-        g = grads_raw.get(n) if isinstance(grads_raw, dict) else None
+        g = grads_raw.get(n)
         if g is None:
             missing.append(n)
             grads.append(np.zeros(table[n].shape))
@@ -183,20 +222,20 @@ def _gradients(model: Any, batch: tuple[Any, ...], names: list[str]
         if not np.all(np.isfinite(g)):
             raise ProtocolError("non-finite", f"gradient of {n} contains NaN/Inf")
         grads.append(g.astype(np.float64))
-    return float(loss0), grads, missing
+    return float(loss0), grads, missing, notes
 
 
 def _check_with_twin(model: Any, twin: Any, batch: tuple[Any, ...], names: list[str],
                      opts: Options) -> CheckResult:
     """Check the float64 twin by finite differences, then the model against the twin."""
     twin_res = _check_model(twin, batch, names, opts)
-    _loss, g_low, missing = _gradients(model, batch, names)
-    _loss64, g_twin, _missing64 = _gradients(twin, batch, names)
+    _loss, g_low, missing, extra_notes = _gradients(model, batch, names)
+    _loss64, g_twin, _missing64, _n64 = _gradients(twin, batch, names)
     arrays = [model.params[n] for n in names]
     kept = [a.copy() for a in arrays]
     try:
         nudge_by_one_ulp(arrays, generator(opts.seed))
-        _l, g_nudged, _m = _gradients(model, batch, names)
+        _l, g_nudged, _m, _n = _gradients(model, batch, names)
     finally:
         for a, k in zip(arrays, kept, strict=True):
             np.copyto(a, k)
@@ -206,7 +245,7 @@ def _check_with_twin(model: Any, twin: Any, batch: tuple[Any, ...], names: list[
         if not r_in.passed:
             r_in.name += " (float64 twin)"
             inputs.append(r_in)
-    notes = [f"float64 twin: {twin_res.message}"] + list(twin_res.notes)
+    notes = [f"float64 twin: {twin_res.message}", *twin_res.notes, *extra_notes]
     if missing:
         notes.append("no gradient returned for: " + ", ".join(missing))
     bad = [r for r in inputs if not r.passed]
@@ -224,8 +263,9 @@ def _check_with_twin(model: Any, twin: Any, batch: tuple[Any, ...], names: list[
 
 def _check_model(model: Any, batch: tuple[Any, ...], names: list[str], opts: Options
                  ) -> CheckResult:
-    loss0, grads, missing = _gradients(model, batch, names)
-    notes = ["no gradient returned for: " + ", ".join(missing)] if missing else []
+    loss0, grads, missing, notes = _gradients(model, batch, names)
+    if missing:
+        notes.append("no gradient returned for: " + ", ".join(missing))
 
     def evaluate() -> np.ndarray:
         return np.asarray(call_user(model.loss, *batch, what="loss (at a perturbed parameter)"))

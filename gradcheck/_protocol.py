@@ -10,6 +10,7 @@ a cache) to detect mutation; and turns an exception raised by the user's code in
 
 from __future__ import annotations
 
+import inspect
 import os
 import traceback
 from dataclasses import dataclass, fields, is_dataclass
@@ -17,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ProtocolError", "Tree", "UserCodeError", "call_user", "same", "snapshot"]
+__all__ = ["ProtocolError", "Tree", "UserCodeError", "call_user", "defined_at", "key_mismatch",
+           "same", "snapshot"]
 
 _DEPTH = 6
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -41,6 +43,10 @@ class UserCodeError(Exception):
         self.what = what
         self.exc = exc
         self.where = innermost_user_frame(exc)
+        # Raised by gradcheck's own adapter around the user's code (no frame of the
+        # user's was entered): a wrong signature, or a rejected return value.
+        self.ours = all(f.filename.startswith(_OWN_DIR)
+                        for f in traceback.extract_tb(exc.__traceback__))
         self.type = type(exc).__name__
         self.text = str(exc)
         super().__init__(f"{what} raised {self.type}: {self.text}"
@@ -51,15 +57,28 @@ class UserCodeError(Exception):
 
 
 def innermost_user_frame(exc: BaseException) -> str:
-    """``file:line in function`` of the last frame outside gradcheck, NumPy and SciPy."""
+    """``file:line in function`` of the last frame outside gradcheck, NumPy and SciPy
+    (else outside gradcheck); ``""`` when every frame is gradcheck's own (the user's
+    function was never entered: a call with the wrong signature)."""
     frames = traceback.extract_tb(exc.__traceback__)
     outside = [f for f in frames if not f.filename.startswith((_OWN_DIR, *_LIB_DIRS))]
-    chosen = outside or list(frames)
+    chosen = outside or [f for f in frames if not f.filename.startswith(_OWN_DIR)]
     if not chosen:
         return ""
     f = chosen[-1]
     line = f" `{f.line.strip()}`" if f.line else ""
     return f"{f.filename}:{f.lineno} in {f.name}{line}"
+
+
+def defined_at(fn: Any) -> str:
+    """``file:line in name`` where the user's callable ``fn`` is defined (``""`` if unknown)."""
+    target = inspect.unwrap(getattr(fn, "__func__", fn))
+    if not inspect.isroutine(target) and callable(target):  # an object with __call__
+        target = type(target).__call__
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return ""
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
 
 
 def call_user(fn: Any, *args: Any, what: str, **kwargs: Any) -> Any:
@@ -215,15 +234,22 @@ class Tree:
                     walk(ss, oo, f"{name}[{k}]")
                 return
             if not isinstance(o, dict) or set(o) - set(s):
-                extra = sorted(map(str, set(o) - set(s))) if isinstance(o, dict) else []
-                raise ProtocolError("shape-mismatch", f"{what}{name}: expected a dict with keys "
-                                    f"{sorted(map(str, s))}, got "
-                                    + (f"extra keys {extra}" if extra else type(o).__name__))
+                raise ProtocolError("bad-protocol", f"{what}{name}: " + key_mismatch(s, o))
             for k, ss in s.items():
                 walk(ss, o.get(k), f"{name}[{k!r}]")
 
         walk(self.skeleton, other, "")
         return out
+
+
+def key_mismatch(expected: Any, got: Any) -> str:
+    """``expected a dict with keys [...], got keys [...] (unexpected [...])``."""
+    want = sorted(map(str, expected))
+    if not isinstance(got, dict):
+        return f"expected a dict with keys {want}, got {type(got).__name__}"
+    extra = sorted(map(str, set(got) - set(expected)))
+    return (f"expected a dict with keys {want} (a subset), got keys "
+            f"{sorted(map(str, got))}: unexpected {extra}")
 
 
 def _is_namedtuple(o: Any) -> bool:

@@ -289,6 +289,12 @@ class CheckResult:
         return text + (f" ({len(held)} held constant by wrt: {', '.join(held)})" if held
                        else "")
 
+    def _coverage_line(self) -> str:
+        """The coverage, or ``nothing checked: <status>`` when a check stopped early."""
+        if self.tensors_checked == 0 and self.status not in ("ok", "mismatch", "inconclusive"):
+            return f"nothing checked: {self.status}"
+        return self.coverage
+
     @property
     def hint(self) -> str:
         """The first hint found on a failing input, if any."""
@@ -326,7 +332,7 @@ class CheckResult:
         lines = [
             f"gradient check {head} [{self.status}] {self.name}".rstrip(),
             f"  {self.message}",
-            f"  {self.coverage}; method={self.method} mode={self.mode} "
+            f"  {self._coverage_line()}; method={self.method} mode={self.mode} "
             f"evaluations={self.evaluations} seed={self.seed} (rerun with seed={self.seed} "
             "to reproduce)",
         ]
