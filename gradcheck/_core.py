@@ -520,8 +520,6 @@ def run_protocol_check(
             res.inputs = [exc.entry]
         return res
     except UserCodeError as exc:
-        if exc.ours and isinstance(exc.exc, ValueError):  # an adapter rejected a return value
-            return early("bad-protocol", f"{exc.what}: {exc.text}", 2)
         if exc.ours and isinstance(exc.exc, TypeError) and origins:
             where = defined_at(origins.get(exc.what.split(" ", 1)[0]))
             if where:

@@ -540,11 +540,12 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     def fwd(x_: Any, *c: Any) -> tuple[Any, Any]:
         out = fn(x_, *c)
         if not isinstance(out, tuple) or len(out) != 2:
-            raise ValueError("the loss function must return (loss, dx); it returned "
-                             f"{type(out).__name__}")
+            raise ProtocolError("bad-protocol", "forward: the loss function must return "
+                                f"(loss, dx); it returned {type(out).__name__}")
         loss, dx = out
         if np.size(loss) != 1:
-            raise ValueError(f"the loss must be a scalar, got shape {np.shape(loss)}")
+            raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
+                                f"shape {np.shape(loss)}")
         return np.asarray(loss, dtype=np.float64).reshape(()), np.array(dx, copy=True)
 
     def bwd(dy: Any, dx: Any) -> list[Any]:
