@@ -95,7 +95,7 @@ def _report_parser(sub: Any) -> None:
                    "took 20 s on a busy 2-core machine); a case past it gets status "
                    "'timeout', one that raises 'error', one whose process dies 'crashed', "
                    "and the others still run. The subject's training runs and budgets get "
-                   "ten times as long")
+                   "ten times as long. 'inf' means no limit")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(r)
 
