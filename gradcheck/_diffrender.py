@@ -46,7 +46,7 @@ def render_text(result: DiffResult, *, max_rows: int = 12) -> str:
     if result.regressions:
         lines += ["Regressions:", *(f"  {r}" for r in result.regressions), ""]
     if result.fixes:
-        lines += ["Fixes:", *(f"  {c.case}: fail -> ok (at BASE: {c.base_detail})"
+        lines += ["Fixes:", *(f"  {c.case}: {c.change} (at BASE: {c.base_detail})"
                               for c in result.fixes), ""]
     other = [c for c in result.cases if not (c.regression or c.fixed or c.change == "ok -> ok")]
     if other:
@@ -83,7 +83,7 @@ def render_markdown(result: DiffResult, *, max_rows: int = 10) -> str:
             out.append(f"- ... and {len(result.regressions) - max_rows} more (see the JSON)")
         out.append("")
     if result.fixes:
-        out += ["**Fixes**", ""] + [f"- `{c.case}`: fail -> ok" for c in result.fixes] + [""]
+        out += ["**Fixes**", ""] + [f"- `{c.case}`: {c.change}" for c in result.fixes] + [""]
     fix_drift = [v for v in result.values if v.part_of_fix]
     out.append(f"**Drift**: {len(result.values)} of {result.compared_arrays} arrays"
                + (f" ({len(fix_drift)} part of a fix)" if fix_drift else ""))

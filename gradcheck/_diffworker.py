@@ -9,7 +9,10 @@ revision is never read). BLAS is limited to one thread, so the thread CPU time o
 worker's main thread is all the work a timed call does.
 
 The parent sends ``(operation, args)`` tuples through a pipe and gets ``("ok", value)``
-or ``("error", one line)`` back; ``None`` ends the worker.
+or ``("error", one line)`` back; ``None`` ends the worker. A worker that does not
+answer within its time limit is killed, and one that dies is noticed, by the parent
+(:class:`WorkerFault`, carrying a :class:`gradcheck._pool.Fault`); the parent starts
+another in the same state (:meth:`Worker.restart`).
 """
 
 from __future__ import annotations
@@ -28,41 +31,96 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Worker", "WorkerError", "serve"]
+from ._pool import Fault, _death, fault_of
+
+__all__ = ["Worker", "WorkerError", "WorkerFault", "serve"]
 
 
 class WorkerError(Exception):
     """A worker could not do what it was asked (one line, names the revision)."""
 
 
+class WorkerFault(Exception):
+    """The worker died or ran past the time limit while serving a request; ``fault``
+    says which (a :class:`gradcheck._pool.Fault`, status ``crashed`` or ``timeout``).
+    The process is gone: :meth:`Worker.restart` starts another."""
+
+    def __init__(self, label: str, fault: Fault) -> None:
+        super().__init__(f"{label}: {fault.describe()}")
+        self.label = label
+        self.fault = fault
+
+
 # -- the parent's side ---------------------------------------------------------------------------
 class Worker:
-    """A spawned process serving one revision (``label``: ``BASE`` or ``HEAD``)."""
+    """A spawned process serving one revision (``label``: ``BASE`` or ``HEAD``).
+
+    ``timeout`` (seconds, ``None``: none) limits every request: a worker that has not
+    answered by then is killed and the request ends in :class:`WorkerFault`, as does
+    one that dies while serving it. The requests that set its state up (``load``,
+    ``prepare``, ``pin``) are replayed by :meth:`restart`.
+    """
 
     def __init__(self, label: str, root: Path, cwd: Path, spec: str,
-                 exclude: list[Path]) -> None:
+                 exclude: list[Path], timeout: float | None = None) -> None:
+        self.label = label
+        self.timeout = None if timeout is None or math.isinf(timeout) else timeout
+        self._args = (root, cwd, spec, exclude)
+        self._setup: list[tuple[str, tuple[Any, ...]]] = []
+        self._last: tuple[str, tuple[Any, ...]] = ("", ())
+        self._start()
+
+    def _start(self) -> None:
         import gradcheck
 
         ctx = mp.get_context("spawn")
-        self.label = label
+        root, cwd, spec, exclude = self._args
         self.conn, child = ctx.Pipe()
         here = str(Path(gradcheck.__file__).resolve().parent)
         self.proc = ctx.Process(
-            target=serve, name=f"gradcheck-diff-{label}", daemon=True,
+            target=serve, name=f"gradcheck-diff-{self.label}", daemon=True,
             args=(child, str(root), str(cwd), spec, [str(e) for e in exclude], here))
         self.proc.start()
         child.close()
+        self._sent = time.monotonic()
+
+    def restart(self) -> None:
+        """A new process in the place of a dead or stopped one, in the same state."""
+        self.close()
+        self._start()
+        for op, args in self._setup:
+            self.conn.send((op, args))
+            self.recv()
 
     def send(self, op: str, *args: Any) -> None:
+        if op in ("load", "prepare", "pin"):
+            self._setup.append((op, args))
+        self._last = (op, args)
         self.conn.send((op, args))
+        self._sent = time.monotonic()
+
+    def _fault(self, fault: Fault) -> WorkerFault:
+        """Stop the process; a request that set state up is not replayed."""
+        if self._setup and self._setup[-1] is self._last:
+            self._setup.pop()
+        self.close(politely=False)
+        return WorkerFault(self.label, fault)
 
     def recv(self) -> Any:
+        """The answer to the last request; :class:`WorkerFault` when the worker died or
+        ran past the time limit (counted from the request), :class:`WorkerError` when
+        the request failed in the worker."""
+        limit = self.timeout
+        while not self.conn.poll(3600.0 if limit is None else
+                                 min(max(self._sent + limit - time.monotonic(), 0.0), 3600.0)):
+            if limit is not None and self._sent + limit <= time.monotonic():
+                raise self._fault(Fault("timeout", f"the case ran past its time limit of "
+                                                   f"{limit:g} s and was stopped"))
         try:
             status, value = self.conn.recv()
         except (EOFError, ConnectionError):
-            self.proc.join(1)
-            raise WorkerError(f"the {self.label} worker exited (code {self.proc.exitcode})") \
-                from None
+            self.proc.join(2)
+            raise self._fault(_death(self.proc.exitcode)) from None
         if status != "ok":
             raise WorkerError(f"{self.label}: {value}")
         return value
@@ -71,13 +129,14 @@ class Worker:
         self.send(op, *args)
         return self.recv()
 
-    def close(self) -> None:
+    def close(self, politely: bool = True) -> None:
         """Stop the process (politely, then by force)."""
         try:
-            self.conn.send(None)
+            if politely:
+                self.conn.send(None)
         except (OSError, ValueError):
             pass
-        self.proc.join(2)
+        self.proc.join(2 if politely else 0)
         if self.proc.is_alive():
             self.proc.terminate()
             self.proc.join(2)
@@ -219,13 +278,13 @@ def _check(state: _State, kind: str, key: str, seed: int) -> dict[str, Any]:
             case, dtype = state.layers[key]
             return _summary(case.check(dtype, seed))
         return _summary(state.models[key].check(seed))
-    except Exception as exc:  # a subject whose check cannot run: a failure, named
+    except BaseException as exc:  # noqa: BLE001 - the check could not run: status error
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         return {"passed": False, "status": "error", "seed": seed, "hint": "", "inputs": [],
-                "message": f"the check raised {type(exc).__name__}: {exc}"}
+                "message": f"the check raised {fault_of(exc).message}"}
 
 
-def _checks(state: _State, keys: list[tuple[str, str]], seed: int) -> dict[str, Any]:
-    return {f"{kind}:{key}": _check(state, kind, key, seed) for kind, key in keys}
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -296,24 +355,20 @@ def layer_values(case: Any, dtype: str, seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-def _values(state: _State, seed: int) -> dict[str, Any]:
-    """``key -> ("ok", arrays, computed dtypes) | ("error", message)`` for every layer case
-    (``layer:NAME [DTYPE]``) and every snapshot case (``snapshot:NAME``)."""
-    out: dict[str, Any] = {}
-    for key, (case, dtype) in state.layers.items():
-        try:
+def _value(state: _State, key: str, seed: int) -> tuple[Any, ...]:
+    """``("ok", arrays, computed dtypes)`` or ``("error", message)`` of a layer case
+    (``layer:NAME [DTYPE]``) or a snapshot case (``snapshot:NAME``)."""
+    kind, name = key.split(":", 1)
+    try:
+        if kind == "layer":
+            case, dtype = state.layers[name]
             arrays = layer_values(case, dtype, seed)
-            out[f"layer:{key}"] = ("ok", arrays, dict.fromkeys(arrays, dtype))
-        except Exception as exc:
-            out[f"layer:{key}"] = ("error", f"{type(exc).__name__}: {exc}")
-    for name, make in (state.subject.snapshot_cases or {}).items():
-        try:
-            arrays, desc = make()
-            computed = {k: desc["computed_dtype"] for k in arrays if "computed_dtype" in desc}
-            out[f"snapshot:{name}"] = ("ok", dict(arrays), computed)
-        except Exception as exc:
-            out[f"snapshot:{name}"] = ("error", f"{type(exc).__name__}: {exc}")
-    return out
+            return "ok", arrays, dict.fromkeys(arrays, dtype)
+        arrays, desc = (state.subject.snapshot_cases or {})[name]()
+        computed = {k: desc["computed_dtype"] for k in arrays if "computed_dtype" in desc}
+        return "ok", dict(arrays), computed
+    except Exception as exc:
+        return "error", f"{type(exc).__name__}: {exc}"
 
 
 # -- timing ------------------------------------------------------------------------------------
@@ -403,6 +458,6 @@ def _pin(state: _State, cpu: int | None) -> bool:
 
 
 _OPS: dict[str, Callable[..., Any]] = {
-    "load": _load, "checks": _checks, "values": _values, "prepare": _prepare,
+    "load": _load, "check": _check, "value": _value, "prepare": _prepare,
     "time": _time, "calibrate": _calibrate, "pin": _pin,
 }

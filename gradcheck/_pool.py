@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
+import math
 import multiprocessing as mp
 import signal
 import time
@@ -174,7 +175,7 @@ class _Running:
                                     category=DeprecationWarning)
             self.proc.start()
         child_end.close()
-        self.limit = limit
+        self.limit = None if limit is None or math.isinf(limit) else limit  # inf: none
         self.t0 = time.monotonic()
 
     def poll(self) -> tuple[str, Any] | None:
@@ -218,8 +219,8 @@ def run_tasks(tasks: Sequence[Task], *, jobs: int, say: Callable[[str], None],
 
     At most ``jobs`` children run at a time, the most costly task first, each with
     ``threads`` BLAS threads (``None``: as this process). ``timeout`` is the time limit
-    of a task that states none. An interruption (Ctrl-C) kills the children and is
-    raised here.
+    of a task that states none (seconds; ``None`` or ``inf``: no limit). An
+    interruption (Ctrl-C) kills the children and is raised here.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -258,6 +259,8 @@ def _wait(running: list[_Running]) -> None:
     """Until a child answers or ends, or the nearest time limit passes."""
     deadlines = [d for d in (r.deadline() for r in running) if d is not None]
     left = max(0.0, min(deadlines) - time.monotonic()) + 0.01 if deadlines else None
+    if left is not None:  # a huge limit (1e12 s) overflows the selector: wake up hourly
+        left = min(left, 3600.0)
     wait([r.conn for r in running] + [r.proc.sentinel for r in running], timeout=left)
 
 

@@ -133,7 +133,9 @@ def _faults_section(faults: list[FaultRow]) -> list[Section]:
         "faults", "Cases that gave no result",
         f"{len(faults)} case(s) or task(s) raised, crashed or ran past their time limit; "
         "each ran in a process of its own, so the others ran. error: an exception (its "
-        "type and message); crashed: the process died (the signal, or its exit status); "
+        "type and message), also one that the forward or backward raised inside a "
+        "check (that check's status is error); crashed: the process died (the signal, "
+        "or its exit status); "
         "timeout: stopped at the time limit (gradcheck report --case-timeout).",
         columns, [{k: f.to_dict()[k] for k in columns} for f in faults])]
 

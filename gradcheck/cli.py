@@ -95,7 +95,7 @@ def _report_parser(sub: Any) -> None:
                    "took 20 s on a busy 2-core machine); a case past it gets status "
                    "'timeout', one that raises 'error', one whose process dies 'crashed', "
                    "and the others still run. The subject's training runs and budgets get "
-                   "ten times as long")
+                   "ten times as long. 'inf' means no limit")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(r)
 
@@ -139,7 +139,8 @@ def _diff_parser(sub: Any) -> None:
         "--head REV), compare their values with "
         "the dtype tolerances of compare, and time every forward, backward and training "
         "step in both revisions alternately. BASE is written out in a temporary folder, "
-        "removed afterwards. Exit status 0: no regression; 1: a check that went ok -> fail, "
+        "removed afterwards. Exit status 0: no regression; 1: a check that went ok -> fail "
+        "(or ok -> error, crashed, timeout), "
         "drift outside a fix, or a slowdown; 2: cannot run (not a git tree, unknown "
         "revision, bad subject).",
     )
@@ -157,6 +158,13 @@ def _diff_parser(sub: Any) -> None:
                    "regression (default %(default)g)")
     d.add_argument("--seed", type=int, default=0, help="seed of the checks and values "
                    "(default 0)")
+    d.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit of each case's check, values and timed runs at each "
+                   "revision (default: as gradcheck report, 300; 'inf' means no limit). A "
+                   "case past it gets status 'timeout' at that revision, one whose process "
+                   "dies 'crashed' (with the signal or exit status), one that raises "
+                   "'error'; its worker is replaced and the other cases still run. Bad at "
+                   "HEAD only: a regression; at BASE only: a fix")
     d.add_argument("--json", metavar="PATH", help="also write the result as JSON")
     d.add_argument("--markdown", metavar="PATH", help="also write a short Markdown summary "
                    "(for a pull-request comment or $GITHUB_STEP_SUMMARY)")
@@ -173,6 +181,11 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
         parser.error("--seed must be a non-negative integer")
     if not args.max_slowdown > 1.0 or args.max_slowdown == float("inf"):
         parser.error("--max-slowdown must be a finite number > 1")
+    from ._pool import DEFAULT_CASE_TIMEOUT
+
+    limit = DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
+    if not limit > 0:
+        parser.error("--case-timeout must be a positive number of seconds")
 
     def say(text: str) -> None:
         if not args.no_progress:
@@ -181,7 +194,8 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
     try:
         result = run_diff(args.base, head=args.head, subject=args.subject,
                           level="quick" if args.quick else "full" if args.full else "default",
-                          seed=args.seed, max_slowdown=args.max_slowdown, progress=say)
+                          seed=args.seed, max_slowdown=args.max_slowdown,
+                          case_timeout=limit, progress=say)
     except DiffError as exc:
         print(f"gradcheck diff: {exc}", file=sys.stderr)
         return 2

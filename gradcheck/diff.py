@@ -11,6 +11,9 @@ correctness
     revisions: ``ok -> ok``, ``ok -> fail`` (a regression, named with the input or
     parameter and the hint), ``fail -> ok`` (a fix), ``fail -> fail``; a case only at
     HEAD is ``new`` (and a regression if it fails), one only at BASE ``removed``.
+    A case that raises, kills its worker or runs past ``case_timeout`` is ``error``,
+    ``crashed`` or ``timeout`` at that revision (the worker is replaced; the others
+    still run): bad at HEAD only is a regression, at BASE only a fix.
 values
     each layer case's output and gradients at a fixed seed (seeded cotangent) and each
     snapshot case are computed at both revisions and compared with the dtype tolerances
@@ -46,8 +49,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._diffworker import Worker, WorkerError
+from ._diffworker import Worker, WorkerError, WorkerFault
 from ._json import plain
+from ._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
 from ._revision import Revision, RevisionError, materialised, repo_root
 from .budgets import gate
 from .snapshot import Drift, compare_arrays
@@ -70,9 +74,13 @@ class DiffError(Exception):
 class CaseChange:
     """A layer or model case's check at both revisions.
 
-    ``base`` and ``head`` are ``ok``, ``fail`` or ``absent``; ``change`` is
-    ``ok -> ok``, ``ok -> fail``, ``fail -> ok``, ``fail -> fail``, ``new`` or
-    ``removed``; ``detail`` names the failing inputs or parameters and the hint.
+    ``base`` and ``head`` are ``ok``, ``fail``, ``absent``, or the case's fault at that
+    revision: ``error`` (it raised), ``crashed`` (its worker died: the signal or exit
+    status), ``timeout`` (past ``case_timeout``); ``change`` is ``BASE -> HEAD``
+    (``ok -> fail``, ``ok -> crashed``, ``fail -> ok``...), ``new`` or ``removed``;
+    ``detail`` names the failing inputs or parameters and the hint, or the fault. A
+    case is a regression when it is bad (fail or a fault) at HEAD only, a fix when it is
+    bad at BASE and ``ok`` at HEAD.
     """
 
     kind: str
@@ -132,6 +140,7 @@ class DiffResult:
     level: str
     seed: int
     max_slowdown: float
+    case_timeout: float = DEFAULT_CASE_TIMEOUT
     base_subject: str = "ok"  # or "missing"
     cases: list[CaseChange] = field(default_factory=list)
     values: list[ValueDrift] = field(default_factory=list)
@@ -173,7 +182,7 @@ class DiffResult:
 
 
 # -- validation --------------------------------------------------------------------------------
-def _validate(level: str, seed: int, max_slowdown: float) -> None:
+def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float) -> None:
     if level not in DIFF_LEVELS:
         raise ValueError(f"level must be one of {', '.join(DIFF_LEVELS)}, got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -181,12 +190,17 @@ def _validate(level: str, seed: int, max_slowdown: float) -> None:
     if not (isinstance(max_slowdown, (int, float)) and math.isfinite(max_slowdown)
             and max_slowdown > 1.0):
         raise ValueError(f"max_slowdown must be a finite number > 1, got {max_slowdown!r}")
+    if isinstance(case_timeout, bool) or not isinstance(case_timeout, (int, float)) \
+            or not case_timeout > 0:
+        raise ValueError(f"case_timeout must be a positive number of seconds (inf: no "
+                         f"limit), got {case_timeout!r}")
 
 
 def run_diff(
     base: str, *, head: str | None = None, subject: str | None = None,
     level: str = "default", seed: int = 0, max_slowdown: float = 1.25,
-    cwd: Path | None = None, progress: Callable[[str], None] | None = None,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT, cwd: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> DiffResult:
     """Compare the subject at ``head`` (default: the working tree) with ``base``.
 
@@ -204,6 +218,11 @@ def run_diff(
         Of every check and of the values' inputs and cotangents.
     max_slowdown : float
         HEAD/BASE time ratio beyond which (and beyond the noise) a case is slower.
+    case_timeout : float
+        Seconds each request to a revision's worker may take (a case's check, its
+        values, a timed run; ``inf``: no limit). A worker past it is stopped, one that
+        dies is replaced, and the case gets status ``timeout`` or ``crashed`` at that
+        revision; the other cases still run.
     cwd : path, optional
         A folder inside the git working tree (default: the current folder).
 
@@ -215,7 +234,7 @@ def run_diff(
     ValueError
         A bad option.
     """
-    _validate(level, seed, max_slowdown)
+    _validate(level, seed, max_slowdown, case_timeout)
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
     try:
@@ -230,13 +249,14 @@ def run_diff(
             workers = []
             for label, rev in (("BASE", b), ("HEAD", h)):
                 w = Worker(label, rev.root, rev.root / rel, subject or DEFAULT_SUBJECT,
-                           [root, cwd])
+                           [root, cwd], float(case_timeout))
                 stack.callback(w.close)
                 workers.append(w)
             result = DiffResult(b.name, b.commit, h.name, h.commit, subject or
-                                DEFAULT_SUBJECT, level, seed, float(max_slowdown))
+                                DEFAULT_SUBJECT, level, seed, float(max_slowdown),
+                                float(case_timeout))
             _run(result, workers[0], workers[1], say)
-    except (RevisionError, WorkerError) as exc:
+    except (RevisionError, WorkerError, WorkerFault) as exc:
         raise DiffError(str(exc)) from None
     result.seconds = time.perf_counter() - t0
     return result
@@ -261,6 +281,50 @@ def _both(base: Worker, head: Worker, op: str, *args: Any) -> tuple[Any, Any]:
     return base.recv(), head.recv()
 
 
+def _answer(w: Worker) -> Any:
+    """The worker's answer, or the :class:`Fault` of a worker that died or hung (it is
+    replaced by a new one in the same state)."""
+    try:
+        return w.recv()
+    except WorkerFault as exc:
+        _restart(w)
+        return exc.fault
+
+
+def _restart(w: Worker) -> None:
+    try:
+        w.restart()
+    except (WorkerFault, WorkerError) as exc:
+        raise WorkerError(f"the {w.label} worker could not be started again after a "
+                          f"fault: {exc}") from None
+
+
+def _fault_summary(fault: Fault, seed: int) -> dict[str, Any]:
+    return {"passed": False, "status": fault.status, "message": fault.message,
+            "seed": seed, "hint": "", "inputs": [], "signal": fault.signal}
+
+
+def _checks(result: DiffResult, base: Worker, head: Worker, base_keys: list[tuple[str, str]],
+            head_keys: list[tuple[str, str]], say: Callable[[str], None]
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each case's check at both revisions at once; a worker that dies or hangs on a
+    case gives that case its fault and is replaced."""
+    sb: dict[str, Any] = {}
+    sh: dict[str, Any] = {}
+    for kind, name in head_keys + [k for k in base_keys if k not in head_keys]:
+        sides = [(w, out) for w, out, keys in ((base, sb, base_keys), (head, sh, head_keys))
+                 if (kind, name) in keys]
+        for w, _ in sides:
+            w.send("check", kind, name, result.seed)
+        for w, out in sides:
+            got = _answer(w)
+            if isinstance(got, Fault):
+                say(f"{name} at {w.label}: {got.describe()}")
+                got = _fault_summary(got, result.seed)
+            out[f"{kind}:{name}"] = got
+    return sb, sh
+
+
 def _run(result: DiffResult, base: Worker, head: Worker, say: Callable[[str], None]) -> None:
     say(f"importing {result.subject} at both revisions")
     ib, ih = _both(base, head, "load", result.level, result.seed)
@@ -281,15 +345,35 @@ def _run(result: DiffResult, base: Worker, head: Worker, say: Callable[[str], No
     say("checking every layer and model case at both revisions (in parallel)")
     base_keys = [(k, n) for k, (bs, _) in keys.items() for n in bs]
     head_keys = [(k, n) for k, (_, hs) in keys.items() for n in hs]
-    base.send("checks", base_keys, result.seed)
-    head.send("checks", head_keys, result.seed)
-    result.cases = _case_changes(base.recv(), head.recv(), base_keys, head_keys)
+    result.cases = _case_changes(*_checks(result, base, head, base_keys, head_keys, say),
+                                 base_keys, head_keys)
     if result.base_subject == "ok":
         say("computing values (outputs, gradients, snapshot cases) at both revisions")
-        vb, vh = _both(base, head, "values", result.seed)
+        gone = {(c.kind, c.case) for c in result.cases
+                if {c.base, c.head} & {"crashed", "timeout"}}
+        for _kind, name in sorted(gone):
+            result.notes.append(f"{name}: values and speed not compared (its check "
+                                "crashed or timed out)")
+        vkeys = [f"layer:{n}" for k, n in head_keys if k == "layer" and (k, n) not in gone]
+        vb, vh = _values(base, head, vkeys + [f"snapshot:{n}" for n in ih["snapshots"]
+                                              if n in ib["snapshots"]], result.seed)
         result.values, result.compared_arrays = _value_drift(vb, vh, result)
-        common = [kn for kn in head_keys if kn in base_keys]
+        common = [kn for kn in head_keys if kn in base_keys and kn not in gone]
         result.speed = _speed(result, base, head, common, say)
+
+
+def _values(base: Worker, head: Worker, keys: list[str], seed: int
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``key -> ("ok", arrays, computed dtypes) | ("error", message)`` at both revisions."""
+    vb: dict[str, Any] = {}
+    vh: dict[str, Any] = {}
+    for key in keys:
+        base.send("value", key, seed)
+        head.send("value", key, seed)
+        for w, out in ((base, vb), (head, vh)):
+            got = _answer(w)
+            out[key] = ("error", got.describe()) if isinstance(got, Fault) else got
+    return vb, vh
 
 
 # -- correctness ---------------------------------------------------------------------------------
@@ -307,20 +391,33 @@ def _describe(s: dict[str, Any]) -> str:
     return (text or f"[{s['status']}] {s['message']}") + f" (seed {s['seed']})"
 
 
+_BAD = {"fail", *FAULT_STATUSES}
+
+
+def _state(s: dict[str, Any] | None) -> str:
+    """``absent``, ``ok``, a fault's status (``error``, ``crashed``, ``timeout``) or
+    ``fail``."""
+    if s is None:
+        return "absent"
+    if s["passed"]:
+        return "ok"
+    return s["status"] if s["status"] in FAULT_STATUSES else "fail"
+
+
 def _case_changes(sb: dict[str, Any], sh: dict[str, Any], base_keys: list[tuple[str, str]],
                   head_keys: list[tuple[str, str]]) -> list[CaseChange]:
     out = []
     for kind, name in head_keys + [k for k in base_keys if k not in head_keys]:
         b, h = sb.get(f"{kind}:{name}"), sh.get(f"{kind}:{name}")
-        bs = "absent" if b is None else "ok" if b["passed"] else "fail"
-        hs = "absent" if h is None else "ok" if h["passed"] else "fail"
+        bs, hs = _state(b), _state(h)
         change = "new" if b is None else "removed" if h is None else f"{bs} -> {hs}"
         out.append(CaseChange(
-            kind, name, bs, hs, change, regression=hs == "fail" and bs != "fail",
-            fixed=bs == "fail" and hs == "ok", detail=_describe(h) if h else "",
+            kind, name, bs, hs, change, regression=hs in _BAD and bs not in _BAD,
+            fixed=bs in _BAD and hs == "ok", detail=_describe(h) if h else "",
             base_detail=_describe(b) if b else "", seed=int((h or b or {}).get("seed", 0))))
-    order = {"ok -> fail": 0, "new": 1, "fail -> ok": 2, "fail -> fail": 3, "removed": 4}
-    out.sort(key=lambda c: (not c.regression, order.get(c.change, 5)))
+    order = {"new": 1, "removed": 4}
+    out.sort(key=lambda c: (not c.regression, not c.fixed, c.head == "ok" and c.base == "ok",
+                            order.get(c.change, 2)))
     return out
 
 
@@ -360,20 +457,33 @@ def median_se(ratios: list[float]) -> tuple[float, float]:
 
 def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str, str]],
            say: Callable[[str], None]) -> list[SpeedChange]:
-    fb, fh = _both(base, head, "prepare", keys, result.seed)
-    for name, why in {**fb, **fh}.items():
-        result.notes.append(f"{name}: not timed ({why})")
     timers = []
     for kind, name in keys:
-        if name not in fb and name not in fh:
-            parts = ("forward", "backward") if kind == "layer" else ("training step",)
-            timers += [(name, part) for part in parts]
+        base.send("prepare", [(kind, name)], result.seed)
+        head.send("prepare", [(kind, name)], result.seed)
+        fb, fh = _answer(base), _answer(head)
+        why = [f"at {w}: {f.describe() if isinstance(f, Fault) else f[name]}"
+               for w, f in (("BASE", fb), ("HEAD", fh)) if isinstance(f, Fault) or f]
+        if why:
+            result.notes.append(f"{name}: not timed ({'; '.join(why)})")
+            continue
+        parts = ("forward", "backward") if kind == "layer" else ("training step",)
+        timers += [(name, part) for part in parts]
     pairs, sample, reps = DIFF_LEVELS[result.level]
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
     _both(base, head, "pin", cpus[0])
     say(f"timing {len(timers)} calls side by side ({pairs} pairs each, A B A B)")
-    return [_time_pair(base, head, name, part, (pairs, sample, reps), result.max_slowdown)
-            for name, part in timers]
+    out = []
+    for name, part in timers:
+        try:
+            out.append(_time_pair(base, head, name, part, (pairs, sample, reps),
+                                  result.max_slowdown))
+        except WorkerFault as exc:
+            result.notes.append(f"{name} {part}: not timed (at {exc})")
+            for w in (base, head):
+                if not w.proc.is_alive():
+                    _restart(w)
+    return out
 
 
 def _time_pair(base: Worker, head: Worker, name: str, part: str,

@@ -15,7 +15,7 @@ Each case runs in a process of its own, with the code the report uses
 runs past its time limit fails its own test with that status (``error``, ``crashed``
 with the signal, ``timeout``) and the other tests still run. The time limit is the
 report's default (300 s a case) unless the environment variable
-``GRADCHECK_CASE_TIMEOUT`` gives another number of seconds.
+``GRADCHECK_CASE_TIMEOUT`` gives another number of seconds (``inf``: no limit).
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ def test_model_gradient(gradcheck_model_case: ModelCase) -> None:
 
 
 def case_timeout() -> float:
-    """Seconds a generated test's case may run: ``GRADCHECK_CASE_TIMEOUT`` or 300."""
+    """Seconds a generated test's case may run: ``GRADCHECK_CASE_TIMEOUT`` or 300
+    (``inf``: no limit)."""
     text = os.environ.get("GRADCHECK_CASE_TIMEOUT", "")
     if not text:
         return DEFAULT_CASE_TIMEOUT

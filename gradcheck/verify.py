@@ -178,8 +178,20 @@ def _collect(tasks: list[Task], results: list[Any], seed: int,
                 by_fn.setdefault(t.fn.__name__, [])
                 continue
             r = _fault_result(t, r, seed)
+        elif t.fn in (layer_task, model_task):
+            faults += _raised_in_check(t.label, r)
         by_fn.setdefault(t.fn.__name__, []).append(r)
     return by_fn
+
+
+def _raised_in_check(label: str, r: CheckResult) -> list[FaultRow]:
+    """A case whose forward or backward raised inside its check (status ``error``) is a
+    fault too: the list of cases that gave no result names every case that errored."""
+    if getattr(r, "status", "") != "error":
+        return []
+    err = r.error or {}
+    return [FaultRow(label, "error", str(r.message or err.get("message", "")),
+                     str(err.get("type", "")), str(err.get("where", "")))]
 
 
 # -- criteria -----------------------------------------------------------------------------------

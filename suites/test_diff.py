@@ -318,3 +318,83 @@ def test_a_twelve_times_slower_backward_fails_naming_it(tmp_path, monkeypatch, c
     slower = {(s["case"], s["part"]) for s in data["speed"] if s["status"] == "slower"}
     assert code == 1 and ("dense [float64]", "backward") in slower, text
     assert "dense [float64] backward" in text.split("Regressions:")[1].split("\n\n")[0]
+
+
+# -- faults are statuses: a case that hangs, crashes or raises at one revision --------------
+FAULTY = SUBJECT.replace("import numpy as np\n", "import os\nimport time\n\nimport numpy as np\n"
+                         "\nBROKEN = False\n", 1) + '''
+
+def hang_forward(x):
+    if BROKEN:
+        time.sleep(60)
+    return x * x, x
+
+
+def exit_forward(x):
+    if BROKEN:
+        os._exit(3)
+    return x * x, x
+
+
+def raise_forward(x):
+    if BROKEN:
+        raise RuntimeError("this forward is broken")
+    return x * x, x
+
+
+def _small(rng, dt):
+    return [rng.standard_normal((3, 4)).astype(dt)]
+
+
+SUBJECT.layers.extend([
+    LayerCase("hang", _small, hang_forward, square_backward, dtypes=("float64",)),
+    LayerCase("exits", _small, exit_forward, square_backward, dtypes=("float64",)),
+    LayerCase("raises", _small, raise_forward, square_backward, dtypes=("float64",)),
+])
+'''
+BREAK = ("BROKEN = False", "BROKEN = True")
+
+
+def test_a_case_that_hangs_crashes_or_raises_at_head_is_a_named_regression(
+        tmp_path, monkeypatch, capsys):
+    repo = _repo(tmp_path, FAULTY)
+    _change(repo, *BREAK)
+    code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--case-timeout", "2")
+    assert code == 1, text
+    cases = {c["case"]: c for c in data["cases"]}
+    assert cases["hang [float64]"]["change"] == "ok -> timeout"
+    assert "time limit of 2 s" in cases["hang [float64]"]["detail"]
+    assert cases["exits [float64]"]["change"] == "ok -> crashed"
+    assert "exited with status 3" in cases["exits [float64]"]["detail"]
+    assert cases["raises [float64]"]["change"] == "ok -> error"
+    assert "RuntimeError: this forward is broken" in cases["raises [float64]"]["detail"]
+    assert {c for c, v in cases.items() if v["regression"]} == {
+        "hang [float64]", "exits [float64]", "raises [float64]"}
+    # the other cases ran, at both revisions, values and speed included
+    for name in ("dense [float64]", "dense [float32]", "square [float64]"):
+        assert cases[name]["change"] == "ok -> ok"
+    assert ("square [float32]", "backward") in {(s["case"], s["part"]) for s in data["speed"]}
+    assert not any(s["case"].startswith(("hang", "exits")) for s in data["speed"])
+    regressions = "\n".join(data["regressions"])
+    assert "hang [float64]: ok -> timeout" in regressions
+    assert "Traceback" not in text
+
+
+def test_a_case_that_hung_or_crashed_at_base_only_is_a_fix(tmp_path, monkeypatch, capsys):
+    repo = _repo(tmp_path, FAULTY.replace(*BREAK))
+    _change(repo, BREAK[1], BREAK[0], commit=True)
+    code, data, text = _diff(repo, monkeypatch, capsys, "HEAD~1", "--case-timeout", "2")
+    assert set(data["fixes"]) == {"hang [float64]", "exits [float64]", "raises [float64]"}
+    assert not any(c["regression"] for c in data["cases"]), text
+    assert {c["change"] for c in data["cases"] if c["fixed"]} == {
+        "timeout -> ok", "crashed -> ok", "error -> ok"}
+    assert code == (1 if any(s["status"] == "slower" for s in data["speed"]) else 0)
+
+
+def test_diff_case_timeout_is_validated(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["diff", "HEAD", "--case-timeout", "0"])
+    assert e.value.code == 2 and "--case-timeout must be a positive" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="case_timeout must be a positive"):
+        run_diff("HEAD", case_timeout=-1.0, cwd=tmp_path)

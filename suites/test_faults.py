@@ -9,6 +9,7 @@ couple of seconds; the report runs once, beside a process that keeps a core busy
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -77,6 +78,12 @@ def test_report_names_every_fault_and_checks_the_healthy_cases(faulty_report):
     faults = {f["case"]: f for f in data["faults"]}
     assert faults["layer segfault float32"]["signal"] == "SIGSEGV"
     assert {f["status"] for f in faults.values()} == {"crashed", "timeout", "error"}
+    # a forward that raises inside its check is listed among the faults too, and counted
+    assert "RuntimeError: this forward is broken" in faults["layer raises float32"]["message"]
+    assert faults["layer raises float32"]["status"] == "error"
+    no_result = [c for c in data["checks"] if c["status"] in ("error", "crashed", "timeout")]
+    assert len(faults) >= len(no_result) == 6
+    assert data["summary"]["faults (error, crashed, timeout)"] == len(data["faults"])
     crit4 = next(c for c in data["criteria"] if c["id"] == 4)
     assert crit4["status"] == "not met"
     assert "segfault [float32] crashed" in crit4["figure"]
@@ -207,6 +214,19 @@ def test_case_timeout_must_be_positive(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["report", "--case-timeout", "0"])
     assert e.value.code == 2 and "--case-timeout must be a positive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("limit", [math.inf, 1e12])
+def test_an_infinite_or_huge_case_timeout_is_no_limit(limit, monkeypatch):
+    """inf is no limit and 1e12 s is waited for in bounded steps (no OverflowError);
+    a task's own shorter limit still holds."""
+    tasks = [Task("value", _value, (4,)), Task("hang", _sleep, timeout=0.5)]
+    res = run_tasks(tasks, jobs=1, say=lambda _s: None, timeout=limit)
+    assert res[0] == 8 and isinstance(res[1], Fault) and res[1].status == "timeout"
+    monkeypatch.setenv("GRADCHECK_CASE_TIMEOUT", str(limit))
+    from gradcheck.subject_tests import case_timeout
+
+    assert case_timeout() == limit and run_isolated(_value, 2, timeout=case_timeout()) == 4
 
 
 # -- the generated subject tests report the same statuses ---------------------------------
