@@ -209,8 +209,8 @@ def run_diff(
     base, head : str
         Git revisions (a branch, ``HEAD~1``, ``origin/main``, a commit id).
     subject : str, optional
-        ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the installed default subject),
-        imported at each revision from the folder that corresponds to ``cwd``.
+        ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the installed
+        default subject), imported at each revision from the folder that corresponds to ``cwd``.
     level : str
         ``quick``, ``default`` or ``full``: the subject's model cases of that level, and
         the timed pairs (:data:`DIFF_LEVELS`).
@@ -237,29 +237,33 @@ def run_diff(
     _validate(level, seed, max_slowdown, case_timeout)
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
+    spec = subject or DEFAULT_SUBJECT
     try:
         cwd = Path(cwd or os.getcwd()).resolve()
         root = repo_root(cwd)
-        rel = cwd.relative_to(root)
         with ExitStack() as stack:
             say(f"writing out {base} in a temporary folder")
             b = stack.enter_context(materialised(root, base))
             h = (stack.enter_context(materialised(root, head)) if head
                  else Revision("working tree", _head_commit(root), root))
-            workers = []
-            for label, rev in (("BASE", b), ("HEAD", h)):
-                w = Worker(label, rev.root, rev.root / rel, subject or DEFAULT_SUBJECT,
-                           [root, cwd], float(case_timeout))
-                stack.callback(w.close)
-                workers.append(w)
-            result = DiffResult(b.name, b.commit, h.name, h.commit, subject or
-                                DEFAULT_SUBJECT, level, seed, float(max_slowdown),
-                                float(case_timeout))
-            _run(result, workers[0], workers[1], say)
+            base_w, head_w = (_worker(stack, label, rev, root, cwd, spec, case_timeout)
+                              for label, rev in (("BASE", b), ("HEAD", h)))
+            result = DiffResult(b.name, b.commit, h.name, h.commit, spec, level, seed,
+                                float(max_slowdown), float(case_timeout))
+            _run(result, base_w, head_w, say)
     except (RevisionError, WorkerError, WorkerFault) as exc:
         raise DiffError(str(exc)) from None
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _worker(stack: ExitStack, label: str, rev: Revision, root: Path, cwd: Path, spec: str,
+            case_timeout: float) -> Worker:
+    """The worker process of one revision, stopped when ``stack`` closes."""
+    w = Worker(label, rev.root, rev.root / cwd.relative_to(root), spec, [root, cwd],
+               float(case_timeout))
+    stack.callback(w.close)
+    return w
 
 
 def _head_commit(root: Path) -> str:
