@@ -63,7 +63,7 @@ __all__ = ["DIFF_LEVELS", "CaseChange", "DiffError", "DiffResult", "SpeedChange"
 #: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
 #: of which a sample is the least.
 DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
-    "quick": (7, 0.001, 3), "default": (11, 0.001, 5), "full": (15, 0.002, 5)}
+    "quick": (7, 0.001, 3), "default": (15, 0.001, 5), "full": (21, 0.002, 5)}
 
 
 class DiffError(Exception):
