@@ -263,9 +263,8 @@ def _clipped(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Array
 
 
 # -- cross-entropy ---------------------------------------------------------------------
-def _cross_entropy(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
-    logits = _n(rng, (2, 3, 5), dtype)
-    targets = rng.integers(0, 5, (2, 3))
+def _ce_pair(targets: np.ndarray) -> tuple[Any, Any]:
+    """The cross-entropy forward against ``targets`` and its correct backward."""
 
     def fwd(z: np.ndarray) -> Any:
         loss, cache = cross_entropy_forward(z, targets)
@@ -273,6 +272,14 @@ def _cross_entropy(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any,
 
     def good(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
         return (cross_entropy_backward(float(dl), c),)
+
+    return fwd, good
+
+
+def _cross_entropy(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
+    logits = _n(rng, (2, 3, 5), dtype)
+    targets = rng.integers(0, 5, (2, 3))
+    fwd, good = _ce_pair(targets)
 
     def bad(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
         return (cross_entropy_backward(float(dl), c) * targets.size,)
@@ -340,13 +347,7 @@ def _softmax_bug(rng: np.random.Generator, dtype: Any, bug: str) -> tuple[Any, A
 def _cross_entropy_onehot(rng: np.random.Generator, dtype: Any) -> tuple[Any, Any, Any, Arrays]:
     logits = _n(rng, (6, 5), dtype)
     targets = rng.integers(0, 5, 6)
-
-    def fwd(z: np.ndarray) -> Any:
-        loss, cache = cross_entropy_forward(z, targets)
-        return np.asarray(loss), cache
-
-    def good(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
-        return (cross_entropy_backward(float(dl), c),)
+    fwd, good = _ce_pair(targets)
 
     def bad(dl: np.ndarray, c: Any) -> tuple[np.ndarray]:
         p, t = c
