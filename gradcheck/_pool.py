@@ -165,8 +165,11 @@ class _Running:
     def __init__(self, task: Task, limit: float | None, threads: int | None) -> None:
         ctx = mp.get_context("fork")
         self.conn, child_end = ctx.Pipe(duplex=False)
+        # Not daemonic: a task may start processes of its own (a user's multiprocessing
+        # pool, the PyTorch yardstick's workers), which a daemonic process may not. The
+        # child is killed and joined here whatever happens (kill(), run_tasks' finally).
         self.proc = ctx.Process(target=_child, args=(child_end, task.fn, task.args, threads),
-                                daemon=True)
+                                daemon=False)
         with warnings.catch_warnings():
             # Python 3.12+ warns when a process with threads (pytest-xdist's, BLAS's)
             # forks. The child runs one case and leaves with os._exit; a child that

@@ -236,6 +236,15 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
         print("gradcheck report: interrupted; the workers were stopped and no report was "
               "written", file=sys.stderr)
         return 130
+    except Exception as exc:  # gradcheck's own failure: one line, never a traceback
+        if os.environ.get("GRADCHECK_TRACEBACK"):
+            raise
+        from ._pool import fault_of
+
+        print(f"gradcheck report: internal error, no report written: "
+              f"{fault_of(exc).describe()} (GRADCHECK_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)
+        return 2
     if verdict == "fail" or (verdict == "incomplete" and args.strict):
         return 1
     return 0

@@ -400,10 +400,32 @@ def budgets_task(ref: SubjectRef, level: str) -> list[Any]:
     return list(subject.budgets(level)) if subject.budgets is not None else []
 
 
-#: Which criteria a task that gave no result leaves unmet (cases fail criterion 4).
+#: Which criteria a task or phase that gave no result leaves unmet (cases fail
+#: criterion 4; a failed snapshot comparison fails the verdict through its section).
 _FAULT_CRITERIA = {"training runs": (1, 2), "gradient flow": (3,), "model cases": (4,),
                    "bug catalog, float64": (4,), "bug catalog, float32": (4,),
-                   "performance budgets": (5, 6, 7, 8, 9)}
+                   "performance budgets": (5, 6, 7, 8, 9),
+                   "test suites": (10, 11, 12), "test results and security": (10, 11, 12)}
+
+
+def _guarded(phase: str, faults: list[FaultRow], say: Callable[[str], None],
+             fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` of a phase run in this process; an exception is the phase's fault
+    (named in the report, the verdict fails) and gives ``None``, never a traceback."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        fault = fault_of(exc)
+        faults.append(FaultRow.of(phase, fault))
+        say(f"{phase}: {fault.describe()}")
+        return None
+
+
+def _lost_quality() -> list[Criterion]:
+    """Criteria 10-12 when reading the test run's results raised (the fault names why)."""
+    return [Criterion.not_applicable(c, t, "the phase that reads them raised")
+            for c, t in ((10, "code coverage > 80%"), (11, "no security alerts"),
+                         (12, "passes all tests"))]
 
 
 def _fault_criteria(crit: list[Criterion], faults: list[FaultRow]) -> list[Criterion]:
@@ -442,24 +464,27 @@ def run_verification(
     say = Progress(progress, 3 + int(with_tests))
     out_path = Path(out)
     reports = out_path.parent
+    faults: list[FaultRow] = []
     if with_tests:
         say("test suites (criteria 10-12)", advance=True)
-        why = run_test_suites(subj, subject if isinstance(subject, str) else None, reports, say)
+        why = _guarded("test suites", faults, say, run_test_suites, subj,
+                       subject if isinstance(subject, str) else None, reports, say)
         if why:
             say(f"test suites not run: {why}")
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
-    faults: list[FaultRow] = []
     tasks = _tasks(subj, subject, level, seed, case_timeout, faults)
     by_fn = _collect(tasks, run_tasks(tasks, jobs=jobs, say=say), seed, faults)
     say("performance budgets (alone, 1 BLAS thread)", advance=True)
     budget_task = Task("performance budgets", budgets_task, (subject, level),
                        timeout=10 * case_timeout)
-    budget_results = _collect([budget_task], run_tasks([budget_task], jobs=1, say=say),
-                              seed, faults).get("budgets_task", [[]])[0]
+    budget_results = (_collect([budget_task], run_tasks([budget_task], jobs=1, say=say),
+                               seed, faults).get("budgets_task") or [[]])[0]
     say("results of the test run, security, snapshots", advance=True)
-    snapshot_ok, snap_section = _snapshot_section(subj, subject, snapshots, say)
+    snapshot_ok, snap_section = _snapshots(subject, snapshots, case_timeout, say, faults)
+    quality = _guarded("test results and security", faults, say, _quality_criteria, subj,
+                       reports, subject) or _lost_quality()
     verdict, data, crit = _assemble(subj, subject, level, seed, t0, by_fn, budget_results,
-                                    faults, reports, snapshot_ok, snap_section)
+                                    faults, reports, quality, snapshot_ok, snap_section)
     data["environment"]["report workers"] = (
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
@@ -473,8 +498,8 @@ def run_verification(
 
 def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
               by_fn: dict[str, list[Any]], budget_results: list[Any],
-              faults: list[FaultRow], reports: Path, snapshot_ok: bool,
-              snap_section: dict[str, Any]
+              faults: list[FaultRow], reports: Path, quality: list[Criterion],
+              snapshot_ok: bool, snap_section: dict[str, Any]
               ) -> tuple[str, dict[str, Any], list[Criterion]]:
     """The verdict, the report's data and the criteria."""
     layers, models = by_fn.get("layer_task", []), by_fn.get("model_task", [])
@@ -485,7 +510,7 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
     crit = (_training_criteria(subj, runs, models, zero)
             + [_checks_criterion(layers + models, catalog)]
             + _budget_criteria(subj, budget_results, ref)
-            + _quality_criteria(subj, reports, ref))
+            + quality)
     crit = _fault_criteria(sorted(crit, key=lambda c: c.id), faults)
     failed = (bool(faults) or not all(r.passed for r in layers + models)
               or not all(r.verdict == "caught" for r in catalog)
@@ -501,9 +526,23 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
     return verdict, data, crit
 
 
-def _snapshot_section(subj: Subject, ref: SubjectRef, directory: str | None,
-                      say: Callable[[str], None]) -> tuple[bool, dict[str, Any]]:
+def _snapshots(ref: SubjectRef, directory: str | None, limit: float,
+               say: Callable[[str], None], faults: list[FaultRow]
+               ) -> tuple[bool, dict[str, Any]]:
+    """The snapshot comparison in a process of its own (it runs the subject's code): a
+    fault is named in the report and fails the verdict."""
+    task = Task("gradient snapshots", snapshot_task, (ref, directory), timeout=10 * limit)
+    (out,) = run_tasks([task], jobs=1, say=say)
+    if isinstance(out, Fault):
+        faults.append(FaultRow.of(task.label, out))
+        return False, {"text": f"not compared: {out.describe()}", "rows": []}
+    ok, section = out
+    return ok, section
+
+
+def snapshot_task(ref: SubjectRef, directory: str | None) -> tuple[bool, dict[str, Any]]:
     """Compare with ``directory`` (``--snapshots``), else with ``Subject.snapshot_dir``."""
+    subj = _subject(ref)
     if subj.snapshot_cases is None:
         return True, {"text": "not applicable: the subject declares no snapshot cases."}
     spec = ref if isinstance(ref, str) else None
@@ -517,7 +556,6 @@ def _snapshot_section(subj: Subject, ref: SubjectRef, directory: str | None,
                               "--snapshots DIR)."}
     from .snapshot import SnapshotError, compare
 
-    say(f"gradient snapshots: compare with {path}")
     try:
         cmp = compare(path, cases=subj.snapshot_cases)
     except SnapshotError as exc:

@@ -8,6 +8,11 @@ float32 only, so that the generated tests' float64 property test does not meet t
 It also declares one timed budget (criterion 6), so that a report of it shows how a
 budget reads on a busy machine. ``HANG`` has only the hanging case and writes the pid
 of the process running it to ``$GRADCHECK_HANG_PIDFILE``.
+
+``SPAWNING`` starts processes of its own in a case and in its budgets (as a user's
+multiprocessing pool or the PyTorch yardstick does); ``BROKEN_PHASES`` has a healthy
+case, budgets that raise and a snapshot case that raises: faults of the phases after
+the cases.
 """
 
 from __future__ import annotations
@@ -94,6 +99,42 @@ def budgets(level: str) -> list[BudgetResult]:
     return [judge("backward_cost", TABLE, "spin", "float64", timing)]
 
 
+_STARTED_IN: set[int] = set()
+
+
+def start_a_process() -> None:
+    """Start and join a child process once per process, as a multiprocessing pool or the
+    PyTorch yardstick does (a daemonic process may not)."""
+    import multiprocessing as mp
+
+    if os.getpid() in _STARTED_IN:
+        return
+    p = mp.get_context("fork").Process(target=int)
+    p.start()
+    p.join()
+    if p.exitcode != 0:
+        raise RuntimeError(f"the child process exited with {p.exitcode}")
+    _STARTED_IN.add(os.getpid())
+
+
+def spawning_fwd(x: np.ndarray, W: np.ndarray) -> Any:
+    start_a_process()
+    return fwd(x, W)
+
+
+def spawning_budgets(level: str) -> list[BudgetResult]:
+    start_a_process()
+    return budgets(level)
+
+
+def broken_budgets(level: str) -> list[BudgetResult]:
+    raise RuntimeError("these budgets are broken on purpose")
+
+
+def broken_snapshot() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    raise ValueError("this snapshot case is broken on purpose")
+
+
 FAULTS = {"segfault": segfault_fwd, "hang": hang_fwd, "raises": raising_fwd,
           "exits": exiting_fwd, "memory": hungry_fwd}
 
@@ -108,3 +149,18 @@ SUBJECT = Subject(
 
 HANG = Subject(name="a hanging layer",
                layers=[LayerCase("hang", inputs=inputs, fwd=hang_fwd, bwd=bwd, dtypes=F32)])
+
+SPAWNING = Subject(
+    name="a layer and budgets that start processes",
+    layers=[LayerCase("spawning", inputs=inputs, fwd=spawning_fwd, bwd=bwd)],
+    budgets=spawning_budgets,
+    # declared so that a report reads the test run's results (never run by the suites)
+    test_commands=[["{python}", "-m", "pytest", "suites/test_faults.py"]],
+)
+
+BROKEN_PHASES = Subject(
+    name="budgets and a snapshot case that raise",
+    layers=[LayerCase("healthy", inputs=inputs, fwd=fwd, bwd=bwd)],
+    budgets=broken_budgets,
+    snapshot_cases={"broken": broken_snapshot},
+)

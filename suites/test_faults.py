@@ -106,6 +106,93 @@ def test_a_busy_machine_gives_budgets_a_status_not_a_failure(faulty_report):
     assert crit6["status"] == expect and crit6["figure"]
 
 
+def _report(subject: str, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--jobs", "2",
+         "--subject", subject, "--out", str(out), *extra],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+
+
+def test_cases_and_budgets_may_start_processes_of_their_own(tmp_path):
+    """A case or the budgets starting a process (a multiprocessing pool, the PyTorch
+    yardstick's workers) runs as in any script: the processes running them are not
+    daemonic (issue 25: "daemonic processes are not allowed to have children")."""
+    out = tmp_path / "v.html"
+    proc = _report("suites.faulty_subject:SPAWNING", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["faults"] == [], data["faults"]
+    assert {c["name"]: c["status"] for c in data["checks"]} == {
+        "spawning [float64]": "ok", "spawning [float32]": "ok"}
+    (b,) = data["budgets"]
+    assert b["name"] == "backward_cost" and b["figure"] > 0
+
+
+def test_faults_after_the_cases_are_named_and_the_report_is_written(tmp_path):
+    """Budgets that raise and a snapshot case that raises: each phase's fault is named,
+    the criteria it took the evidence of are not met, the report and JSON are written,
+    exit 1, no traceback."""
+    from gradcheck.snapshot import snapshot
+
+    snaps = tmp_path / "snaps"
+    snapshot(snaps, {"broken": lambda: ({"y": np.ones(3)}, {})})
+    out = tmp_path / "v.html"
+    proc = _report("suites.faulty_subject:BROKEN_PHASES", out, "--snapshots", str(snaps))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["verdict"] == "fail"
+    faults = {f["case"]: f for f in data["faults"]}
+    assert set(faults) == {"performance budgets", "gradient snapshots"}, faults
+    assert faults["performance budgets"]["status"] == "error"
+    assert "RuntimeError: these budgets are broken" in faults["performance budgets"]["message"]
+    assert faults["performance budgets"]["where"].endswith("in broken_budgets")
+    assert "ValueError: this snapshot case is broken" in faults["gradient snapshots"]["message"]
+    crit = {c["id"]: c for c in data["criteria"]}
+    for cid in (5, 6, 7, 8, 9):
+        assert crit[cid]["status"] == "not met", crit[cid]
+        assert "performance budgets: error" in crit[cid]["figure"]
+    assert {c["name"]: c["status"] for c in data["checks"]} == {
+        "healthy [float64]": "ok", "healthy [float32]": "ok"}
+    html = out.read_text()
+    assert "these budgets are broken on purpose" in html
+    assert "this snapshot case is broken on purpose" in html
+
+
+def test_an_unreadable_test_result_is_a_named_fault_not_a_traceback(tmp_path):
+    """A half-written junit.xml: the phase reading the test run's results is a fault
+    naming the parse error; criteria 10-12 are not met; the report is written."""
+    out = tmp_path / "v.html"
+    (tmp_path / "junit.xml").write_text("<testsuites><testsuite tests='3'")
+    proc = _report("suites.faulty_subject:SPAWNING", out)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    (fault,) = data["faults"]
+    assert fault["case"] == "test results and security" and "ParseError" in fault["message"]
+    crit = {c["id"]: c for c in data["criteria"]}
+    assert all(crit[c]["status"] == "not met" for c in (10, 11, 12))
+
+
+def test_an_internal_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """gradcheck's own failure (here simulated in the writer) is one line naming it, no
+    traceback, exit 2, no report."""
+    from gradcheck import cli, verify
+
+    def broken_write(_out: Path, _data: dict) -> None:
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(verify, "_write", broken_write)
+    monkeypatch.delenv("GRADCHECK_TRACEBACK", raising=False)
+    out = tmp_path / "v.html"
+    code = cli.main(["report", "--quick", "--no-progress", "--jobs", "1",
+                     "--subject", "suites.faulty_subject:BROKEN_PHASES", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert "internal error, no report written: error: OSError: disk full (simulated)" in err
+    assert "Traceback" not in err
+
+
 def test_ctrl_c_stops_the_workers_and_writes_nothing(tmp_path):
     out, pidfile = tmp_path / "v.html", tmp_path / "hang.pid"
     env = {**os.environ, "GRADCHECK_HANG_PIDFILE": str(pidfile)}

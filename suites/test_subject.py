@@ -200,10 +200,10 @@ def test_budget_table_is_the_subjects_and_names_what_it_left_unmeasured(tmp_path
 
 
 def test_a_subject_without_snapshot_dir_is_never_compared_with_another_subjects():
-    from gradcheck.verify import _snapshot_section
+    from gradcheck.verify import snapshot_task
 
     subject = Subject(name="snap", snapshot_cases={"c": lambda: ({}, {})})
-    ok, section = _snapshot_section(subject, subject, None, lambda _s: None)
+    ok, section = snapshot_task(subject, None)
     assert ok and "declares no snapshot_dir" in section["text"]
     assert "reference" not in section["text"]
 
@@ -278,7 +278,7 @@ def test_relative_budget_table_and_snapshot_dir_are_from_the_module_folder(tmp_p
                                                                           monkeypatch):
     import importlib
 
-    from gradcheck.verify import _budget_criteria, _snapshot_section
+    from gradcheck.verify import _budget_criteria, snapshot_task
 
     (tmp_path / "tables").mkdir()
     (tmp_path / "tables" / "mine.toml").write_text(
@@ -290,7 +290,7 @@ def test_relative_budget_table_and_snapshot_dir_are_from_the_module_folder(tmp_p
     crit = {c.id: c for c in _budget_criteria(subject, subject.budgets("quick"),
                                               "budgeted_mod:SUBJECT")}
     assert crit[6].status == "met" and "b_over_f" in crit[6].figure, crit[6]
-    ok, section = _snapshot_section(subject, "budgeted_mod:SUBJECT", None, lambda _s: None)
+    ok, section = snapshot_task("budgeted_mod:SUBJECT", None)
     assert ok and f"none at {tmp_path / 'snaps'}" in section["text"], section
 
 
