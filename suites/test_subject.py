@@ -141,7 +141,10 @@ def test_reference_test_commands_are_the_readme_command():
     root = command_dir(REFERENCE)
     readme = (root / "README.md").read_text().splitlines()
     line = next(ln for ln in readme if ln.startswith("pip install -e") and "--cov=" in ln)
-    given = [shlex.split(part) for part in line.split(" && ")[1:]]
+    parts = line.split(" && ")[1:]
+    # the test commands, then the report that reads their results (with torch installed)
+    assert parts[-1] == "gradcheck report" and line.startswith("pip install -e '.[test,compare]'")
+    given = [shlex.split(part) for part in parts[:-1]]
     ours = test_commands(REFERENCE, Path("reports"), code, root)
     assert all(cmd[:3] == [sys.executable, "-m", "pytest"] for cmd in ours)
     assert [["pytest", *cmd[3:]] for cmd in ours] == given
@@ -324,3 +327,25 @@ def test_flow_criterion_of_a_real_dead_gradient_in_both_dtypes():
     assert crit.status == "not met"
     assert crit.figure == ("no flow scan declared (Subject.flow); check_model flow audit "
                            "flagged b (in 2 model check(s))"), crit.figure
+
+
+def test_without_torch_the_yardsticks_are_left_out_and_the_report_says_how_to_add_them(
+        monkeypatch):
+    """torch hidden (as where the [compare] extra is not installed): no torch budget is
+    measured, nothing raises, and the speed table says how to enable the yardstick."""
+    import sys
+
+    from model import measure
+    from model.speed import torch_available
+    from model.subject import BUDGET_SECTIONS
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
+    assert not torch_available()
+    table = measure.load_table()
+    assert measure.measure_speed_vs_torch("float32", pairs=3, table=table, threads=1) is None
+    rows = measure.measure_checker_modes(table, with_torch=True, full=False)
+    assert rows and not [r.name for r in rows if "torch" in r.name]
+    speed = next(s for s in BUDGET_SECTIONS if s.id == "speed")
+    assert speed.empty is not None
+    assert speed.empty() == ("not measured (torch is not installed: "
+                             "pip install -e '.[compare]').")
