@@ -166,8 +166,9 @@ def _diff_parser(sub: Any) -> None:
                    "'error'; its worker is replaced and the other cases still run. Bad at "
                    "HEAD only: a regression; at BASE only: a fix")
     d.add_argument("--json", metavar="PATH", help="also write the result as JSON")
-    d.add_argument("--markdown", metavar="PATH", help="also write a short Markdown summary "
-                   "(for a pull-request comment or $GITHUB_STEP_SUMMARY)")
+    d.add_argument("--markdown", metavar="PATH", help="also append a short Markdown summary "
+                   "to PATH (created if missing; appended, as $GITHUB_STEP_SUMMARY expects, "
+                   "in one write, not atomically)")
     d.add_argument("--html", metavar="PATH", help="also write an HTML page")
     d.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(d)
@@ -210,10 +211,17 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
 
         write_json(Path(args.json), result.to_dict())
     if args.markdown:
-        write_atomic(Path(args.markdown), render_markdown(result).encode("utf-8"))
+        _append_markdown(args.markdown, render_markdown(result))
     if args.html:
         write_atomic(Path(args.html), render_diff_html(result).encode("utf-8"))
     return result.exit_code
+
+
+def _append_markdown(path: str, text: str) -> None:
+    """Append ``text`` to the Markdown file ``path`` (``$GITHUB_STEP_SUMMARY``, say)."""
+    from ._io import append_text
+
+    append_text(Path(path), text)
 
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int) -> int:

@@ -288,3 +288,50 @@ def test_report_in_headless_chromium(quick_report):
     assert not [c for c in console if c[0] in ("error", "warning")]
     assert requests == [out.resolve().as_uri()]  # nothing fetched but the page itself
     assert shot.stat().st_size > 10_000
+
+
+# -- files a CI job can publish ----------------------------------------------------------------
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_follow_the_umask(tmp_path, umask, mode):
+    from gradcheck._io import append_text, write_atomic
+
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "a.json", b"{}")
+        report.write_html(tmp_path / "r.html", report.build_plugin_report([evil_result()]))
+        append_text(tmp_path / "summary.md", "# s")
+    finally:
+        os.umask(old)
+    assert {p.name: _mode(p) for p in tmp_path.iterdir()} == dict.fromkeys(
+        ("a.json", "r.html", "summary.md"), mode)
+
+
+def test_append_text_keeps_what_the_file_held(tmp_path):
+    from gradcheck._io import append_text
+
+    path = tmp_path / "step_summary.md"
+    path.write_text("## an earlier step")  # no newline at its end
+    append_text(path, "## gradcheck\nPASS")
+    append_text(path, "second block\n")
+    assert path.read_text() == "## an earlier step\n## gradcheck\nPASS\nsecond block\n"
+
+
+def test_diff_markdown_is_appended(tmp_path, monkeypatch, capsys):
+    import gradcheck._diffrender as diffrender
+    import gradcheck.diff as diff
+
+    class Result:
+        exit_code = 0
+
+    monkeypatch.setattr(diff, "run_diff", lambda *a, **k: Result())
+    monkeypatch.setattr(diffrender, "render_text", lambda r: "text")
+    monkeypatch.setattr(diffrender, "render_markdown", lambda r: "## gradcheck diff\nok\n")
+    summary = tmp_path / "summary.md"
+    summary.write_text("## build\n")
+    argv = ["diff", "HEAD", "--markdown", str(summary), "--no-progress"]
+    assert cli.main(argv) == 0 and cli.main(argv) == 0
+    assert summary.read_text() == "## build\n" + "## gradcheck diff\nok\n" * 2
