@@ -335,3 +335,11 @@ def test_diff_markdown_is_appended(tmp_path, monkeypatch, capsys):
     argv = ["diff", "HEAD", "--markdown", str(summary), "--no-progress"]
     assert cli.main(argv) == 0 and cli.main(argv) == 0
     assert summary.read_text() == "## build\n" + "## gradcheck diff\nok\n" * 2
+
+
+def test_case_names_label_their_flags():
+    from model.subject import model_cases
+
+    names = [m.name for m in model_cases("full")]
+    assert not [n for n in names if "True" in n or "False" in n], names
+    assert any(",causal," in n for n in names) and any(",non-causal," in n for n in names)
