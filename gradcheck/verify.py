@@ -301,8 +301,20 @@ def _budget_criterion(cid: int, title: str, rows: list[Any]) -> Criterion:
         cid, title, status,
         f"worst {worst.figure:.3f} ({worst.name}, {worst.config}, {worst.dtype}) "
         f"vs {worst.threshold:g}" + (f"; {len(busy)} {busy[0].note}" if busy else ""),
-        "ratios measured side by side in this run (thread CPU time; wall time beside "
-        "it to see a busy machine); see the budgets table")
+        _budget_how({b.kind for b in rows}))
+
+
+def _budget_how(kinds: set[str]) -> str:
+    """How a budget criterion was measured, by the kinds of its budgets: memory by
+    tracemalloc, times by the thread's CPU time."""
+    parts = []
+    if kinds - {"memory"}:
+        parts.append("times measured side by side in this run (thread CPU time; wall time "
+                     "beside it to see a busy machine)")
+    if "memory" in kinds:
+        parts.append("memory: tracemalloc's peak of traced allocations, measured side by "
+                     "side in this run")
+    return "; ".join(parts) + "; see the budgets table"
 
 
 def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[Criterion]:
@@ -573,7 +585,7 @@ def _write(out_path: Path, data: dict[str, Any]) -> None:
     from ._io import write_atomic
     from .report import render_html, to_json
 
-    html = render_html(data).encode("utf-8")
+    html = render_html(data, json_href=out_path.with_suffix(".json").name).encode("utf-8")
     text = (to_json({k: v for k, v in data.items() if k != "charts_svg"}) + "\n").encode()
     write_atomic(out_path.with_suffix(".json"), text)
     write_atomic(out_path, html)

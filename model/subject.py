@@ -396,8 +396,8 @@ BUDGET_SECTIONS = (
     BudgetSection(
         "throughput", "Training-step throughput on this machine (no gate)", ("throughput",),
         _throughput_row,
-        "Absolute figures hold for this CPU only ({cpu}, BLAS {blas}); compare machines by "
-        "the ratios above."),
+        "Absolute figures hold for this CPU only ({cpu}, BLAS core type {blas_core_type}, "
+        "with the BLAS threads of each row); compare machines by the ratios above."),
 )
 
 
