@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "check_anchor", "counts", "failures", "view"]
+__all__ = ["SCHEMA_VERSION", "check_anchor", "counts", "failures", "markdown_summary", "view"]
 
 #: Version of the report's JSON. 1: the keys of gradcheck 0.1 (display keys such as
 #: ``"summary"`` and ``"budget clock"``); 2 adds ``schema_version``, ``counts`` (integers
@@ -137,3 +137,41 @@ def view(data: dict[str, Any], charts: bool) -> dict[str, Any]:
         "unmet": [c for c in data.get("criteria", []) if c["status"] == "not met"],
         "folded": FOLDED,
     }
+
+
+def markdown_summary(data: dict[str, Any], html: str = "", *, limit: int = 20) -> str:
+    """A short Markdown summary of a report (for ``$GITHUB_STEP_SUMMARY``): the verdict
+    and its line, the failures (at most ``limit``) with hint and seed, the criteria not
+    met, and where the HTML report is."""
+    icon = {"pass": ":white_check_mark:", "fail": ":x:"}.get(data.get("verdict", ""),
+                                                              ":warning:")
+    lines = [f"### {icon} {_md(data.get('title', 'gradcheck'))}: "
+             f"{str(data.get('verdict', '')).upper()}", "",
+             " · ".join(_md(p) for p in verdict_line(data)), ""]
+    fails = data.get("failures")
+    fails = failures(data.get("checks", [])) if fails is None else fails
+    if fails:
+        lines.append("**What failed**")
+        for f in fails[:limit]:
+            what = f"hint: {f['hint']}" if f.get("hint") else f.get("message", "")
+            inp = f" input {_md(f['input'])}" if f.get("input") else ""
+            lines.append(f"- {_md(f['check'])}{inp} {_md(f['status'])}: {_md(what)} "
+                         f"(seed={f.get('seed')})")
+        if len(fails) > limit:
+            lines.append(f"- and {len(fails) - limit} more in the report")
+        lines.append("")
+    unmet = [c for c in data.get("criteria", []) if c["status"] == "not met"]
+    if unmet:
+        lines += ["**Criteria not met**",
+                  *[f"- {c['id']}. {_md(c['name'])}: {_md(c['figure'])}" for c in unmet], ""]
+    if html:
+        lines.append(f"Report: {_md(html)} (and its JSON beside it)")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md(text: Any) -> str:
+    """``text`` on one line, with the characters Markdown and HTML would read escaped."""
+    out = " ".join(str(text).split())
+    for ch in "\\`*_[]<>|":
+        out = out.replace(ch, "\\" + ch)
+    return out

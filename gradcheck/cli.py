@@ -96,6 +96,11 @@ def _report_parser(sub: Any) -> None:
                    "'timeout', one that raises 'error', one whose process dies 'crashed', "
                    "and the others still run. The subject's training runs and budgets get "
                    "ten times as long. 'inf' means no limit")
+    r.add_argument("--markdown", metavar="PATH", default=None,
+                   help="also append a short Markdown summary (verdict, what failed with "
+                   "hint and seed, criteria not met) to PATH, created if missing: "
+                   "--markdown \"$GITHUB_STEP_SUMMARY\" in a GitHub Actions step. Appended "
+                   "in one write, not atomically; the HTML and JSON are replaced atomically")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(r)
 
@@ -238,7 +243,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
             out=args.out, level="quick" if args.quick else "full" if args.full else "default",
             seed=args.seed, progress=not args.no_progress, jobs=jobs,
             with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
-            case_timeout=limit,
+            case_timeout=limit, markdown=args.markdown,
         )
     except KeyboardInterrupt:
         print("gradcheck report: interrupted; the workers were stopped and no report was "
