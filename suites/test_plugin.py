@@ -77,7 +77,10 @@ def test_plain_call_is_recorded():
     assert data["summary"] == {"checks": 4, "passed": 3, "failed": 1, "kinks": 2}
     tests = {c["test"].split("::")[-1] for c in data["checks"]}
     assert tests == {"test_good", "test_bad", "test_kinks", "test_plain_call_is_recorded"}
+    assert data["schema_version"] == 2 and data["counts"]["checks_failed"] == 1
+    assert [(f["input"], f["seed"]) for f in data["failures"]] == [("W", 0)]
     html = (project.path / "out/r.html").read_text()
+    assert 'href="r.json"' in html and 'id="gradcheck-data"' not in html  # linked
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 

@@ -492,3 +492,46 @@ def test_case_names_label_their_flags():
     names = [m.name for m in model_cases("full")]
     assert not [n for n in names if "True" in n or "False" in n], names
     assert any(",causal," in n for n in names) and any(",non-causal," in n for n in names)
+
+
+# -- what the page and the step summary say -----------------------------------------------------
+def _record(name: str, passed: bool) -> dict:
+    inp = InputResult(name="W", shape=(2,), dtype="float64", status="ok" if passed else
+                      "mismatch", checked=2, hint="" if passed else "off by a factor of 2")
+    return CheckResult(passed=passed, status=inp.status, message="m", inputs=[inp],
+                       method="central", mode="full", evaluations=4, backward_calls=2,
+                       seed=9, name=name).to_dict()
+
+
+def test_failures_block_names_each_failing_input_and_links_its_row():
+    from gradcheck._reportview import failures
+
+    records = [_record("good", True), _record("bad", False)]
+    fails = failures(records)
+    assert [(f["check"], f["input"], f["hint"], f["seed"], f["anchor"]) for f in fails] == [
+        ("bad", "W", "off by a factor of 2", 9, "check-1-0")]
+    html = report.render_html(report.build_plugin_report(records))
+    assert 'id="failures"' in html and 'href="#check-1-0"' in html and 'id="check-1-0"' in html
+    # all passing: no failures block, no "What failed" in the contents
+    calm = report.render_html(report.build_plugin_report([_record("good", True)]))
+    assert 'id="failures"' not in calm and "What failed" not in calm
+
+
+def test_markdown_summary_lists_failures_and_escapes():
+    from gradcheck._reportview import markdown_summary
+
+    bad = report.build_plugin_report([_record(EVIL, False)])
+    text = markdown_summary(bad, "r.html")
+    assert text.startswith("### :x: ") and "**What failed**" in text
+    assert "input W mismatch: hint: off by a factor of 2 (seed=9)" in text
+    assert EVIL not in text and "\\<script\\>" in text
+    ok = markdown_summary(report.build_plugin_report([_record("good", True)]))
+    assert ok.startswith("### :white_check_mark: ") and "What failed" not in ok
+
+
+def test_budget_criteria_name_the_clock_of_their_kind():
+    from gradcheck.verify import _budget_how
+
+    assert "tracemalloc" in _budget_how({"memory"}) and "CPU" not in _budget_how({"memory"})
+    assert "thread CPU time" in _budget_how({"ratio"}) and "tracemalloc" not in _budget_how(
+        {"ratio"})
