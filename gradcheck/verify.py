@@ -502,7 +502,7 @@ def run_verification(
     data["environment"]["report workers"] = (
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
-    _write(out_path, data, markdown)
+    _publish(out_path, data, markdown)
     _tell(say, crit, f"{out_path} and {out_path.with_suffix('.json')}"
           + (f" and appended to {markdown}" if markdown else "") + f" ({verdict.upper()})")
     return verdict
@@ -588,16 +588,24 @@ def snapshot_task(ref: SubjectRef, directory: str | None) -> tuple[bool, dict[st
     return cmp.passed, {"text": text, "rows": rows}
 
 
-def _write(out_path: Path, data: dict[str, Any], markdown: str | None = None) -> None:
+def _publish(out_path: Path, data: dict[str, Any], markdown: str | None) -> None:
+    """Write the report (:func:`_write`), then append its Markdown summary to
+    ``markdown`` (``$GITHUB_STEP_SUMMARY``, say)."""
+    _write(out_path, data)
+    if markdown:
+        from ._io import append_text
+        from ._reportview import markdown_summary
+
+        append_text(Path(markdown), markdown_summary(data, str(out_path)))
+
+
+def _write(out_path: Path, data: dict[str, Any]) -> None:
     """Render first, then write both files (each atomically), so that an interruption
-    leaves no half of a report; then append the Markdown summary to ``markdown``."""
-    from ._io import append_text, write_atomic
-    from ._reportview import markdown_summary
+    leaves no half of a report."""
+    from ._io import write_atomic
     from .report import render_html, to_json
 
     html = render_html(data, json_href=out_path.with_suffix(".json").name).encode("utf-8")
     text = (to_json({k: v for k, v in data.items() if k != "charts_svg"}) + "\n").encode()
     write_atomic(out_path.with_suffix(".json"), text)
     write_atomic(out_path, html)
-    if markdown:
-        append_text(Path(markdown), markdown_summary(data, str(out_path)))
