@@ -16,6 +16,7 @@ raises ends the check with status ``error``; a broken protocol with its own stat
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,7 +104,21 @@ def _resolve_wrt(inputs: Any, wrt: Any) -> set[Any]:
     return set(chosen)
 
 
-def _prepare(inputs: Any, wrt: Any) -> _Inputs:
+def input_names(fwd: Callable[..., Any], n: int) -> list[str]:
+    """The names of ``n`` positional inputs of ``fwd``: its parameters' names when the
+    ``n`` inputs bind to named parameters (``def fwd(x, W, b)`` gives ``x``, ``W``,
+    ``b``); else ``x0``, ``x1``... (``*args``, a builtin or any callable whose
+    signature cannot be read)."""
+    fallback = [f"x{k}" for k in range(n)]
+    try:
+        params = list(inspect.signature(fwd).parameters.values())
+    except (TypeError, ValueError):
+        return fallback
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return named[:n] if len(named) >= n else fallback
+
+
+def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inputs:
     if isinstance(inputs, np.ndarray) or isinstance(inputs, str) or not isinstance(
         inputs, (Sequence, dict)
     ):
@@ -113,7 +128,10 @@ def _prepare(inputs: Any, wrt: Any) -> _Inputs:
         )
     chosen = _resolve_wrt(inputs, wrt)
     keys = _top_keys(inputs)
-    top = [str(k) for k in keys] if isinstance(inputs, dict) else [f"x{k}" for k in keys]
+    if isinstance(inputs, dict):
+        top = [str(k) for k in keys]
+    else:
+        top = list(names) if names is not None else [f"x{k}" for k in keys]
     tree, raw = Tree.of(inputs, top)
     owner = _leaf_owners(inputs, keys)
     prep = _Inputs(tree, [None] * len(raw), isinstance(inputs, dict))
@@ -122,19 +140,11 @@ def _prepare(inputs: Any, wrt: Any) -> _Inputs:
             prep.leaves[i] = _private_copy(leaf)
             prep.consts.append(i)
             continue
-        arr = _as_array(leaf, _input_path(name, prep.as_kwargs))
+        key = owner[i]
+        arr = _as_array(leaf, f"inputs[{key!r}]{name[len(top[keys.index(key)]):]}")
         prep.leaves[i] = arr
         (prep.diff if arr.dtype.kind == "f" else prep.ints).append(i)
     return prep
-
-
-def _input_path(name: str, as_kwargs: bool) -> str:
-    """``x1['W']`` -> ``inputs[1]['W']``; ``W`` (dict inputs) -> ``inputs['W']``."""
-    if as_kwargs:
-        head, _, rest = name.partition("[")
-        return f"inputs[{head!r}]" + (f"[{rest}" if rest else "")
-    digits = name[1:].split("[", 1)[0]
-    return f"inputs[{digits}]" + name[1 + len(digits):]
 
 
 def _leaf_owners(inputs: Any, keys: list[Any]) -> list[Any]:
@@ -490,14 +500,16 @@ def _complex_or_central(prep: _Inputs, called: _Called, runner: Runner, checked:
 def run_protocol_check(
     fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any, opts: Options,
     *, kind: str = "vjp", origins: dict[str, Any] | None = None,
+    names: Sequence[str] | None = None,
 ) -> CheckResult:
     """The whole check of ``fwd``/``bwd`` at ``inputs`` (no recording).
 
     ``origins`` maps ``"forward"`` and ``"backward"`` to the user's own callables when
     ``fwd``/``bwd`` wrap them: an exception raised before the user's code was entered
-    (a call with the wrong signature) is then placed at their definition.
+    (a call with the wrong signature) is then placed at their definition. ``names``
+    names positional inputs (default ``x0``, ``x1``...; see :func:`input_names`).
     """
-    prep = _prepare(inputs, wrt)
+    prep = _prepare(inputs, wrt, names)
     chosen = _resolve_wrt(inputs, wrt)
     rng = generator(opts.seed)
 
@@ -553,7 +565,9 @@ def check_vjp(
         structure and shapes; ``None`` for integer inputs and inputs outside ``wrt``.
     inputs : sequence or dict
         The arguments of ``fwd``: arrays, or lists, tuples and dicts of arrays, nested.
-        They are copied; the caller's arrays are never touched.
+        They are copied; the caller's arrays are never touched. Results name a
+        sequence's inputs by ``fwd``'s parameters (``def fwd(x, W, b)``: ``x``, ``W``,
+        ``b``), or ``x0``, ``x1``... when they cannot be (``*args``, a builtin).
     wrt : int, str or sequence of them, optional
         The inputs to differentiate (indices, or names for dict inputs); the others are
         constants of any type, passed through as private copies. By default every input
@@ -585,10 +599,20 @@ def check_vjp(
     # status with the place named, not an exception half-way through a check.
     with np.errstate(all="ignore"):
         res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts,
-                                 origins={"forward": fwd, "backward": bwd})
+                                 origins={"forward": fwd, "backward": bwd},
+                                 names=_positional_names(fwd, inputs))
     res.notes = [*res.notes, *conv.notes]
     record(res)
     return res
+
+
+def _positional_names(fwd: Callable[..., Any], inputs: Any) -> list[str] | None:
+    """:func:`input_names` of a sequence of inputs (None for a dict or a bad type: the
+    dict's keys name its inputs, and the validation names a bad type)."""
+    if isinstance(inputs, dict) or isinstance(inputs, (str, np.ndarray)) \
+            or not isinstance(inputs, Sequence):
+        return None
+    return input_names(fwd, len(inputs))
 
 
 def raise_unless_passed(res: CheckResult) -> CheckResult:
@@ -640,7 +664,7 @@ def check_grad(
     grad : callable
         ``grad(x) -> ndarray`` of the shape of ``x``.
     x : array_like
-        The point.
+        The point; results name it as ``f`` names its parameter (``x0`` if unnamed).
     seed : int
     **options
         As for :func:`check_vjp`.
@@ -663,4 +687,7 @@ def check_grad(
     def bwd(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
         return (np.asarray(grad(x_.copy())) * dy,)
 
+    # the input is named as f names it (x0 when f's signature cannot be read)
+    fwd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(input_names(f, 1)[0], inspect.Parameter.POSITIONAL_ONLY)])
     return check_vjp(fwd, bwd, [x], seed=seed, **options)

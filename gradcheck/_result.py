@@ -34,12 +34,18 @@ class GradientMismatch(AssertionError):
     """Raised by :func:`gradcheck.assert_vjp` when a check does not pass.
 
     Subclasses :class:`AssertionError` so that a plain pytest test reports it as a
-    test failure with the readable table of :meth:`CheckResult.report` as its message.
+    test failure. Its message opens with :meth:`CheckResult.headline` (the hint first,
+    then the failing input, the check's name and the seed: what pytest's one-line
+    summary shows), followed by the readable table of :meth:`CheckResult.report`.
     """
 
     def __init__(self, result: CheckResult) -> None:
         self.result = result
-        super().__init__(result.report())
+        super().__init__(f"{result.headline()}\n{result.report()}")
+
+
+# Shown as ``gradcheck.GradientMismatch`` (its public name) in tracebacks.
+GradientMismatch.__module__ = "gradcheck"
 
 
 @dataclass
@@ -302,6 +308,20 @@ class CheckResult:
             if inp.hint and not inp.passed:
                 return inp.hint
         return ""
+
+    def headline(self) -> str:
+        """One line, the most useful part first: the hint of the first failing input
+        (when one was recognised), the input, the status, the check's name and the
+        seed; for a passing check, ``gradient check PASSED name``."""
+        if self.passed:
+            return f"gradient check PASSED {self.name}".rstrip()
+        failing = [i for i in self.inputs if not i.passed]
+        bad = next((i for i in failing if i.hint), failing[0] if failing else None)
+        where = (f"{bad.name} {bad.status}" if bad is not None else self.status)
+        where += f" in {self.name}" if self.name else ""
+        if self.hint:
+            return f"hint: {self.hint} ({where}, seed={self.seed})"
+        return f"gradient check FAILED: {where}: {self.message} (seed={self.seed})"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types only (safe for ``json.dumps`` and for pytest-xdist)."""

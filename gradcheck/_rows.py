@@ -1,8 +1,9 @@
 """The report's typed results: built once by :mod:`gradcheck.verify`, rendered by the HTML
 report, the JSON file and the command line alike through their ``to_dict()``.
 
-The JSON keys are those the report has always written (``"false alarms"``,
-``"hint given"``...); the code reads the attributes.
+The section rows keep the display keys the report has always written (``"false
+alarms"``, ``"hint given"``...); :meth:`CatalogRow.machine_dict` gives the same row under
+machine keys for the JSON's ``catalog``. The code reads the attributes.
 """
 
 from __future__ import annotations
@@ -82,6 +83,12 @@ class CatalogRow:
         return {"bug": self.bug, "dtype": self.dtype, "caught": f"{self.caught}/{self.seeds}",
                 "false alarms": self.false_alarms, "verdict": self.verdict,
                 "hint given": self.hint, "hint names the class": self.hint_verdict}
+
+    def machine_dict(self) -> dict[str, Any]:
+        """The row under machine keys, its counts as integers (the JSON's ``catalog``)."""
+        return {"bug": self.bug, "dtype": self.dtype, "caught": self.caught,
+                "seeds": self.seeds, "false_alarms": self.false_alarms,
+                "verdict": self.verdict, "hint": self.hint, "hint_verdict": self.hint_verdict}
 
 
 @dataclass(frozen=True)

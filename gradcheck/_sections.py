@@ -21,7 +21,7 @@ __all__ = ["report_data"]
 
 
 def _budget_rows(budget_results: list[Any]) -> list[dict[str, Any]]:
-    return [{"budget": b.title, "criterion": b.criterion, "config": b.config,
+    return [{"budget": b.title, "criterion": b.criterion or "-", "config": b.config,
              "dtype": b.dtype, "figure": b.figure,
              "threshold": b.threshold if math.isfinite(b.threshold) else "-",
              "margin": b.margin if math.isfinite(b.threshold) else "-",
@@ -157,6 +157,20 @@ def _charts(runs: list[TrainingRun], budget_results: list[Any]) -> dict[str, Any
     return charts
 
 
+def _counts(checks: list[dict[str, Any]], catalog: list[CatalogRow], budget_results: list[Any],
+            faults: list[FaultRow]) -> dict[str, int]:
+    """The summary as integers under machine keys (schema 2)."""
+    from ._reportview import counts
+
+    return {**counts(checks, len(faults)),
+            "catalog_bugs": len(catalog),
+            "catalog_caught": sum(r.verdict == "caught" for r in catalog),
+            "budgets": len(budget_results),
+            "budgets_passed": sum(bool(b.passed) for b in budget_results),
+            "budgets_failed": sum(b.status == "fail" for b in budget_results),
+            "budgets_not_measured": sum(b.status == "not measured" for b in budget_results)}
+
+
 def _summary(checks: list[CheckResult], catalog: list[CatalogRow], budget_results: list[Any],
              faults: list[FaultRow]) -> dict[str, Any]:
     return {
@@ -180,24 +194,31 @@ def report_data(
     criteria, ``catalog`` the bug catalog, ``faults`` the cases and tasks that raised,
     crashed or timed out."""
     faults = faults or []
+    from ._reportview import SCHEMA_VERSION, failures
     from .report import environment
 
     env = environment()
     sections = (_faults_section(faults) + _sections(subject, catalog, runs, budget_results, env)
                 + _test_run_sections(reports, snap_section))
+    check_dicts = [r.to_dict() for r in checks]
     return {
+        "schema_version": SCHEMA_VERSION,
         "title": subject.description or f"gradcheck verification of {subject.name}",
         "subject": subject.name,
         "verdict": verdict,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "mode": level, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
         "summary": _summary(checks, catalog, budget_results, faults),
+        "counts": _counts(check_dicts, catalog, budget_results, faults),
+        "failures": failures(check_dicts),
         "criteria": [c.to_dict() for c in crit],
-        "checks": [r.to_dict() for r in checks],
+        "checks": check_dicts,
+        "catalog": [r.machine_dict() for r in catalog],
         "sections": [s.to_dict() for s in sections],
         "faults": [f.to_dict() for f in faults],
         "budgets": [b.to_dict() for b in budget_results],
         "budget clock": _budget_clock(budget_results),
+        "budget_clock": _budget_clock(budget_results),
         "training": [{"label": r.label, "losses": list(r.losses), "finite": r.finite,
                       "refused_steps": r.refused_steps, "stress": r.stress} for r in runs],
         "environment": env,

@@ -96,6 +96,11 @@ def _report_parser(sub: Any) -> None:
                    "'timeout', one that raises 'error', one whose process dies 'crashed', "
                    "and the others still run. The subject's training runs and budgets get "
                    "ten times as long. 'inf' means no limit")
+    r.add_argument("--markdown", metavar="PATH", default=None,
+                   help="also append a short Markdown summary (verdict, what failed with "
+                   "hint and seed, criteria not met) to PATH, created if missing: "
+                   "--markdown \"$GITHUB_STEP_SUMMARY\" in a GitHub Actions step. Appended "
+                   "in one write, not atomically; the HTML and JSON are replaced atomically")
     r.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(r)
 
@@ -166,8 +171,9 @@ def _diff_parser(sub: Any) -> None:
                    "'error'; its worker is replaced and the other cases still run. Bad at "
                    "HEAD only: a regression; at BASE only: a fix")
     d.add_argument("--json", metavar="PATH", help="also write the result as JSON")
-    d.add_argument("--markdown", metavar="PATH", help="also write a short Markdown summary "
-                   "(for a pull-request comment or $GITHUB_STEP_SUMMARY)")
+    d.add_argument("--markdown", metavar="PATH", help="also append a short Markdown summary "
+                   "to PATH (created if missing; appended, as $GITHUB_STEP_SUMMARY expects, "
+                   "in one write, not atomically)")
     d.add_argument("--html", metavar="PATH", help="also write an HTML page")
     d.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(d)
@@ -210,10 +216,17 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
 
         write_json(Path(args.json), result.to_dict())
     if args.markdown:
-        write_atomic(Path(args.markdown), render_markdown(result).encode("utf-8"))
+        _append_markdown(args.markdown, render_markdown(result))
     if args.html:
         write_atomic(Path(args.html), render_diff_html(result).encode("utf-8"))
     return result.exit_code
+
+
+def _append_markdown(path: str, text: str) -> None:
+    """Append ``text`` to the Markdown file ``path`` (``$GITHUB_STEP_SUMMARY``, say)."""
+    from ._io import append_text
+
+    append_text(Path(path), text)
 
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int) -> int:
@@ -230,7 +243,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
             out=args.out, level="quick" if args.quick else "full" if args.full else "default",
             seed=args.seed, progress=not args.no_progress, jobs=jobs,
             with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
-            case_timeout=limit,
+            case_timeout=limit, markdown=args.markdown,
         )
     except KeyboardInterrupt:
         print("gradcheck report: interrupted; the workers were stopped and no report was "

@@ -478,8 +478,10 @@ def _write_outputs(config: pytest.Config, records: list[dict[str, Any]]) -> None
     data = build_plugin_report(records)
     if json_path:
         write_json(Path(json_path), data)
-    if html_path:
-        write_html(Path(html_path), data)
+    if html_path:  # the page links the JSON beside it, or carries the data itself
+        href = (Path(os.path.relpath(Path(json_path).resolve(), Path(html_path).resolve().parent))
+                .as_posix() if json_path else None)
+        write_html(Path(html_path), data, json_href=href)
 
 
 def summary_counts(

@@ -1,10 +1,12 @@
 """Self-contained HTML and JSON verification reports.
 
 The HTML is rendered by Jinja2 with autoescaping on; charts are inline SVG made here
-from numbers only (labels are escaped); the data travels as JSON inside a
+from numbers only (labels are escaped). The page links the JSON file written beside it
+(``json_href``); a page with no JSON beside it (the pytest plugin's without
+``--gradcheck-json``) carries the data as compact JSON inside a
 ``<script type="application/json">`` block with ``<`` escaped, so nothing a user named
-can break out of it. Files are written atomically: a temporary file in the same folder,
-then ``os.replace``.
+can break out of it. Files are written atomically (:func:`gradcheck._io.write_atomic`),
+with the mode the umask gives a new file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from markupsafe import Markup, escape
 from ._env import environment
 from ._io import write_atomic
 from ._json import plain
+from ._reportview import SCHEMA_VERSION, counts, failures, view
 
 __all__ = [
     "bar_chart_svg",
@@ -47,9 +50,10 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     _write_atomic(path, to_json(data) + "\n")
 
 
-def write_html(path: Path, data: dict[str, Any]) -> None:
-    """Render ``data`` and write the HTML atomically."""
-    _write_atomic(path, render_html(data))
+def write_html(path: Path, data: dict[str, Any], *, json_href: str | None = None) -> None:
+    """Render ``data`` and write the HTML atomically; ``json_href`` links the JSON file
+    of the same data (else the page carries the data itself)."""
+    _write_atomic(path, render_html(data, json_href=json_href))
 
 
 # -- charts ----------------------------------------------------------------------------
@@ -204,8 +208,11 @@ def build_plugin_report(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The report of a pytest run: every recorded check, grouped by test."""
     passed = sum(1 for r in records if r.get("passed"))
     return {
+        "schema_version": SCHEMA_VERSION,
         "title": "gradcheck: gradient checks of a pytest run",
         "verdict": "pass" if passed == len(records) else "fail",
+        "counts": counts(records),
+        "failures": failures(records),
         "summary": {
             "checks": len(records),
             "passed": passed,
@@ -238,8 +245,15 @@ def _error_rows(checks: list[dict[str, Any]], limit: int = 40) -> list[tuple[str
     return rows[:limit]
 
 
-def render_html(data: dict[str, Any]) -> str:
-    """The self-contained HTML page for ``data``."""
+#: Labels of the environment table where its keys alone would mislead.
+ENV_LABELS = {"blas": "BLAS of the report's own process",
+              "blas_threads": "BLAS threads of the report's own process",
+              "blas_core_type": "BLAS core type"}
+
+
+def render_html(data: dict[str, Any], *, json_href: str | None = None) -> str:
+    """The self-contained HTML page for ``data``; with ``json_href`` it links that JSON
+    file instead of carrying the data."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     env = Environment(
@@ -257,7 +271,13 @@ def render_html(data: dict[str, Any]) -> str:
             bar_chart_svg(err_rows, title="worst error / its tolerance, per layer or model "
                           "(the 40 closest to failing)"),
         )
-    payload = to_json({k: v for k, v in data.items() if k != "charts_svg"})
-    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    payload = ""
+    if json_href is None:
+        payload = json.dumps(plain({k: v for k, v in data.items() if k != "charts_svg"}),
+                             sort_keys=True, allow_nan=False, separators=(",", ":"))
+        payload = (payload.replace("<", "\\u003c").replace(">", "\\u003e")
+                   .replace("&", "\\u0026"))
     template = env.get_template("report.html")
-    return template.render(d=data, charts=charts, payload=Markup(payload))  # noqa: S704
+    return template.render(d=data, charts=charts, v=view(data, bool(charts)),
+                           json_href=json_href, env_labels=ENV_LABELS,
+                           payload=Markup(payload))  # noqa: S704

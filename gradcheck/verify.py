@@ -301,8 +301,20 @@ def _budget_criterion(cid: int, title: str, rows: list[Any]) -> Criterion:
         cid, title, status,
         f"worst {worst.figure:.3f} ({worst.name}, {worst.config}, {worst.dtype}) "
         f"vs {worst.threshold:g}" + (f"; {len(busy)} {busy[0].note}" if busy else ""),
-        "ratios measured side by side in this run (thread CPU time; wall time beside "
-        "it to see a busy machine); see the budgets table")
+        _budget_how({b.kind for b in rows}))
+
+
+def _budget_how(kinds: set[str]) -> str:
+    """How a budget criterion was measured, by the kinds of its budgets: memory by
+    tracemalloc, times by the thread's CPU time."""
+    parts = []
+    if kinds - {"memory"}:
+        parts.append("times measured side by side in this run (thread CPU time; wall time "
+                     "beside it to see a busy machine)")
+    if "memory" in kinds:
+        parts.append("memory: tracemalloc's peak of traced allocations, measured side by "
+                     "side in this run")
+    return "; ".join(parts) + "; see the budgets table"
 
 
 def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[Criterion]:
@@ -441,9 +453,11 @@ def run_verification(
     *, out: str, level: str = "default", seed: int = 0, progress: bool = True,
     jobs: int = 2, with_tests: bool = False, subject: SubjectRef = DEFAULT_SUBJECT,
     snapshots: str | None = None, quick: bool | None = None,
-    case_timeout: float = DEFAULT_CASE_TIMEOUT,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT, markdown: str | None = None,
 ) -> str:
-    """Run the verification of ``subject`` and write ``out`` (HTML) and ``out`` .json.
+    """Run the verification of ``subject`` and write ``out`` (HTML) and ``out`` .json;
+    with ``markdown``, also append a short summary to that file (as GitHub's
+    ``$GITHUB_STEP_SUMMARY`` expects).
 
     ``subject`` is a :class:`~gradcheck.Subject` or ``"MODULE:NAME"``. Every case runs
     in a process of its own with a time limit of ``case_timeout`` seconds: one that
@@ -488,12 +502,19 @@ def run_verification(
     data["environment"]["report workers"] = (
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
-    _write(out_path, data)
-    for c in crit:  # the same criteria as the report, for the terminal
+    _publish(out_path, data, markdown)
+    _tell(say, crit, f"{out_path} and {out_path.with_suffix('.json')}"
+          + (f" and appended to {markdown}" if markdown else "") + f" ({verdict.upper()})")
+    return verdict
+
+
+def _tell(say: Callable[[str], None], crit: list[Criterion], wrote: str) -> None:
+    """On the terminal: the criteria not met, not run or not measured, and what was
+    written."""
+    for c in crit:  # the same criteria as the report
         if c.status not in ("met", "not applicable"):
             say(f"criterion {c.id} ({c.name}): {c.status}: {c.figure}")
-    say(f"wrote {out_path} and {out_path.with_suffix('.json')} ({verdict.upper()})")
-    return verdict
+    say(f"wrote {wrote}")
 
 
 def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
@@ -567,13 +588,24 @@ def snapshot_task(ref: SubjectRef, directory: str | None) -> tuple[bool, dict[st
     return cmp.passed, {"text": text, "rows": rows}
 
 
+def _publish(out_path: Path, data: dict[str, Any], markdown: str | None) -> None:
+    """Write the report (:func:`_write`), then append its Markdown summary to
+    ``markdown`` (``$GITHUB_STEP_SUMMARY``, say)."""
+    _write(out_path, data)
+    if markdown:
+        from ._io import append_text
+        from ._reportview import markdown_summary
+
+        append_text(Path(markdown), markdown_summary(data, str(out_path)))
+
+
 def _write(out_path: Path, data: dict[str, Any]) -> None:
     """Render first, then write both files (each atomically), so that an interruption
     leaves no half of a report."""
     from ._io import write_atomic
     from .report import render_html, to_json
 
-    html = render_html(data).encode("utf-8")
+    html = render_html(data, json_href=out_path.with_suffix(".json").name).encode("utf-8")
     text = (to_json({k: v for k, v in data.items() if k != "charts_svg"}) + "\n").encode()
     write_atomic(out_path.with_suffix(".json"), text)
     write_atomic(out_path, html)

@@ -53,8 +53,10 @@ def _attention_weights(rng: np.random.Generator, dt: Any) -> list[np.ndarray]:
 
 
 def _attention(causal: bool) -> LayerCase:
-    def fwd(x: np.ndarray, *w: np.ndarray) -> Any:
-        return attention_forward(x, *w, n_heads=_H, causal=causal)
+    def fwd(x: np.ndarray, Wq: np.ndarray, bq: np.ndarray, Wk: np.ndarray, bk: np.ndarray,
+            Wv: np.ndarray, bv: np.ndarray, Wo: np.ndarray, bo: np.ndarray) -> Any:
+        # named parameters: the reports name the inputs x, Wq, bq... (not x0, x1...)
+        return attention_forward(x, Wq, bq, Wk, bk, Wv, bv, Wo, bo, n_heads=_H, causal=causal)
 
     def bwd(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
         dx, g = attention_backward(dy, cache)
@@ -66,8 +68,9 @@ def _attention(causal: bool) -> LayerCase:
 
 
 def _feedforward(act: str) -> LayerCase:
-    def fwd(x: np.ndarray, *w: np.ndarray) -> Any:
-        return feedforward_forward(x, *w, activation=act)
+    def fwd(x: np.ndarray, W1: np.ndarray, b1: np.ndarray, W2: np.ndarray, b2: np.ndarray
+            ) -> Any:
+        return feedforward_forward(x, W1, b1, W2, b2, activation=act)
 
     def bwd(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
         dx, g = feedforward_backward(dy, cache)
@@ -83,19 +86,20 @@ def _feedforward(act: str) -> LayerCase:
 def _block(norm: str) -> LayerCase:
     shapes = {"ffn.W1": (_C, _F), "ffn.b1": (_F,), "ffn.W2": (_F, _C)}
 
-    def fwd(x: np.ndarray, *ps: np.ndarray) -> Any:
-        return block_forward(x, dict(zip(BLOCK_PARAMS, ps, strict=True)), n_heads=_H,
-                             causal=True, activation="gelu", norm=norm)
+    # dict inputs (x and the parameters by their block names): the checker calls
+    # fwd(**inputs) and the reports name each input ("attn.Wq"), not x0..x16
+    def fwd(x: np.ndarray, **p: np.ndarray) -> Any:
+        return block_forward(x, p, n_heads=_H, causal=True, activation="gelu", norm=norm)
 
-    def bwd(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+    def bwd(dy: np.ndarray, cache: Any) -> dict[str, np.ndarray]:
         dx, g = block_backward(dy, cache)
-        return (dx, *[g[k] for k in BLOCK_PARAMS])
+        return {"x": dx, **{k: g[k] for k in BLOCK_PARAMS}}
 
-    def inputs(rng: np.random.Generator, dt: Any) -> list[np.ndarray]:
-        ps = [_gain(rng, dt, _C) if k.endswith(".g")
+    def inputs(rng: np.random.Generator, dt: Any) -> dict[str, np.ndarray]:
+        ps = {k: _gain(rng, dt, _C) if k.endswith(".g")
               else _n(rng, dt, *shapes.get(k, (_C, _C) if ".W" in k else (_C,)), s=0.4)
-              for k in BLOCK_PARAMS]
-        return [_n(rng, dt, _B, _T, _C), *ps]
+              for k in BLOCK_PARAMS}
+        return {"x": _n(rng, dt, _B, _T, _C), **ps}
 
     return LayerCase(f"block({norm}-norm)", inputs, fwd, bwd)
 
@@ -198,13 +202,20 @@ def reference_batch(cfg: Config, rng: np.random.Generator, batch: int, length: i
     return tokens, rng.integers(0, cfg.vocab_size, (batch, length))
 
 
+def _label(kw: dict[str, Any]) -> str:
+    """A configuration as a case's name shows it; a flag says what it is: ``gelu,pre,mse,
+    causal,float64`` (or ``non-causal``), never a bare ``True``."""
+    flags = {"causal": ("causal", "non-causal"), "recompute": ("recompute", "no recompute")}
+    return ",".join(flags.get(k, (f"{k}={v}", f"{k}={v}"))[0 if v else 1]
+                    if isinstance(v, bool) else str(v) for k, v in kw.items())
+
+
 def _tiny_case(kw: dict[str, Any], k: int, seed: int) -> ModelCase:
     def build() -> tuple[Any, tuple[Any, ...]]:
         cfg = Config(**TINY, **kw, seed=seed)
         return Transformer(cfg), reference_batch(cfg, np.random.default_rng(seed + k), 2, 5)
 
-    label = ",".join(str(v) for v in kw.values())
-    return ModelCase(f"model tiny ({label})", build, twin=_twin_builder(TINY, kw, seed))
+    return ModelCase(f"model tiny ({_label(kw)})", build, twin=_twin_builder(TINY, kw, seed))
 
 
 def _plan_case(kw: dict[str, Any], seed: int, batch: tuple[int, int]) -> ModelCase:
@@ -212,8 +223,7 @@ def _plan_case(kw: dict[str, Any], seed: int, batch: tuple[int, int]) -> ModelCa
         cfg = Config(**PLAN, **kw, seed=seed)
         return Transformer(cfg), reference_batch(cfg, np.random.default_rng(seed), *batch)
 
-    label = ",".join(str(v) for v in kw.values())
-    return ModelCase(f"model plan ({label}; batch {batch[0]}x{batch[1]})", build,
+    return ModelCase(f"model plan ({_label(kw)}; batch {batch[0]}x{batch[1]})", build,
                      {"mode": "directional"}, twin=_twin_builder(PLAN, kw, seed))
 
 
@@ -386,8 +396,8 @@ BUDGET_SECTIONS = (
     BudgetSection(
         "throughput", "Training-step throughput on this machine (no gate)", ("throughput",),
         _throughput_row,
-        "Absolute figures hold for this CPU only ({cpu}, BLAS {blas}); compare machines by "
-        "the ratios above."),
+        "Absolute figures hold for this CPU only ({cpu}, BLAS core type {blas_core_type}, "
+        "with the BLAS threads of each row); compare machines by the ratios above."),
 )
 
 

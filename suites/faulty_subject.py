@@ -6,8 +6,9 @@ that raises, a layer object that breaks the naming conventions
 (``LayerConventionError``), ``os._exit`` and a real ``MemoryError``. Each faulty case is
 float32 only, so that the generated tests' float64 property test does not meet them.
 It also declares one timed budget (criterion 6), so that a report of it shows how a
-budget reads on a busy machine. ``HANG`` has only the hanging case and writes the pid
-of the process running it to ``$GRADCHECK_HANG_PIDFILE``.
+budget reads on a busy machine. ``WRONG`` has a wrong bias gradient and nothing else.
+``HANG`` has only the hanging case and writes the pid of the process running it to
+``$GRADCHECK_HANG_PIDFILE``.
 
 ``SPAWNING`` starts processes of its own in a case and in its budgets (as a user's
 multiprocessing pool or the PyTorch yardstick does); ``BROKEN_PHASES`` has a healthy
@@ -164,3 +165,31 @@ BROKEN_PHASES = Subject(
     budgets=broken_budgets,
     snapshot_cases={"broken": broken_snapshot},
 )
+
+
+def linear_forward(x: np.ndarray, W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, Any]:
+    return x @ W + b, (x, W)
+
+
+def linear_backward(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+    x, W = cache
+    return dy @ W.T, x.T @ dy, dy.sum(axis=0)
+
+
+def linear_backward_db_doubled(dy: np.ndarray, cache: Any) -> tuple[np.ndarray, ...]:
+    dx, dW, db = linear_backward(dy, cache)
+    return dx, dW, 2 * db  # the bug: a factor of 2 in the bias gradient
+
+
+def linear_inputs(rng: np.random.Generator, dt: np.dtype) -> list[np.ndarray]:
+    return [rng.standard_normal((4, 3)).astype(dt), rng.standard_normal((3, 2)).astype(dt),
+            rng.standard_normal(2).astype(dt)]
+
+
+#: A wrong backward, nothing else: a correct linear layer and one whose bias gradient is
+#: doubled (float64 only), for the FAIL report a user sees (suites/test_report.py).
+WRONG = Subject(name="a wrong bias gradient", layers=[
+    LayerCase("linear", linear_inputs, linear_forward, linear_backward, dtypes=("float64",)),
+    LayerCase("linear (db doubled)", linear_inputs, linear_forward, linear_backward_db_doubled,
+              dtypes=("float64",)),
+])

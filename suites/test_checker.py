@@ -345,7 +345,7 @@ def test_wrong_gradient_count(rng):
 def test_wrong_gradient_shape(rng):
     res = check_vjp(tanh_fwd, lambda dy, y: (dy.T,), [rng.standard_normal((2, 3))])
     assert res.status == "shape-mismatch"
-    assert "gradient of x0 has shape (3, 2), expected (2, 3)" in res.message
+    assert "gradient of x has shape (3, 2), expected (2, 3)" in res.message  # tanh_fwd(x)
 
 
 def test_forward_without_cache(rng):
@@ -414,7 +414,7 @@ def test_forward_mutating_input(rng):
         return x.copy(), None
 
     res = check_vjp(fwd, lambda dy, c: (dy,), [rng.standard_normal(4)])
-    assert res.status == "mutation" and "forward modified its input x0" in res.message
+    assert res.status == "mutation" and "forward modified its input x" in res.message
 
 
 def test_inputs_never_mutated_even_when_forward_raises(rng):
@@ -562,3 +562,52 @@ def test_shape_mismatch_says_when_a_sum_over_leading_axes_fixes_it(rng):
     res = check_vjp(fwd, bwd, [x, g])
     assert res.status == "shape-mismatch"
     assert "summing it over the leading axes (.sum(axis=0))" in res.message
+
+
+# -- input names -------------------------------------------------------------------------
+def _linear_fwd(x, W, b):
+    return x @ W + b, (x, W)
+
+
+def _linear_bad(dy, cache):
+    x, W = cache
+    return dy @ W.T, x.T @ dy, 2 * dy.sum(axis=0)  # db doubled
+
+
+def test_inputs_are_named_by_the_forwards_parameters(rng):
+    inputs = [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
+    res = check_vjp(_linear_fwd, _linear_bad, inputs)
+    assert [i.name for i in res.inputs] == ["x", "W", "b"]
+    assert [i.name for i in res.inputs if not i.passed] == ["b"]
+    assert {w.input for i in res.inputs if not i.passed for w in i.worst} == {"b"}
+    with pytest.raises(GradientMismatch) as info:
+        gradcheck.assert_vjp(_linear_fwd, _linear_bad, inputs, name="linear", seed=5)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("hint: ") and "(b mismatch in linear, seed=5)" in first
+    # a check of the correct backward is silent about names: it passes
+    good = lambda dy, c: (dy @ c[1].T, c[0].T @ dy, dy.sum(axis=0))  # noqa: E731
+    assert check_vjp(_linear_fwd, good, inputs).passed
+
+
+def test_inputs_without_names_keep_x0(rng):
+    inputs = [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
+
+    def star(*a):
+        return _linear_fwd(*a)
+
+    assert [i.name for i in check_vjp(star, _linear_bad, inputs).inputs] == ["x0", "x1", "x2"]
+    # fewer named parameters than inputs: the names cannot all come from it
+    mixed = lambda x, *w: _linear_fwd(x, *w)  # noqa: E731
+    assert [i.name for i in check_vjp(mixed, _linear_bad, inputs).inputs] == ["x0", "x1", "x2"]
+    from gradcheck._core import input_names
+
+    assert input_names(max, 2) == ["x0", "x1"]  # a builtin without one
+    assert input_names(_linear_fwd, 2) == ["x", "W"]
+
+
+def test_check_grad_names_the_point_as_f_does(rng):
+    def loss(w):
+        return float((w * w).sum())
+
+    res = check_grad(loss, lambda w: 3 * w, rng.standard_normal(3))
+    assert [i.name for i in res.inputs] == ["w"] and not res.passed

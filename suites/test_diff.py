@@ -146,7 +146,8 @@ def test_one_line_bug_fails_naming_the_case(tmp_path, monkeypatch, capsys):
     assert code == 1
     bad = [c for c in data["cases"] if c["regression"]]
     assert {c["case"] for c in bad} == {"dense [float64]", "dense [float32]"}
-    assert all(c["change"] == "ok -> fail" and "x2" in c["detail"] for c in bad)
+    assert all(c["change"] == "ok -> fail" and c["detail"].startswith("b mismatch")
+               for c in bad)  # dense_forward(x, W, b): b, not x2
     drift = {(v["case"], v["parameter"]) for v in data["values"]}
     assert ("dense [float64]", "grad.x2") in drift and not any(
         v["part_of_fix"] for v in data["values"])

@@ -62,18 +62,25 @@ def test_plain_call_is_recorded():
     result = project.runpytest("--gradcheck-report", "out/r.html", "--gradcheck-json", "out/r.json")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines([
-        "*GradientMismatch: gradient check FAILED [[]mismatch[]]*",
+        # the first line: the public name, the hint first, the input as fwd names it
+        "E * gradcheck.GradientMismatch: hint: *constant factor of 2* (W mismatch in "
+        "*test_bad, seed=0)",
+        "*gradient check FAILED [[]mismatch[]]*",
         "*seed=0*",
-        "*constant factor of 2*",
         "gradcheck: 4 gradient checks ran, 3 passed, 1 failed in failing tests, 0 failed as "
         "their passing test expected (0 broken backward passes caught, 0 NaN/Inf named), "
         "2 kinks skipped",
     ])
+    result.stdout.fnmatch_lines([  # pytest's one-line summary keeps the hint
+        "FAILED test_user_layers.py::test_bad - gradcheck.GradientMismatch: hint: *"])
     data = json.loads((project.path / "out/r.json").read_text())
     assert data["summary"] == {"checks": 4, "passed": 3, "failed": 1, "kinks": 2}
     tests = {c["test"].split("::")[-1] for c in data["checks"]}
     assert tests == {"test_good", "test_bad", "test_kinks", "test_plain_call_is_recorded"}
+    assert data["schema_version"] == 2 and data["counts"]["checks_failed"] == 1
+    assert [(f["input"], f["seed"]) for f in data["failures"]] == [("W", 0)]
     html = (project.path / "out/r.html").read_text()
+    assert 'href="r.json"' in html and 'id="gradcheck-data"' not in html  # linked
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 

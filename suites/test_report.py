@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -207,15 +208,41 @@ def test_representative_configs_cover_every_factor_value():
 
 
 # -- the real thing, in a real browser ------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def _umask(mask: int):
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _run_report(*args: str) -> subprocess.CompletedProcess:
+    with _umask(0o022):  # the usual umask: files must come out readable by others
+        return subprocess.run([sys.executable, "-m", "gradcheck.cli", "report", "--quick",
+                               "--jobs", "1", *args], capture_output=True, text=True,
+                              timeout=300, check=False, cwd=ROOT)
+
+
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("rep") / "verification.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--jobs", "1",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
-    return out, proc
+    return out, _run_report("--out", str(out))
+
+
+@pytest.fixture(scope="module")
+def wrong_report(tmp_path_factory):
+    """A FAIL report: a subject whose bias gradient is doubled, with a step summary that
+    an earlier step of the job wrote."""
+    folder = tmp_path_factory.mktemp("wrong")
+    out, summary = folder / "verification.html", folder / "step_summary.md"
+    summary.write_text("## an earlier step\n")
+    proc = _run_report("--subject", "suites.faulty_subject:WRONG", "--out", str(out),
+                       "--markdown", str(summary), "--no-progress")
+    return out, summary, proc
 
 
 def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
@@ -254,37 +281,257 @@ def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
     assert not list(out.parent.glob(".*.tmp"))
 
 
-def test_report_in_headless_chromium(quick_report):
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium, launched once for the module (no browser download)."""
     if CHROMIUM is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed in CI (.ci/run installs it)")
         pytest.skip("chromium is not installed here (CI installs it)")
     from playwright.sync_api import sync_playwright
 
-    out, _ = quick_report
-    console, requests, errors = [], [], []
-    shot = Path("reports") / "verification-screenshot.png"
-    shot.parent.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(
+        b = p.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run", "--disable-sync"],
         )
         try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1400})
-            page.on("console", lambda m: console.append((m.type, m.text)))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(out.resolve().as_uri())
-            assert page.locator("#verdict").inner_text() in ("PASS", "FAIL", "INCOMPLETE")
-            assert page.locator("#criteria-table tr").count() == 13  # header + 12 criteria
-            assert page.locator("svg.chart").count() >= 3
-            assert page.locator("#checks-table tr").count() > 10
-            page.screenshot(path=str(shot))
+            yield b
         finally:
-            browser.close()
-    assert not errors
-    assert not [c for c in console if c[0] in ("error", "warning")]
-    assert requests == [out.resolve().as_uri()]  # nothing fetched but the page itself
-    assert shot.stat().st_size > 10_000
+            b.close()
+
+
+class _Page:
+    """A page of ``browser`` at ``width`` px, with what it logged and fetched."""
+
+    def __init__(self, browser, path: Path, width: int) -> None:
+        self.console, self.requests, self.errors = [], [], []
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
+        self.page.on("console", lambda m: self.console.append((m.type, m.text)))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(path.resolve().as_uri())
+
+    def horizontal_overflow(self) -> int:
+        """How far the page scrolls sideways (0: it does not)."""
+        return self.page.evaluate("document.documentElement.scrollWidth"
+                                  " - document.documentElement.clientWidth")
+
+    def clean(self, path: Path) -> bool:
+        """No error, no warning, nothing fetched but the page itself."""
+        bad = [c for c in self.console if c[0] in ("error", "warning")]
+        return not self.errors and not bad and self.requests == [path.resolve().as_uri()]
+
+    def close(self) -> None:
+        self.page.close()
+
+
+def _in_view(page, selector: str) -> bool:
+    return page.evaluate("""s => { const r = document.querySelector(s).getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.top < window.innerHeight; }""", selector)
+
+
+def _seed_column_printed(page) -> list[bool]:
+    """Printed (print media, 700 px: A4 less margins): is each table's seed column on
+    the page?"""
+    page.set_viewport_size({"width": 700, "height": 900})
+    page.emulate_media(media="print")
+    return page.evaluate("""() => [...document.querySelectorAll('th')]
+        .filter(t => t.textContent === 'seed').map(t => { const r = t.getBoundingClientRect();
+          return r.width > 0 && r.right <= document.documentElement.clientWidth; })""")
+
+
+def test_report_in_headless_chromium(quick_report, browser):
+    out, _ = quick_report
+    shots = Path("reports")
+    shots.mkdir(exist_ok=True)
+    for width in (1280, 400):
+        view = _Page(browser, out, width)
+        page = view.page
+        assert page.locator("#verdict").inner_text() in ("PASS", "FAIL", "INCOMPLETE")
+        assert view.horizontal_overflow() == 0, width
+        page.screenshot(path=str(shots / f"verification-{width}.png"))
+        assert view.clean(out)
+        view.close()
+    view = _Page(browser, out, 1280)
+    page = view.page
+    assert page.locator("#criteria-table tr").count() == 13  # header + 12 criteria
+    assert page.locator("svg.chart").count() >= 3
+    assert page.locator("#checks-table tr").count() > 10
+    assert page.locator("#failures").count() == 0  # nothing failed: no failures block
+    # the contents: every link leads somewhere, and following one brings it into view
+    hrefs = page.eval_on_selector_all("nav.contents a", "as => as.map(a => a.hash)")
+    assert {"#criteria", "#checks", "#catalog", "#environment"} <= set(hrefs)
+    assert all(page.locator(h).count() == 1 for h in hrefs), hrefs
+    page.click("nav.contents a[href='#environment']")
+    assert page.evaluate("location.hash") == "#environment" and _in_view(page, "#environment")
+    # folded: passing checks, the catalog and the environment; open: the criteria
+    assert page.eval_on_selector_all("details#passing-checks, details.folded, details#env-details",
+                                     "ds => ds.map(d => d.open)") == [False, False, False]
+    # with every fold open, at 1280 px no table needs its own scroll bar either
+    page.eval_on_selector_all("details", "ds => ds.forEach(d => d.open = true)")
+    assert page.eval_on_selector_all(
+        ".tw", "ws => ws.filter(w => w.scrollWidth > w.clientWidth + 1).length") == 0
+    assert all(_seed_column_printed(page)) and len(_seed_column_printed(page)) >= 1
+    page.pdf(path=str(shots / "verification.pdf"), format="A4")
+    assert view.clean(out)
+    view.close()
+    assert (shots / "verification-1280.png").stat().st_size > 10_000
+    assert (shots / "verification.pdf").stat().st_size > 10_000
+
+
+def test_quick_report_files_are_small_readable_and_link_their_json(quick_report):
+    out, _ = quick_report
+    html = out.read_text()
+    assert len(html.encode()) <= 400_000
+    assert 'id="gradcheck-data"' not in html  # the data is linked, not embedded
+    assert 'href="verification.json"' in html
+    for path in (out, out.with_suffix(".json")):
+        assert path.stat().st_mode & 0o777 == 0o644, path  # written under umask 022
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["schema_version"] == 2
+    assert all(isinstance(v, int) for v in data["counts"].values()), data["counts"]
+    assert data["counts"]["checks"] == len(data["checks"]) == data["summary"]["gradient checks"]
+    assert data["counts"]["catalog_caught"] == len(data["catalog"])  # every bug caught
+    assert data["failures"] == [] and data["budget_clock"] == data["budget clock"]
+    assert {"bug", "caught", "seeds", "false_alarms", "hint_verdict"} <= set(data["catalog"][0])
+    # the reference model's layers name their inputs as their forwards do
+    names = {c["name"]: [i["name"] for i in c["inputs"]] for c in data["checks"]}
+    assert names["linear [float64]"] == ["x", "W", "b"]
+    assert "attn.Wq" in names["block(pre-norm) [float64]"]
+
+
+def test_fail_report_says_what_failed_under_the_verdict(wrong_report, browser):
+    out, summary, proc = wrong_report
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    for width in (1280, 400):
+        view = _Page(browser, out, width)
+        page = view.page
+        assert page.locator("#verdict").inner_text() == "FAIL"
+        assert view.horizontal_overflow() == 0, width
+        page.screenshot(path=str(Path("reports") / f"verification-fail-{width}.png"))
+        # right under the verdict, above the criteria
+        top = page.evaluate("""() => ['#verdict', '#failures', '#criteria'].map(s =>
+            document.querySelector(s).getBoundingClientRect().top)""")
+        assert top == sorted(top) and _in_view(page, "#failures"), top
+        view.close()
+    view = _Page(browser, out, 1280)
+    page = view.page
+    items = page.locator("#failure-list li")
+    assert items.count() == 1  # the doubled bias gradient, not its correct twin
+    text = items.first.inner_text()
+    for part in ("linear (db doubled) [float64]", "input b", "mismatch", "hint:",
+                 "constant factor of 2", "seed=0"):
+        assert part in text, (part, text)
+    line = page.locator("#verdict-line").inner_text()
+    assert "1 failed" in line and "caught" not in line and "budget" not in line
+    items.first.locator("a").click()
+    target = page.evaluate("location.hash")
+    assert target.startswith("#check-") and _in_view(page, target)
+    assert page.locator(target).inner_text().split()[0] == "b"
+    assert view.clean(out)
+    view.close()
+    # the step summary: the earlier step's text kept, this report's block appended
+    text = summary.read_text()
+    assert text.startswith("## an earlier step\n### :x: ")
+    assert "input b mismatch: hint: off by a constant factor of 2" in text and "seed=0" in text
+    assert summary.stat().st_mode & 0o777 == 0o644
+
+
+# -- files a CI job can publish ----------------------------------------------------------------
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_follow_the_umask(tmp_path, umask, mode):
+    from gradcheck._io import append_text, write_atomic
+
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "a.json", b"{}")
+        report.write_html(tmp_path / "r.html", report.build_plugin_report([evil_result()]))
+        append_text(tmp_path / "summary.md", "# s")
+    finally:
+        os.umask(old)
+    assert {p.name: _mode(p) for p in tmp_path.iterdir()} == dict.fromkeys(
+        ("a.json", "r.html", "summary.md"), mode)
+
+
+def test_append_text_keeps_what_the_file_held(tmp_path):
+    from gradcheck._io import append_text
+
+    path = tmp_path / "step_summary.md"
+    path.write_text("## an earlier step")  # no newline at its end
+    append_text(path, "## gradcheck\nPASS")
+    append_text(path, "second block\n")
+    assert path.read_text() == "## an earlier step\n## gradcheck\nPASS\nsecond block\n"
+
+
+def test_diff_markdown_is_appended(tmp_path, monkeypatch, capsys):
+    import gradcheck._diffrender as diffrender
+    import gradcheck.diff as diff
+
+    class Result:
+        exit_code = 0
+
+    monkeypatch.setattr(diff, "run_diff", lambda *a, **k: Result())
+    monkeypatch.setattr(diffrender, "render_text", lambda r: "text")
+    monkeypatch.setattr(diffrender, "render_markdown", lambda r: "## gradcheck diff\nok\n")
+    summary = tmp_path / "summary.md"
+    summary.write_text("## build\n")
+    argv = ["diff", "HEAD", "--markdown", str(summary), "--no-progress"]
+    assert cli.main(argv) == 0 and cli.main(argv) == 0
+    assert summary.read_text() == "## build\n" + "## gradcheck diff\nok\n" * 2
+
+
+def test_case_names_label_their_flags():
+    from model.subject import model_cases
+
+    names = [m.name for m in model_cases("full")]
+    assert not [n for n in names if "True" in n or "False" in n], names
+    assert any(",causal," in n for n in names) and any(",non-causal," in n for n in names)
+
+
+# -- what the page and the step summary say -----------------------------------------------------
+def _record(name: str, passed: bool) -> dict:
+    inp = InputResult(name="W", shape=(2,), dtype="float64", status="ok" if passed else
+                      "mismatch", checked=2, hint="" if passed else "off by a factor of 2")
+    return CheckResult(passed=passed, status=inp.status, message="m", inputs=[inp],
+                       method="central", mode="full", evaluations=4, backward_calls=2,
+                       seed=9, name=name).to_dict()
+
+
+def test_failures_block_names_each_failing_input_and_links_its_row():
+    from gradcheck._reportview import failures
+
+    records = [_record("good", True), _record("bad", False)]
+    fails = failures(records)
+    assert [(f["check"], f["input"], f["hint"], f["seed"], f["anchor"]) for f in fails] == [
+        ("bad", "W", "off by a factor of 2", 9, "check-1-0")]
+    html = report.render_html(report.build_plugin_report(records))
+    assert 'id="failures"' in html and 'href="#check-1-0"' in html and 'id="check-1-0"' in html
+    # all passing: no failures block, no "What failed" in the contents
+    calm = report.render_html(report.build_plugin_report([_record("good", True)]))
+    assert 'id="failures"' not in calm and "What failed" not in calm
+
+
+def test_markdown_summary_lists_failures_and_escapes():
+    from gradcheck._reportview import markdown_summary
+
+    bad = report.build_plugin_report([_record(EVIL, False)])
+    text = markdown_summary(bad, "r.html")
+    assert text.startswith("### :x: ") and "**What failed**" in text
+    assert "input W mismatch: hint: off by a factor of 2 (seed=9)" in text
+    assert EVIL not in text and "\\<script\\>" in text
+    ok = markdown_summary(report.build_plugin_report([_record("good", True)]))
+    assert ok.startswith("### :white_check_mark: ") and "What failed" not in ok
+
+
+def test_budget_criteria_name_the_clock_of_their_kind():
+    from gradcheck.verify import _budget_how
+
+    assert "tracemalloc" in _budget_how({"memory"}) and "CPU" not in _budget_how({"memory"})
+    assert "thread CPU time" in _budget_how({"ratio"}) and "tracemalloc" not in _budget_how(
+        {"ratio"})
