@@ -220,17 +220,26 @@ def _umask(mask: int):
         os.umask(old)
 
 
-def _run_report(*args: str) -> subprocess.CompletedProcess:
+def _run_report(*args: str, level: str = "--quick") -> subprocess.CompletedProcess:
     with _umask(0o022):  # the usual umask: files must come out readable by others
-        return subprocess.run([sys.executable, "-m", "gradcheck.cli", "report", "--quick",
-                               "--jobs", "1", *args], capture_output=True, text=True,
-                              timeout=300, check=False, cwd=ROOT)
+        return subprocess.run([sys.executable, "-m", "gradcheck.cli", "report",
+                               *([level] if level else []), "--jobs", "1", *args],
+                              capture_output=True, text=True, timeout=600, check=False,
+                              cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("rep") / "verification.html"
     return out, _run_report("--out", str(out))
+
+
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory):
+    """The report at the default level (the one the README's first command writes): the
+    page a user opens, sized and seen in the browser."""
+    out = tmp_path_factory.mktemp("default") / "verification.html"
+    return out, _run_report("--out", str(out), "--no-progress", level="")
 
 
 @pytest.fixture(scope="module")
@@ -342,8 +351,9 @@ def _seed_column_printed(page) -> list[bool]:
           return r.width > 0 && r.right <= document.documentElement.clientWidth; })""")
 
 
-def test_report_in_headless_chromium(quick_report, browser):
-    out, _ = quick_report
+def test_report_in_headless_chromium(default_report, browser):
+    out, proc = default_report
+    assert out.exists(), proc.stderr[-2000:]
     shots = Path("reports")
     shots.mkdir(exist_ok=True)
     for width in (1280, 400):
@@ -381,8 +391,9 @@ def test_report_in_headless_chromium(quick_report, browser):
     assert (shots / "verification.pdf").stat().st_size > 10_000
 
 
-def test_quick_report_files_are_small_readable_and_link_their_json(quick_report):
-    out, _ = quick_report
+def test_default_report_files_are_small_readable_and_link_their_json(default_report):
+    out, proc = default_report
+    assert out.exists(), proc.stderr[-2000:]
     html = out.read_text()
     assert len(html.encode()) <= 400_000
     assert 'id="gradcheck-data"' not in html  # the data is linked, not embedded
