@@ -235,7 +235,7 @@ def test_error_midway_removes_the_folder_and_stops_the_workers(tmp_path, monkeyp
     repo = _repo(tmp_path)
     seen = []
 
-    def boom(result, base, head, say):
+    def boom(*_args):
         seen.append(_no_leftovers(tmpdir_watch))  # BASE is written out during the run
         raise RuntimeError("boom")
 
@@ -270,8 +270,10 @@ def test_ctrl_c_removes_the_folder(tmp_path):
 
 
 def test_bad_options_raise_clear_errors(tmp_path):
-    with pytest.raises(ValueError, match="max_slowdown must be a finite number > 1"):
+    with pytest.raises(ValueError, match=r"max_slowdown must be a number > 1 \(inf: never"):
         run_diff("HEAD", max_slowdown=1.0, cwd=tmp_path)
+    with pytest.raises(ValueError, match="speed_floor must be a finite number of seconds"):
+        run_diff("HEAD", speed_floor=-1.0, cwd=tmp_path)
     with pytest.raises(ValueError, match="level must be one of quick, default, full"):
         run_diff("HEAD", level="huge", cwd=tmp_path)
     with pytest.raises(DiffError, match="not inside a git working tree"):
