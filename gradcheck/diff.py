@@ -61,6 +61,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
 from ._json import plain
 from ._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
@@ -585,9 +587,28 @@ def _case_changes(sb: dict[str, Any], sh: dict[str, Any], base_keys: list[tuple[
 
 
 # -- values -------------------------------------------------------------------------------------
+def _nonfinite(d: Drift, base: dict[str, Any], head: dict[str, Any]) -> Drift:
+    """A ``non-finite`` row that names the revision with the NaN/Inf (the snapshot
+    comparison's wording, "where there was none", assumes it is the new side)."""
+    if d.status != "non-finite" or d.parameter not in base or d.parameter not in head:
+        return d
+    a = np.asarray(base[d.parameter])[d.worst_index]
+    b = np.asarray(head[d.parameter])[d.worst_index]
+    if np.isfinite(a) and not np.isfinite(b):
+        d.detail = f"{b} at HEAD where BASE has {a:.6g}"
+    elif np.isfinite(b) and not np.isfinite(a):
+        d.detail = f"{a} at BASE where HEAD has {b:.6g}"
+    else:
+        d.detail = f"{a} at BASE, {b} at HEAD"
+    return d
+
+
 def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
                  ) -> tuple[list[ValueDrift], int]:
+    """Compare the values; drift of a fixed case is part of the fix, that of a case
+    whose check is a regression its evidence."""
     fixed = {f"{c.kind}:{c.case}" for c in result.cases if c.fixed}
+    regressed = {f"{c.kind}:{c.case}" for c in result.cases if c.regression}
     any_fix = ", ".join(sorted(c.case for c in result.fixes))
     rows: list[ValueDrift] = []
     compared = 0
@@ -602,10 +623,12 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
                                     f"{rb[0] if sb != 'ok' else rh[0]} (at BASE)")
                 continue
         else:
-            drifts = compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})
+            drifts = [_nonfinite(d, rb[0], rh[0]) for d in
+                      compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
             compared += len(drifts)
         by = (case if key in fixed else "") if key.startswith("layer:") else any_fix
-        rows += [ValueDrift(d, bool(by), by) for d in drifts if not d.ok]
+        rows += [ValueDrift(d, bool(by), by, evidence=key in regressed)
+                 for d in drifts if not d.ok]
     return rows, compared
 
 
