@@ -202,8 +202,8 @@ class DiffResult:
         evidence), drift outside a fix, slowdowns."""
         out = []
         for c in (c for c in self.cases if c.regression):
-            drift = [v.drift.parameter for v in self.values
-                     if v.evidence and v.drift.case == c.case]
+            drift = [v.drift.parameter if v.drift.parameter != "*" else "none computed"
+                     for v in self.values if v.evidence and v.drift.case == c.case]
             out.append(f"{c.case}: {c.change}: {c.detail}".rstrip(": ")
                        + (f" [values drifted: {', '.join(drift)}]" if drift else ""))
         out += [v.line() for v in self.values if not (v.part_of_fix or v.evidence)]
@@ -619,8 +619,7 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
             if sh != "ok" and sb == "ok":
                 drifts = [Drift(case, "*", "error", detail=f"computing it raised {rh[0]}")]
             else:
-                result.notes.append(f"values of {case} not compared: "
-                                    f"{rb[0] if sb != 'ok' else rh[0]} (at BASE)")
+                result.notes.append(f"values of {case} not compared (at BASE: {rb[0]})")
                 continue
         else:
             drifts = [_nonfinite(d, rb[0], rh[0]) for d in
