@@ -509,20 +509,19 @@ RELU_GRADIENT_BUG = ("return np.where(x >= 0, 1, 0)", "return np.where(x >= 0, 1
 
 
 def _library(tmp_path: Path, *, track_subject: bool = True, layout: str = "flat") -> Path:
-    """A scratch repository holding ``mlfs`` (and ``verify_mlfs.py``, committed or
-    left untracked); ``layout="src"`` puts both under ``src/``."""
+    """A scratch repository holding ``mlfs`` and ``verify_mlfs.py`` (committed or left
+    untracked); ``layout="src"`` puts ``mlfs`` under ``src/``."""
     repo = tmp_path / "lib"
     top = repo / "src" if layout == "src" else repo
     (top / "mlfs").mkdir(parents=True)
     (top / "mlfs" / "__init__.py").write_text("")
     (top / "mlfs" / "activations.py").write_text(ACTIVATIONS)
     (top / "mlfs" / "layers.py").write_text(LAYERS)
-    (top / "verify_mlfs.py").write_text(VERIFY)
+    (repo / "verify_mlfs.py").write_text(VERIFY)
     _git(repo, "init", "-q")
     _git(repo, "config", "user.email", "t@example.com")
     _git(repo, "config", "user.name", "t")
-    _git(repo, "add", str(top / "mlfs"), *([str(top / "verify_mlfs.py")] if track_subject
-                                           else []))
+    _git(repo, "add", str(top / "mlfs"), *(["verify_mlfs.py"] if track_subject else []))
     _git(repo, "commit", "-qm", "base")
     return repo
 
@@ -730,3 +729,101 @@ def _sigmoid_gradient(x):
 SUBJECT.layers.append(ElementwiseCase("sigmoid", _x, f=_sigmoid, df=_sigmoid_gradient,
                                       dtypes=("float64",)))
 """
+
+
+def test_a_pythonpath_into_the_repository_reads_each_revision(tmp_path, monkeypatch, capsys):
+    """4: with ``src`` on the path (PYTHONPATH; a worker inherits this process's
+    sys.path), BASE reads BASE's ``src``, not the working tree's: the bug in the working
+    tree is a regression, not "PASS: no regression"; a fix of the same passes."""
+    repo = _library(tmp_path, layout="src")
+    monkeypatch.syspath_prepend(str(repo / "src"))
+    _edit(repo, "src/mlfs/activations.py", *RELU_GRADIENT_BUG)
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 1 and data["regressions"][0].startswith("ReLU object [float64]: ok -> "
+                                                           "fail"), text
+    _git(repo, "commit", "-qam", "the bug")
+    _edit(repo, "src/mlfs/activations.py", RELU_GRADIENT_BUG[1], RELU_GRADIENT_BUG[0])
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and data["fixes"] == ["ReLU object [float64]"], text
+
+
+EDITABLE_FINDER = """import importlib.abc
+import importlib.util
+import sys
+
+MAPPING = {{"mlfs": {package!r}}}  # as setuptools' editable install writes it
+
+
+class _EditableFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in MAPPING:
+            return importlib.util.spec_from_file_location(
+                fullname, MAPPING[fullname] + "/__init__.py",
+                submodule_search_locations=[MAPPING[fullname]])
+        return None
+
+
+sys.meta_path.append(_EditableFinder())
+"""
+
+
+def test_an_editable_install_into_the_working_tree_is_refused(tmp_path):
+    """4: an import hook (setuptools' editable install of a src layout) still resolves
+    the library into the working tree at BASE: exit 2, one line naming the module,
+    rather than both sides running the same code."""
+    repo = _library(tmp_path, layout="src")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(EDITABLE_FINDER.format(
+        package=str(repo / "src" / "mlfs")))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)]),
+           "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD",
+                           "--subject", LIB_SPEC, "--quick", "--no-progress", "--no-speed"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert f"at HEAD, mlfs ({repo / 'src' / 'mlfs' / '__init__.py'}) was imported from the " \
+        "working tree, not from the revision" in proc.stderr
+    assert _no_leftovers(tmp_path) == []
+
+
+def test_layers_drawing_from_global_random_agree_at_both_revisions(tmp_path, monkeypatch,
+                                                                  capsys):
+    """5: Dense draws its weights from np.random; a pure rename compares equal values
+    (the workers seed the global generators alike); a changed initialisation is
+    drift, named."""
+    repo = _library(tmp_path)
+    text = (repo / "mlfs" / "layers.py").read_text()
+    (repo / "mlfs" / "layers.py").write_text(text.replace("layer_input", "inputs"))
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and data["values"] == [] and data["compared_arrays"] >= 14, text
+    _edit(repo, "mlfs/layers.py", "limit = 1 / math.sqrt(n_in)", "limit = 2 / math.sqrt(n_in)")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 1 and all(c["change"] == "ok -> ok" for c in data["cases"]), text
+    assert {(v["case"], v["parameter"]) for v in data["values"]} >= {
+        ("dense [float64]", "output"), ("dense [float64]", "grad.x0")}
+    assert {v["case"] for v in data["values"]} == {"dense [float64]"}
+
+
+def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, capsys):
+    """6: a softmax that overflowed at BASE (NaN there) and its fix: the drift says the
+    NaN is at BASE and is part of the fix; the reverse is one regression per case, the
+    NaN drift its evidence, at HEAD."""
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *SOFTMAX_OVERFLOW, message="softmax without the max")
+    _edit(repo, "mlfs/activations.py", SOFTMAX_OVERFLOW[1], SOFTMAX_OVERFLOW[0],
+          message="subtract the max")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1", "--no-speed")
+    assert code == 0 and data["fixes"] == ["softmax [float32]"], text
+    nan = [v for v in data["values"] if v["status"] == "non-finite"]
+    assert nan and all(v["part_of_fix"] and " at BASE where HEAD has " in v["detail"]
+                       for v in nan), text
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1",
+                                "--no-speed")
+    assert code == 1 and len(data["regressions"]) == 1, text
+    assert data["regressions"][0].startswith("softmax [float32]: ok -> fail: [non-finite]")
+    assert "[values drifted: grad.x0, output]" in data["regressions"][0]
+    assert all(v["evidence"] and " at HEAD where BASE has " in v["detail"]
+               for v in data["values"]), text
