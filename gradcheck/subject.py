@@ -177,7 +177,8 @@ class ElementwiseCase(LayerCase):
         df = self.df if self.df is not None else getattr(self.f, "gradient", None)
         if not callable(df):
             raise TypeError(f"ElementwiseCase {self.name!r}: give df= (the element-wise "
-                            f"derivative); {type(self.f).__name__} has no gradient method")
+                            f"derivative); {getattr(self.f, '__name__', type(self.f).__name__)}"
+                            " has no gradient method")
         wrt = 0 if self.wrt is None else self.wrt
         if isinstance(wrt, bool) or not isinstance(wrt, int) or wrt < 0:
             raise TypeError(f"ElementwiseCase {self.name!r}: wrt must be the index of one "

@@ -151,6 +151,9 @@ def test_one_line_bug_fails_naming_the_case(tmp_path, monkeypatch, capsys):
     assert ("dense [float64]", "grad.x2") in drift and not any(
         v["part_of_fix"] for v in data["values"])
     assert text.index("Regressions:") < text.index("dense [float64]: ok -> fail")
+    # one bug counts once: the check and the drift of the same case, the drift as evidence
+    assert all(v["evidence"] for v in data["values"]) and len(data["regressions"]) == 2
+    assert "FAIL: 2 regressions" in text and "[values drifted: grad.x2]" in text
 
 
 def test_head_rev_ignores_the_working_tree(tmp_path, monkeypatch, capsys, tmpdir_watch):
@@ -197,15 +200,29 @@ def test_a_gradcheck_folder_in_the_revision_is_never_imported(tmp_path, monkeypa
     assert "imported" not in text
 
 
-def test_subject_missing_at_base_is_new(tmp_path, monkeypatch, capsys):
+def test_subject_missing_at_base_runs_against_base_code(tmp_path, monkeypatch, capsys):
+    """A subject module added after BASE runs against BASE's code, and the output says
+    so; a subject added to a module that is BASE's code as well cannot be (that would
+    run HEAD's code at BASE): its cases are new, and the note says BASE was not
+    checked."""
     repo = _repo(tmp_path)
     (repo / "other.py").write_text(SUBJECT)
     _git(repo, "add", "other.py")
     _git(repo, "commit", "-qm", "new subject")
     monkeypatch.chdir(repo)
-    code = main(["diff", "HEAD~1", "--subject", "other:SUBJECT", "--quick", "--no-progress"])
+    code = main(["diff", "HEAD~1", "--subject", "other:SUBJECT", "--quick", "--no-progress",
+                 "--no-speed"])
     text = capsys.readouterr().out
-    assert code == 0 and "the subject is new" in text
+    assert code == 0 and "checks: 4 cases, 4 ok -> ok" in text, text
+    assert "the subject is not in HEAD~1: the working tree's other.py ran against HEAD~1's " \
+        "code" in text
+    (repo / "mylayers.py").write_text(SUBJECT + "\nLATER = SUBJECT\n")
+    code = main(["diff", "HEAD", "--subject", "mylayers:LATER", "--quick", "--no-progress",
+                 "--no-speed"])
+    text = capsys.readouterr().out
+    assert code == 0 and "dense [float64]: new" in text, text
+    assert "the subject is new: module 'mylayers' has no attribute 'LATER' at HEAD, and its " \
+        "module is BASE's code: BASE was not checked" in text
 
 
 @pytest.mark.parametrize(("args", "where", "message"), [
