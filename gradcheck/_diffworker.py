@@ -1,12 +1,16 @@
 """The worker process of ``gradcheck diff``: one revision's subject, imported alone.
 
 Each revision runs in its own spawned process. The process imports the *running*
-gradcheck first (the one that started the diff), then drops the user's folders from
-``sys.path`` and puts the revision's folder first, so that the subject's modules come
-from that revision while every ``gradcheck`` module keeps coming from the running
-package (its ``__path__`` is fixed once imported; a ``gradcheck/`` folder in the
-revision is never read). BLAS is limited to one thread, so the thread CPU time of the
-worker's main thread is all the work a timed call does.
+gradcheck first (the one that started the diff), then replaces every ``sys.path`` entry
+inside the repository by the same folder inside the revision (:func:`remapped`) and puts
+the revision's folder first, so that the subject's modules come from that revision while
+every ``gradcheck`` module keeps coming from the running package (its ``__path__`` is
+fixed once imported; a ``gradcheck/`` folder in the revision is never read). After the
+import, a module of the repository loaded from outside the revision's folder (an import
+hook of an editable install) is reported, and the diff refuses to run. Before a case is
+built, the global generators of the user's code are seeded (:func:`seed_globals`). BLAS
+is limited to one thread, so the thread CPU time of the worker's main thread is all the
+work a timed call does.
 
 The parent sends ``(operation, args)`` tuples through a pipe and gets ``("ok", value)``
 or ``("error", one line)`` back; ``None`` ends the worker. A worker that does not
@@ -33,7 +37,8 @@ import numpy as np
 
 from ._pool import Fault, _death, fault_of
 
-__all__ = ["Worker", "WorkerError", "WorkerFault", "serve"]
+__all__ = ["Worker", "WorkerError", "WorkerFault", "relabelled", "remapped", "seed_globals",
+           "serve"]
 
 
 class WorkerError(Exception):
