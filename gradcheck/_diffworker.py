@@ -237,7 +237,7 @@ def _setup(root: str, cwd: str, repo: str, expected: str) -> None:
     np.seterr(all="ignore")  # NaN/Inf are named by the checks and values, not warned of
     sys.path[:] = remapped(sys.path, Path(repo).resolve(), Path(root).resolve())
     sys.path.insert(0, root)
-    os.chdir(cwd)
+    os.chdir(cwd if Path(cwd).is_dir() else root)  # the folder may be new since BASE
 
 
 def serve(conn: Any, root: str, cwd: str, spec: str, repo: str, expected: str) -> None:
