@@ -475,7 +475,7 @@ def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
     case ``error`` at BASE."""
     file = ih["file"]
     source = (f"the working tree's {tree.label(file)}" if Path(file).is_relative_to(tree.root)
-              else f"{result.head}'s {relabelled(file, head.relabel)}")
+              else f"{result.head}'s {relabelled(file, dict.fromkeys(head.relabel, ''))}")
     result.base_subject, result.subject_file = "borrowed", source
     ib = base.call("load", result.level, result.seed, file)
     if ib["status"] == "ok":

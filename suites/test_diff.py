@@ -216,6 +216,10 @@ def test_subject_missing_at_base_runs_against_base_code(tmp_path, monkeypatch, c
     assert code == 0 and "checks: 4 cases, 4 ok -> ok" in text, text
     assert "the subject is not in HEAD~1: the working tree's other.py ran against HEAD~1's " \
         "code" in text
+    code = main(["diff", "HEAD~1", "--head", "HEAD", "--subject", "other:SUBJECT", "--quick",
+                 "--no-progress", "--no-speed"])
+    text = capsys.readouterr().out
+    assert code == 0 and "the subject is not in HEAD~1: HEAD's other.py ran against" in text
     (repo / "mylayers.py").write_text(SUBJECT + "\nLATER = SUBJECT\n")
     code = main(["diff", "HEAD", "--subject", "mylayers:LATER", "--quick", "--no-progress",
                  "--no-speed"])
