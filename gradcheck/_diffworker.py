@@ -587,4 +587,5 @@ def _pin(state: _State, cpu: int | None) -> bool:
 _OPS: dict[str, Callable[..., Any]] = {
     "load": _load, "check": _check, "value": _value, "prepare": _prepare,
     "time": _time, "calibrate": _calibrate, "pin": _pin,
+    "strays": lambda state: _strays(state),
 }

@@ -449,13 +449,11 @@ def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
         raise DiffError(f"--subject {result.subject}: {ih['message']} (at {result.head})")
     if ib["status"] == "missing" and ib["module"]:
         ib = _borrow(result, base, head, ih, tree)
-    if ib["status"] == "error":
-        raise DiffError(f"--subject {result.subject}: {ib['message']} (at {result.base})")
+    elif ib["status"] == "error":  # BASE's own subject: its cases are errors there
+        ib = _unbuilt(result, f"the subject cannot be imported at {result.base}: "
+                              f"{ib['message']}")
     for rev, info in ((result.base, ib), (result.head, ih)):
-        if info.get("strays"):
-            raise DiffError(f"at {rev}, {info['strays'][0]} was imported from the working "
-                            "tree, not from the revision (a PYTHONPATH entry or an editable "
-                            "install points into the repository): nothing compared")
+        _refuse_strays(rev, info.get("strays", []))
         if info["status"] == "ok" and not info["inside"]:
             raise DiffError(f"at {rev}, the subject's module is {info['file']}, outside the "
                             "revision: both sides would run the same code (name a module "
@@ -482,11 +480,24 @@ def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
         result.notes.append(f"the subject is not in {result.base}: {source} ran against "
                             f"{result.base}'s code")
         return dict(ib)
-    why = f"the subject ({source}) cannot be imported with {result.base}'s code: " \
-          f"{ib['message']}"
+    return _unbuilt(result, f"the subject ({source}) cannot be imported with "
+                            f"{result.base}'s code: {ib['message']}")
+
+
+def _unbuilt(result: DiffResult, why: str) -> dict[str, Any]:
+    """The BASE side of a subject that cannot be imported there: every case of HEAD is
+    an ``error`` at BASE, with ``why``."""
     result.notes.append(why)
-    return {**ib, "status": "unbuilt", "message": why, "layers": [], "models": [],
-            "snapshots": [], "inside": True}
+    return {"status": "unbuilt", "message": why, "layers": [], "models": [],
+            "snapshots": [], "inside": True, "strays": []}
+
+
+def _refuse_strays(rev: str, strays: list[str]) -> None:
+    """DiffError when a module of the repository came from outside the revision."""
+    if strays:
+        raise DiffError(f"at {rev}, {strays[0]} was imported from the working tree, not "
+                        "from the revision (a PYTHONPATH entry or an editable install "
+                        "points into the repository): nothing compared")
 
 
 def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
@@ -497,6 +508,9 @@ def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     base_keys = [(k, n) for k, (bs, _) in keys.items() for n in bs]
     head_keys = [(k, n) for k, (_, hs) in keys.items() for n in hs]
     sb, sh = _checks(result, base, head, base_keys, head_keys, say)
+    for rev, strays in zip((result.base, result.head), _both(base, head, "strays"),
+                           strict=True):
+        _refuse_strays(rev, strays)  # a case may import more of the repository
     if ib["status"] == "unbuilt":  # every case is an error at BASE
         sb = {f"{k}:{n}": _fault_summary(Fault("error", ib["message"]), result.seed)
               for k, n in head_keys}

@@ -848,3 +848,19 @@ def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, cap
     assert "[values drifted: grad.x0, output]" in data["regressions"][0]
     assert all(v["evidence"] and " at HEAD where BASE has " in v["detail"]
                for v in data["values"]), text
+
+
+def test_a_subject_that_cannot_be_imported_at_base_makes_its_cases_errors(
+        tmp_path, monkeypatch, capsys):
+    """1/3: BASE's own subject raised on import (it named a module BASE lacked): every
+    case is an error at BASE, a status with the reason (a fix when HEAD passes), not
+    exit 2 with no report."""
+    repo = _library(tmp_path)
+    _edit(repo, "verify_mlfs.py", "from mlfs import activations, layers",
+          "from mlfs import activations, extra, layers", message="a subject that raises")
+    _edit(repo, "verify_mlfs.py", "from mlfs import activations, extra, layers",
+          "from mlfs import activations, layers")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
+    assert "note: the subject cannot be imported at HEAD: importing 'verify_mlfs' raised " \
+        "ImportError: cannot import name 'extra'" in text
