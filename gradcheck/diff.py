@@ -230,6 +230,7 @@ class DiffResult:
         d = {k: v for k, v in asdict(self).items() if k != "values"}
         d["values"] = [{**asdict(v.drift), "part_of_fix": v.part_of_fix,
                         "fixed_by": v.fixed_by, "evidence": v.evidence} for v in self.values]
+        d["speed"] = [{**asdict(s), "regression": s.regression} for s in self.speed]
         d.update(verdict=self.verdict, regressions=self.regressions,
                  fixes=[c.case for c in self.fixes])
         return dict(plain(d))

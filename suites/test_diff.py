@@ -627,6 +627,7 @@ def test_a_slower_fix_is_part_of_the_fix_and_never_a_regression(tmp_path, monkey
     assert not rows[("softmax [float64]", "backward")]["part_of_fix"]
     assert not any(s["status"] == "too fast" for s in data["speed"])
     assert not any(r.startswith("relu") for r in data["regressions"])
+    assert not any(s["regression"] for s in data["speed"] if s["part_of_fix"])
     assert code == (1 if any(s["status"] == "slower" and not s["part_of_fix"]
                              for s in data["speed"]) else 0)
     code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1",
