@@ -103,6 +103,9 @@ def render_markdown(result: DiffResult, *, max_rows: int = 10) -> str:
     if rows:
         out += ["", "| case | HEAD/BASE | +- | status |", "|---|---:|---:|---|"]
         out += [f"| `{s.label}` | {s.ratio:.2f} | {s.se:.2f} | {s.verdict} |" for s in rows]
+    if result.base_subject == "borrowed":
+        out += ["", f"Subject: not in {result.base}; {result.subject_file} ran against "
+                    f"{result.base}'s code."]
     out += ["", f"<sub>{len(result.cases)} cases checked at {result.level} level, seed "
             f"{result.seed}, max slowdown {result.max_slowdown:g}, {result.seconds:.0f} s"
             "</sub>"]

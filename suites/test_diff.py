@@ -695,6 +695,14 @@ def test_an_untracked_subject_checks_the_old_code(tmp_path, monkeypatch, capsys,
     assert all(c["change"] == "ok -> ok" for c in data["cases"] if not c["fixed"])
     assert data["base_subject"] == "borrowed" and data["compared_arrays"] > 0
     assert "the working tree's verify_mlfs.py ran against" in text
+    from gradcheck._diffrender import render_markdown
+    from gradcheck.diff import DiffResult
+
+    summary = render_markdown(DiffResult(**{k: data[k] for k in (
+        "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
+        "max_slowdown", "base_subject", "subject_file")}))
+    assert f"Subject: not in {data['base']}; the working tree's verify_mlfs.py ran against " \
+        f"{data['base']}'s code." in summary  # the pull-request comment says so too
     if head:
         assert "the subject is not in HEAD either" in text
     reverse = ("HEAD~2", "--head", "HEAD~1") if head else ("HEAD~1", "--head", "HEAD")
