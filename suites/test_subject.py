@@ -403,4 +403,3 @@ def test_flow_criterion_of_a_real_dead_gradient_in_both_dtypes():
     assert crit.status == "not met"
     assert crit.figure == ("no flow scan declared (Subject.flow); check_model flow audit "
                            "flagged b (in 2 model check(s))"), crit.figure
-
