@@ -38,6 +38,7 @@ _EXPORTS = {
     "assert_elementwise": "._elementwise",
     "Subject": ".subject",
     "LayerCase": ".subject",
+    "ElementwiseCase": ".subject",
     "ModelCase": ".subject",
     "TrainingRun": ".subject",
     "STATUSES": "._result",
@@ -52,6 +53,7 @@ __all__ = [
     "STATUSES",
     "CheckResult",
     "ElementReport",
+    "ElementwiseCase",
     "GradientMismatch",
     "InputResult",
     "LayerCase",
@@ -80,7 +82,7 @@ if TYPE_CHECKING:
     from ._model_check import check_model
     from ._options import DEFAULT_RTOL, Options
     from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
-    from .subject import LayerCase, ModelCase, Subject, TrainingRun
+    from .subject import ElementwiseCase, LayerCase, ModelCase, Subject, TrainingRun
 
 
 def __getattr__(name: str) -> Any:

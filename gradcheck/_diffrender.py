@@ -13,12 +13,14 @@ from .diff import DiffResult, SpeedChange
 
 __all__ = ["render_diff_html", "render_markdown", "render_text"]
 
-_SPEED_ORDER = {"slower": 0, "faster": 1, "same": 2}
+_SPEED_ORDER = {"slower": 0, "faster": 1, "same": 2, "too fast": 3}
 
 
 def _speed_rows(result: DiffResult) -> list[SpeedChange]:
-    """Slower first, then faster, then the rest by ratio (largest first)."""
-    return sorted(result.speed, key=lambda s: (_SPEED_ORDER[s.status], -s.ratio))
+    """Slowdowns that are regressions first, then those of a fix, faster, the rest by
+    ratio (largest first)."""
+    return sorted(result.speed, key=lambda s: (_SPEED_ORDER[s.status], s.part_of_fix,
+                                               -s.ratio))
 
 
 def _headline(result: DiffResult) -> str:
@@ -29,14 +31,22 @@ def _headline(result: DiffResult) -> str:
 
 
 def _speed_summary(result: DiffResult) -> str:
+    if not result.timed:
+        return "speed: not timed (--no-speed)"
     if not result.speed:
-        return "speed: nothing timed (no case at both revisions)"
+        return ("speed: nothing timed (no case ok or failing at both revisions without a "
+                "fault; see the notes)" if result.cases else "speed: nothing timed (no case)")
     worst = max(result.speed, key=lambda s: s.ratio)
     best = min(result.speed, key=lambda s: s.ratio)
     busy = sum(s.busy for s in result.speed)
+    fast = sum(s.status == "too fast" for s in result.speed)
+    fix = sum(s.part_of_fix and s.status == "slower" for s in result.speed)
     return (f"speed: {len(result.speed)} calls timed side by side (HEAD/BASE thread CPU "
             f"time, median of {result.speed[0].pairs} pairs); largest ratio "
             f"{worst.ratio:.2f} ({worst.label}), smallest {best.ratio:.2f} ({best.label})"
+            + (f"; {fast} too fast to time (under {result.speed_floor * 1e6:g} us a call "
+               "at both revisions: not gated)" if fast else "")
+            + (f"; {fix} slower as part of a fix (not a regression)" if fix else "")
             + (f"; machine busy during {busy}" if busy else ""))
 
 
@@ -59,13 +69,14 @@ def render_text(result: DiffResult, *, max_rows: int = 12) -> str:
     lines.append(f"checks: {len(result.cases)} cases, {n_ok} ok -> ok; values: "
                  f"{result.compared_arrays} arrays compared, {len(result.values)} drifted")
     lines.append(_speed_summary(result))
-    rows = [s for s in _speed_rows(result) if s.status != "same"] or _speed_rows(result)[:3]
+    rows = [s for s in _speed_rows(result) if s.status in ("slower", "faster")] or \
+        _speed_rows(result)[:3]
     if rows:
         lines.append(f"  {'case':<52} {'ratio':>7} {'+-':>6}  {'BASE s':>9} {'HEAD s':>9}  "
                      "status")
         for s in rows[:max_rows]:
             lines.append(f"  {s.label[:52]:<52} {s.ratio:>7.2f} {s.se:>6.2f}  "
-                         f"{s.base_seconds:>9.2e} {s.head_seconds:>9.2e}  {s.status}"
+                         f"{s.base_seconds:>9.2e} {s.head_seconds:>9.2e}  {s.verdict}"
                          + (" (machine busy)" if s.busy else ""))
     lines += [f"note: {n}" for n in result.notes]
     lines.append(f"({result.seconds:.0f} s; subject {result.subject}; level {result.level}; "
@@ -88,10 +99,13 @@ def render_markdown(result: DiffResult, *, max_rows: int = 10) -> str:
     out.append(f"**Drift**: {len(result.values)} of {result.compared_arrays} arrays"
                + (f" ({len(fix_drift)} part of a fix)" if fix_drift else ""))
     out += ["", f"**Speed**: {_speed_summary(result).removeprefix('speed: ')}"]
-    rows = [s for s in _speed_rows(result) if s.status != "same"][:max_rows]
+    rows = [s for s in _speed_rows(result) if s.status in ("slower", "faster")][:max_rows]
     if rows:
         out += ["", "| case | HEAD/BASE | +- | status |", "|---|---:|---:|---|"]
-        out += [f"| `{s.label}` | {s.ratio:.2f} | {s.se:.2f} | {s.status} |" for s in rows]
+        out += [f"| `{s.label}` | {s.ratio:.2f} | {s.se:.2f} | {s.verdict} |" for s in rows]
+    if result.base_subject == "borrowed":
+        out += ["", f"Subject: not in {result.base}; {result.subject_file} ran against "
+                    f"{result.base}'s code."]
     out += ["", f"<sub>{len(result.cases)} cases checked at {result.level} level, seed "
             f"{result.seed}, max slowdown {result.max_slowdown:g}, {result.seconds:.0f} s"
             "</sub>"]

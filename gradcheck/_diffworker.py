@@ -1,12 +1,16 @@
 """The worker process of ``gradcheck diff``: one revision's subject, imported alone.
 
 Each revision runs in its own spawned process. The process imports the *running*
-gradcheck first (the one that started the diff), then drops the user's folders from
-``sys.path`` and puts the revision's folder first, so that the subject's modules come
-from that revision while every ``gradcheck`` module keeps coming from the running
-package (its ``__path__`` is fixed once imported; a ``gradcheck/`` folder in the
-revision is never read). BLAS is limited to one thread, so the thread CPU time of the
-worker's main thread is all the work a timed call does.
+gradcheck first (the one that started the diff), then replaces every ``sys.path`` entry
+inside the repository by the same folder inside the revision (:func:`remapped`) and puts
+the revision's folder first, so that the subject's modules come from that revision while
+every ``gradcheck`` module keeps coming from the running package (its ``__path__`` is
+fixed once imported; a ``gradcheck/`` folder in the revision is never read). After the
+import, a module of the repository loaded from outside the revision's folder (an import
+hook of an editable install) is reported, and the diff refuses to run. Before a case is
+built, the global generators of the user's code are seeded (:func:`seed_globals`). BLAS
+is limited to one thread, so the thread CPU time of the worker's main thread is all the
+work a timed call does.
 
 The parent sends ``(operation, args)`` tuples through a pipe and gets ``("ok", value)``
 or ``("error", one line)`` back; ``None`` ends the worker. A worker that does not
@@ -33,7 +37,8 @@ import numpy as np
 
 from ._pool import Fault, _death, fault_of
 
-__all__ = ["Worker", "WorkerError", "WorkerFault", "serve"]
+__all__ = ["Worker", "WorkerError", "WorkerFault", "relabelled", "remapped", "seed_globals",
+           "serve"]
 
 
 class WorkerError(Exception):
@@ -62,10 +67,13 @@ class Worker:
     """
 
     def __init__(self, label: str, root: Path, cwd: Path, spec: str,
-                 exclude: list[Path], timeout: float | None = None) -> None:
+                 repo: Path, timeout: float | None = None) -> None:
         self.label = label
         self.timeout = None if timeout is None or math.isinf(timeout) else timeout
-        self._args = (root, cwd, spec, exclude)
+        self._args = (root, cwd, spec, repo)
+        #: Folder prefix -> label, applied to every string of an answer: the temporary
+        #: folders of the revisions are named ``BASE:``/``HEAD:`` (they are removed).
+        self.relabel: dict[str, str] = {}
         self._setup: list[tuple[str, tuple[Any, ...]]] = []
         self._last: tuple[str, tuple[Any, ...]] = ("", ())
         self._start()
@@ -74,12 +82,12 @@ class Worker:
         import gradcheck
 
         ctx = mp.get_context("spawn")
-        root, cwd, spec, exclude = self._args
+        root, cwd, spec, repo = self._args
         self.conn, child = ctx.Pipe()
         here = str(Path(gradcheck.__file__).resolve().parent)
         self.proc = ctx.Process(
             target=serve, name=f"gradcheck-diff-{self.label}", daemon=True,
-            args=(child, str(root), str(cwd), spec, [str(e) for e in exclude], here))
+            args=(child, str(root), str(cwd), spec, str(repo), here))
         self.proc.start()
         child.close()
         self._sent = time.monotonic()
@@ -122,8 +130,8 @@ class Worker:
             self.proc.join(2)
             raise self._fault(_death(self.proc.exitcode)) from None
         if status != "ok":
-            raise WorkerError(f"{self.label}: {value}")
-        return value
+            raise WorkerError(relabelled(f"{self.label}: {value}", self.relabel))
+        return relabelled(value, self.relabel)
 
     def call(self, op: str, *args: Any) -> Any:
         self.send(op, *args)
@@ -144,6 +152,22 @@ class Worker:
             self.proc.kill()
             self.proc.join(2)
         self.conn.close()
+
+
+def relabelled(value: Any, labels: dict[str, str]) -> Any:
+    """``value`` with every folder prefix of ``labels`` in its strings replaced by its
+    label (``/tmp/gradcheck-diff-x/tree/`` -> ``BASE:``); arrays are left as they are."""
+    if not labels:
+        return value
+    if isinstance(value, str):
+        for prefix, label in labels.items():
+            value = value.replace(prefix, label)
+        return value
+    if isinstance(value, dict):  # "file": a path the parent uses, kept as it is
+        return {k: v if k == "file" else relabelled(v, labels) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(relabelled(v, labels) for v in value)
+    return value
 
 
 # -- the worker's side ---------------------------------------------------------------------------
@@ -169,7 +193,38 @@ def _fix_allocator(threshold: int = 1 << 30) -> bool:
         return False
 
 
-def _setup(root: str, cwd: str, exclude: list[str], expected: str) -> None:
+def _environment(path: Path) -> bool:
+    """An installed-packages folder (a virtual environment kept inside the repository):
+    the environment, not the user's code, so it stays on ``sys.path`` as it is."""
+    return bool({"site-packages", "dist-packages"} & set(path.parts))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def remapped(entries: list[str], repo: Path, rev: Path) -> list[str]:
+    """``sys.path`` for the revision at ``rev`` of the repository at ``repo``.
+
+    Every entry inside the repository (the current folder ``''``, ``PYTHONPATH``
+    entries, an editable install's ``src``) becomes the same relative folder inside the
+    revision, or is dropped when the revision has no such folder; installed-packages
+    folders and entries outside the repository are kept."""
+    out: list[str] = []
+    for entry in entries:
+        real = Path(entry or os.getcwd()).resolve()
+        new = entry
+        if _inside(real, repo) and not _environment(real):
+            mapped = rev / real.relative_to(repo)
+            if not mapped.is_dir():
+                continue
+            new = str(mapped)
+        if new not in out:
+            out.append(new)
+    return out
+
+
+def _setup(root: str, cwd: str, repo: str, expected: str) -> None:
     import gradcheck
 
     here = str(Path(gradcheck.__file__).resolve().parent)
@@ -179,18 +234,17 @@ def _setup(root: str, cwd: str, exclude: list[str], expected: str) -> None:
 
     limit_blas_threads(1)
     _fix_allocator()
-    drop = {Path(e).resolve() for e in exclude}
-    sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() not in drop]
+    np.seterr(all="ignore")  # NaN/Inf are named by the checks and values, not warned of
+    sys.path[:] = remapped(sys.path, Path(repo).resolve(), Path(root).resolve())
     sys.path.insert(0, root)
-    os.chdir(cwd)
+    os.chdir(cwd if Path(cwd).is_dir() else root)  # the folder may be new since BASE
 
 
-def serve(conn: Any, root: str, cwd: str, spec: str, exclude: list[str],
-          expected: str) -> None:
+def serve(conn: Any, root: str, cwd: str, spec: str, repo: str, expected: str) -> None:
     """The worker's loop (the target of the spawned process)."""
     try:
-        _setup(root, cwd, exclude, expected)
-        state = _State(spec, Path(root).resolve(), Path(expected))
+        _setup(root, cwd, repo, expected)
+        state = _State(spec, Path(root).resolve(), Path(expected), Path(repo).resolve())
         while True:
             msg = conn.recv()
             if msg is None:
@@ -199,7 +253,7 @@ def serve(conn: Any, root: str, cwd: str, spec: str, exclude: list[str],
             try:
                 reply = ("ok", _OPS[op](state, *args))
             except Exception as exc:
-                reply = ("error", f"{op}: {type(exc).__name__}: {exc}")
+                reply = ("error", f"{op}: {fault_of(exc).describe().removeprefix('error: ')}")
             conn.send(reply)
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         return
@@ -210,7 +264,9 @@ class _State:
     spec: str
     root: Path
     gradcheck_dir: Path
+    repo: Path
     subject: Any = None
+    borrowed: str = ""  # the subject's file, taken from another revision
     layers: dict[str, tuple[Any, str]] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
     timers: dict[str, Callable[[], Any]] = field(default_factory=dict)
@@ -231,40 +287,107 @@ def _missing(spec: str) -> str:
     return "" if hasattr(module, attr) else f"module {module_name!r} has no attribute {attr!r}"
 
 
-def _load(state: _State, level: str, seed: int) -> dict[str, Any]:
-    """Import the subject; list its cases (or say it is missing at this revision)."""
-    from ._threads import blas_summary
+def seed_globals(seed: int) -> None:
+    """Seed the global generators of the user's code (``np.random``, ``random``) alike
+    in both workers, before a case is built: layers that draw their weights from the
+    global state then start from the same weights at both revisions. (gradcheck's own
+    draws use explicit Generators.)"""
+    import random
+
+    np.random.seed(seed)  # noqa: NPY002 - the user's global state, on purpose
+    random.seed(seed)
+
+
+def _borrow(spec: str, file: str) -> None:
+    """Import the subject's module from ``file`` (another revision's, or the working
+    tree's) under its own name, with this revision's code first on ``sys.path``."""
+    import importlib.util
+
+    name = spec.split(":")[0]
+    if "." in name:
+        try:
+            importlib.import_module(name.rpartition(".")[0])
+        except Exception:  # noqa: S110 - the module then has no parent package
+            pass
+    loader_spec = importlib.util.spec_from_file_location(name, file)
+    if loader_spec is None or loader_spec.loader is None:
+        raise ImportError(f"cannot import {file}")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    loader_spec.loader.exec_module(module)
+
+
+def _strays(state: _State) -> list[str]:
+    """Modules of the user's repository imported from outside this revision's folder
+    (a path or an installed package that points into the working tree)."""
+    if _inside(state.repo, state.root) or _inside(state.root, state.repo):
+        return []
+    out = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(str(file)).resolve()
+        if _inside(path, state.repo) and not _environment(path) and \
+                not _inside(path, state.gradcheck_dir) and str(path) != state.borrowed:
+            out.append(f"{name} ({path})")
+    return out
+
+
+def _load(state: _State, level: str, seed: int, borrow: str = "") -> dict[str, Any]:
+    """Import the subject (from ``borrow``, a file, when given); list its cases (or
+    say it is missing at this revision)."""
     from .subject import SubjectError, load_subject
 
-    if ":" in state.spec and (why := _missing(state.spec)):
-        return {"status": "missing", "message": why}
+    seed_globals(seed)
+    if not borrow and ":" in state.spec and (why := _missing(state.spec)):
+        return {"status": "missing", "message": why, "module": why.startswith("no module")}
     try:
+        if borrow:
+            state.borrowed = str(Path(borrow).resolve())
+            _borrow(state.spec, borrow)
         subject = load_subject(state.spec)
     except SubjectError as exc:
         return {"status": "error", "message": str(exc)}
+    except Exception as exc:
+        return {"status": "error", "message": f"importing {borrow} raised "
+                                              f"{fault_of(exc).describe().removeprefix('error: ')}"}
     stray = [m for m, mod in list(sys.modules.items())
              if (m == "gradcheck" or m.startswith("gradcheck."))
              and getattr(mod, "__file__", None)
              and state.gradcheck_dir not in Path(str(mod.__file__)).resolve().parents]
     if stray:
         return {"status": "error", "message": f"modules {stray} came from another gradcheck"}
+    return _listed(state, subject, level, seed)
+
+
+def _listed(state: _State, subject: Any, level: str, seed: int) -> dict[str, Any]:
+    """The subject's cases, once its module is known to come from this revision."""
+    from ._threads import blas_summary
+
     state.subject = subject
     for case in subject.layers:
         for dtype in case.dtypes:
             state.layers[f"{case.name} [{dtype}]"] = (case, dtype)
+    seed_globals(seed)
     state.models = {m.name: m for m in subject.models(level, seed)}
     module = sys.modules[state.spec.split(":")[0]]
     file = str(Path(getattr(module, "__file__", "") or "").resolve())
-    return {"status": "ok", "name": subject.name, "file": file,
-            "inside": state.root in Path(file).parents, "layers": list(state.layers),
-            "models": list(state.models), "snapshots": list(subject.snapshot_cases or {}),
-            "blas": blas_summary()}
+    return {"status": "ok", "name": subject.name, "file": file, "strays": _strays(state),
+            "inside": _inside(Path(file), state.root) or file == state.borrowed,
+            "layers": list(state.layers), "models": list(state.models),
+            "snapshots": list(subject.snapshot_cases or {}), "blas": blas_summary()}
 
 
 def _summary(res: Any) -> dict[str, Any]:
-    """The part of a CheckResult a diff needs (plain types)."""
+    """The part of a CheckResult a diff needs (plain types); the message of a check
+    that an exception ended names the user's file and line."""
     bad = [i for i in res.inputs if not i.passed]
-    return {"passed": bool(res.passed), "status": str(res.status), "message": str(res.message),
+    exc = getattr(res, "exception", None)
+    where = fault_of(exc).where if isinstance(exc, BaseException) else ""
+    message = str(res.message) + (f" (at {where})" if where and where not in
+                                  str(res.message) else "")
+    return {"passed": bool(res.passed), "status": str(res.status), "message": message,
             "seed": int(res.seed), "hint": str(res.hint),
             "inputs": [{"name": i.name, "status": i.status, "hint": i.hint,
                         "max_rel": float(i.max_rel_error),
@@ -273,6 +396,7 @@ def _summary(res: Any) -> dict[str, Any]:
 
 
 def _check(state: _State, kind: str, key: str, seed: int) -> dict[str, Any]:
+    seed_globals(seed)
     try:
         if kind == "layer":
             case, dtype = state.layers[key]
@@ -282,7 +406,8 @@ def _check(state: _State, kind: str, key: str, seed: int) -> dict[str, Any]:
         if isinstance(exc, KeyboardInterrupt):
             raise
         return {"passed": False, "status": "error", "seed": seed, "hint": "", "inputs": [],
-                "message": f"the check raised {fault_of(exc).message}"}
+                "message": f"the check raised "
+                           f"{fault_of(exc).describe().removeprefix('error: ')}"}
 
 
 
@@ -359,6 +484,7 @@ def _value(state: _State, key: str, seed: int) -> tuple[Any, ...]:
     """``("ok", arrays, computed dtypes)`` or ``("error", message)`` of a layer case
     (``layer:NAME [DTYPE]``) or a snapshot case (``snapshot:NAME``)."""
     kind, name = key.split(":", 1)
+    seed_globals(seed)
     try:
         if kind == "layer":
             case, dtype = state.layers[name]
@@ -368,7 +494,7 @@ def _value(state: _State, key: str, seed: int) -> tuple[Any, ...]:
         computed = {k: desc["computed_dtype"] for k in arrays if "computed_dtype" in desc}
         return "ok", dict(arrays), computed
     except Exception as exc:
-        return "error", f"{type(exc).__name__}: {exc}"
+        return "error", fault_of(exc).describe().removeprefix("error: ")
 
 
 # -- timing ------------------------------------------------------------------------------------
@@ -409,6 +535,7 @@ def _prepare(state: _State, keys: list[tuple[str, str]], seed: int) -> dict[str,
     """Build the timed calls; ``timer key -> error message`` for those that failed."""
     failed: dict[str, str] = {}
     for kind, key in keys:
+        seed_globals(seed)
         try:
             if kind == "layer":
                 case, dtype = state.layers[key]
@@ -417,7 +544,7 @@ def _prepare(state: _State, keys: list[tuple[str, str]], seed: int) -> dict[str,
             else:
                 state.timers[f"{key} training step"] = _step(*state.models[key].build())
         except Exception as exc:
-            failed[key] = f"{type(exc).__name__}: {exc}"
+            failed[key] = fault_of(exc).describe().removeprefix("error: ")
     return failed
 
 
@@ -460,4 +587,5 @@ def _pin(state: _State, cpu: int | None) -> bool:
 _OPS: dict[str, Callable[..., Any]] = {
     "load": _load, "check": _check, "value": _value, "prepare": _prepare,
     "time": _time, "calibrate": _calibrate, "pin": _pin,
+    "strays": lambda state: _strays(state),
 }

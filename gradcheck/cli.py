@@ -147,7 +147,8 @@ def _diff_parser(sub: Any) -> None:
         "removed afterwards. Exit status 0: no regression; 1: a check that went ok -> fail "
         "(or ok -> error, crashed, timeout), "
         "drift outside a fix, or a slowdown; 2: cannot run (not a git tree, unknown "
-        "revision, bad subject).",
+        "revision, bad subject, or the repository's code imported from outside a "
+        "revision's folder). A subject missing at BASE runs against BASE's code.",
     )
     d.add_argument("base", metavar="BASE", help="a git revision: a branch, HEAD~1, "
                    "origin/main, a commit id")
@@ -160,7 +161,11 @@ def _diff_parser(sub: Any) -> None:
                       "more timed pairs")
     d.add_argument("--max-slowdown", type=float, default=1.25, metavar="X",
                    help="HEAD/BASE time ratio beyond which (beyond the noise) a case is a "
-                   "regression (default %(default)g)")
+                   "regression (default %(default)g; inf: timed, never a regression)")
+    d.add_argument("--no-speed", action="store_true", help="do not time anything")
+    d.add_argument("--speed-floor", type=float, default=None, metavar="SECONDS",
+                   help="a call under this CPU time at both revisions is 'too fast' to "
+                   "time: reported, never a regression (default 2e-05)")
     d.add_argument("--seed", type=int, default=0, help="seed of the checks and values "
                    "(default 0)")
     d.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
@@ -185,8 +190,13 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
 
     if args.seed < 0:
         parser.error("--seed must be a non-negative integer")
-    if not args.max_slowdown > 1.0 or args.max_slowdown == float("inf"):
-        parser.error("--max-slowdown must be a finite number > 1")
+    if not args.max_slowdown > 1.0:
+        parser.error("--max-slowdown must be a number > 1 (inf: never a regression)")
+    from .diff import SPEED_FLOOR
+
+    floor = SPEED_FLOOR if args.speed_floor is None else args.speed_floor
+    if not 0 <= floor < float("inf"):
+        parser.error("--speed-floor must be a finite number of seconds >= 0")
     from ._pool import DEFAULT_CASE_TIMEOUT
 
     limit = DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
@@ -201,7 +211,8 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
         result = run_diff(args.base, head=args.head, subject=args.subject,
                           level="quick" if args.quick else "full" if args.full else "default",
                           seed=args.seed, max_slowdown=args.max_slowdown,
-                          case_timeout=limit, progress=say)
+                          case_timeout=limit, progress=say, speed=not args.no_speed,
+                          speed_floor=floor)
     except DiffError as exc:
         print(f"gradcheck diff: {exc}", file=sys.stderr)
         return 2

@@ -30,10 +30,22 @@ speed
     :mod:`gradcheck.budgets`); a case is ``slower`` when ``median - 3 se`` exceeds
     ``max_slowdown``, ``faster`` when ``median + 3 se`` is below ``1 / max_slowdown``.
     Where wall time exceeds CPU time by more than a quarter, the row says the machine
-    was busy.
+    was busy. A call under :data:`SPEED_FLOOR` a call at both revisions is ``too fast``
+    to time: its ratio counts NumPy calls, not work, and is never a regression; nor is
+    the slowdown of a case whose check went from bad to ``ok`` (part of the fix). A case
+    that is a fault (``error``, ``crashed``, ``timeout``) at either revision is not
+    timed. ``speed=False`` (``--no-speed``) skips the phase.
+
+A subject missing at BASE (written today, or untracked) is imported from HEAD's file
+(or the working tree's) with BASE's code first on ``sys.path``; the result says so.
+Each worker seeds the global generators of the user's code (``np.random.seed``,
+``random.seed``) before building a case. A check regression and the drift of the same
+case count as one regression (the drift is its evidence).
 
 The verdict is ``fail`` (exit status 1) on a regression, drift outside a fix, or a
-slowdown; :class:`DiffError` (exit status 2) when the diff cannot run.
+slowdown; :class:`DiffError` (exit status 2) when the diff cannot run, including when a
+module of the repository was imported from outside the revision's folder (a
+``PYTHONPATH`` entry or an editable install that still points into the working tree).
 """
 
 from __future__ import annotations
@@ -49,7 +61,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._diffworker import Worker, WorkerError, WorkerFault
+import numpy as np
+
+from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
 from ._json import plain
 from ._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
 from ._revision import Revision, RevisionError, materialised, repo_root
@@ -57,13 +71,22 @@ from .budgets import gate
 from .snapshot import Drift, compare_arrays
 from .subject import DEFAULT_SUBJECT
 
-__all__ = ["DIFF_LEVELS", "CaseChange", "DiffError", "DiffResult", "SpeedChange",
-           "ValueDrift", "run_diff"]
+__all__ = ["DIFF_LEVELS", "SPEED_FLOOR", "CaseChange", "DiffError", "DiffResult",
+           "SpeedChange", "ValueDrift", "run_diff"]
 
 #: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
 #: of which a sample is the least.
 DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
     "quick": (7, 0.001, 3), "default": (15, 0.001, 5), "full": (21, 0.002, 5)}
+
+#: Thread CPU seconds a call below which, at both revisions, it is ``too fast`` to time
+#: (reported, never a regression). The timer is not the limit (a sample lasts at least a
+#: millisecond; equal code gives ratios within 0.97-1.02 even at 1-4 us a call); the
+#: meaning is: on tiny inputs one NumPy call costs 0.5-1.3 us of dispatch (measured on a
+#: Xeon: ``x * 2`` on a 4x5 array 0.5 us, ``np.where`` 1.3 us), so a fix that adds a
+#: mask or a copy moves a 2 us call by 1.5-3x, a ratio of call counts, not of work.
+#: Above 20 us, four more NumPy calls (at most ~5 us) stay under the default limit 1.25.
+SPEED_FLOOR = 20e-6
 
 
 class DiffError(Exception):
@@ -97,11 +120,16 @@ class CaseChange:
 
 @dataclass
 class ValueDrift:
-    """An array that differs between the revisions beyond its dtype's tolerance."""
+    """An array that differs between the revisions beyond its dtype's tolerance.
+
+    ``part_of_fix``: the case's check went from bad to ``ok`` (``fixed_by`` names it);
+    ``evidence``: the case's check is a regression, of which this drift is the evidence
+    (counted once, with the check)."""
 
     drift: Drift
     part_of_fix: bool = False
     fixed_by: str = ""
+    evidence: bool = False
 
     def line(self) -> str:
         return self.drift.line() + (f" (part of the fix: {self.fixed_by})"
@@ -110,7 +138,12 @@ class ValueDrift:
 
 @dataclass
 class SpeedChange:
-    """One timed call: HEAD over BASE thread CPU time, median of the pair ratios."""
+    """One timed call: HEAD over BASE thread CPU time, median of the pair ratios.
+
+    ``status``: ``slower`` or ``faster`` (beyond the noise and the limit), ``same``, or
+    ``too fast`` (under :data:`SPEED_FLOOR` a call at both revisions: never gated);
+    ``part_of_fix``: the case's check went from bad to ``ok``, so its slowdown is part
+    of the fix, not a regression."""
 
     case: str
     part: str
@@ -120,12 +153,22 @@ class SpeedChange:
     calls: int
     base_seconds: float
     head_seconds: float
-    status: str  # slower, faster, same
+    status: str  # slower, faster, same, too fast
     busy: bool = False
+    part_of_fix: bool = False
 
     @property
     def label(self) -> str:
         return f"{self.case} {self.part}"
+
+    @property
+    def regression(self) -> bool:
+        return self.status == "slower" and not self.part_of_fix
+
+    @property
+    def verdict(self) -> str:
+        """The status as the tables show it."""
+        return self.status + (" (part of the fix)" if self.part_of_fix else "")
 
 
 @dataclass
@@ -141,7 +184,12 @@ class DiffResult:
     seed: int
     max_slowdown: float
     case_timeout: float = DEFAULT_CASE_TIMEOUT
-    base_subject: str = "ok"  # or "missing"
+    #: ``ok``, or ``borrowed``: missing at BASE, HEAD's file (or the working tree's)
+    #: ran against BASE's code (``subject_file`` names it)
+    base_subject: str = "ok"
+    subject_file: str = ""
+    speed_floor: float = SPEED_FLOOR
+    timed: bool = True  # False: --no-speed
     cases: list[CaseChange] = field(default_factory=list)
     values: list[ValueDrift] = field(default_factory=list)
     compared_arrays: int = 0
@@ -152,11 +200,17 @@ class DiffResult:
 
     @property
     def regressions(self) -> list[str]:
-        """One line per regression: checks, drift outside a fix, slowdowns."""
-        out = [f"{c.case}: {c.change}: {c.detail}" for c in self.cases if c.regression]
-        out += [v.line() for v in self.values if not v.part_of_fix]
+        """One line per regression: checks (with the drift of the same case as their
+        evidence), drift outside a fix, slowdowns."""
+        out = []
+        for c in (c for c in self.cases if c.regression):
+            drift = [v.drift.parameter if v.drift.parameter != "*" else "none computed"
+                     for v in self.values if v.evidence and v.drift.case == c.case]
+            out.append(f"{c.case}: {c.change}: {c.detail}".rstrip(": ")
+                       + (f" [values drifted: {', '.join(drift)}]" if drift else ""))
+        out += [v.line() for v in self.values if not (v.part_of_fix or v.evidence)]
         out += [f"{s.label}: {s.ratio:.2f}x slower (+- {s.se:.2f}, limit "
-                f"{self.max_slowdown:g})" for s in self.speed if s.status == "slower"]
+                f"{self.max_slowdown:g})" for s in self.speed if s.regression]
         return out
 
     @property
@@ -175,32 +229,40 @@ class DiffResult:
         """Plain JSON types only."""
         d = {k: v for k, v in asdict(self).items() if k != "values"}
         d["values"] = [{**asdict(v.drift), "part_of_fix": v.part_of_fix,
-                        "fixed_by": v.fixed_by} for v in self.values]
+                        "fixed_by": v.fixed_by, "evidence": v.evidence} for v in self.values]
+        d["speed"] = [{**asdict(s), "regression": s.regression} for s in self.speed]
         d.update(verdict=self.verdict, regressions=self.regressions,
                  fixes=[c.case for c in self.fixes])
         return dict(plain(d))
 
 
 # -- validation --------------------------------------------------------------------------------
-def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float) -> None:
+def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
+              speed_floor: float) -> None:
     if level not in DIFF_LEVELS:
         raise ValueError(f"level must be one of {', '.join(DIFF_LEVELS)}, got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if not (isinstance(max_slowdown, (int, float)) and math.isfinite(max_slowdown)
-            and max_slowdown > 1.0):
-        raise ValueError(f"max_slowdown must be a finite number > 1, got {max_slowdown!r}")
+    if isinstance(max_slowdown, bool) or not isinstance(max_slowdown, (int, float)) \
+            or not max_slowdown > 1.0:
+        raise ValueError(f"max_slowdown must be a number > 1 (inf: never a regression), "
+                         f"got {max_slowdown!r}")
     if isinstance(case_timeout, bool) or not isinstance(case_timeout, (int, float)) \
             or not case_timeout > 0:
         raise ValueError(f"case_timeout must be a positive number of seconds (inf: no "
                          f"limit), got {case_timeout!r}")
+    if isinstance(speed_floor, bool) or not isinstance(speed_floor, (int, float)) \
+            or not 0 <= speed_floor < math.inf:
+        raise ValueError(f"speed_floor must be a finite number of seconds >= 0, got "
+                         f"{speed_floor!r}")
 
 
 def run_diff(
     base: str, *, head: str | None = None, subject: str | None = None,
     level: str = "default", seed: int = 0, max_slowdown: float = 1.25,
     case_timeout: float = DEFAULT_CASE_TIMEOUT, cwd: Path | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, speed: bool = True,
+    speed_floor: float = SPEED_FLOOR,
 ) -> DiffResult:
     """Compare the subject at ``head`` (default: the working tree) with ``base``.
 
@@ -210,31 +272,34 @@ def run_diff(
         Git revisions (a branch, ``HEAD~1``, ``origin/main``, a commit id).
     subject : str, optional
         ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the installed
-        default subject), imported at each revision from the folder that corresponds to ``cwd``.
+        default subject), imported at each revision from the folder of ``cwd``; missing
+        at BASE: HEAD's file (or the working tree's) runs against BASE's code.
     level : str
-        ``quick``, ``default`` or ``full``: the subject's model cases of that level, and
-        the timed pairs (:data:`DIFF_LEVELS`).
+        ``quick``, ``default`` or ``full``: the model cases and timed pairs of that
+        level (:data:`DIFF_LEVELS`).
     seed : int
-        Of every check and of the values' inputs and cotangents.
+        Of every check, of the values' inputs and cotangents, of ``np.random``.
     max_slowdown : float
-        HEAD/BASE time ratio beyond which (and beyond the noise) a case is slower.
+        HEAD/BASE time ratio beyond which (and beyond the noise) a case is slower
+        (``inf``: timed, never a regression).
     case_timeout : float
-        Seconds each request to a revision's worker may take (a case's check, its
-        values, a timed run; ``inf``: no limit). A worker past it is stopped, one that
-        dies is replaced, and the case gets status ``timeout`` or ``crashed`` at that
-        revision; the other cases still run.
-    cwd : path, optional
-        A folder inside the git working tree (default: the current folder).
+        Seconds each request to a worker may take (``inf``: no limit); past it, or
+        when its worker dies, a case is ``timeout`` or ``crashed`` at that revision.
+    cwd, progress : path, callable, optional
+        A folder in the git working tree (default: the current one); called with a
+        line at the start of each phase.
+    speed, speed_floor : bool, float
+        False: no timing (``--no-speed``); the CPU seconds a call under which, at both
+        revisions, it is ``too fast`` to time (:data:`SPEED_FLOOR`).
 
     Raises
     ------
     DiffError
-        Not a git working tree, unknown revision, a subject that cannot be loaded at
-        HEAD or at BASE (a subject *missing* at BASE is new, not an error).
+        Not a git tree, unknown revision, a subject that cannot be loaded at HEAD, or
+        the repository's code imported from outside a revision's folder.
     ValueError
-        A bad option.
-    """
-    _validate(level, seed, max_slowdown, case_timeout)
+        A bad option."""
+    _validate(level, seed, max_slowdown, case_timeout, speed_floor)
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
     spec = subject or DEFAULT_SUBJECT
@@ -242,28 +307,69 @@ def run_diff(
         cwd = Path(cwd or os.getcwd()).resolve()
         root = repo_root(cwd)
         with ExitStack() as stack:
-            say(f"writing out {base} in a temporary folder")
-            b = stack.enter_context(materialised(root, base))
-            h = (stack.enter_context(materialised(root, head)) if head
-                 else Revision("working tree", _head_commit(root), root))
-            base_w, head_w = (_worker(stack, label, rev, root, cwd, spec, case_timeout)
-                              for label, rev in (("BASE", b), ("HEAD", h)))
+            b, h, base_w, head_w = _start(stack, (root, cwd), (base, head), spec,
+                                          case_timeout, say)
             result = DiffResult(b.name, b.commit, h.name, h.commit, spec, level, seed,
-                                float(max_slowdown), float(case_timeout))
-            _run(result, base_w, head_w, say)
+                                float(max_slowdown), float(case_timeout),
+                                speed_floor=float(speed_floor), timed=bool(speed))
+            _run(result, base_w, head_w, _TreeFiles(root, cwd), say)
     except (RevisionError, WorkerError, WorkerFault) as exc:
         raise DiffError(str(exc)) from None
     result.seconds = time.perf_counter() - t0
     return result
 
 
+def _start(stack: ExitStack, where: tuple[Path, Path], revs: tuple[str, str | None],
+           spec: str, case_timeout: float, say: Callable[[str], None]
+           ) -> tuple[Revision, Revision, Worker, Worker]:
+    """BASE written out (and HEAD, when a revision), and a worker for each; all of it
+    undone when ``stack`` closes. ``where``: the repository's root and the folder the
+    diff was started in."""
+    root, cwd = where
+    say(f"writing out {revs[0]} in a temporary folder")
+    b = stack.enter_context(materialised(root, revs[0]))
+    h = (stack.enter_context(materialised(root, revs[1])) if revs[1]
+         else Revision("working tree", _head_commit(root), root))
+    temp = {str(b.root): "BASE:", **({str(h.root): "HEAD:"} if revs[1] else {})}
+    base_w, head_w = (_worker(stack, label, rev, root, cwd, spec, case_timeout, temp)
+                      for label, rev in (("BASE", b), ("HEAD", h)))
+    return b, h, base_w, head_w
+
+
 def _worker(stack: ExitStack, label: str, rev: Revision, root: Path, cwd: Path, spec: str,
-            case_timeout: float) -> Worker:
-    """The worker process of one revision, stopped when ``stack`` closes."""
-    w = Worker(label, rev.root, rev.root / cwd.relative_to(root), spec, [root, cwd],
+            case_timeout: float, temp: dict[str, str]) -> Worker:
+    """The worker process of one revision, stopped when ``stack`` closes; the paths of
+    the temporary folders in its answers read ``BASE:file.py:LINE``."""
+    w = Worker(label, rev.root, rev.root / cwd.relative_to(root), spec, root,
                float(case_timeout))
+    for folder, name in temp.items():
+        w.relabel[folder + os.sep] = name
+        w.relabel[str(Path(folder).resolve()) + os.sep] = name
     stack.callback(w.close)
     return w
+
+
+@dataclass(frozen=True)
+class _TreeFiles:
+    """The working tree, where a subject's module is looked for when a revision has
+    none."""
+
+    root: Path
+    cwd: Path
+
+    def module_file(self, spec: str) -> Path | None:
+        """The working tree's file of the subject's module (None: not there)."""
+        parts = spec.partition(":")[0].split(".")
+        for folder in (self.cwd, self.root):
+            for path in (folder.joinpath(*parts).with_suffix(".py"),
+                         folder.joinpath(*parts, "__init__.py")):
+                if path.is_file():
+                    return path
+        return None
+
+    def label(self, file: str) -> str:
+        path = Path(file)
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else file
 
 
 def _head_commit(root: Path) -> str:
@@ -329,41 +435,113 @@ def _checks(result: DiffResult, base: Worker, head: Worker, base_keys: list[tupl
     return sb, sh
 
 
-def _run(result: DiffResult, base: Worker, head: Worker, say: Callable[[str], None]) -> None:
+def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
+               say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Import the subject in both workers; a subject missing at BASE (or at ``--head``)
+    is borrowed from HEAD (or the working tree). Raises DiffError when it cannot run."""
     say(f"importing {result.subject} at both revisions")
     ib, ih = _both(base, head, "load", result.level, result.seed)
+    if ih["status"] == "missing" and ih["module"] and result.head != "working tree" \
+            and (file := tree.module_file(result.subject)):
+        ih = head.call("load", result.level, result.seed, str(file))
+        result.notes.append(f"the subject is not in {result.head} either: the working "
+                            f"tree's {tree.label(str(file))} ran at both revisions")
     if ih["status"] != "ok":
         raise DiffError(f"--subject {result.subject}: {ih['message']} (at {result.head})")
-    if ib["status"] == "error":
-        raise DiffError(f"--subject {result.subject}: {ib['message']} (at {result.base})")
-    if not ih["inside"]:
-        result.notes.append(f"the subject's module {ih['file']} is not in the repository: "
-                            "both revisions may run the same code")
+    if ib["status"] == "missing" and ib["module"]:
+        ib = _borrow(result, base, head, ih, tree)
+    elif ib["status"] == "error":  # BASE's own subject: its cases are errors there
+        ib = _unbuilt(result, f"the subject cannot be imported at {result.base}: "
+                              f"{ib['message']}")
+    for rev, info in ((result.base, ib), (result.head, ih)):
+        _refuse_strays(rev, info.get("strays", []))
+        if info["status"] == "ok" and not info["inside"]:
+            raise DiffError(f"at {rev}, the subject's module is {info['file']}, outside the "
+                            "revision: both sides would run the same code (name a module "
+                            "of this repository with --subject MODULE:NAME)")
     result.environment = {"BASE blas": str(ib.get("blas", "")), "HEAD blas": ih["blas"]}
-    if ib["status"] == "missing" or (not ib["inside"] and ih["inside"]):
-        result.base_subject = "missing"
-        result.notes.append(f"the subject is new: not in {result.base} "
-                            f"({ib.get('message') or 'imported from outside the revision'})")
-        ib = {"layers": [], "models": [], "snapshots": []}
+    if ib["status"] == "missing":
+        result.notes.append(f"the subject is new: {ib['message']} at {result.base}, and its "
+                            "module is BASE's code: BASE was not checked")
+        ib = {**ib, "layers": [], "models": [], "snapshots": []}
+    return ib, ih
+
+
+def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
+            tree: _TreeFiles) -> dict[str, Any]:
+    """Run HEAD's (or the working tree's) subject file in the BASE worker, with BASE's
+    code first on ``sys.path``; a subject that cannot be imported there makes every
+    case ``error`` at BASE."""
+    file = ih["file"]
+    source = (f"the working tree's {tree.label(file)}" if Path(file).is_relative_to(tree.root)
+              else f"{result.head}'s {relabelled(file, dict.fromkeys(head.relabel, ''))}")
+    result.base_subject, result.subject_file = "borrowed", source
+    ib = base.call("load", result.level, result.seed, file)
+    if ib["status"] == "ok":
+        result.notes.append(f"the subject is not in {result.base}: {source} ran against "
+                            f"{result.base}'s code")
+        return dict(ib)
+    return _unbuilt(result, f"the subject ({source}) cannot be imported with "
+                            f"{result.base}'s code: {ib['message']}")
+
+
+def _unbuilt(result: DiffResult, why: str) -> dict[str, Any]:
+    """The BASE side of a subject that cannot be imported there: every case of HEAD is
+    an ``error`` at BASE, with ``why``."""
+    result.notes.append(why)
+    return {"status": "unbuilt", "message": why, "layers": [], "models": [],
+            "snapshots": [], "inside": True, "strays": []}
+
+
+def _refuse_strays(rev: str, strays: list[str]) -> None:
+    """DiffError when a module of the repository came from outside the revision."""
+    if strays:
+        raise DiffError(f"at {rev}, {strays[0]} was imported from the working tree, not "
+                        "from the revision (a PYTHONPATH entry or an editable install "
+                        "points into the repository): nothing compared")
+
+
+def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
+         say: Callable[[str], None]) -> None:
+    ib, ih = _load_both(result, base, head, tree, say)
     keys = {"layer": (ib["layers"], ih["layers"]), "model": (ib["models"], ih["models"])}
     say("checking every layer and model case at both revisions (in parallel)")
     base_keys = [(k, n) for k, (bs, _) in keys.items() for n in bs]
     head_keys = [(k, n) for k, (_, hs) in keys.items() for n in hs]
-    result.cases = _case_changes(*_checks(result, base, head, base_keys, head_keys, say),
-                                 base_keys, head_keys)
-    if result.base_subject == "ok":
-        say("computing values (outputs, gradients, snapshot cases) at both revisions")
-        gone = {(c.kind, c.case) for c in result.cases
-                if {c.base, c.head} & {"crashed", "timeout"}}
-        for _kind, name in sorted(gone):
-            result.notes.append(f"{name}: values and speed not compared (its check "
-                                "crashed or timed out)")
-        vkeys = [f"layer:{n}" for k, n in head_keys if k == "layer" and (k, n) not in gone]
-        vb, vh = _values(base, head, vkeys + [f"snapshot:{n}" for n in ih["snapshots"]
-                                              if n in ib["snapshots"]], result.seed)
-        result.values, result.compared_arrays = _value_drift(vb, vh, result)
-        common = [kn for kn in head_keys if kn in base_keys and kn not in gone]
-        result.speed = _speed(result, base, head, common, say)
+    sb, sh = _checks(result, base, head, base_keys, head_keys, say)
+    for rev, strays in zip((result.base, result.head), _both(base, head, "strays"),
+                           strict=True):
+        _refuse_strays(rev, strays)  # a case may import more of the repository
+    if ib["status"] == "unbuilt":  # every case is an error at BASE
+        sb = {f"{k}:{n}": _fault_summary(Fault("error", ib["message"]), result.seed)
+              for k, n in head_keys}
+        base_keys = list(head_keys)
+    result.cases = _case_changes(sb, sh, base_keys, head_keys)
+    bad = {(c.kind, c.case): c for c in result.cases if {c.base, c.head} & set(FAULT_STATUSES)}
+    say("computing values (outputs, gradients, snapshot cases) at both revisions")
+    for (_kind, name), c in bad.items():
+        if {c.base, c.head} & {"crashed", "timeout"}:
+            result.notes.append(f"{name}: values not compared (its check crashed or "
+                                "timed out)")
+    common = [kn for kn in head_keys if kn in base_keys and ib["status"] == "ok"]
+    vb, vh = _values(base, head, _value_keys(common, bad) + [
+        f"snapshot:{n}" for n in ih["snapshots"] if n in ib["snapshots"]], result.seed)
+    result.values, result.compared_arrays = _value_drift(vb, vh, result)
+    if not result.timed:
+        return
+    timed = [kn for kn in common if kn not in bad]
+    for kind, name in (kn for kn in common if kn in bad):
+        result.notes.append(f"{name}: not timed ({bad[kind, name].change}: a case that "
+                            "is a fault at a revision is not timed)")
+    result.speed = _speed(result, base, head, timed, say)
+
+
+def _value_keys(common: list[tuple[str, str]], bad: dict[tuple[str, str], CaseChange]
+                ) -> list[str]:
+    """The layer cases whose values are computed: at both revisions, and neither
+    crashed nor timed out."""
+    return [f"layer:{n}" for k, n in common if k == "layer" and not (
+        (k, n) in bad and {bad[k, n].base, bad[k, n].head} & {"crashed", "timeout"})]
 
 
 def _values(base: Worker, head: Worker, keys: list[str], seed: int
@@ -426,9 +604,28 @@ def _case_changes(sb: dict[str, Any], sh: dict[str, Any], base_keys: list[tuple[
 
 
 # -- values -------------------------------------------------------------------------------------
+def _nonfinite(d: Drift, base: dict[str, Any], head: dict[str, Any]) -> Drift:
+    """A ``non-finite`` row that names the revision with the NaN/Inf (the snapshot
+    comparison's wording, "where there was none", assumes it is the new side)."""
+    if d.status != "non-finite" or d.parameter not in base or d.parameter not in head:
+        return d
+    a = np.asarray(base[d.parameter])[d.worst_index]
+    b = np.asarray(head[d.parameter])[d.worst_index]
+    if np.isfinite(a) and not np.isfinite(b):
+        d.detail = f"{b} at HEAD where BASE has {a:.6g}"
+    elif np.isfinite(b) and not np.isfinite(a):
+        d.detail = f"{a} at BASE where HEAD has {b:.6g}"
+    else:
+        d.detail = f"{a} at BASE, {b} at HEAD"
+    return d
+
+
 def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
                  ) -> tuple[list[ValueDrift], int]:
+    """Compare the values; drift of a fixed case is part of the fix, that of a case
+    whose check is a regression its evidence."""
     fixed = {f"{c.kind}:{c.case}" for c in result.cases if c.fixed}
+    regressed = {f"{c.kind}:{c.case}" for c in result.cases if c.regression}
     any_fix = ", ".join(sorted(c.case for c in result.fixes))
     rows: list[ValueDrift] = []
     compared = 0
@@ -439,14 +636,15 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
             if sh != "ok" and sb == "ok":
                 drifts = [Drift(case, "*", "error", detail=f"computing it raised {rh[0]}")]
             else:
-                result.notes.append(f"values of {case} not compared: "
-                                    f"{rb[0] if sb != 'ok' else rh[0]} (at BASE)")
+                result.notes.append(f"values of {case} not compared (at BASE: {rb[0]})")
                 continue
         else:
-            drifts = compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})
+            drifts = [_nonfinite(d, rb[0], rh[0]) for d in
+                      compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
             compared += len(drifts)
         by = (case if key in fixed else "") if key.startswith("layer:") else any_fix
-        rows += [ValueDrift(d, bool(by), by) for d in drifts if not d.ok]
+        rows += [ValueDrift(d, bool(by), by, evidence=key in regressed)
+                 for d in drifts if not d.ok]
     return rows, compared
 
 
@@ -477,22 +675,29 @@ def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str,
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
     _both(base, head, "pin", cpus[0])
     say(f"timing {len(timers)} calls side by side ({pairs} pairs each, A B A B)")
+    fixed = {c.case for c in result.cases if c.fixed}
     out = []
     for name, part in timers:
         try:
-            out.append(_time_pair(base, head, name, part, (pairs, sample, reps),
-                                  result.max_slowdown))
-        except WorkerFault as exc:
+            row = _time_pair(base, head, name, part, (pairs, sample, reps),
+                             (result.max_slowdown, result.speed_floor))
+        except (WorkerFault, WorkerError) as exc:  # the timed call raised, or died
             result.notes.append(f"{name} {part}: not timed (at {exc})")
             for w in (base, head):
                 if not w.proc.is_alive():
                     _restart(w)
+            continue
+        row.part_of_fix = name in fixed
+        out.append(row)
     return out
 
 
 def _time_pair(base: Worker, head: Worker, name: str, part: str,
-               level: tuple[int, float, int], max_slowdown: float) -> SpeedChange:
+               level: tuple[int, float, int], limits: tuple[float, float]) -> SpeedChange:
+    """One call timed in both workers in turn; ``limits``: the max slowdown and the
+    speed floor (seconds a call)."""
     pairs, sample, reps = level
+    max_slowdown, floor = limits
     key = f"{name} {part}"
     calls = max(base.call("calibrate", key, sample), head.call("calibrate", key, sample))
     base.call("time", key, calls)  # warm-up at the calibrated size
@@ -506,7 +711,9 @@ def _time_pair(base: Worker, head: Worker, name: str, part: str,
         cpu_h.append(ch / calls)
         busy += [wb, wh]
     med, se = median_se(ratios)
-    status = ("slower" if not gate(med, se, max_slowdown)
+    per_b, per_h = statistics.median(cpu_b), statistics.median(cpu_h)
+    status = ("too fast" if max(per_b, per_h) < floor
+              else "slower" if not gate(med, se, max_slowdown)
               else "faster" if med + 3.0 * se < 1.0 / max_slowdown else "same")
-    return SpeedChange(name, part, med, se, pairs, calls, statistics.median(cpu_b),
-                       statistics.median(cpu_h), status, statistics.median(busy) > 1.25)
+    return SpeedChange(name, part, med, se, pairs, calls, per_b, per_h, status,
+                       statistics.median(busy) > 1.25)

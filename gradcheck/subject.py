@@ -1,15 +1,16 @@
 """A subject: one declaration of what to verify, handed to the report, the snapshots,
 the budgets, the fuzzing and the pytest suites.
 
-The tools know no model of their own: they receive a :class:`Subject` as an argument.
-A subject declares layer cases (functional ``fwd``/``bwd`` or layer objects, each with
-an input factory), optionally a model with a batch factory, a training run, the
-timings and memory of its forwards (with the table of their thresholds and the
-report's tables of them), snapshot cases and the folder of their recorded snapshot,
-its own code and test commands. What it does not declare is "not applicable" in the
-report, with the reason: never a failure, never silently missing, never another
-subject's values. :data:`DEFAULT_SUBJECT` names the subject of every command run
-without ``--subject`` (declared as an entry point by the distribution that ships it).
+The tools know no model of their own: they receive a :class:`Subject` as an argument. A
+subject declares layer cases (functional ``fwd``/``bwd``, layer objects, or element-wise
+``f``/``f.gradient``, each with an input factory), optionally a model with a batch
+factory, a training run, the timings and memory of its forwards (with the table of their
+thresholds and the report's tables of them), snapshot cases and the folder of their
+recorded snapshot, its own code and test commands. What it does not declare is "not
+applicable" in the report, with the reason: never a failure, never silently missing,
+never another subject's values. :data:`DEFAULT_SUBJECT` names the subject of every
+command run without ``--subject`` (declared as an entry point by the distribution that
+ships it).
 
 Example
 -------
@@ -30,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_SUBJECT", "BudgetSection", "LayerCase", "ModelCase", "Subject",
-           "SubjectError", "TrainingRun", "load_subject"]
+__all__ = ["DEFAULT_SUBJECT", "BudgetSection", "ElementwiseCase", "LayerCase", "ModelCase",
+           "Subject", "SubjectError", "TrainingRun", "load_subject"]
 
 #: Entry-point group in which a distribution names its default subject (``default``).
 SUBJECT_GROUP = "gradcheck.subjects"
@@ -112,6 +113,90 @@ class LayerCase:
         if self.fwd is None or self.bwd is None:  # pragma: no cover - __post_init__
             raise TypeError(f"LayerCase {self.name!r} has neither fwd/bwd nor layer")
         return check_vjp(self.fwd, self.bwd, inputs, wrt=self.wrt, **opts)
+
+
+class _ElementwiseForward:
+    """``y, cache = fwd(*xs)`` of an element-wise ``f``: the cache is a copy of the
+    arguments."""
+
+    def __init__(self, f: Callable[..., Any]) -> None:
+        self.f = f
+
+    def __call__(self, *xs: Any) -> tuple[Any, list[Any]]:
+        return self.f(*xs), [np.array(x, copy=True) if isinstance(x, np.ndarray) else x
+                             for x in xs]
+
+
+class _ElementwiseBackward:
+    """``grads = bwd(dy, cache)`` of an element-wise derivative ``df``: ``dy * df(*xs)``
+    for the argument ``wrt``, ``None`` (a constant) for the others."""
+
+    def __init__(self, df: Callable[..., Any], wrt: int) -> None:
+        self.df, self.wrt = df, wrt
+
+    def __call__(self, dy: Any, xs: list[Any]) -> list[Any]:
+        grads: list[Any] = [None] * len(xs)
+        grads[self.wrt] = np.asarray(self.df(*xs)) * dy
+        return grads
+
+
+@dataclass(frozen=True)
+class ElementwiseCase(LayerCase):
+    """An element-wise function and its derivative, ``f(x)`` and ``f.gradient(x)``, as
+    the activation and loss objects of from-scratch libraries write them; checked with
+    :func:`~gradcheck.check_elementwise`. Give ``f`` and ``df`` by keyword::
+
+        ElementwiseCase("sigmoid", inputs=lambda rng, dt: [rng.standard_normal((4, 5))
+                                                          .astype(dt)], f=Sigmoid())
+
+    Attributes
+    ----------
+    f : callable
+        ``y = f(*inputs)``; element ``i`` of ``y`` depends on element ``i`` of
+        ``inputs[wrt]`` only.
+    df : callable, optional
+        ``df(*inputs)``: ``d y[i] / d inputs[wrt][i]`` (default: ``f.gradient``).
+    wrt : int
+        The input to differentiate (default 0; the others are constants, such as the
+        targets of a loss ``f(y, y_pred)`` with ``wrt=1``).
+
+    ``fwd`` and ``bwd`` are set from them (``dy * df(*inputs)``), so that every tool
+    that runs a layer case (values, timings and NaN/Inf fuzzing) runs this one too.
+    """
+
+    f: Callable[..., Any] | None = None
+    df: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.fwd is not None or self.bwd is not None or self.layer is not None:
+            raise TypeError(f"ElementwiseCase {self.name!r}: give f= (and df=) by keyword, "
+                            "not fwd, bwd or layer")
+        if not callable(self.f):
+            raise TypeError(f"ElementwiseCase {self.name!r}: f must be callable, got "
+                            f"{type(self.f).__name__}")
+        df = self.df if self.df is not None else getattr(self.f, "gradient", None)
+        if not callable(df):
+            raise TypeError(f"ElementwiseCase {self.name!r}: give df= (the element-wise "
+                            f"derivative); {getattr(self.f, '__name__', type(self.f).__name__)}"
+                            " has no gradient method")
+        wrt = 0 if self.wrt is None else self.wrt
+        if isinstance(wrt, bool) or not isinstance(wrt, int) or wrt < 0:
+            raise TypeError(f"ElementwiseCase {self.name!r}: wrt must be the index of one "
+                            f"input, got {self.wrt!r}")
+        for name, value in (("df", df), ("wrt", wrt), ("fwd", _ElementwiseForward(self.f)),
+                            ("bwd", _ElementwiseBackward(df, wrt))):
+            object.__setattr__(self, name, value)
+
+    def check(self, dtype: str, seed: int = 0) -> Any:
+        """Run :func:`~gradcheck.check_elementwise` in ``dtype`` (inputs drawn from
+        ``default_rng(seed)``)."""
+        from ._elementwise import check_elementwise
+
+        inputs = self.inputs(np.random.default_rng(seed), np.dtype(dtype))
+        if self.f is None or self.df is None:  # pragma: no cover - __post_init__
+            raise TypeError(f"ElementwiseCase {self.name!r} has no f or df")
+        return check_elementwise(self.f, self.df, *inputs, wrt=self.wrt, seed=seed,
+                                 name=f"{self.name} [{dtype}]", **self.options)
 
 
 @dataclass(frozen=True)
@@ -200,7 +285,8 @@ class Subject:
     ----------
     name : str
     layers : sequence of LayerCase
-        Checked in every dtype they list (criterion 4).
+        Checked in every dtype they list (criterion 4); :class:`ElementwiseCase` for an
+        element-wise ``f`` and its derivative.
     model : callable, optional
         ``dtype -> model`` (``params``, ``loss``, ``loss_and_grads``), with ``batch``:
         ``(model, rng) -> tuple of loss arguments``. Checked in both dtypes unless

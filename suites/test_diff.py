@@ -152,6 +152,9 @@ def test_one_line_bug_fails_naming_the_case(tmp_path, monkeypatch, capsys):
     assert ("dense [float64]", "grad.x2") in drift and not any(
         v["part_of_fix"] for v in data["values"])
     assert text.index("Regressions:") < text.index("dense [float64]: ok -> fail")
+    # one bug counts once: the check and the drift of the same case, the drift as evidence
+    assert all(v["evidence"] for v in data["values"]) and len(data["regressions"]) == 2
+    assert "FAIL: 2 regressions" in text and "[values drifted: grad.x2]" in text
 
 
 def test_head_rev_ignores_the_working_tree(tmp_path, monkeypatch, capsys, tmpdir_watch):
@@ -198,15 +201,33 @@ def test_a_gradcheck_folder_in_the_revision_is_never_imported(tmp_path, monkeypa
     assert "imported" not in text
 
 
-def test_subject_missing_at_base_is_new(tmp_path, monkeypatch, capsys):
+def test_subject_missing_at_base_runs_against_base_code(tmp_path, monkeypatch, capsys):
+    """A subject module added after BASE runs against BASE's code, and the output says
+    so; a subject added to a module that is BASE's code as well cannot be (that would
+    run HEAD's code at BASE): its cases are new, and the note says BASE was not
+    checked."""
     repo = _repo(tmp_path)
     (repo / "other.py").write_text(SUBJECT)
     _git(repo, "add", "other.py")
     _git(repo, "commit", "-qm", "new subject")
     monkeypatch.chdir(repo)
-    code = main(["diff", "HEAD~1", "--subject", "other:SUBJECT", "--quick", "--no-progress"])
+    code = main(["diff", "HEAD~1", "--subject", "other:SUBJECT", "--quick", "--no-progress",
+                 "--no-speed"])
     text = capsys.readouterr().out
-    assert code == 0 and "the subject is new" in text
+    assert code == 0 and "checks: 4 cases, 4 ok -> ok" in text, text
+    assert "the subject is not in HEAD~1: the working tree's other.py ran against HEAD~1's " \
+        "code" in text
+    code = main(["diff", "HEAD~1", "--head", "HEAD", "--subject", "other:SUBJECT", "--quick",
+                 "--no-progress", "--no-speed"])
+    text = capsys.readouterr().out
+    assert code == 0 and "the subject is not in HEAD~1: HEAD's other.py ran against" in text
+    (repo / "mylayers.py").write_text(SUBJECT + "\nLATER = SUBJECT\n")
+    code = main(["diff", "HEAD", "--subject", "mylayers:LATER", "--quick", "--no-progress",
+                 "--no-speed"])
+    text = capsys.readouterr().out
+    assert code == 0 and "dense [float64]: new" in text, text
+    assert "the subject is new: module 'mylayers' has no attribute 'LATER' at HEAD, and its " \
+        "module is BASE's code: BASE was not checked" in text
 
 
 @pytest.mark.parametrize(("args", "where", "message"), [
@@ -236,7 +257,7 @@ def test_error_midway_removes_the_folder_and_stops_the_workers(tmp_path, monkeyp
     repo = _repo(tmp_path)
     seen = []
 
-    def boom(result, base, head, say):
+    def boom(*_args):
         seen.append(_no_leftovers(tmpdir_watch))  # BASE is written out during the run
         raise RuntimeError("boom")
 
@@ -271,8 +292,10 @@ def test_ctrl_c_removes_the_folder(tmp_path):
 
 
 def test_bad_options_raise_clear_errors(tmp_path):
-    with pytest.raises(ValueError, match="max_slowdown must be a finite number > 1"):
+    with pytest.raises(ValueError, match=r"max_slowdown must be a number > 1 \(inf: never"):
         run_diff("HEAD", max_slowdown=1.0, cwd=tmp_path)
+    with pytest.raises(ValueError, match="speed_floor must be a finite number of seconds"):
+        run_diff("HEAD", speed_floor=-1.0, cwd=tmp_path)
     with pytest.raises(ValueError, match="level must be one of quick, default, full"):
         run_diff("HEAD", level="huge", cwd=tmp_path)
     with pytest.raises(DiffError, match="not inside a git working tree"):
@@ -399,3 +422,455 @@ def test_diff_case_timeout_is_validated(tmp_path, monkeypatch, capsys):
     assert e.value.code == 2 and "--case-timeout must be a positive" in capsys.readouterr().err
     with pytest.raises(ValueError, match="case_timeout must be a positive"):
         run_diff("HEAD", case_timeout=-1.0, cwd=tmp_path)
+
+
+# -- real history: a from-scratch library, its fixes, their reverses, refactors ------------
+#
+# A scratch repository in the style of the from-scratch NumPy libraries the issue tried
+# (activation objects with ``__call__``/``gradient``, functional ``*_forward`` /
+# ``*_backward`` pairs, layer objects that draw their weights from the global
+# ``np.random``) and a subject file beside it. Each test commits BASE, changes one
+# thing as a real commit did, and runs the diff both ways where the reverse is a
+# different verdict (a fix exits 0, its reverse 1, a refactor 0).
+
+ACTIVATIONS = '''import numpy as np
+
+
+class ReLU:
+    def __call__(self, x):
+        return np.where(x >= 0, x, 0)
+
+    def gradient(self, x):
+        return np.where(x >= 0, 1, 0)
+
+
+class Softmax:
+    def __call__(self, x):
+        e_x = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e_x / np.sum(e_x, axis=-1, keepdims=True)
+
+
+def relu_forward(x):
+    return np.maximum(x, 0), x
+
+
+def relu_backward(dout, cache):
+    x = cache
+    mask = (x > 0).astype(dout.dtype)
+    return (dout * mask,)
+
+
+def softmax_forward(x):
+    p = Softmax()(x)
+    return p, p
+
+
+def softmax_backward(dout, p):
+    return (p * (dout - (dout * p).sum(axis=-1, keepdims=True)),)
+'''
+
+LAYERS = '''import math
+
+import numpy as np
+
+
+class Dense:
+    def __init__(self, n_in, n_out):
+        limit = 1 / math.sqrt(n_in)
+        self.W = np.random.uniform(-limit, limit, (n_in, n_out))
+        self.w0 = np.zeros((1, n_out))
+
+    def forward(self, X):
+        self.layer_input = X
+        return X @ self.W + self.w0
+
+    def backward(self, accum_grad):
+        self.grad_W = self.layer_input.T @ accum_grad
+        self.grad_w0 = np.sum(accum_grad, axis=0, keepdims=True)
+        return accum_grad @ self.W.T
+'''
+
+VERIFY = '''import numpy as np
+from gradcheck import ElementwiseCase, LayerCase, Subject
+
+from mlfs import activations, layers
+
+
+def _x(rng, dt):
+    return [rng.standard_normal((4, 6)).astype(dt)]
+
+
+def _logits(rng, dt):
+    return [(100.0 * rng.standard_normal((4, 6))).astype(dt)]
+
+
+def _dense(rng, dt):
+    return layers.Dense(6, 3)
+
+
+SUBJECT = Subject(name="mlfs", layers=[
+    LayerCase("relu", _x, activations.relu_forward, activations.relu_backward),
+    LayerCase("softmax", _logits, activations.softmax_forward, activations.softmax_backward),
+    ElementwiseCase("ReLU object", _x, f=activations.ReLU(), dtypes=("float64",)),
+    LayerCase("dense", _x, layer=_dense, dtypes=("float64",),
+              options={"params": {"W": "W", "w0": "w0"},
+                       "grads": {"W": "grad_W", "w0": "grad_w0"}}),
+])
+'''
+LIB_SPEC = "verify_mlfs:SUBJECT"
+#: The most common real fix: relu's backward raised TypeError (astype of an array).
+RELU_RAISES = ("mask = (x > 0).astype(dout.dtype)", "mask = (x > 0).astype(dout)")
+#: A fix that makes the code slower: the mask was forgotten (fewer NumPy calls).
+RELU_NO_MASK = ("    mask = (x > 0).astype(dout.dtype)\n    return (dout * mask,)",
+                "    return (1.0 * dout,)")
+#: Overflow at large inputs: the max is not subtracted (NaN at BASE).
+SOFTMAX_OVERFLOW = ("np.exp(x - np.max(x, axis=-1, keepdims=True))", "np.exp(x)")
+#: ReLU.gradient of a from-scratch library that forgot the kink side (wrong everywhere
+#: below 0).
+RELU_GRADIENT_BUG = ("return np.where(x >= 0, 1, 0)", "return np.where(x >= 0, 1, 1)")
+
+
+def _library(tmp_path: Path, *, track_subject: bool = True, layout: str = "flat") -> Path:
+    """A scratch repository holding ``mlfs`` and ``verify_mlfs.py`` (committed or left
+    untracked); ``layout="src"`` puts ``mlfs`` under ``src/``."""
+    repo = tmp_path / "lib"
+    top = repo / "src" if layout == "src" else repo
+    (top / "mlfs").mkdir(parents=True)
+    (top / "mlfs" / "__init__.py").write_text("")
+    (top / "mlfs" / "activations.py").write_text(ACTIVATIONS)
+    (top / "mlfs" / "layers.py").write_text(LAYERS)
+    (repo / "verify_mlfs.py").write_text(VERIFY)
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    _git(repo, "add", str(top / "mlfs"), *(["verify_mlfs.py"] if track_subject else []))
+    _git(repo, "commit", "-qm", "base")
+    return repo
+
+
+def _edit(repo: Path, file: str, old: str, new: str, message: str = "") -> None:
+    """Change one line of ``file``; commit when ``message`` is given."""
+    path = repo / file
+    text = path.read_text()
+    assert old in text, (file, old)
+    path.write_text(text.replace(old, new, 1))
+    if message:
+        _git(repo, "commit", "-qam", message)
+
+
+def _run_lib(repo: Path, monkeypatch, capsys, *args: str, where: Path | None = None
+             ) -> tuple[int, dict, str]:
+    """``gradcheck diff ARGS`` in this process (``--quick``, JSON read back)."""
+    monkeypatch.chdir(where or repo)
+    out = repo.parent / "lib-diff.json"
+    out.unlink(missing_ok=True)
+    code = main(["diff", *args, "--subject", LIB_SPEC, "--quick", "--no-progress",
+                 "--json", str(out)])
+    text = capsys.readouterr().out
+    data = json.loads(out.read_text()) if out.exists() else {}
+    if data:
+        _consistent(text, data)
+    return code, data, text
+
+
+def _consistent(text: str, data: dict) -> None:
+    """The summary does not contradict itself: the headline's count is the number of
+    regression lines; no case is both a fix and a regression; no temporary folder is
+    named; the exit status follows the regressions."""
+    n = len(data["regressions"])
+    head = text.splitlines()[0]
+    assert (f"FAIL: {n} regression" in head) if n else ("PASS: no regression" in head), text
+    block = text.split("Regressions:\n")[1].split("\n\n")[0] if n else ""
+    assert len(block.splitlines()) == n, text
+    regressed = {c["case"] for c in data["cases"] if c["regression"]}
+    assert not regressed & set(data["fixes"]), text
+    assert all(c["case"] in block for c in data["cases"] if c["regression"]), text
+    assert TEMP_PREFIX not in text and TEMP_PREFIX not in json.dumps(data), text
+    assert not any(s["part_of_fix"] and s["case"] in regressed for s in data["speed"])
+
+
+def test_a_backward_that_raised_at_base_is_a_fix_and_its_reverse_a_named_regression(
+        tmp_path, monkeypatch, capsys):
+    """1: the most common real fix; nothing is timed for the case that raised, the
+    others are, and the diff ends with a report (not exit 2). 6: the error names the
+    user's file and line at the revision, never the removed temporary folder."""
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *RELU_RAISES, message="relu: a dtype mask")
+    _edit(repo, "mlfs/activations.py", RELU_RAISES[1], RELU_RAISES[0], message="fix relu")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1")
+    assert code == (1 if any(s["status"] == "slower" for s in data["speed"]) else 0), text
+    assert data["fixes"] == ["relu [float64]", "relu [float32]"]
+    fix = next(c for c in data["cases"] if c["case"] == "relu [float64]")
+    assert fix["change"] == "error -> ok" and "TypeError" in fix["base_detail"]
+    assert "BASE:mlfs/activations.py:24 in relu_backward" in fix["base_detail"]
+    timed = {s["case"] for s in data["speed"]}
+    assert "softmax [float64]" in timed and not any(c.startswith("relu") for c in timed)
+    assert "relu [float64]: not timed (error -> ok" in text
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1")
+    assert code == 1 and len(data["regressions"]) == 2, text
+    assert data["regressions"][0].startswith("relu [float64]: ok -> error: [error] backward "
+                                             "raised TypeError")
+    assert "HEAD:mlfs/activations.py:24 in relu_backward" in data["regressions"][0]
+
+
+def test_a_slower_fix_is_part_of_the_fix_and_never_a_regression(tmp_path, monkeypatch,
+                                                                   capsys):
+    """2: the fixed case's calls are timed (with no floor, so that they are gated) and
+    marked part of the fix; whatever their ratio, they are not regressions. Its
+    reverse is a regression by its check."""
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *RELU_NO_MASK, message="relu without the mask")
+    _edit(repo, "mlfs/activations.py", RELU_NO_MASK[1], RELU_NO_MASK[0], message="mask")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1", "--speed-floor", "0")
+    assert data["fixes"] == ["relu [float64]", "relu [float32]"], text
+    rows = {(s["case"], s["part"]): s for s in data["speed"]}
+    assert rows[("relu [float64]", "backward")]["part_of_fix"]
+    assert not rows[("softmax [float64]", "backward")]["part_of_fix"]
+    assert not any(s["status"] == "too fast" for s in data["speed"])
+    assert not any(r.startswith("relu") for r in data["regressions"])
+    assert not any(s["regression"] for s in data["speed"] if s["part_of_fix"])
+    assert code == (1 if any(s["status"] == "slower" and not s["part_of_fix"]
+                             for s in data["speed"]) else 0)
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1",
+                                "--no-speed")
+    assert code == 1 and [c["case"] for c in data["cases"] if c["regression"]] == [
+        "relu [float64]", "relu [float32]"], text
+
+
+def test_slowdown_rules_on_result_rows():
+    """2: a slower row is a regression unless it is part of a fix; a row too fast to
+    time never is; the summary says which (no timing involved)."""
+    from gradcheck._diffrender import render_text
+    from gradcheck.diff import DiffResult, SpeedChange
+
+    def row(case, status, fix=False):
+        return SpeedChange(case, "backward", 2.6, 0.01, 7, 100, 1.6e-6, 4.2e-6, status,
+                           part_of_fix=fix)
+
+    result = DiffResult("HEAD~1", "a" * 40, "working tree", "b" * 40, "m:S", "quick", 0,
+                        1.25, speed=[row("real", "slower"), row("fixed", "slower", True),
+                                     row("tiny", "too fast")])
+    assert result.regressions == ["real backward: 2.60x slower (+- 0.01, limit 1.25)"]
+    text = render_text(result)
+    assert "FAIL: 1 regression" in text and "slower (part of the fix)" in text
+    assert "1 too fast to time (under 20 us a call" in text
+    assert "1 slower as part of a fix (not a regression)" in text
+    result.speed.pop(0)
+    assert result.regressions == [] and result.exit_code == 0
+
+
+def test_speed_floor_max_slowdown_inf_and_no_speed(tmp_path, monkeypatch, capsys):
+    """2: twelve times the work is never gated under a floor above every call, nor
+    with --max-slowdown inf; --no-speed times nothing and says so. The floor's default
+    gates (the budget test shows the same change fails)."""
+    repo = _repo(tmp_path)
+    _change(repo, *SLOW)
+    code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--speed-floor", "1")
+    assert code == 0 and data["speed"] and all(s["status"] == "too fast"
+                                               for s in data["speed"]), text
+    assert "too fast to time (under 1e+06 us" in text
+    code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--max-slowdown", "inf")
+    assert code == 0 and data["speed"] and data["max_slowdown"] == "inf"
+    assert not any(s["status"] == "slower" for s in data["speed"])
+    code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and data["speed"] == [] and not data["timed"]
+    assert "speed: not timed (--no-speed)" in text
+    with pytest.raises(SystemExit) as e:
+        main(["diff", "HEAD", "--speed-floor", "-1"])
+    assert e.value.code == 2 and "--speed-floor must be" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("head", [None, "HEAD"])
+def test_an_untracked_subject_checks_the_old_code(tmp_path, monkeypatch, capsys, head):
+    """3: the subject written today (untracked) runs against BASE's code, which had a
+    bug: a fix, exit 0 (not "new"), and the output says where the subject came from;
+    with --head the working tree's subject serves both sides (not exit 2)."""
+    repo = _library(tmp_path, track_subject=False)
+    _edit(repo, "mlfs/activations.py", *RELU_GRADIENT_BUG, message="ReLU: a kink bug")
+    _edit(repo, "mlfs/activations.py", RELU_GRADIENT_BUG[1], RELU_GRADIENT_BUG[0],
+          message="" if head is None else "fix")
+    extra = ("--head", head) if head else ()
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1" if head else "HEAD",
+                                *extra, "--no-speed")
+    assert code == 0 and data["fixes"] == ["ReLU object [float64]"], text
+    assert all(c["change"] == "ok -> ok" for c in data["cases"] if not c["fixed"])
+    assert data["base_subject"] == "borrowed" and data["compared_arrays"] > 0
+    assert "the working tree's verify_mlfs.py ran against" in text
+    from gradcheck._diffrender import render_markdown
+    from gradcheck.diff import DiffResult
+
+    summary = render_markdown(DiffResult(**{k: data[k] for k in (
+        "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
+        "max_slowdown", "base_subject", "subject_file")}))
+    assert f"Subject: not in {data['base']}; the working tree's verify_mlfs.py ran against " \
+        f"{data['base']}'s code." in summary  # the pull-request comment says so too
+    if head:
+        assert "the subject is not in HEAD either" in text
+    reverse = ("HEAD~2", "--head", "HEAD~1") if head else ("HEAD~1", "--head", "HEAD")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, *reverse, "--no-speed")
+    assert code == 1 and [c["case"] for c in data["cases"] if c["regression"]] == [
+        "ReLU object [float64]"], text
+
+
+def test_an_untracked_subject_whose_cases_cannot_be_built_at_base(tmp_path, monkeypatch,
+                                                                   capsys):
+    """3: a layer that BASE does not have yet (a module of the working tree only) is an
+    error at BASE, a status, while the others are compared; a subject whose import
+    fails with BASE's code makes every case an error there, named, not a crash."""
+    repo = _library(tmp_path, track_subject=False)
+    (repo / "mlfs" / "extra.py").write_text(SIGMOID)
+    subject = repo / "verify_mlfs.py"
+    subject.write_text(subject.read_text() + LAZY_SIGMOID)
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    cases = {c["case"]: c for c in data["cases"]}
+    assert code == 0 and cases["sigmoid [float64]"]["change"] == "error -> ok", text
+    assert "No module named 'mlfs.extra'" in cases["sigmoid [float64]"]["base_detail"]
+    assert cases["relu [float64]"]["change"] == "ok -> ok" and data["compared_arrays"] > 0
+    subject.write_text(VERIFY.replace("from mlfs import activations, layers",
+                                      "from mlfs import activations, extra, layers"))
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
+    assert "cannot be imported with HEAD's code: importing" in text
+    assert "cannot import name 'extra' from 'mlfs'" in data["cases"][0]["base_detail"]
+
+
+SIGMOID = """import numpy as np
+
+
+class Sigmoid:
+    def __call__(self, x):
+        return 1 / (1 + np.exp(-x))
+
+    def gradient(self, x):
+        return self(x) * (1 - self(x))
+"""
+
+LAZY_SIGMOID = """
+
+def _sigmoid(x):
+    from mlfs.extra import Sigmoid
+    return Sigmoid()(x)
+
+
+def _sigmoid_gradient(x):
+    from mlfs.extra import Sigmoid
+    return Sigmoid().gradient(x)
+
+
+SUBJECT.layers.append(ElementwiseCase("sigmoid", _x, f=_sigmoid, df=_sigmoid_gradient,
+                                      dtypes=("float64",)))
+"""
+
+
+def test_a_pythonpath_into_the_repository_reads_each_revision(tmp_path, monkeypatch, capsys):
+    """4: with ``src`` on the path (PYTHONPATH; a worker inherits this process's
+    sys.path), BASE reads BASE's ``src``, not the working tree's: the bug in the working
+    tree is a regression, not "PASS: no regression"; a fix of the same passes."""
+    repo = _library(tmp_path, layout="src")
+    monkeypatch.syspath_prepend(str(repo / "src"))
+    _edit(repo, "src/mlfs/activations.py", *RELU_GRADIENT_BUG)
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 1 and data["regressions"][0].startswith("ReLU object [float64]: ok -> "
+                                                           "fail"), text
+    _git(repo, "commit", "-qam", "the bug")
+    _edit(repo, "src/mlfs/activations.py", RELU_GRADIENT_BUG[1], RELU_GRADIENT_BUG[0])
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and data["fixes"] == ["ReLU object [float64]"], text
+
+
+EDITABLE_FINDER = """import importlib.abc
+import importlib.util
+import sys
+
+MAPPING = {{"mlfs": {package!r}}}  # as setuptools' editable install writes it
+
+
+class _EditableFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in MAPPING:
+            return importlib.util.spec_from_file_location(
+                fullname, MAPPING[fullname] + "/__init__.py",
+                submodule_search_locations=[MAPPING[fullname]])
+        return None
+
+
+sys.meta_path.append(_EditableFinder())
+"""
+
+
+def test_an_editable_install_into_the_working_tree_is_refused(tmp_path):
+    """4: an import hook (setuptools' editable install of a src layout) still resolves
+    the library into the working tree at BASE: exit 2, one line naming the module,
+    rather than both sides running the same code."""
+    repo = _library(tmp_path, layout="src")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(EDITABLE_FINDER.format(
+        package=str(repo / "src" / "mlfs")))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)]),
+           "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD",
+                           "--subject", LIB_SPEC, "--quick", "--no-progress", "--no-speed"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert f"at HEAD, mlfs ({repo / 'src' / 'mlfs' / '__init__.py'}) was imported from the " \
+        "working tree, not from the revision" in proc.stderr
+    assert _no_leftovers(tmp_path) == []
+
+
+def test_layers_drawing_from_global_random_agree_at_both_revisions(tmp_path, monkeypatch,
+                                                                  capsys):
+    """5: Dense draws its weights from np.random; a pure rename compares equal values
+    (the workers seed the global generators alike); a changed initialisation is
+    drift, named."""
+    repo = _library(tmp_path)
+    text = (repo / "mlfs" / "layers.py").read_text()
+    (repo / "mlfs" / "layers.py").write_text(text.replace("layer_input", "inputs"))
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and data["values"] == [] and data["compared_arrays"] >= 14, text
+    _edit(repo, "mlfs/layers.py", "limit = 1 / math.sqrt(n_in)", "limit = 2 / math.sqrt(n_in)")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 1 and all(c["change"] == "ok -> ok" for c in data["cases"]), text
+    assert {(v["case"], v["parameter"]) for v in data["values"]} >= {
+        ("dense [float64]", "output"), ("dense [float64]", "grad.x0")}
+    assert {v["case"] for v in data["values"]} == {"dense [float64]"}
+
+
+def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, capsys):
+    """6: a softmax that overflowed at BASE (NaN there) and its fix: the drift says the
+    NaN is at BASE and is part of the fix; the reverse is one regression per case, the
+    NaN drift its evidence, at HEAD."""
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *SOFTMAX_OVERFLOW, message="softmax without the max")
+    _edit(repo, "mlfs/activations.py", SOFTMAX_OVERFLOW[1], SOFTMAX_OVERFLOW[0],
+          message="subtract the max")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1", "--no-speed")
+    assert code == 0 and data["fixes"] == ["softmax [float32]"], text
+    nan = [v for v in data["values"] if v["status"] == "non-finite"]
+    assert nan and all(v["part_of_fix"] and " at BASE where HEAD has " in v["detail"]
+                       for v in nan), text
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1",
+                                "--no-speed")
+    assert code == 1 and len(data["regressions"]) == 1, text
+    assert data["regressions"][0].startswith("softmax [float32]: ok -> fail: [non-finite]")
+    assert "[values drifted: grad.x0, output]" in data["regressions"][0]
+    assert all(v["evidence"] and " at HEAD where BASE has " in v["detail"]
+               for v in data["values"]), text
+
+
+def test_a_subject_that_cannot_be_imported_at_base_makes_its_cases_errors(
+        tmp_path, monkeypatch, capsys):
+    """1/3: BASE's own subject raised on import (it named a module BASE lacked): every
+    case is an error at BASE, a status with the reason (a fix when HEAD passes), not
+    exit 2 with no report."""
+    repo = _library(tmp_path)
+    _edit(repo, "verify_mlfs.py", "from mlfs import activations, layers",
+          "from mlfs import activations, extra, layers", message="a subject that raises")
+    _edit(repo, "verify_mlfs.py", "from mlfs import activations, extra, layers",
+          "from mlfs import activations, layers")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
+    assert "note: the subject cannot be imported at HEAD: importing 'verify_mlfs' raised " \
+        "ImportError: cannot import name 'extra'" in text

@@ -161,6 +161,85 @@ def test_subject_fields_are_validated():
         Subject(name="x", test_commands=[[]])
 
 
+# -- element-wise cases: f(x) and f.gradient(x) declared directly ---------------------------
+
+
+class _Sigmoid:
+    def __call__(self, x):
+        return 1 / (1 + np.exp(-x))
+
+    def gradient(self, x):
+        return self(x) * (1 - self(x))
+
+
+class _SoftmaxAsElementwise:
+    """A from-scratch softmax whose gradient is p * (1 - p): not element-wise at all."""
+
+    def __call__(self, x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def gradient(self, x):
+        p = self(x)
+        return p * (1 - p)
+
+
+def _square_loss_gradient(y, p):
+    return -(y - p)
+
+
+def _elementwise_subject() -> Subject:
+    def x(rng, dt):
+        return [rng.standard_normal((3, 4)).astype(dt)]
+
+    def pair(rng, dt):
+        return [rng.standard_normal((3, 4)).astype(dt), rng.standard_normal((3, 4)).astype(dt)]
+
+    return Subject(name="element-wise", layers=[
+        gradcheck.ElementwiseCase("sigmoid", x, f=_Sigmoid()),
+        gradcheck.ElementwiseCase("square loss", pair, f=lambda y, p: 0.5 * (y - p) ** 2,
+                                  df=_square_loss_gradient, wrt=1),
+        gradcheck.ElementwiseCase("softmax", x, f=_SoftmaxAsElementwise(),
+                                  dtypes=("float64",)),
+    ])
+
+
+def test_elementwise_cases_run_in_the_report_and_the_generated_tests():
+    """The report's task and the generated tests check f against f.gradient: a correct
+    sigmoid and loss pass (wrt=1: the prediction), a softmax declared element-wise
+    fails; NaN/Inf fuzzing gives a named status."""
+    from _pytest.outcomes import Failed
+
+    from gradcheck import subject_tests
+    from gradcheck.verify import layer_task
+
+    subject = _elementwise_subject()
+    for k, dtype in ((0, "float64"), (0, "float32"), (1, "float64")):
+        res = layer_task(subject, k, dtype, 0)
+        assert res.passed and res.kind == "elementwise", res.report()
+    res = layer_task(subject, 2, "float64", 0)
+    assert not res.passed and res.status == "mismatch"
+    subject_tests.test_layer_gradient((subject.layers[0], "float32"))
+    subject_tests.test_layer_fuzz((subject.layers[1], "float64"))
+    with pytest.raises(Failed, match="softmax"):
+        subject_tests.test_layer_gradient((subject.layers[2], "float64"))
+
+
+def test_elementwise_case_declarations_are_validated():
+    def x(rng, dt):
+        return [np.ones(3, dtype=dt)]
+
+    with pytest.raises(TypeError, match="'relu': give df= .*float has no gradient method"):
+        gradcheck.ElementwiseCase("relu", x, f=float)
+    with pytest.raises(TypeError, match="give f= \\(and df=\\) by keyword, not fwd"):
+        gradcheck.ElementwiseCase("relu", x, _Sigmoid())
+    with pytest.raises(TypeError, match="wrt must be the index of one input, got 'y'"):
+        gradcheck.ElementwiseCase("loss", x, f=_Sigmoid(), wrt="y")
+    case = gradcheck.ElementwiseCase("sigmoid", x, f=_Sigmoid())
+    assert isinstance(case, gradcheck.LayerCase) and case.wrt == 0
+    assert "ElementwiseCase" in gradcheck.__all__
+
+
 # -- the subject declares, the library renders ------------------------------------------------
 def _budget(name, criterion, figure, threshold=2.0, kind="ratio"):
     from gradcheck.budgets import BudgetResult
