@@ -270,6 +270,8 @@ class _State:
     layers: dict[str, tuple[Any, str]] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
     timers: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    #: draws the heap layout of each timed run (:func:`_heap_pad`)
+    layout: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
 
 
 def _missing(spec: str) -> str:
@@ -555,12 +557,24 @@ def _time(state: _State, key: str, calls: int, reps: int = 1) -> tuple[float, fl
     fn = state.timers[key]
     best, cpu_all, wall_all = math.inf, 0.0, 0.0
     for _ in range(reps):
+        pad = _heap_pad(state.layout)
         w0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(calls):
             fn()
         cpu, wall = time.thread_time() - c0, time.perf_counter() - w0
         best, cpu_all, wall_all = min(best, cpu), cpu_all + cpu, wall_all + wall
+        del pad
     return best, wall_all / max(cpu_all, 1e-12)
+
+
+def _heap_pad(rng: np.random.Generator) -> list[np.ndarray]:
+    """Blocks of random sizes held while a run is timed, so that the arrays the call
+    allocates land somewhere else in the heap at each run. Where they land relative to
+    its inputs (cache sets, addresses 4 KiB apart) moves a small call's time by up to
+    1.7x, and a worker's heap keeps one layout for its whole life: the same code timed
+    in two workers read 0.65-1.7x apart, every pair alike. With the layout drawn anew
+    at each run and the least of the runs kept, both workers sample the same spread."""
+    return [np.empty(int(n), dtype=np.uint8) for n in rng.integers(1, 1 << 20, 3)]
 
 
 def _calibrate(state: _State, key: str, target: float) -> int:

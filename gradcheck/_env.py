@@ -10,15 +10,21 @@ from pathlib import Path
 __all__ = ["cpu_model", "environment", "git_commit", "versions"]
 
 
-def git_commit() -> str:
+def git_commit(where: Path | None = None) -> str:
+    """The commit checked out in the git working tree holding ``where`` (a file or a
+    folder; default: the current folder): the code under test, not gradcheck's own.
+    ``"none (not in a git repository)"`` outside one, ``"unknown"`` without git."""
+    folder = Path(where or Path.cwd()).resolve()
+    folder = folder if folder.is_dir() else folder.parent
     try:
         out = subprocess.run(  # noqa: S603
             ["git", "rev-parse", "HEAD"],  # noqa: S607
-            capture_output=True, text=True, timeout=5, check=False,
-            cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=5, check=False, cwd=folder,
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    if out.returncode != 0:
+        return "none (not in a git repository)"
     return out.stdout.strip() or "unknown"
 
 

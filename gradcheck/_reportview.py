@@ -36,10 +36,11 @@ def _label(c: dict[str, Any]) -> str:
 def failures(checks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per failing input of every failing check (one per check that stopped
     before comparing anything): check, test (plugin), input, status, hint, seed, message
-    and the anchor of its row."""
+    and the anchor of its row. A check its passing test expected to fail (``expected``:
+    a broken backward caught, a NaN named) is no failure."""
     out = []
     for k, c in enumerate(checks):
-        if c.get("passed"):
+        if c.get("passed") or c.get("expected"):
             continue
         bad = [(j, i) for j, i in enumerate(c.get("inputs", [])) if not i.get("passed")]
         base = {"check": _label(c), "test": c.get("test", ""), "seed": c.get("seed")}
@@ -56,10 +57,12 @@ def failures(checks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def counts(checks: Sequence[dict[str, Any]], faults: int = 0) -> dict[str, int]:
-    """The checks' counts under machine keys."""
+    """The checks' counts under machine keys: ``checks_failed`` are failures of the run,
+    ``checks_caught`` failed checks their passing tests expected (pytest plugin)."""
     passed = sum(bool(c.get("passed")) for c in checks)
+    caught = sum(bool(c.get("expected")) and not c.get("passed") for c in checks)
     return {"checks": len(checks), "checks_passed": passed,
-            "checks_failed": len(checks) - passed,
+            "checks_failed": len(checks) - passed - caught, "checks_caught": caught,
             "kinks_skipped": sum(int(c.get("kinks", 0)) for c in checks), "faults": faults}
 
 
@@ -71,7 +74,9 @@ def verdict_line(data: dict[str, Any]) -> list[str]:
     """The parts of the line beside the verdict: checks, kinks, faults, criteria."""
     c = data.get("counts") or counts(data.get("checks", []))
     parts = [f"{_plural(c['checks'], 'gradient check')}: {c['checks_passed']} passed, "
-             f"{c['checks_failed']} failed"]
+             f"{c['checks_failed']} failed"
+             + (f", {c['checks_caught']} caught as their tests expected"
+                if c.get("checks_caught") else "")]
     if c.get("kinks_skipped"):
         parts.append(f"{_plural(c['kinks_skipped'], 'kink')} skipped")
     if c.get("faults"):
@@ -107,8 +112,11 @@ def _short(title: str) -> str:
 
 def _contents(data: dict[str, Any], fails: list[dict[str, Any]], charts: bool
               ) -> list[tuple[str, str]]:
-    """The page's table of contents: (anchor, label), in page order."""
-    out = [("failures", f"What failed ({len(fails)})")] if fails else []
+    """The page's table of contents: (anchor, label), in page order; "What failed"
+    whenever that block is shown (failing checks, or only criteria not met)."""
+    unmet = [c for c in data.get("criteria", []) if c["status"] == "not met"]
+    out = ([("failures", f"What failed ({len(fails) or len(unmet)})")]
+           if fails or unmet else [])
     if data.get("criteria"):
         out.append(("criteria", "Criteria"))
     if data.get("checks"):
@@ -117,6 +125,16 @@ def _contents(data: dict[str, Any], fails: list[dict[str, Any]], charts: bool
         out.append(("charts", "Charts"))
     out += [(s["id"], _short(s["title"])) for s in data.get("sections", [])]
     return [*out, ("environment", "Environment")]
+
+
+def _failing(checks: Sequence[dict[str, Any]], *, expected: bool
+             ) -> list[tuple[int, dict[str, Any], list[tuple[int, dict[str, Any]]]]]:
+    """The failing checks (``expected``: those their passing tests expected), each as
+    (index, check, its inputs failing first with their indices)."""
+    return [(k, c, sorted(enumerate(c.get("inputs", [])),
+                          key=lambda ji: bool(ji[1].get("passed"))))
+            for k, c in enumerate(checks)
+            if not c.get("passed") and bool(c.get("expected")) == expected]
 
 
 def view(data: dict[str, Any], charts: bool) -> dict[str, Any]:
@@ -129,9 +147,8 @@ def view(data: dict[str, Any], charts: bool) -> dict[str, Any]:
     return {
         "line": verdict_line(data),
         "failures": fails,
-        "failing": [(k, c, sorted(enumerate(c.get("inputs", [])),
-                                  key=lambda ji: bool(ji[1].get("passed"))))
-                    for k, c in enumerate(checks) if not c.get("passed")],
+        "failing": _failing(checks, expected=False),
+        "caught": _failing(checks, expected=True),
         "passing": [_passing_row(k, c) for k, c in enumerate(checks) if c.get("passed")],
         "contents": _contents(data, fails, charts),
         "unmet": [c for c in data.get("criteria", []) if c["status"] == "not met"],

@@ -49,8 +49,11 @@ class Criterion:
     def lost_to(self, note: str) -> Criterion:
         """This criterion, not met because a fault (``note``) took away its evidence."""
         lost = self.status in ("not applicable", "not run", "met")
-        return replace(self, status="not met",
-                       figure=note if lost else f"{self.figure}; {note}")
+        if not lost:
+            return replace(self, status="not met", figure=f"{self.figure}; {note}")
+        return replace(self, status="not met", figure=note,
+                       how="no evidence: what measures it gave no result (see the cases "
+                           "that gave no result)")
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "status": self.status,

@@ -37,7 +37,7 @@ def _budget_clock(budget_results: list[Any]) -> str:
 
 
 def _clock_label(b: Any) -> str:
-    if b.kind == "memory":
+    if b.kind == "memory" or b.clock.startswith("tracemalloc"):
         return "tracemalloc"
     return "wall" if b.clock.startswith("wall") else "thread CPU"
 

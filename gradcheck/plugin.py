@@ -475,7 +475,7 @@ def _write_outputs(config: pytest.Config, records: list[dict[str, Any]]) -> None
         return
     from .report import build_plugin_report, write_html, write_json
 
-    data = build_plugin_report(records)
+    data = build_plugin_report(records, config.stash.get(_OUTCOMES, {}))
     if json_path:
         write_json(Path(json_path), data)
     if html_path:  # the page links the JSON beside it, or carries the data itself

@@ -179,7 +179,7 @@ def snapshot(out: Path, cases: Mapping[str, Case] | None = None) -> dict[str, An
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {"format": FORMAT, "versions": versions(),
-                                "git_commit": git_commit(), "cases": {}}
+                                "git_commit": git_commit(out), "cases": {}}
     for name, make in cases.items():
         arrays, desc = make()
         data = _npz_bytes(arrays)

@@ -541,9 +541,12 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
 
     data = report_data(subj, level, seed, verdict, t0, layers + models, catalog, runs,
                        budget_results, crit, reports, snap_section, faults)
+    from ._env import git_commit
     from .budgets import BUDGET_THREADS
 
     data["environment"]["budget BLAS threads"] = str(BUDGET_THREADS)
+    code, _why = _subject_code(subj, ref)  # the commit of the code under test
+    data["environment"]["git_commit"] = git_commit(code[0] if code else None)
     return verdict, data, crit
 
 

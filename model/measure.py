@@ -134,7 +134,8 @@ def measure_memory_budgets(
                                         "peak traced memory, whole model cached (reported only)",
                                         label, dtype, ratio, math.inf, 0.0, True, kind="figure",
                                         details={"train_bytes": train_peak,
-                                                 "inference_bytes": infer_peak}))
+                                                 "inference_bytes": infer_peak},
+                                        clock="tracemalloc's peak (memory: no clock)"))
     finally:
         if started:
             tracemalloc.stop()

@@ -389,10 +389,11 @@ BUDGET_SECTIONS = (
         "checker", "What a check costs, per mode",
         ("checker_mode", "checker_directional_vs_torch", "checker_full_vs_torch",
          "checker_twin", "checker_cost"), _checker_row,
-        "Evaluations of the forward (or loss) and wall time of each mode on the subject's "
-        "layers (seconds: this CPU only, {cpu}); the ratios against "
-        "torch.autograd.gradcheck on the same function and the cost of check_model in "
-        "training steps were measured side by side in this run."),
+        "Evaluations of the forward (or loss) and thread CPU time of each mode on the "
+        "subject's layers (seconds: this CPU only, {cpu}); the cost of check_model in "
+        "training steps and, where torch is installed, the ratios against "
+        "torch.autograd.gradcheck on the same function were measured side by side in this "
+        "run."),
     BudgetSection(
         "throughput", "Training-step throughput on this machine (no gate)", ("throughput",),
         _throughput_row,

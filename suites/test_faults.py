@@ -152,6 +152,7 @@ def test_faults_after_the_cases_are_named_and_the_report_is_written(tmp_path):
     for cid in (5, 6, 7, 8, 9):
         assert crit[cid]["status"] == "not met", crit[cid]
         assert "performance budgets: error" in crit[cid]["figure"]
+        assert "no evidence" in crit[cid]["how"] and "declare" not in crit[cid]["how"]
     assert {c["name"]: c["status"] for c in data["checks"]} == {
         "healthy [float64]": "ok", "healthy [float32]": "ok"}
     html = out.read_text()

@@ -74,7 +74,8 @@ def test_plain_call_is_recorded():
     result.stdout.fnmatch_lines([  # pytest's one-line summary keeps the hint
         "FAILED test_user_layers.py::test_bad - gradcheck.GradientMismatch: hint: *"])
     data = json.loads((project.path / "out/r.json").read_text())
-    assert data["summary"] == {"checks": 4, "passed": 3, "failed": 1, "kinks": 2}
+    assert data["summary"] == {"checks": 4, "passed": 3, "failed": 1, "kinks": 2,
+                               "caught as their tests expected": 0}
     tests = {c["test"].split("::")[-1] for c in data["checks"]}
     assert tests == {"test_good", "test_bad", "test_kinks", "test_plain_call_is_recorded"}
     assert data["schema_version"] == 2 and data["counts"]["checks_failed"] == 1
@@ -83,6 +84,41 @@ def test_plain_call_is_recorded():
     assert 'href="r.json"' in html and 'id="gradcheck-data"' not in html  # linked
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_bug_a_passing_test_expects_is_caught_not_a_failure_of_the_report(project):
+    """A test that asserts a broken backward is caught passes: the published report
+    agrees with pytest (PASS, exit 0), counts the check as caught and lists it apart;
+    a real failure beside it still makes the report FAIL."""
+    project.makepyfile(test_catch=LAYER + """
+def test_good(gradcheck):
+    gradcheck.assert_vjp(fwd, good, [X, W])
+
+def test_expected_to_catch(gradcheck):
+    assert not gradcheck.check_vjp(fwd, bad, [X, W]).passed
+""")
+    result = project.runpytest("--gradcheck-report", "out/r.html", "--gradcheck-json",
+                               "out/r.json")
+    result.assert_outcomes(passed=2)
+    data = json.loads((project.path / "out/r.json").read_text())
+    assert data["verdict"] == "pass" and data["failures"] == []
+    assert (data["counts"]["checks_failed"], data["counts"]["checks_caught"]) == (0, 1)
+    caught = [c for c in data["checks"] if c.get("expected")]
+    assert [c["test"].split("::")[-1] for c in caught] == ["test_expected_to_catch"]
+    html = (project.path / "out/r.html").read_text()
+    assert 'id="verdict">PASS<' in html and 'id="caught-checks"' in html
+    assert 'id="failures"' not in html and "1 caught as their tests expected" in html
+    assert " · seed " not in html and "mode: pytest run" in html  # no empty seed
+    project.makepyfile(test_real=LAYER + """
+def test_bad(gradcheck):
+    gradcheck.assert_vjp(fwd, bad, [X, W])
+""")
+    result = project.runpytest("--gradcheck-json", "out/r2.json")
+    result.assert_outcomes(passed=2, failed=1)
+    data = json.loads((project.path / "out/r2.json").read_text())
+    assert data["verdict"] == "fail"
+    assert (data["counts"]["checks_failed"], data["counts"]["checks_caught"]) == (1, 1)
+    assert [f["test"].split("::")[-1] for f in data["failures"]] == ["test_bad"]
 
 
 def test_options_are_registered(project):

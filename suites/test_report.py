@@ -284,7 +284,9 @@ def test_quick_report_runs_and_agrees_with_its_exit_status(quick_report):
     assert "[3/3" in proc.stderr  # progress was shown
     assert "criterion 10 (code coverage > 80%): not run: no coverage" in proc.stderr
     env = data["environment"]
-    assert env["numpy"] and env["git_commit"]
+    assert env["numpy"] and env["git_commit"] == subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+        check=True).stdout.strip()  # the subject's repository (here gradcheck's own)
     assert env["blas_core_type"] and env["budget BLAS threads"] == "1"
     assert "core type" in env["blas"]
     assert not list(out.parent.glob(".*.tmp"))
@@ -546,3 +548,21 @@ def test_budget_criteria_name_the_clock_of_their_kind():
     assert "tracemalloc" in _budget_how({"memory"}) and "CPU" not in _budget_how({"memory"})
     assert "thread CPU time" in _budget_how({"ratio"}) and "tracemalloc" not in _budget_how(
         {"ratio"})
+
+
+def test_git_commit_is_the_code_under_tests_not_gradchecks(tmp_path):
+    """The environment's commit is the one of the repository holding the given code;
+    outside any repository it says so (never gradcheck's own checkout)."""
+    from gradcheck._env import git_commit
+
+    assert git_commit(tmp_path / "mine.py") == "none (not in a git repository)"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "mine.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "mine.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert git_commit(repo / "mine.py") == git_commit(repo) == head
