@@ -656,7 +656,7 @@ def _indices(c: HintContext) -> str:
 
 def _locality(c: HintContext) -> str:
     nf = int(c.failed.sum())
-    if nf <= max(3, c.failed.size // 100):
+    if nf < c.failed.size and nf <= max(3, c.failed.size // 100):
         return f"wrong at {nf} of {c.failed.size} element(s), correct elsewhere"
     return ""
 

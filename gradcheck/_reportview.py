@@ -48,11 +48,11 @@ def failures(checks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({**base, "input": "", "status": c.get("status", ""),
                         "hint": c.get("hint", ""), "message": c.get("message", ""),
                         "anchor": check_anchor(k)})
-        for j, i in bad:
+        for j, i in bad:  # the check's message; the input's own note as its detail
             out.append({**base, "input": i.get("name", ""), "status": i.get("status", ""),
                         "hint": i.get("hint", ""),
-                        "message": i.get("message", "") or c.get("message", ""),
-                        "anchor": check_anchor(k, j)})
+                        "message": c.get("message", "") or i.get("message", ""),
+                        "detail": i.get("message", ""), "anchor": check_anchor(k, j)})
     return out
 
 

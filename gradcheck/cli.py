@@ -62,7 +62,9 @@ def _report_parser(sub: Any) -> None:
         "self-contained HTML report plus a JSON file beside it. The verdict is PASS, FAIL "
         "or INCOMPLETE (nothing failed, but a criterion that needs a test run was not "
         "run, or a budget was not measured on a busy machine); the exit status is 1 on "
-        "FAIL (and on INCOMPLETE with --strict), 130 when interrupted, else 0. A case "
+        "FAIL (and on INCOMPLETE with --strict), 2 on bad arguments, a subject that cannot "
+        "be loaded or an error of gradcheck itself (one line, no report), 130 when "
+        "interrupted, else 0. A case "
         "that raises, crashes or runs past --case-timeout is a status in the report "
         "(error, crashed, timeout), not the end of the run.",
     )

@@ -266,6 +266,16 @@ ENV_LABELS = {"blas": "BLAS of the report's own process",
               "blas_core_type": "BLAS core type"}
 
 
+def _g(v: Any) -> Any:
+    """A number for a table: integers whole (an element count of 263169 stays so),
+    other numbers to 3 significant digits; anything else as it is."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if isinstance(v, int) or (v.is_integer() and abs(v) < 1e15):
+        return f"{int(v)}"
+    return f"{v:.3g}"
+
+
 def render_html(data: dict[str, Any], *, json_href: str | None = None) -> str:
     """The self-contained HTML page for ``data``; with ``json_href`` it links that JSON
     file instead of carrying the data."""
@@ -275,9 +285,7 @@ def render_html(data: dict[str, Any], *, json_href: str | None = None) -> str:
         loader=PackageLoader("gradcheck", "templates"),
         autoescape=select_autoescape(["html"], default_for_string=True, default=True),
     )
-    env.filters["g"] = lambda v: (
-        f"{v:.3g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-    )
+    env.filters["g"] = _g
     charts = dict(data.get("charts_svg", {}))
     err_rows = _error_rows(data.get("checks", []))
     if err_rows:

@@ -488,13 +488,13 @@ def run_verification(
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
     tasks = _tasks(subj, subject, level, seed, case_timeout, faults)
     by_fn = _collect(tasks, run_tasks(tasks, jobs=jobs, say=say), seed, faults)
-    say("performance budgets (alone, 1 BLAS thread)", advance=True)
-    budget_task = Task("performance budgets", budgets_task, (subject, level),
-                       timeout=10 * case_timeout)
-    budget_results = (_collect([budget_task], run_tasks([budget_task], jobs=1, say=say),
-                               seed, faults).get("budgets_task") or [[]])[0]
+    say("performance budgets (alone, 1 BLAS thread)" if subj.budgets is not None
+        else "performance budgets: none declared", advance=True)
+    budget_results = _budgets(subj, subject, level, case_timeout, say, faults, seed)
     say("results of the test run, security, snapshots", advance=True)
-    snapshot_ok, snap_section = _snapshots(subject, snapshots, case_timeout, say, faults)
+    snapshot_ok, snap_section = (
+        _snapshots(subject, snapshots, case_timeout, say, faults)
+        if subj.snapshot_cases is not None else snapshot_task(subj, snapshots))
     quality = _guarded("test results and security", faults, say, _quality_criteria, subj,
                        reports, subject) or _lost_quality()
     verdict, data, crit = _assemble(subj, subject, level, seed, t0, by_fn, budget_results,
@@ -504,13 +504,21 @@ def run_verification(
         f"{case_timeout:g} s a case")
     _publish(out_path, data, markdown)
     _tell(say, crit, f"{out_path} and {out_path.with_suffix('.json')}"
-          + (f" and appended to {markdown}" if markdown else "") + f" ({verdict.upper()})")
+          + (f" and appended to {markdown}" if markdown else "") + f" ({verdict.upper()})",
+          data["failures"])
     return verdict
 
 
-def _tell(say: Callable[[str], None], crit: list[Criterion], wrote: str) -> None:
-    """On the terminal: the criteria not met, not run or not measured, and what was
-    written."""
+def _tell(say: Callable[[str], None], crit: list[Criterion], wrote: str,
+          fails: Sequence[dict[str, Any]] = (), limit: int = 5) -> None:
+    """On the terminal: the first failing inputs with hint and seed (as the report opens
+    with them), the criteria not met, not run or not measured, and what was written."""
+    for f in fails[:limit]:
+        what = f"hint: {f['hint']}" if f["hint"] else f["message"]
+        inp = f" input {f['input']}" if f["input"] else ""
+        say(f"FAILED {f['check']}{inp} {f['status']}: {what} (seed={f['seed']})")
+    if len(fails) > limit:
+        say(f"... and {len(fails) - limit} more failing input(s): see the report")
     for c in crit:  # the same criteria as the report
         if c.status not in ("met", "not applicable"):
             say(f"criterion {c.id} ({c.name}): {c.status}: {c.figure}")
@@ -548,6 +556,16 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
     code, _why = _subject_code(subj, ref)  # the commit of the code under test
     data["environment"]["git_commit"] = git_commit(code[0] if code else None)
     return verdict, data, crit
+
+
+def _budgets(subj: Subject, ref: SubjectRef, level: str, limit: float,
+             say: Callable[[str], None], faults: list[FaultRow], seed: int) -> list[Any]:
+    """The subject's budgets, alone in a process of their own (none declared: none)."""
+    if subj.budgets is None:
+        return []
+    task = Task("performance budgets", budgets_task, (ref, level), timeout=10 * limit)
+    return (_collect([task], run_tasks([task], jobs=1, say=say), seed, faults)
+            .get("budgets_task") or [[]])[0]
 
 
 def _snapshots(ref: SubjectRef, directory: str | None, limit: float,

@@ -302,3 +302,17 @@ def test_unreduced_hint_reaches_check_layer():
                       grads={"W": "dW", "b": "db"})
     assert res.status == "shape-mismatch", res.report()
     assert "not reduced over the batch" in res.hint, res.report()
+
+
+def test_no_locality_hint_when_every_element_is_wrong():
+    """'wrong at 3 of 3 element(s), correct elsewhere' would contradict itself."""
+    import numpy as np
+
+    from gradcheck import check_vjp
+
+    def fwd(b):
+        return b * 1.0, None
+
+    res = check_vjp(fwd, lambda dy, _c: (dy[::-1] * 0.5 + 1.0,), [np.arange(3.0) + 1])
+    assert not res.passed
+    assert "correct elsewhere" not in res.hint

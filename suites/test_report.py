@@ -566,3 +566,26 @@ def test_git_commit_is_the_code_under_tests_not_gradchecks(tmp_path):
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     assert git_commit(repo / "mine.py") == git_commit(repo) == head
+
+
+def test_the_terminal_names_what_failed_first():
+    """A FAIL on the terminal opens with the failing inputs, hint and seed (at most
+    five, then how many more), before the criteria."""
+    from gradcheck._reportview import failures
+    from gradcheck._rows import Criterion
+    from gradcheck.verify import _tell
+
+    fails = failures([_record(f"bad{k}", False) for k in range(7)])
+    lines: list[str] = []
+    _tell(lines.append, [Criterion(4, "passes gradient checking", "not met", "0/7", "")],
+          "r.html", fails)
+    assert lines[0] == "FAILED bad0 input W mismatch: hint: off by a factor of 2 (seed=9)"
+    assert lines[5] == "... and 2 more failing input(s): see the report"
+    assert lines[6].startswith("criterion 4 (passes gradient checking): not met")
+
+
+def test_table_numbers_keep_integers_whole():
+    from gradcheck.report import _g
+
+    assert (_g(263169), _g(263169.0), _g(1e4), _g(0.000123456), _g(2.5), _g(True),
+            _g("x")) == ("263169", "263169", "10000", "0.000123", "2.5", True, "x")
