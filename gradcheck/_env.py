@@ -52,7 +52,8 @@ def environment() -> dict[str, str]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "blas": blas_summary(),
-        "blas_core_type": ", ".join(d["core_type"] for d in blas) or "unknown",
+        # one name per core type (NumPy's and SciPy's OpenBLAS usually agree)
+        "blas_core_type": ", ".join(dict.fromkeys(d["core_type"] for d in blas)) or "unknown",
         "blas_threads": ", ".join(str(d["threads"]) for d in blas) or "unknown",
         "scipy": scipy.__version__,
         "platform": platform.platform(),
