@@ -221,8 +221,7 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
         return 130
     from ._diffrender import render_diff_html, render_markdown, render_text
 
-    print(render_text(result))
-    if args.json:
+    if args.json:  # the files first: a closed pipe on stdout must not lose them
         from .report import write_json
 
         write_json(Path(args.json), result.to_dict())
@@ -230,7 +229,20 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
         _append_markdown(args.markdown, render_markdown(result))
     if args.html:
         write_atomic(Path(args.html), render_diff_html(result).encode("utf-8"))
+    _print_quietly(render_text(result))
     return result.exit_code
+
+
+def _print_quietly(text: str) -> None:
+    """Print ``text``; a reader that closed the pipe (``| head``) ends the output
+    quietly: the rest goes to ``os.devnull``, so that neither this print nor the flush
+    at exit raises ``BrokenPipeError`` (the exit status stays the verdict's)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _append_markdown(path: str, text: str) -> None:

@@ -72,7 +72,7 @@ from .snapshot import Drift, compare_arrays
 from .subject import DEFAULT_SUBJECT
 
 __all__ = ["DIFF_LEVELS", "SPEED_FLOOR", "CaseChange", "DiffError", "DiffResult",
-           "SpeedChange", "ValueDrift", "run_diff"]
+           "NotComputed", "SpeedChange", "ValueDrift", "run_diff"]
 
 #: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
 #: of which a sample is the least.
@@ -87,6 +87,11 @@ DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
 #: mask or a copy moves a 2 us call by 1.5-3x, a ratio of call counts, not of work.
 #: Above 20 us, four more NumPy calls (at most ~5 us) stay under the default limit 1.25.
 SPEED_FLOOR = 20e-6
+
+#: The limit by which rows are labelled ``slower``/``faster`` when ``max_slowdown`` is
+#: ``inf`` (timed, never gated): the default limit, so that a 10x slowdown still reads
+#: ``slower (not gated)``, not ``same``.
+_LABEL_LIMIT = 1.25
 
 
 class DiffError(Exception):
@@ -137,6 +142,29 @@ class ValueDrift:
 
 
 @dataclass
+class NotComputed:
+    """A case whose values could not be computed at a revision (computing them raised):
+    counted apart from the arrays compared, never as drift, alike in both directions.
+
+    ``at``: ``BASE``, ``HEAD`` or ``both``; ``reason``: what was raised, per revision;
+    ``evidence``: the case's check is a regression, of which this is the evidence
+    (counted once, with the check). Not computed at HEAD only, with no check regression
+    to explain it (a snapshot case that now raises), is a regression of its own."""
+
+    case: str
+    at: str
+    reason: str
+    evidence: bool = False
+
+    @property
+    def regression(self) -> bool:
+        return self.at == "HEAD" and not self.evidence
+
+    def line(self) -> str:
+        return f"{self.case}: values not computed at {self.at} ({self.reason})"
+
+
+@dataclass
 class SpeedChange:
     """One timed call: HEAD over BASE thread CPU time, median of the pair ratios.
 
@@ -156,6 +184,11 @@ class SpeedChange:
     status: str  # slower, faster, same, too fast
     busy: bool = False
     part_of_fix: bool = False
+    #: False under ``max_slowdown=inf``: labelled by the default limit, never a regression
+    gated: bool = True
+    #: the fixed case(s) whose fix this slowdown is part of (the case itself, or another
+    #: dtype of the same layer case)
+    fixed_by: str = ""
 
     @property
     def label(self) -> str:
@@ -163,12 +196,18 @@ class SpeedChange:
 
     @property
     def regression(self) -> bool:
-        return self.status == "slower" and not self.part_of_fix
+        return self.status == "slower" and self.gated and not self.part_of_fix
 
     @property
     def verdict(self) -> str:
-        """The status as the tables show it."""
-        return self.status + (" (part of the fix)" if self.part_of_fix else "")
+        """The status as the tables show it (naming the fixed case when it is another
+        dtype of this one)."""
+        if not self.part_of_fix:
+            return self.status + (" (not gated)" if self.status == "slower"
+                                  and not self.gated else "")
+        other = self.fixed_by and self.fixed_by != self.case
+        return self.status + (f" (part of the fix: {self.fixed_by})" if other
+                              else " (part of the fix)")
 
 
 @dataclass
@@ -193,6 +232,8 @@ class DiffResult:
     cases: list[CaseChange] = field(default_factory=list)
     values: list[ValueDrift] = field(default_factory=list)
     compared_arrays: int = 0
+    #: cases whose values could not be computed at a revision (not drift)
+    not_computed: list[NotComputed] = field(default_factory=list)
     speed: list[SpeedChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
@@ -204,11 +245,14 @@ class DiffResult:
         evidence), drift outside a fix, slowdowns."""
         out = []
         for c in (c for c in self.cases if c.regression):
-            drift = [v.drift.parameter if v.drift.parameter != "*" else "none computed"
-                     for v in self.values if v.evidence and v.drift.case == c.case]
+            drift = [v.drift.parameter for v in self.values
+                     if v.evidence and v.drift.case == c.case]
+            lost = [n.at for n in self.not_computed if n.evidence and n.case == c.case]
             out.append(f"{c.case}: {c.change}: {c.detail}".rstrip(": ")
-                       + (f" [values drifted: {', '.join(drift)}]" if drift else ""))
+                       + (f" [values drifted: {', '.join(drift)}]" if drift else "")
+                       + (f" [values not computed at {lost[0]}]" if lost else ""))
         out += [v.line() for v in self.values if not (v.part_of_fix or v.evidence)]
+        out += [n.line() for n in self.not_computed if n.regression]
         out += [f"{s.label}: {s.ratio:.2f}x slower (+- {s.se:.2f}, limit "
                 f"{self.max_slowdown:g})" for s in self.speed if s.regression]
         return out
@@ -576,6 +620,30 @@ def _describe(s: dict[str, Any]) -> str:
 _BAD = {"fail", *FAULT_STATUSES}
 
 
+def _fixed_by(cases: list[CaseChange]) -> dict[str, str]:
+    """Case name -> the fix its slowdown and drift are part of: the case's own, when its
+    check went from bad to ``ok``, else those of the other dtypes of the same layer case
+    (``softmax [float64]`` -> ``softmax [float32]``: one change of the code fixed the
+    layer; its other dtype pays the same cost). A case whose check is a regression is
+    never part of a fix."""
+    fixed = [c for c in cases if c.fixed]
+    out = {c.case: c.case for c in fixed}
+    for c in cases:
+        if c.case in out or c.regression or c.kind != "layer":
+            continue
+        layer = _layer_name(c.case)
+        same = [f.case for f in fixed if f.kind == "layer" and _layer_name(f.case) == layer]
+        if same:
+            out[c.case] = ", ".join(same)
+    return out
+
+
+def _layer_name(case: str) -> str:
+    """``softmax [float32]`` -> ``softmax`` (a layer case's name without its dtype)."""
+    name, sep, _dtype = case.rpartition(" [")
+    return name if sep and case.endswith("]") else case
+
+
 def _state(s: dict[str, Any] | None) -> str:
     """``absent``, ``ok``, a fault's status (``error``, ``crashed``, ``timeout``) or
     ``fail``."""
@@ -624,7 +692,7 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
                  ) -> tuple[list[ValueDrift], int]:
     """Compare the values; drift of a fixed case is part of the fix, that of a case
     whose check is a regression its evidence."""
-    fixed = {f"{c.kind}:{c.case}" for c in result.cases if c.fixed}
+    fixed = _fixed_by(result.cases)
     regressed = {f"{c.kind}:{c.case}" for c in result.cases if c.regression}
     any_fix = ", ".join(sorted(c.case for c in result.fixes))
     rows: list[ValueDrift] = []
@@ -633,19 +701,28 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
         (sb, *rb), (sh, *rh) = vb[key], vh[key]
         case = key.split(":", 1)[1]
         if sb != "ok" or sh != "ok":
-            if sh != "ok" and sb == "ok":
-                drifts = [Drift(case, "*", "error", detail=f"computing it raised {rh[0]}")]
-            else:
-                result.notes.append(f"values of {case} not compared (at BASE: {rb[0]})")
-                continue
-        else:
-            drifts = [_nonfinite(d, rb[0], rh[0]) for d in
-                      compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
-            compared += len(drifts)
-        by = (case if key in fixed else "") if key.startswith("layer:") else any_fix
+            result.not_computed.append(_not_computed(case, (sb, rb), (sh, rh),
+                                                     key in regressed))
+            continue
+        drifts = [_nonfinite(d, rb[0], rh[0]) for d in
+                  compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
+        compared += len(drifts)
+        by = fixed.get(case, "") if key.startswith("layer:") else any_fix
         rows += [ValueDrift(d, bool(by), by, evidence=key in regressed)
                  for d in drifts if not d.ok]
     return rows, compared
+
+
+def _not_computed(case: str, base: tuple[str, list[Any]], head: tuple[str, list[Any]],
+                  evidence: bool) -> NotComputed:
+    """The values of ``case`` raised at one revision or both (``(status, rest)`` of each
+    side, the message first in ``rest``)."""
+    bad = [(rev, rest[0]) for rev, (status, rest) in (("BASE", base), ("HEAD", head))
+           if status != "ok"]
+    if len(bad) == 1:
+        return NotComputed(case, bad[0][0], f"computing them raised {bad[0][1]}", evidence)
+    return NotComputed(case, "both", "; ".join(f"at {rev}: computing them raised {why}"
+                                               for rev, why in bad), evidence)
 
 
 # -- speed -------------------------------------------------------------------------------------
@@ -675,7 +752,7 @@ def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str,
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
     _both(base, head, "pin", cpus[0])
     say(f"timing {len(timers)} calls side by side ({pairs} pairs each, A B A B)")
-    fixed = {c.case for c in result.cases if c.fixed}
+    fixed = _fixed_by(result.cases)
     out = []
     for name, part in timers:
         try:
@@ -687,7 +764,7 @@ def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str,
                 if not w.proc.is_alive():
                     _restart(w)
             continue
-        row.part_of_fix = name in fixed
+        row.part_of_fix, row.fixed_by = name in fixed, fixed.get(name, "")
         out.append(row)
     return out
 
@@ -712,8 +789,18 @@ def _time_pair(base: Worker, head: Worker, name: str, part: str,
         busy += [wb, wh]
     med, se = median_se(ratios)
     per_b, per_h = statistics.median(cpu_b), statistics.median(cpu_h)
-    status = ("too fast" if max(per_b, per_h) < floor
-              else "slower" if not gate(med, se, max_slowdown)
-              else "faster" if med + 3.0 * se < 1.0 / max_slowdown else "same")
+    status = _speed_status(med, se, max(per_b, per_h) < floor, max_slowdown)
     return SpeedChange(name, part, med, se, pairs, calls, per_b, per_h, status,
-                       statistics.median(busy) > 1.25)
+                       statistics.median(busy) > 1.25, gated=not math.isinf(max_slowdown))
+
+
+def _speed_status(med: float, se: float, too_fast: bool, max_slowdown: float) -> str:
+    """``too fast``, ``slower`` (the median beyond the limit by 3 standard errors),
+    ``faster`` (below its inverse by as much) or ``same``; under ``max_slowdown=inf`` the
+    labels follow :data:`_LABEL_LIMIT` (the row is then not gated)."""
+    limit = _LABEL_LIMIT if math.isinf(max_slowdown) else max_slowdown
+    if too_fast:
+        return "too fast"
+    if not gate(med, se, limit):
+        return "slower"
+    return "faster" if med + 3.0 * se < 1.0 / limit else "same"

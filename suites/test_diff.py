@@ -10,6 +10,7 @@ test checks only that the slow call is reported with a ratio and a status.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -19,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gradcheck import diff as diff_module
@@ -874,3 +876,124 @@ def test_a_subject_that_cannot_be_imported_at_base_makes_its_cases_errors(
     assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
     assert "note: the subject cannot be imported at HEAD: importing 'verify_mlfs' raised " \
         "ImportError: cannot import name 'extra'" in text
+
+
+# -- tryout 26: a fix's other dtype, a closed pipe, values not computed, speed labels ----------
+def _fake_time_pair(slow: str):
+    """A stand-in for the timed pairs (no timing): the calls of cases named ``slow``
+    read 1.5x slower, the others the same."""
+    from gradcheck.diff import SpeedChange
+
+    def fake(_base, _head, name, part, _level, limits):
+        ratio = 1.5 if name.startswith(slow) else 1.0
+        return SpeedChange(name, part, ratio, 0.0, 7, 100, 1e-4, ratio * 1e-4,
+                           diff_module._speed_status(ratio, 0.0, False, limits[0]))
+    return fake
+
+
+def test_the_other_dtype_of_a_fixed_layer_shares_its_fix(tmp_path, monkeypatch, capsys):
+    """A: the max-shift fixes softmax [float32] only (float64 did not overflow); the
+    slowdown of softmax [float64], the same code, is part of that fix, named, not a
+    regression; so is the drift of the other dtype. A regressed dtype never is."""
+    monkeypatch.setattr(diff_module, "_time_pair", _fake_time_pair("softmax"))
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *SOFTMAX_OVERFLOW, message="softmax without the max")
+    _edit(repo, "mlfs/activations.py", SOFTMAX_OVERFLOW[1], SOFTMAX_OVERFLOW[0],
+          message="subtract the max")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1")
+    assert data["fixes"] == ["softmax [float32]"], text
+    rows = {(s["case"], s["part"]): s for s in data["speed"]}
+    other = rows[("softmax [float64]", "forward")]
+    assert other["status"] == "slower" and other["part_of_fix"], text
+    assert other["fixed_by"] == "softmax [float32]" and not other["regression"]
+    assert "slower (part of the fix: softmax [float32])" in text
+    assert code == 0 and data["regressions"] == [], text
+    from gradcheck.diff import CaseChange, DiffResult
+
+    result = DiffResult("B", "b", "H", "h", "m:S", "quick", 0, 1.25, cases=[
+        CaseChange("layer", "softmax [float32]", "fail", "ok", "fail -> ok", False, True),
+        CaseChange("layer", "softmax [float64]", "ok", "ok", "ok -> ok", False, False),
+        CaseChange("layer", "dense [float64]", "ok", "fail", "ok -> fail", True, False),
+        CaseChange("layer", "dense [float32]", "fail", "ok", "fail -> ok", False, True)])
+    a, b = {"output": np.zeros(3)}, {"output": np.ones(3)}
+    values = {f"layer:{n}": ("ok", a, {}) for n in ("softmax [float64]", "dense [float64]")}
+    drift, _ = diff_module._value_drift(
+        values, {k: ("ok", b, {}) for k in values}, result)
+    by = {v.drift.case: v for v in drift}
+    assert by["softmax [float64]"].part_of_fix and \
+        by["softmax [float64]"].fixed_by == "softmax [float32]"
+    assert not by["dense [float64]"].part_of_fix and by["dense [float64]"].evidence
+
+
+def test_a_closed_pipe_keeps_the_files_and_prints_no_traceback(tmp_path):
+    """B: ``| head`` closing stdout early: the --json file is written, no
+    BrokenPipeError traceback, the exit status is the verdict's."""
+    repo = _repo(tmp_path)
+    _change(repo, *BUG)
+    out = tmp_path / "x.json"
+    read, write = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject", SPEC, "--quick",
+         "--no-speed", "--no-progress", "--json", str(out)],
+        cwd=repo, stdout=write, stderr=subprocess.PIPE, text=True, env=env)
+    os.close(write)
+    os.close(read)  # the reader is gone before anything is printed
+    _, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1, err
+    assert json.loads(out.read_text())["verdict"] == "fail"
+
+
+def test_values_that_raised_are_not_computed_never_drifted(tmp_path, monkeypatch, capsys):
+    """C: a backward that raises at HEAD: its values are "not computed at HEAD" (the
+    check regression's evidence), not drift; the reverse counts them the same way, at
+    BASE. No "drifted: none computed"."""
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *RELU_RAISES, message="relu: a dtype mask")
+    counts = []
+    for args, at in ((("HEAD~1",), "HEAD"), (("HEAD", "--head", "HEAD~1"), "BASE")):
+        code, data, text = _run_lib(repo, monkeypatch, capsys, *args, "--no-speed")
+        assert data["values"] == [] and "none computed" not in text, text
+        lost = data["not_computed"]
+        assert [(n["case"], n["at"]) for n in lost] == [
+            ("relu [float64]", at), ("relu [float32]", at)], text
+        assert all("computing them raised TypeError" in n["reason"] for n in lost)
+        assert "0 drifted; 2 cases not computed (raised at a revision)" in text
+        counts.append((data["compared_arrays"], len(lost)))
+    assert counts[0] == counts[1]
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1", "--no-speed")
+    assert code == 1 and all(r.endswith("[values not computed at HEAD]")
+                             for r in data["regressions"]), text
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1",
+                                "--no-speed")
+    assert code == 0 and "Values not computed:\n  relu [float64]: values not computed " \
+        "at BASE (computing them raised TypeError" in text
+
+
+def test_speed_labels_with_max_slowdown_inf_and_extremes_of_shown_rows():
+    """D: under --max-slowdown inf a 10x slowdown reads "slower (not gated)", never a
+    regression (nor "same"). E: the summary's largest and smallest ratios are those of
+    rows the table shows, not of "too fast" ones."""
+    from gradcheck._diffrender import render_text
+    from gradcheck.diff import DiffResult, SpeedChange
+
+    status = diff_module._speed_status
+    assert status(10.28, 0.05, False, math.inf) == "slower"
+    assert status(1.0, 0.01, False, math.inf) == "same"
+    assert status(0.1, 0.01, False, math.inf) == "faster"
+    assert status(10.28, 0.05, True, math.inf) == "too fast"
+    slow = SpeedChange("dense [float32]", "forward", 10.28, 0.05, 7, 10, 1e-4, 1e-3,
+                       "slower", gated=False)
+    tiny = SpeedChange("relu [float64]", "backward", 3.62, 0.01, 7, 10, 1e-6, 3e-6,
+                       "too fast")
+    same = SpeedChange("dense [float32]", "backward", 1.01, 0.01, 7, 10, 1e-4, 1e-4, "same")
+    result = DiffResult("B", "b" * 40, "H", "h" * 40, "m:S", "quick", 0, math.inf,
+                        speed=[slow, tiny, same])
+    assert not slow.regression and result.regressions == [] and result.exit_code == 0
+    text = render_text(result)
+    assert "slower (not gated)" in text and "PASS: no regression" in text
+    assert "largest ratio 10.28 (dense [float32] forward), smallest 1.01 (dense [float32] " \
+        "backward)" in text and "3.62" not in text
+    result.speed = [tiny]
+    assert "every call too fast to time" in render_text(result)
