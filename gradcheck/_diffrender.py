@@ -26,6 +26,10 @@ def _speed_rows(result: DiffResult) -> list[SpeedChange]:
 def _headline(result: DiffResult) -> str:
     n = len(result.regressions)
     verdict = "PASS: no regression" if not n else f"FAIL: {n} regression{'s' * (n != 1)}"
+    if not result.base_checked:
+        verdict += f" (BASE not checked: {result.base_unchecked})"
+    elif result.cases and all("absent" in (c.base, c.head) for c in result.cases):
+        verdict += " (no case at both revisions)"
     return (f"gradcheck diff {result.base} ({result.base_commit[:12]}) -> {result.head}: "
             f"{verdict}")
 
@@ -126,8 +130,12 @@ def render_markdown(result: DiffResult, *, max_rows: int = 10) -> str:
         out += ["", "| case | HEAD/BASE | +- | status |", "|---|---:|---:|---|"]
         out += [f"| `{s.label}` | {s.ratio:.2f} | {s.se:.2f} | {s.verdict} |" for s in rows]
     if result.base_subject == "borrowed":
-        out += ["", f"Subject: not in {result.base}; {result.subject_file} ran against "
+        ran = ("could not be imported with" if not result.base_checked else "ran against")
+        out += ["", f"Subject: not in {result.base}; {result.subject_file} {ran} "
                     f"{result.base}'s code."]
+    if result.head_subject == "borrowed":
+        out += ["", f"Subject: not in {result.head} either; the working tree's file ran "
+                    f"at {result.head}."]
     out += ["", f"<sub>{len(result.cases)} cases checked at {result.level} level, seed "
             f"{result.seed}, max slowdown {result.max_slowdown:g}, {result.seconds:.0f} s"
             "</sub>"]

@@ -182,12 +182,16 @@ def _diff_parser(sub: Any) -> None:
     d.add_argument("--html", metavar="PATH", help="also write an HTML page")
     d.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(d)
+    d.set_defaults(diff_parser=d)  # its own usage line for the option errors of _diff
 
 
-def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
+def _diff(args: Any, top: argparse.ArgumentParser) -> int:
     from ._io import write_atomic
-    from .diff import DiffError, run_diff
+    from .diff import DiffError, run_diff, subject_form_error
 
+    parser = getattr(args, "diff_parser", top)
+    if args.subject is not None and (why := subject_form_error(args.subject)):
+        parser.error(why)
     if args.seed < 0:
         parser.error("--seed must be a non-negative integer")
     if not args.max_slowdown > 1.0:

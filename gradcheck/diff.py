@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 import subprocess  # noqa: S404 - git with fixed arguments, no shell
 import time
@@ -72,7 +73,7 @@ from .snapshot import Drift, compare_arrays
 from .subject import DEFAULT_SUBJECT
 
 __all__ = ["DIFF_LEVELS", "SPEED_FLOOR", "CaseChange", "DiffError", "DiffResult",
-           "NotComputed", "SpeedChange", "ValueDrift", "run_diff"]
+           "NotComputed", "SpeedChange", "ValueDrift", "run_diff", "subject_form_error"]
 
 #: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
 #: of which a sample is the least.
@@ -227,6 +228,13 @@ class DiffResult:
     #: ran against BASE's code (``subject_file`` names it)
     base_subject: str = "ok"
     subject_file: str = ""
+    #: ``borrowed``: missing at ``--head`` as well, the working tree's file ran there
+    head_subject: str = "ok"
+    #: False when no case could be checked at BASE (the subject could not be imported
+    #: there, or is new in a module of BASE's code); ``base_unchecked`` says why, and
+    #: every case is ``new``
+    base_checked: bool = True
+    base_unchecked: str = ""
     speed_floor: float = SPEED_FLOOR
     timed: bool = True  # False: --no-speed
     cases: list[CaseChange] = field(default_factory=list)
@@ -282,7 +290,9 @@ class DiffResult:
 
 # -- validation --------------------------------------------------------------------------------
 def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
-              speed_floor: float) -> None:
+              speed_floor: float, subject: str | None) -> None:
+    if subject is not None and (why := subject_form_error(subject)):
+        raise ValueError(why)
     if level not in DIFF_LEVELS:
         raise ValueError(f"level must be one of {', '.join(DIFF_LEVELS)}, got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -299,6 +309,14 @@ def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
             or not 0 <= speed_floor < math.inf:
         raise ValueError(f"speed_floor must be a finite number of seconds >= 0, got "
                          f"{speed_floor!r}")
+
+
+def subject_form_error(spec: str) -> str:
+    """Why ``spec`` is not of the form ``MODULE:NAME`` ('' when it is): checked before
+    any worker starts."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        return f"--subject must look like MODULE:NAME, got {spec!r}"
+    return ""
 
 
 def run_diff(
@@ -330,8 +348,7 @@ def run_diff(
         Seconds each request to a worker may take (``inf``: no limit); past it, or
         when its worker dies, a case is ``timeout`` or ``crashed`` at that revision.
     cwd, progress : path, callable, optional
-        A folder in the git working tree (default: the current one); called with a
-        line at the start of each phase.
+        A folder in the git working tree (default: the current one); called per phase.
     speed, speed_floor : bool, float
         False: no timing (``--no-speed``); the CPU seconds a call under which, at both
         revisions, it is ``too fast`` to time (:data:`SPEED_FLOOR`).
@@ -342,8 +359,8 @@ def run_diff(
         Not a git tree, unknown revision, a subject that cannot be loaded at HEAD, or
         the repository's code imported from outside a revision's folder.
     ValueError
-        A bad option."""
-    _validate(level, seed, max_slowdown, case_timeout, speed_floor)
+        A bad option (a subject not of the form ``MODULE:NAME`` included)."""
+    _validate(level, seed, max_slowdown, case_timeout, speed_floor, subject)
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
     spec = subject or DEFAULT_SUBJECT
@@ -485,18 +502,23 @@ def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     is borrowed from HEAD (or the working tree). Raises DiffError when it cannot run."""
     say(f"importing {result.subject} at both revisions")
     ib, ih = _both(base, head, "load", result.level, result.seed)
+    head_note = ""
     if ih["status"] == "missing" and ih["module"] and result.head != "working tree" \
             and (file := tree.module_file(result.subject)):
         ih = head.call("load", result.level, result.seed, str(file))
-        result.notes.append(f"the subject is not in {result.head} either: the working "
-                            f"tree's {tree.label(str(file))} ran at both revisions")
+        result.head_subject = "borrowed"
+        head_note = (f"the subject is not in {result.head} either: the working tree's "
+                     f"{tree.label(str(file))} ran at both revisions")
     if ih["status"] != "ok":
-        raise DiffError(f"--subject {result.subject}: {ih['message']} (at {result.head})")
+        raise DiffError(_unloadable(result, ib, ih, tree))
     if ib["status"] == "missing" and ib["module"]:
         ib = _borrow(result, base, head, ih, tree)
-    elif ib["status"] == "error":  # BASE's own subject: its cases are errors there
-        ib = _unbuilt(result, f"the subject cannot be imported at {result.base}: "
-                              f"{ib['message']}")
+    if head_note:  # after BASE's note, in the order of the revisions
+        result.notes.append(head_note)
+    elif ib["status"] == "error":  # BASE's own subject: its cases are new
+        ib = _unbuilt(result, "the subject could not be imported at BASE",
+                      f"the subject cannot be imported at {result.base}: {ib['message']}; "
+                      f"every case is new: {result.base} was not checked")
     for rev, info in ((result.base, ib), (result.head, ih)):
         _refuse_strays(rev, info.get("strays", []))
         if info["status"] == "ok" and not info["inside"]:
@@ -507,8 +529,27 @@ def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     if ib["status"] == "missing":
         result.notes.append(f"the subject is new: {ib['message']} at {result.base}, and its "
                             "module is BASE's code: BASE was not checked")
+        result.base_checked = False
+        result.base_unchecked = "the subject is new in a module of BASE's code"
         ib = {**ib, "layers": [], "models": [], "snapshots": []}
     return ib, ih
+
+
+def _unloadable(result: DiffResult, ib: dict[str, Any], ih: dict[str, Any],
+                tree: _TreeFiles) -> str:
+    """The one line of a subject that cannot be imported at HEAD: where (HEAD, or both
+    revisions when BASE failed alike), and ``PYTHONPATH=src`` when the missing module
+    lies in the repository's ``src/`` folder."""
+    where = ("at both revisions" if ib["status"] == ih["status"] and
+             ib["message"] == ih["message"] else f"at {result.head}")
+    line = f"--subject {result.subject}: {ih['message']} ({where})"
+    found = re.search(r"no module named '([\w.]+)'", ih["message"])
+    top = found.group(1).split(".")[0] if found else ""
+    src = tree.root / "src"
+    if top and ((src / top).is_dir() or (src / f"{top}.py").is_file()):
+        line += (f"; {top} is in {tree.label(str(src))}/: run with "
+                 f"PYTHONPATH={os.path.relpath(src, tree.cwd)}")
+    return line
 
 
 def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
@@ -525,15 +566,21 @@ def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
         result.notes.append(f"the subject is not in {result.base}: {source} ran against "
                             f"{result.base}'s code")
         return dict(ib)
-    return _unbuilt(result, f"the subject ({source}) cannot be imported with "
-                            f"{result.base}'s code: {ib['message']}")
+    return _unbuilt(result, "the subject could not be imported with BASE's code",
+                    f"the subject ({source}) cannot be imported with {result.base}'s code: "
+                    f"{ib['message']}; every case is new: {result.base} was not checked. "
+                    f"To compare the other cases at {result.base}, import names "
+                    f"{result.base} lacks inside the case's factories (e.g. inside inputs= "
+                    "or a lambda)")
 
 
-def _unbuilt(result: DiffResult, why: str) -> dict[str, Any]:
-    """The BASE side of a subject that cannot be imported there: every case of HEAD is
-    an ``error`` at BASE, with ``why``."""
-    result.notes.append(why)
-    return {"status": "unbuilt", "message": why, "layers": [], "models": [],
+def _unbuilt(result: DiffResult, short: str, note: str) -> dict[str, Any]:
+    """The BASE side of a subject that cannot be imported there: no case; every case of
+    HEAD is ``new`` (not a fix: nothing ran at BASE), ``note`` says why once, and the
+    result is marked ``base_checked=False`` (``short``: the headline's reason)."""
+    result.notes.append(note)
+    result.base_checked, result.base_unchecked = False, short
+    return {"status": "unbuilt", "message": note, "layers": [], "models": [],
             "snapshots": [], "inside": True, "strays": []}
 
 
@@ -556,10 +603,6 @@ def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     for rev, strays in zip((result.base, result.head), _both(base, head, "strays"),
                            strict=True):
         _refuse_strays(rev, strays)  # a case may import more of the repository
-    if ib["status"] == "unbuilt":  # every case is an error at BASE
-        sb = {f"{k}:{n}": _fault_summary(Fault("error", ib["message"]), result.seed)
-              for k, n in head_keys}
-        base_keys = list(head_keys)
     result.cases = _case_changes(sb, sh, base_keys, head_keys)
     bad = {(c.kind, c.case): c for c in result.cases if {c.base, c.head} & set(FAULT_STATUSES)}
     say("computing values (outputs, gradients, snapshot cases) at both revisions")

@@ -230,6 +230,8 @@ def test_subject_missing_at_base_runs_against_base_code(tmp_path, monkeypatch, c
     assert code == 0 and "dense [float64]: new" in text, text
     assert "the subject is new: module 'mylayers' has no attribute 'LATER' at HEAD, and its " \
         "module is BASE's code: BASE was not checked" in text
+    assert "PASS: no regression (BASE not checked: the subject is new in a module of " \
+        "BASE's code)" in text.splitlines()[0]
 
 
 @pytest.mark.parametrize(("args", "where", "message"), [
@@ -424,6 +426,39 @@ def test_diff_case_timeout_is_validated(tmp_path, monkeypatch, capsys):
     assert e.value.code == 2 and "--case-timeout must be a positive" in capsys.readouterr().err
     with pytest.raises(ValueError, match="case_timeout must be a positive"):
         run_diff("HEAD", case_timeout=-1.0, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--subject", "mylayers.SUBJECT"],
+     "--subject must look like MODULE:NAME, got 'mylayers.SUBJECT'"),
+    (["--max-slowdown", "0.5"], "--max-slowdown must be a number > 1 (inf: never a regression)"),
+    (["--case-timeout", "0"], "--case-timeout must be a positive number of seconds"),
+    (["--max-slowdown", "abc"], "argument --max-slowdown: invalid float value: 'abc'"),
+])
+def test_diff_option_errors_use_the_diff_usage(tmp_path, monkeypatch, capsys, args, message):
+    """H: every bad option of diff is one line under the diff usage (not the top-level
+    one), before any worker starts; run_diff checks the subject's form as well."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["diff", "HEAD", *args])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("usage: gradcheck diff"), err
+    assert err.strip().splitlines()[-1] == f"gradcheck diff: error: {message}", err
+    with pytest.raises(ValueError, match="--subject must look like MODULE:NAME, got 'a.b'"):
+        run_diff("HEAD", subject="a.b", cwd=tmp_path)
+
+
+def test_a_module_missing_at_both_revisions_says_so_and_suggests_src(tmp_path):
+    """H: the library lives in src/ and is not on the path: one line, "at both
+    revisions" (not only HEAD's), suggesting PYTHONPATH=src."""
+    repo = _library(tmp_path, layout="src")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject",
+                           LIB_SPEC, "--no-progress", "--no-speed"], cwd=repo,
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "no module named 'mlfs'" in proc.stderr and "(at both revisions)" in proc.stderr
+    assert proc.stderr.strip().endswith("mlfs is in src/: run with PYTHONPATH=src")
 
 
 # -- real history: a from-scratch library, its fixes, their reverses, refactors ------------
@@ -673,7 +708,7 @@ def test_speed_floor_max_slowdown_inf_and_no_speed(tmp_path, monkeypatch, capsys
     assert "too fast to time (under 1e+06 us" in text
     code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--max-slowdown", "inf")
     assert code == 0 and data["speed"] and data["max_slowdown"] == "inf"
-    assert not any(s["status"] == "slower" for s in data["speed"])
+    assert not any(s["regression"] or s["gated"] for s in data["speed"]), text
     code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--no-speed")
     assert code == 0 and data["speed"] == [] and not data["timed"]
     assert "speed: not timed (--no-speed)" in text
@@ -703,11 +738,13 @@ def test_an_untracked_subject_checks_the_old_code(tmp_path, monkeypatch, capsys,
 
     summary = render_markdown(DiffResult(**{k: data[k] for k in (
         "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
-        "max_slowdown", "base_subject", "subject_file")}))
+        "max_slowdown", "base_subject", "subject_file", "head_subject")}))
     assert f"Subject: not in {data['base']}; the working tree's verify_mlfs.py ran against " \
         f"{data['base']}'s code." in summary  # the pull-request comment says so too
-    if head:
-        assert "the subject is not in HEAD either" in text
+    if head:  # G: missing at both: the notes in the order of the revisions, both kept
+        assert text.index("the subject is not in HEAD~1: ") < \
+            text.index("the subject is not in HEAD either: ") > 0, text
+        assert "Subject: not in HEAD either; the working tree's file ran at HEAD." in summary
     reverse = ("HEAD~2", "--head", "HEAD~1") if head else ("HEAD~1", "--head", "HEAD")
     code, data, text = _run_lib(repo, monkeypatch, capsys, *reverse, "--no-speed")
     assert code == 1 and [c["case"] for c in data["cases"] if c["regression"]] == [
@@ -731,9 +768,24 @@ def test_an_untracked_subject_whose_cases_cannot_be_built_at_base(tmp_path, monk
     subject.write_text(VERIFY.replace("from mlfs import activations, layers",
                                       "from mlfs import activations, extra, layers"))
     code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
-    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
-    assert "cannot be imported with HEAD's code: importing" in text
-    assert "cannot import name 'extra' from 'mlfs'" in data["cases"][0]["base_detail"]
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"new"}, text
+    assert data["fixes"] == [] and not data["base_checked"], text
+    assert text.splitlines()[0].endswith("PASS: no regression (BASE not checked: the subject "
+                                         "could not be imported with BASE's code)"), text
+    notes = [n for n in data["notes"] if "cannot import name 'extra' from 'mlfs'" in n]
+    assert len(notes) == 1 and text.count("cannot import name") == 1, text
+    assert "cannot be imported with HEAD's code: importing" in notes[0]
+    assert "import names HEAD lacks inside the case's factories (e.g. inside inputs= or a " \
+        "lambda)" in notes[0]
+    assert not any(c["base_detail"] for c in data["cases"])
+    from gradcheck._diffrender import render_markdown
+    from gradcheck.diff import DiffResult
+
+    summary = render_markdown(DiffResult(**{k: data[k] for k in (
+        "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
+        "max_slowdown", "base_subject", "subject_file", "base_checked", "base_unchecked")}))
+    assert "(BASE not checked: the subject could not be imported with BASE's code)" in summary
+    assert "verify_mlfs.py could not be imported with HEAD's code" in summary
 
 
 SIGMOID = """import numpy as np
@@ -865,15 +917,18 @@ def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, cap
 def test_a_subject_that_cannot_be_imported_at_base_makes_its_cases_errors(
         tmp_path, monkeypatch, capsys):
     """1/3: BASE's own subject raised on import (it named a module BASE lacked): every
-    case is an error at BASE, a status with the reason (a fix when HEAD passes), not
-    exit 2 with no report."""
+    case is new (BASE not checked, not a fix), the reason in one note, not exit 2 with
+    no report."""
     repo = _library(tmp_path)
     _edit(repo, "verify_mlfs.py", "from mlfs import activations, layers",
           "from mlfs import activations, extra, layers", message="a subject that raises")
     _edit(repo, "verify_mlfs.py", "from mlfs import activations, extra, layers",
           "from mlfs import activations, layers")
     code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
-    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"new"}, text
+    assert data["fixes"] == [] and not data["base_checked"]
+    assert "PASS: no regression (BASE not checked: the subject could not be imported at " \
+        "BASE)" in text
     assert "note: the subject cannot be imported at HEAD: importing 'verify_mlfs' raised " \
         "ImportError: cannot import name 'extra'" in text
 
