@@ -9,7 +9,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from .diff import DiffResult, SpeedChange
+from .diff import _LABEL_LIMIT, DiffResult, SpeedChange
 
 __all__ = ["render_diff_html", "render_markdown", "render_text"]
 
@@ -26,6 +26,10 @@ def _speed_rows(result: DiffResult) -> list[SpeedChange]:
 def _headline(result: DiffResult) -> str:
     n = len(result.regressions)
     verdict = "PASS: no regression" if not n else f"FAIL: {n} regression{'s' * (n != 1)}"
+    if not result.base_checked:
+        verdict += f" (BASE not checked: {result.base_unchecked})"
+    elif result.cases and all("absent" in (c.base, c.head) for c in result.cases):
+        verdict += " (no case at both revisions)"
     return (f"gradcheck diff {result.base} ({result.base_commit[:12]}) -> {result.head}: "
             f"{verdict}")
 
@@ -36,18 +40,34 @@ def _speed_summary(result: DiffResult) -> str:
     if not result.speed:
         return ("speed: nothing timed (no case ok or failing at both revisions without a "
                 "fault; see the notes)" if result.cases else "speed: nothing timed (no case)")
-    worst = max(result.speed, key=lambda s: s.ratio)
-    best = min(result.speed, key=lambda s: s.ratio)
+    timed = [s for s in result.speed if s.status != "too fast"]  # the rows shown
     busy = sum(s.busy for s in result.speed)
-    fast = sum(s.status == "too fast" for s in result.speed)
+    fast = len(result.speed) - len(timed)
     fix = sum(s.part_of_fix and s.status == "slower" for s in result.speed)
+    ungated = sum(s.status == "slower" and not s.gated for s in result.speed)
+    extremes = "every call too fast to time"
+    if timed:
+        worst = max(timed, key=lambda s: s.ratio)
+        best = min(timed, key=lambda s: s.ratio)
+        extremes = (f"largest ratio {worst.ratio:.2f} ({worst.label}), smallest "
+                    f"{best.ratio:.2f} ({best.label})")
     return (f"speed: {len(result.speed)} calls timed side by side (HEAD/BASE thread CPU "
-            f"time, median of {result.speed[0].pairs} pairs); largest ratio "
-            f"{worst.ratio:.2f} ({worst.label}), smallest {best.ratio:.2f} ({best.label})"
+            f"time, median of {result.speed[0].pairs} pairs); {extremes}"
+            + (f"; {ungated} slower, not gated (--max-slowdown inf; labelled by "
+               f"{_LABEL_LIMIT:g})" if ungated else "")
             + (f"; {fast} too fast to time (under {result.speed_floor * 1e6:g} us a call "
                "at both revisions: not gated)" if fast else "")
             + (f"; {fix} slower as part of a fix (not a regression)" if fix else "")
             + (f"; machine busy during {busy}" if busy else ""))
+
+
+def _values_summary(result: DiffResult) -> str:
+    """``N arrays compared, M drifted`` and the cases whose values could not be
+    computed at a revision (never counted as drift)."""
+    n = len(result.not_computed)
+    return (f"{result.compared_arrays} arrays compared, {len(result.values)} drifted"
+            + (f"; {n} case{'s' * (n != 1)} not computed (raised at a revision)" if n
+               else ""))
 
 
 def render_text(result: DiffResult, *, max_rows: int = 12) -> str:
@@ -65,9 +85,12 @@ def render_text(result: DiffResult, *, max_rows: int = 12) -> str:
     fix_drift = [v for v in result.values if v.part_of_fix]
     if fix_drift:
         lines += ["Drift that is part of a fix:", *(f"  {v.line()}" for v in fix_drift), ""]
+    lost = [n for n in result.not_computed if not (n.regression or n.evidence)]
+    if lost:
+        lines += ["Values not computed:", *(f"  {n.line()}" for n in lost), ""]
     n_ok = sum(c.change == "ok -> ok" for c in result.cases)
     lines.append(f"checks: {len(result.cases)} cases, {n_ok} ok -> ok; values: "
-                 f"{result.compared_arrays} arrays compared, {len(result.values)} drifted")
+                 f"{_values_summary(result)}")
     lines.append(_speed_summary(result))
     rows = [s for s in _speed_rows(result) if s.status in ("slower", "faster")] or \
         _speed_rows(result)[:3]
@@ -96,16 +119,23 @@ def render_markdown(result: DiffResult, *, max_rows: int = 10) -> str:
     if result.fixes:
         out += ["**Fixes**", ""] + [f"- `{c.case}`: {c.change}" for c in result.fixes] + [""]
     fix_drift = [v for v in result.values if v.part_of_fix]
+    n = len(result.not_computed)
     out.append(f"**Drift**: {len(result.values)} of {result.compared_arrays} arrays"
-               + (f" ({len(fix_drift)} part of a fix)" if fix_drift else ""))
+               + (f" ({len(fix_drift)} part of a fix)" if fix_drift else "")
+               + (f"; values of {n} case{'s' * (n != 1)} not computed (raised at a "
+                  "revision)" if n else ""))
     out += ["", f"**Speed**: {_speed_summary(result).removeprefix('speed: ')}"]
     rows = [s for s in _speed_rows(result) if s.status in ("slower", "faster")][:max_rows]
     if rows:
         out += ["", "| case | HEAD/BASE | +- | status |", "|---|---:|---:|---|"]
         out += [f"| `{s.label}` | {s.ratio:.2f} | {s.se:.2f} | {s.verdict} |" for s in rows]
     if result.base_subject == "borrowed":
-        out += ["", f"Subject: not in {result.base}; {result.subject_file} ran against "
+        ran = ("could not be imported with" if not result.base_checked else "ran against")
+        out += ["", f"Subject: not in {result.base}; {result.subject_file} {ran} "
                     f"{result.base}'s code."]
+    if result.head_subject == "borrowed":
+        out += ["", f"Subject: not in {result.head} either; the working tree's file ran "
+                    f"at {result.head}."]
     out += ["", f"<sub>{len(result.cases)} cases checked at {result.level} level, seed "
             f"{result.seed}, max slowdown {result.max_slowdown:g}, {result.seconds:.0f} s"
             "</sub>"]

@@ -184,12 +184,16 @@ def _diff_parser(sub: Any) -> None:
     d.add_argument("--html", metavar="PATH", help="also write an HTML page")
     d.add_argument("--no-progress", action="store_true", help="do not show progress")
     _subject_option(d)
+    d.set_defaults(diff_parser=d)  # its own usage line for the option errors of _diff
 
 
-def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
+def _diff(args: Any, top: argparse.ArgumentParser) -> int:
     from ._io import write_atomic
-    from .diff import DiffError, run_diff
+    from .diff import DiffError, run_diff, subject_form_error
 
+    parser = getattr(args, "diff_parser", top)
+    if args.subject is not None and (why := subject_form_error(args.subject)):
+        parser.error(why)
     if args.seed < 0:
         parser.error("--seed must be a non-negative integer")
     if not args.max_slowdown > 1.0:
@@ -223,8 +227,7 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
         return 130
     from ._diffrender import render_diff_html, render_markdown, render_text
 
-    print(render_text(result))
-    if args.json:
+    if args.json:  # the files first: a closed pipe on stdout must not lose them
         from .report import write_json
 
         write_json(Path(args.json), result.to_dict())
@@ -232,7 +235,20 @@ def _diff(args: Any, parser: argparse.ArgumentParser) -> int:
         _append_markdown(args.markdown, render_markdown(result))
     if args.html:
         write_atomic(Path(args.html), render_diff_html(result).encode("utf-8"))
+    _print_quietly(render_text(result))
     return result.exit_code
+
+
+def _print_quietly(text: str) -> None:
+    """Print ``text``; a reader that closed the pipe (``| head``) ends the output
+    quietly: the rest goes to ``os.devnull``, so that neither this print nor the flush
+    at exit raises ``BrokenPipeError`` (the exit status stays the verdict's)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _append_markdown(path: str, text: str) -> None:

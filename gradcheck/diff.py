@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 import subprocess  # noqa: S404 - git with fixed arguments, no shell
 import time
@@ -72,7 +73,7 @@ from .snapshot import Drift, compare_arrays
 from .subject import DEFAULT_SUBJECT
 
 __all__ = ["DIFF_LEVELS", "SPEED_FLOOR", "CaseChange", "DiffError", "DiffResult",
-           "SpeedChange", "ValueDrift", "run_diff"]
+           "NotComputed", "SpeedChange", "ValueDrift", "run_diff", "subject_form_error"]
 
 #: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
 #: of which a sample is the least.
@@ -87,6 +88,11 @@ DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
 #: mask or a copy moves a 2 us call by 1.5-3x, a ratio of call counts, not of work.
 #: Above 20 us, four more NumPy calls (at most ~5 us) stay under the default limit 1.25.
 SPEED_FLOOR = 20e-6
+
+#: The limit by which rows are labelled ``slower``/``faster`` when ``max_slowdown`` is
+#: ``inf`` (timed, never gated): the default limit, so that a 10x slowdown still reads
+#: ``slower (not gated)``, not ``same``.
+_LABEL_LIMIT = 1.25
 
 
 class DiffError(Exception):
@@ -137,6 +143,29 @@ class ValueDrift:
 
 
 @dataclass
+class NotComputed:
+    """A case whose values could not be computed at a revision (computing them raised):
+    counted apart from the arrays compared, never as drift, alike in both directions.
+
+    ``at``: ``BASE``, ``HEAD`` or ``both``; ``reason``: what was raised, per revision;
+    ``evidence``: the case's check is a regression, of which this is the evidence
+    (counted once, with the check). Not computed at HEAD only, with no check regression
+    to explain it (a snapshot case that now raises), is a regression of its own."""
+
+    case: str
+    at: str
+    reason: str
+    evidence: bool = False
+
+    @property
+    def regression(self) -> bool:
+        return self.at == "HEAD" and not self.evidence
+
+    def line(self) -> str:
+        return f"{self.case}: values not computed at {self.at} ({self.reason})"
+
+
+@dataclass
 class SpeedChange:
     """One timed call: HEAD over BASE thread CPU time, median of the pair ratios.
 
@@ -156,6 +185,11 @@ class SpeedChange:
     status: str  # slower, faster, same, too fast
     busy: bool = False
     part_of_fix: bool = False
+    #: False under ``max_slowdown=inf``: labelled by the default limit, never a regression
+    gated: bool = True
+    #: the fixed case(s) whose fix this slowdown is part of (the case itself, or another
+    #: dtype of the same layer case)
+    fixed_by: str = ""
 
     @property
     def label(self) -> str:
@@ -163,12 +197,18 @@ class SpeedChange:
 
     @property
     def regression(self) -> bool:
-        return self.status == "slower" and not self.part_of_fix
+        return self.status == "slower" and self.gated and not self.part_of_fix
 
     @property
     def verdict(self) -> str:
-        """The status as the tables show it."""
-        return self.status + (" (part of the fix)" if self.part_of_fix else "")
+        """The status as the tables show it (naming the fixed case when it is another
+        dtype of this one)."""
+        if not self.part_of_fix:
+            return self.status + (" (not gated)" if self.status == "slower"
+                                  and not self.gated else "")
+        other = self.fixed_by and self.fixed_by != self.case
+        return self.status + (f" (part of the fix: {self.fixed_by})" if other
+                              else " (part of the fix)")
 
 
 @dataclass
@@ -188,11 +228,20 @@ class DiffResult:
     #: ran against BASE's code (``subject_file`` names it)
     base_subject: str = "ok"
     subject_file: str = ""
+    #: ``borrowed``: missing at ``--head`` as well, the working tree's file ran there
+    head_subject: str = "ok"
+    #: False when no case could be checked at BASE (the subject could not be imported
+    #: there, or is new in a module of BASE's code); ``base_unchecked`` says why, and
+    #: every case is ``new``
+    base_checked: bool = True
+    base_unchecked: str = ""
     speed_floor: float = SPEED_FLOOR
     timed: bool = True  # False: --no-speed
     cases: list[CaseChange] = field(default_factory=list)
     values: list[ValueDrift] = field(default_factory=list)
     compared_arrays: int = 0
+    #: cases whose values could not be computed at a revision (not drift)
+    not_computed: list[NotComputed] = field(default_factory=list)
     speed: list[SpeedChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
@@ -204,11 +253,14 @@ class DiffResult:
         evidence), drift outside a fix, slowdowns."""
         out = []
         for c in (c for c in self.cases if c.regression):
-            drift = [v.drift.parameter if v.drift.parameter != "*" else "none computed"
-                     for v in self.values if v.evidence and v.drift.case == c.case]
+            drift = [v.drift.parameter for v in self.values
+                     if v.evidence and v.drift.case == c.case]
+            lost = [n.at for n in self.not_computed if n.evidence and n.case == c.case]
             out.append(f"{c.case}: {c.change}: {c.detail}".rstrip(": ")
-                       + (f" [values drifted: {', '.join(drift)}]" if drift else ""))
+                       + (f" [values drifted: {', '.join(drift)}]" if drift else "")
+                       + (f" [values not computed at {lost[0]}]" if lost else ""))
         out += [v.line() for v in self.values if not (v.part_of_fix or v.evidence)]
+        out += [n.line() for n in self.not_computed if n.regression]
         out += [f"{s.label}: {s.ratio:.2f}x slower (+- {s.se:.2f}, limit "
                 f"{self.max_slowdown:g})" for s in self.speed if s.regression]
         return out
@@ -238,7 +290,9 @@ class DiffResult:
 
 # -- validation --------------------------------------------------------------------------------
 def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
-              speed_floor: float) -> None:
+              speed_floor: float, subject: str | None) -> None:
+    if subject is not None and (why := subject_form_error(subject)):
+        raise ValueError(why)
     if level not in DIFF_LEVELS:
         raise ValueError(f"level must be one of {', '.join(DIFF_LEVELS)}, got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -255,6 +309,14 @@ def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
             or not 0 <= speed_floor < math.inf:
         raise ValueError(f"speed_floor must be a finite number of seconds >= 0, got "
                          f"{speed_floor!r}")
+
+
+def subject_form_error(spec: str) -> str:
+    """Why ``spec`` is not of the form ``MODULE:NAME`` ('' when it is): checked before
+    any worker starts."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        return f"--subject must look like MODULE:NAME, got {spec!r}"
+    return ""
 
 
 def run_diff(
@@ -286,8 +348,7 @@ def run_diff(
         Seconds each request to a worker may take (``inf``: no limit); past it, or
         when its worker dies, a case is ``timeout`` or ``crashed`` at that revision.
     cwd, progress : path, callable, optional
-        A folder in the git working tree (default: the current one); called with a
-        line at the start of each phase.
+        A folder in the git working tree (default: the current one); called per phase.
     speed, speed_floor : bool, float
         False: no timing (``--no-speed``); the CPU seconds a call under which, at both
         revisions, it is ``too fast`` to time (:data:`SPEED_FLOOR`).
@@ -298,8 +359,8 @@ def run_diff(
         Not a git tree, unknown revision, a subject that cannot be loaded at HEAD, or
         the repository's code imported from outside a revision's folder.
     ValueError
-        A bad option."""
-    _validate(level, seed, max_slowdown, case_timeout, speed_floor)
+        A bad option (a subject not of the form ``MODULE:NAME`` included)."""
+    _validate(level, seed, max_slowdown, case_timeout, speed_floor, subject)
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
     spec = subject or DEFAULT_SUBJECT
@@ -441,18 +502,23 @@ def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     is borrowed from HEAD (or the working tree). Raises DiffError when it cannot run."""
     say(f"importing {result.subject} at both revisions")
     ib, ih = _both(base, head, "load", result.level, result.seed)
+    head_note = ""
     if ih["status"] == "missing" and ih["module"] and result.head != "working tree" \
             and (file := tree.module_file(result.subject)):
         ih = head.call("load", result.level, result.seed, str(file))
-        result.notes.append(f"the subject is not in {result.head} either: the working "
-                            f"tree's {tree.label(str(file))} ran at both revisions")
+        result.head_subject = "borrowed"
+        head_note = (f"the subject is not in {result.head} either: the working tree's "
+                     f"{tree.label(str(file))} ran at both revisions")
     if ih["status"] != "ok":
-        raise DiffError(f"--subject {result.subject}: {ih['message']} (at {result.head})")
+        raise DiffError(_unloadable(result, ib, ih, tree))
     if ib["status"] == "missing" and ib["module"]:
         ib = _borrow(result, base, head, ih, tree)
-    elif ib["status"] == "error":  # BASE's own subject: its cases are errors there
-        ib = _unbuilt(result, f"the subject cannot be imported at {result.base}: "
-                              f"{ib['message']}")
+    if head_note:  # after BASE's note, in the order of the revisions
+        result.notes.append(head_note)
+    elif ib["status"] == "error":  # BASE's own subject: its cases are new
+        ib = _unbuilt(result, "the subject could not be imported at BASE",
+                      f"the subject cannot be imported at {result.base}: {ib['message']}; "
+                      f"every case is new: {result.base} was not checked")
     for rev, info in ((result.base, ib), (result.head, ih)):
         _refuse_strays(rev, info.get("strays", []))
         if info["status"] == "ok" and not info["inside"]:
@@ -463,8 +529,27 @@ def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     if ib["status"] == "missing":
         result.notes.append(f"the subject is new: {ib['message']} at {result.base}, and its "
                             "module is BASE's code: BASE was not checked")
+        result.base_checked = False
+        result.base_unchecked = "the subject is new in a module of BASE's code"
         ib = {**ib, "layers": [], "models": [], "snapshots": []}
     return ib, ih
+
+
+def _unloadable(result: DiffResult, ib: dict[str, Any], ih: dict[str, Any],
+                tree: _TreeFiles) -> str:
+    """The one line of a subject that cannot be imported at HEAD: where (HEAD, or both
+    revisions when BASE failed alike), and ``PYTHONPATH=src`` when the missing module
+    lies in the repository's ``src/`` folder."""
+    where = ("at both revisions" if ib["status"] == ih["status"] and
+             ib["message"] == ih["message"] else f"at {result.head}")
+    line = f"--subject {result.subject}: {ih['message']} ({where})"
+    found = re.search(r"no module named '([\w.]+)'", ih["message"])
+    top = found.group(1).split(".")[0] if found else ""
+    src = tree.root / "src"
+    if top and ((src / top).is_dir() or (src / f"{top}.py").is_file()):
+        line += (f"; {top} is in {tree.label(str(src))}/: run with "
+                 f"PYTHONPATH={os.path.relpath(src, tree.cwd)}")
+    return line
 
 
 def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
@@ -481,15 +566,21 @@ def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
         result.notes.append(f"the subject is not in {result.base}: {source} ran against "
                             f"{result.base}'s code")
         return dict(ib)
-    return _unbuilt(result, f"the subject ({source}) cannot be imported with "
-                            f"{result.base}'s code: {ib['message']}")
+    return _unbuilt(result, "the subject could not be imported with BASE's code",
+                    f"the subject ({source}) cannot be imported with {result.base}'s code: "
+                    f"{ib['message']}; every case is new: {result.base} was not checked. "
+                    f"To compare the other cases at {result.base}, import names "
+                    f"{result.base} lacks inside the case's factories (e.g. inside inputs= "
+                    "or a lambda)")
 
 
-def _unbuilt(result: DiffResult, why: str) -> dict[str, Any]:
-    """The BASE side of a subject that cannot be imported there: every case of HEAD is
-    an ``error`` at BASE, with ``why``."""
-    result.notes.append(why)
-    return {"status": "unbuilt", "message": why, "layers": [], "models": [],
+def _unbuilt(result: DiffResult, short: str, note: str) -> dict[str, Any]:
+    """The BASE side of a subject that cannot be imported there: no case; every case of
+    HEAD is ``new`` (not a fix: nothing ran at BASE), ``note`` says why once, and the
+    result is marked ``base_checked=False`` (``short``: the headline's reason)."""
+    result.notes.append(note)
+    result.base_checked, result.base_unchecked = False, short
+    return {"status": "unbuilt", "message": note, "layers": [], "models": [],
             "snapshots": [], "inside": True, "strays": []}
 
 
@@ -512,10 +603,6 @@ def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     for rev, strays in zip((result.base, result.head), _both(base, head, "strays"),
                            strict=True):
         _refuse_strays(rev, strays)  # a case may import more of the repository
-    if ib["status"] == "unbuilt":  # every case is an error at BASE
-        sb = {f"{k}:{n}": _fault_summary(Fault("error", ib["message"]), result.seed)
-              for k, n in head_keys}
-        base_keys = list(head_keys)
     result.cases = _case_changes(sb, sh, base_keys, head_keys)
     bad = {(c.kind, c.case): c for c in result.cases if {c.base, c.head} & set(FAULT_STATUSES)}
     say("computing values (outputs, gradients, snapshot cases) at both revisions")
@@ -576,6 +663,30 @@ def _describe(s: dict[str, Any]) -> str:
 _BAD = {"fail", *FAULT_STATUSES}
 
 
+def _fixed_by(cases: list[CaseChange]) -> dict[str, str]:
+    """Case name -> the fix its slowdown and drift are part of: the case's own, when its
+    check went from bad to ``ok``, else those of the other dtypes of the same layer case
+    (``softmax [float64]`` -> ``softmax [float32]``: one change of the code fixed the
+    layer; its other dtype pays the same cost). A case whose check is a regression is
+    never part of a fix."""
+    fixed = [c for c in cases if c.fixed]
+    out = {c.case: c.case for c in fixed}
+    for c in cases:
+        if c.case in out or c.regression or c.kind != "layer":
+            continue
+        layer = _layer_name(c.case)
+        same = [f.case for f in fixed if f.kind == "layer" and _layer_name(f.case) == layer]
+        if same:
+            out[c.case] = ", ".join(same)
+    return out
+
+
+def _layer_name(case: str) -> str:
+    """``softmax [float32]`` -> ``softmax`` (a layer case's name without its dtype)."""
+    name, sep, _dtype = case.rpartition(" [")
+    return name if sep and case.endswith("]") else case
+
+
 def _state(s: dict[str, Any] | None) -> str:
     """``absent``, ``ok``, a fault's status (``error``, ``crashed``, ``timeout``) or
     ``fail``."""
@@ -624,7 +735,7 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
                  ) -> tuple[list[ValueDrift], int]:
     """Compare the values; drift of a fixed case is part of the fix, that of a case
     whose check is a regression its evidence."""
-    fixed = {f"{c.kind}:{c.case}" for c in result.cases if c.fixed}
+    fixed = _fixed_by(result.cases)
     regressed = {f"{c.kind}:{c.case}" for c in result.cases if c.regression}
     any_fix = ", ".join(sorted(c.case for c in result.fixes))
     rows: list[ValueDrift] = []
@@ -633,19 +744,28 @@ def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
         (sb, *rb), (sh, *rh) = vb[key], vh[key]
         case = key.split(":", 1)[1]
         if sb != "ok" or sh != "ok":
-            if sh != "ok" and sb == "ok":
-                drifts = [Drift(case, "*", "error", detail=f"computing it raised {rh[0]}")]
-            else:
-                result.notes.append(f"values of {case} not compared (at BASE: {rb[0]})")
-                continue
-        else:
-            drifts = [_nonfinite(d, rb[0], rh[0]) for d in
-                      compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
-            compared += len(drifts)
-        by = (case if key in fixed else "") if key.startswith("layer:") else any_fix
+            result.not_computed.append(_not_computed(case, (sb, rb), (sh, rh),
+                                                     key in regressed))
+            continue
+        drifts = [_nonfinite(d, rb[0], rh[0]) for d in
+                  compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
+        compared += len(drifts)
+        by = fixed.get(case, "") if key.startswith("layer:") else any_fix
         rows += [ValueDrift(d, bool(by), by, evidence=key in regressed)
                  for d in drifts if not d.ok]
     return rows, compared
+
+
+def _not_computed(case: str, base: tuple[str, list[Any]], head: tuple[str, list[Any]],
+                  evidence: bool) -> NotComputed:
+    """The values of ``case`` raised at one revision or both (``(status, rest)`` of each
+    side, the message first in ``rest``)."""
+    bad = [(rev, rest[0]) for rev, (status, rest) in (("BASE", base), ("HEAD", head))
+           if status != "ok"]
+    if len(bad) == 1:
+        return NotComputed(case, bad[0][0], f"computing them raised {bad[0][1]}", evidence)
+    return NotComputed(case, "both", "; ".join(f"at {rev}: computing them raised {why}"
+                                               for rev, why in bad), evidence)
 
 
 # -- speed -------------------------------------------------------------------------------------
@@ -675,7 +795,7 @@ def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str,
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
     _both(base, head, "pin", cpus[0])
     say(f"timing {len(timers)} calls side by side ({pairs} pairs each, A B A B)")
-    fixed = {c.case for c in result.cases if c.fixed}
+    fixed = _fixed_by(result.cases)
     out = []
     for name, part in timers:
         try:
@@ -687,7 +807,7 @@ def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str,
                 if not w.proc.is_alive():
                     _restart(w)
             continue
-        row.part_of_fix = name in fixed
+        row.part_of_fix, row.fixed_by = name in fixed, fixed.get(name, "")
         out.append(row)
     return out
 
@@ -712,8 +832,18 @@ def _time_pair(base: Worker, head: Worker, name: str, part: str,
         busy += [wb, wh]
     med, se = median_se(ratios)
     per_b, per_h = statistics.median(cpu_b), statistics.median(cpu_h)
-    status = ("too fast" if max(per_b, per_h) < floor
-              else "slower" if not gate(med, se, max_slowdown)
-              else "faster" if med + 3.0 * se < 1.0 / max_slowdown else "same")
+    status = _speed_status(med, se, max(per_b, per_h) < floor, max_slowdown)
     return SpeedChange(name, part, med, se, pairs, calls, per_b, per_h, status,
-                       statistics.median(busy) > 1.25)
+                       statistics.median(busy) > 1.25, gated=not math.isinf(max_slowdown))
+
+
+def _speed_status(med: float, se: float, too_fast: bool, max_slowdown: float) -> str:
+    """``too fast``, ``slower`` (the median beyond the limit by 3 standard errors),
+    ``faster`` (below its inverse by as much) or ``same``; under ``max_slowdown=inf`` the
+    labels follow :data:`_LABEL_LIMIT` (the row is then not gated)."""
+    limit = _LABEL_LIMIT if math.isinf(max_slowdown) else max_slowdown
+    if too_fast:
+        return "too fast"
+    if not gate(med, se, limit):
+        return "slower"
+    return "faster" if med + 3.0 * se < 1.0 / limit else "same"

@@ -10,6 +10,7 @@ test checks only that the slow call is reported with a ratio and a status.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -19,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gradcheck import diff as diff_module
@@ -228,6 +230,8 @@ def test_subject_missing_at_base_runs_against_base_code(tmp_path, monkeypatch, c
     assert code == 0 and "dense [float64]: new" in text, text
     assert "the subject is new: module 'mylayers' has no attribute 'LATER' at HEAD, and its " \
         "module is BASE's code: BASE was not checked" in text
+    assert "PASS: no regression (BASE not checked: the subject is new in a module of " \
+        "BASE's code)" in text.splitlines()[0]
 
 
 @pytest.mark.parametrize(("args", "where", "message"), [
@@ -422,6 +426,39 @@ def test_diff_case_timeout_is_validated(tmp_path, monkeypatch, capsys):
     assert e.value.code == 2 and "--case-timeout must be a positive" in capsys.readouterr().err
     with pytest.raises(ValueError, match="case_timeout must be a positive"):
         run_diff("HEAD", case_timeout=-1.0, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--subject", "mylayers.SUBJECT"],
+     "--subject must look like MODULE:NAME, got 'mylayers.SUBJECT'"),
+    (["--max-slowdown", "0.5"], "--max-slowdown must be a number > 1 (inf: never a regression)"),
+    (["--case-timeout", "0"], "--case-timeout must be a positive number of seconds"),
+    (["--max-slowdown", "abc"], "argument --max-slowdown: invalid float value: 'abc'"),
+])
+def test_diff_option_errors_use_the_diff_usage(tmp_path, monkeypatch, capsys, args, message):
+    """H: every bad option of diff is one line under the diff usage (not the top-level
+    one), before any worker starts; run_diff checks the subject's form as well."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["diff", "HEAD", *args])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("usage: gradcheck diff"), err
+    assert err.strip().splitlines()[-1] == f"gradcheck diff: error: {message}", err
+    with pytest.raises(ValueError, match="--subject must look like MODULE:NAME, got 'a.b'"):
+        run_diff("HEAD", subject="a.b", cwd=tmp_path)
+
+
+def test_a_module_missing_at_both_revisions_says_so_and_suggests_src(tmp_path):
+    """H: the library lives in src/ and is not on the path: one line, "at both
+    revisions" (not only HEAD's), suggesting PYTHONPATH=src."""
+    repo = _library(tmp_path, layout="src")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject",
+                           LIB_SPEC, "--no-progress", "--no-speed"], cwd=repo,
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "no module named 'mlfs'" in proc.stderr and "(at both revisions)" in proc.stderr
+    assert proc.stderr.strip().endswith("mlfs is in src/: run with PYTHONPATH=src")
 
 
 # -- real history: a from-scratch library, its fixes, their reverses, refactors ------------
@@ -671,7 +708,7 @@ def test_speed_floor_max_slowdown_inf_and_no_speed(tmp_path, monkeypatch, capsys
     assert "too fast to time (under 1e+06 us" in text
     code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--max-slowdown", "inf")
     assert code == 0 and data["speed"] and data["max_slowdown"] == "inf"
-    assert not any(s["status"] == "slower" for s in data["speed"])
+    assert not any(s["regression"] or s["gated"] for s in data["speed"]), text
     code, data, text = _diff(repo, monkeypatch, capsys, "HEAD", "--no-speed")
     assert code == 0 and data["speed"] == [] and not data["timed"]
     assert "speed: not timed (--no-speed)" in text
@@ -701,11 +738,13 @@ def test_an_untracked_subject_checks_the_old_code(tmp_path, monkeypatch, capsys,
 
     summary = render_markdown(DiffResult(**{k: data[k] for k in (
         "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
-        "max_slowdown", "base_subject", "subject_file")}))
+        "max_slowdown", "base_subject", "subject_file", "head_subject")}))
     assert f"Subject: not in {data['base']}; the working tree's verify_mlfs.py ran against " \
         f"{data['base']}'s code." in summary  # the pull-request comment says so too
-    if head:
-        assert "the subject is not in HEAD either" in text
+    if head:  # G: missing at both: the notes in the order of the revisions, both kept
+        assert text.index("the subject is not in HEAD~1: ") < \
+            text.index("the subject is not in HEAD either: ") > 0, text
+        assert "Subject: not in HEAD either; the working tree's file ran at HEAD." in summary
     reverse = ("HEAD~2", "--head", "HEAD~1") if head else ("HEAD~1", "--head", "HEAD")
     code, data, text = _run_lib(repo, monkeypatch, capsys, *reverse, "--no-speed")
     assert code == 1 and [c["case"] for c in data["cases"] if c["regression"]] == [
@@ -729,9 +768,24 @@ def test_an_untracked_subject_whose_cases_cannot_be_built_at_base(tmp_path, monk
     subject.write_text(VERIFY.replace("from mlfs import activations, layers",
                                       "from mlfs import activations, extra, layers"))
     code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
-    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
-    assert "cannot be imported with HEAD's code: importing" in text
-    assert "cannot import name 'extra' from 'mlfs'" in data["cases"][0]["base_detail"]
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"new"}, text
+    assert data["fixes"] == [] and not data["base_checked"], text
+    assert text.splitlines()[0].endswith("PASS: no regression (BASE not checked: the subject "
+                                         "could not be imported with BASE's code)"), text
+    notes = [n for n in data["notes"] if "cannot import name 'extra' from 'mlfs'" in n]
+    assert len(notes) == 1 and text.count("cannot import name") == 1, text
+    assert "cannot be imported with HEAD's code: importing" in notes[0]
+    assert "import names HEAD lacks inside the case's factories (e.g. inside inputs= or a " \
+        "lambda)" in notes[0]
+    assert not any(c["base_detail"] for c in data["cases"])
+    from gradcheck._diffrender import render_markdown
+    from gradcheck.diff import DiffResult
+
+    summary = render_markdown(DiffResult(**{k: data[k] for k in (
+        "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
+        "max_slowdown", "base_subject", "subject_file", "base_checked", "base_unchecked")}))
+    assert "(BASE not checked: the subject could not be imported with BASE's code)" in summary
+    assert "verify_mlfs.py could not be imported with HEAD's code" in summary
 
 
 SIGMOID = """import numpy as np
@@ -863,14 +917,138 @@ def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, cap
 def test_a_subject_that_cannot_be_imported_at_base_makes_its_cases_errors(
         tmp_path, monkeypatch, capsys):
     """1/3: BASE's own subject raised on import (it named a module BASE lacked): every
-    case is an error at BASE, a status with the reason (a fix when HEAD passes), not
-    exit 2 with no report."""
+    case is new (BASE not checked, not a fix), the reason in one note, not exit 2 with
+    no report."""
     repo = _library(tmp_path)
     _edit(repo, "verify_mlfs.py", "from mlfs import activations, layers",
           "from mlfs import activations, extra, layers", message="a subject that raises")
     _edit(repo, "verify_mlfs.py", "from mlfs import activations, extra, layers",
           "from mlfs import activations, layers")
     code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--no-speed")
-    assert code == 0 and {c["change"] for c in data["cases"]} == {"error -> ok"}, text
+    assert code == 0 and {c["change"] for c in data["cases"]} == {"new"}, text
+    assert data["fixes"] == [] and not data["base_checked"]
+    assert "PASS: no regression (BASE not checked: the subject could not be imported at " \
+        "BASE)" in text
     assert "note: the subject cannot be imported at HEAD: importing 'verify_mlfs' raised " \
         "ImportError: cannot import name 'extra'" in text
+
+
+# -- tryout 26: a fix's other dtype, a closed pipe, values not computed, speed labels ----------
+def _fake_time_pair(slow: str):
+    """A stand-in for the timed pairs (no timing): the calls of cases named ``slow``
+    read 1.5x slower, the others the same."""
+    from gradcheck.diff import SpeedChange
+
+    def fake(_base, _head, name, part, _level, limits):
+        ratio = 1.5 if name.startswith(slow) else 1.0
+        return SpeedChange(name, part, ratio, 0.0, 7, 100, 1e-4, ratio * 1e-4,
+                           diff_module._speed_status(ratio, 0.0, False, limits[0]))
+    return fake
+
+
+def test_the_other_dtype_of_a_fixed_layer_shares_its_fix(tmp_path, monkeypatch, capsys):
+    """A: the max-shift fixes softmax [float32] only (float64 did not overflow); the
+    slowdown of softmax [float64], the same code, is part of that fix, named, not a
+    regression; so is the drift of the other dtype. A regressed dtype never is."""
+    monkeypatch.setattr(diff_module, "_time_pair", _fake_time_pair("softmax"))
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *SOFTMAX_OVERFLOW, message="softmax without the max")
+    _edit(repo, "mlfs/activations.py", SOFTMAX_OVERFLOW[1], SOFTMAX_OVERFLOW[0],
+          message="subtract the max")
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1")
+    assert data["fixes"] == ["softmax [float32]"], text
+    rows = {(s["case"], s["part"]): s for s in data["speed"]}
+    other = rows[("softmax [float64]", "forward")]
+    assert other["status"] == "slower" and other["part_of_fix"], text
+    assert other["fixed_by"] == "softmax [float32]" and not other["regression"]
+    assert "slower (part of the fix: softmax [float32])" in text
+    assert code == 0 and data["regressions"] == [], text
+    from gradcheck.diff import CaseChange, DiffResult
+
+    result = DiffResult("B", "b", "H", "h", "m:S", "quick", 0, 1.25, cases=[
+        CaseChange("layer", "softmax [float32]", "fail", "ok", "fail -> ok", False, True),
+        CaseChange("layer", "softmax [float64]", "ok", "ok", "ok -> ok", False, False),
+        CaseChange("layer", "dense [float64]", "ok", "fail", "ok -> fail", True, False),
+        CaseChange("layer", "dense [float32]", "fail", "ok", "fail -> ok", False, True)])
+    a, b = {"output": np.zeros(3)}, {"output": np.ones(3)}
+    values = {f"layer:{n}": ("ok", a, {}) for n in ("softmax [float64]", "dense [float64]")}
+    drift, _ = diff_module._value_drift(
+        values, {k: ("ok", b, {}) for k in values}, result)
+    by = {v.drift.case: v for v in drift}
+    assert by["softmax [float64]"].part_of_fix and \
+        by["softmax [float64]"].fixed_by == "softmax [float32]"
+    assert not by["dense [float64]"].part_of_fix and by["dense [float64]"].evidence
+
+
+def test_a_closed_pipe_keeps_the_files_and_prints_no_traceback(tmp_path):
+    """B: ``| head`` closing stdout early: the --json file is written, no
+    BrokenPipeError traceback, the exit status is the verdict's."""
+    repo = _repo(tmp_path)
+    _change(repo, *BUG)
+    out = tmp_path / "x.json"
+    read, write = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject", SPEC, "--quick",
+         "--no-speed", "--no-progress", "--json", str(out)],
+        cwd=repo, stdout=write, stderr=subprocess.PIPE, text=True, env=env)
+    os.close(write)
+    os.close(read)  # the reader is gone before anything is printed
+    _, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1, err
+    assert json.loads(out.read_text())["verdict"] == "fail"
+
+
+def test_values_that_raised_are_not_computed_never_drifted(tmp_path, monkeypatch, capsys):
+    """C: a backward that raises at HEAD: its values are "not computed at HEAD" (the
+    check regression's evidence), not drift; the reverse counts them the same way, at
+    BASE. No "drifted: none computed"."""
+    repo = _library(tmp_path)
+    _edit(repo, "mlfs/activations.py", *RELU_RAISES, message="relu: a dtype mask")
+    counts = []
+    for args, at in ((("HEAD~1",), "HEAD"), (("HEAD", "--head", "HEAD~1"), "BASE")):
+        code, data, text = _run_lib(repo, monkeypatch, capsys, *args, "--no-speed")
+        assert data["values"] == [] and "none computed" not in text, text
+        lost = data["not_computed"]
+        assert [(n["case"], n["at"]) for n in lost] == [
+            ("relu [float64]", at), ("relu [float32]", at)], text
+        assert all("computing them raised TypeError" in n["reason"] for n in lost)
+        assert "0 drifted; 2 cases not computed (raised at a revision)" in text
+        counts.append((data["compared_arrays"], len(lost)))
+    assert counts[0] == counts[1]
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD~1", "--no-speed")
+    assert code == 1 and all(r.endswith("[values not computed at HEAD]")
+                             for r in data["regressions"]), text
+    code, data, text = _run_lib(repo, monkeypatch, capsys, "HEAD", "--head", "HEAD~1",
+                                "--no-speed")
+    assert code == 0 and "Values not computed:\n  relu [float64]: values not computed " \
+        "at BASE (computing them raised TypeError" in text
+
+
+def test_speed_labels_with_max_slowdown_inf_and_extremes_of_shown_rows():
+    """D: under --max-slowdown inf a 10x slowdown reads "slower (not gated)", never a
+    regression (nor "same"). E: the summary's largest and smallest ratios are those of
+    rows the table shows, not of "too fast" ones."""
+    from gradcheck._diffrender import render_text
+    from gradcheck.diff import DiffResult, SpeedChange
+
+    status = diff_module._speed_status
+    assert status(10.28, 0.05, False, math.inf) == "slower"
+    assert status(1.0, 0.01, False, math.inf) == "same"
+    assert status(0.1, 0.01, False, math.inf) == "faster"
+    assert status(10.28, 0.05, True, math.inf) == "too fast"
+    slow = SpeedChange("dense [float32]", "forward", 10.28, 0.05, 7, 10, 1e-4, 1e-3,
+                       "slower", gated=False)
+    tiny = SpeedChange("relu [float64]", "backward", 3.62, 0.01, 7, 10, 1e-6, 3e-6,
+                       "too fast")
+    same = SpeedChange("dense [float32]", "backward", 1.01, 0.01, 7, 10, 1e-4, 1e-4, "same")
+    result = DiffResult("B", "b" * 40, "H", "h" * 40, "m:S", "quick", 0, math.inf,
+                        speed=[slow, tiny, same])
+    assert not slow.regression and result.regressions == [] and result.exit_code == 0
+    text = render_text(result)
+    assert "slower (not gated)" in text and "PASS: no regression" in text
+    assert "largest ratio 10.28 (dense [float32] forward), smallest 1.01 (dense [float32] " \
+        "backward)" in text and "3.62" not in text
+    result.speed = [tiny]
+    assert "every call too fast to time" in render_text(result)
