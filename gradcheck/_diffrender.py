@@ -55,8 +55,8 @@ def _speed_summary(result: DiffResult) -> str:
             f"time, median of {result.speed[0].pairs} pairs); {extremes}"
             + (f"; {ungated} slower, not gated (--max-slowdown inf; labelled by "
                f"{_LABEL_LIMIT:g})" if ungated else "")
-            + (f"; {fast} too fast to time (under {result.speed_floor * 1e6:g} us a call "
-               "at both revisions: not gated)" if fast else "")
+            + (f"; {fast} too fast to time (changed by under {result.speed_floor * 1e6:g} us "
+               "a call: not gated)" if fast else "")
             + (f"; {fix} slower as part of a fix (not a regression)" if fix else "")
             + (f"; machine busy during {busy}" if busy else ""))
 

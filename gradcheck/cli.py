@@ -166,7 +166,7 @@ def _diff_parser(sub: Any) -> None:
                    "regression (default %(default)g; inf: timed, never a regression)")
     d.add_argument("--no-speed", action="store_true", help="do not time anything")
     d.add_argument("--speed-floor", type=float, default=None, metavar="SECONDS",
-                   help="a call under this CPU time at both revisions is 'too fast' to "
+                   help="a call whose CPU time changed by less than this is 'too fast' to "
                    "time: reported, never a regression (default 2e-05)")
     d.add_argument("--seed", type=int, default=0, help="seed of the checks and values "
                    "(default 0)")
