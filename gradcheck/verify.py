@@ -247,6 +247,10 @@ def _flow_criterion(subject: Subject, models: list[CheckResult], zero: list[str]
                             "model case")
 
 
+#: The criteria over the subject's own code and test run (see :func:`_quality_criteria`).
+QUALITY_CRITERIA = {10: "code coverage > 80%", 11: "no security alerts",
+                    12: "passes all tests"}
+
 #: The criteria a subject's budgets gate (each budget's criterion says which).
 BUDGET_CRITERIA = {5: "forward overhead in training mode < 10%",
                    6: "backward < 2x forward",
@@ -326,31 +330,31 @@ def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[Cri
     no_run = "the subject declares no test commands (Subject.test_commands)"
     crit = []
     if not subj.test_commands or why_no_code:
-        crit.append(Criterion.not_applicable(10, "code coverage > 80%", why_no_code or no_run))
+        crit.append(Criterion.not_applicable(10, QUALITY_CRITERIA[10], why_no_code or no_run))
     else:
         coverage = read_coverage(reports / "coverage.json", code, command_dir(subj, spec))
         if coverage is None or not coverage["paths"]:
-            crit.append(Criterion.judged(10, "code coverage > 80%", None,
+            crit.append(Criterion.judged(10, QUALITY_CRITERIA[10], None,
                                          f"no coverage of {', '.join(p.name for p in code)} "
                                          f"in {reports / 'coverage.json'} yet", run))
         else:
             pk, unmeasured = coverage["paths"], coverage["unmeasured"]
             crit.append(Criterion.judged(
-                10, "code coverage > 80%", all(v > 80 for v in pk.values()) and not unmeasured,
+                10, QUALITY_CRITERIA[10], all(v > 80 for v in pk.values()) and not unmeasured,
                 ", ".join(f"{k} {v:.1f}%" for k, v in sorted(pk.items()))
                 + (f"; not measured: {', '.join(unmeasured)}" if unmeasured else ""),
                 "pytest-cov line coverage of the last test run, over the subject's code"))
     crit.append(_security_criterion(subj, code, why_no_code))
     junit = read_junit(reports) if subj.test_commands else None
     if not subj.test_commands:
-        crit.append(Criterion.not_applicable(12, "passes all tests", no_run))
+        crit.append(Criterion.not_applicable(12, QUALITY_CRITERIA[12], no_run))
     elif junit is None:
-        crit.append(Criterion.judged(12, "passes all tests", None,
+        crit.append(Criterion.judged(12, QUALITY_CRITERIA[12], None,
                                      f"no {reports / 'junit.xml'} yet", run))
     else:
         bad = junit["failures"] + junit["errors"]
         crit.append(Criterion.judged(
-            12, "passes all tests", bad == 0,
+            12, QUALITY_CRITERIA[12], bad == 0,
             f"{junit['tests']} tests, {bad} failed, {junit['skipped']} skipped",
             "pytest junit XML of the last test run"))
     return crit
@@ -358,15 +362,15 @@ def _quality_criteria(subj: Subject, reports: Path, ref: SubjectRef) -> list[Cri
 
 def _security_criterion(subj: Subject, code: list[Path], why_no_code: str) -> Criterion:
     if why_no_code:
-        return Criterion.not_applicable(11, "no security alerts", why_no_code)
+        return Criterion.not_applicable(11, QUALITY_CRITERIA[11], why_no_code)
     rules = (f"ruff rules {','.join(subj.security_select)}"
              + (f" without {','.join(subj.security_ignore)}" if subj.security_ignore else ""))
     security = security_findings(code, subj.security_select, subj.security_ignore)
     if not security.get("measured"):
-        return Criterion.judged(11, "no security alerts", None, security.get("why", ""),
+        return Criterion.judged(11, QUALITY_CRITERIA[11], None, security.get("why", ""),
                                 f"pip install ruff into this environment ({rules})")
     return Criterion.judged(
-        11, "no security alerts", security["findings"] == 0,
+        11, QUALITY_CRITERIA[11], security["findings"] == 0,
         f"{security['findings']} finding(s)"
         + (f" {', '.join(security['rules'])}" if security["rules"] else "")
         + (f" in {', '.join(security['files'])}" if security["files"] else ""),
@@ -436,8 +440,7 @@ def _guarded(phase: str, faults: list[FaultRow], say: Callable[[str], None],
 def _lost_quality() -> list[Criterion]:
     """Criteria 10-12 when reading the test run's results raised (the fault names why)."""
     return [Criterion.not_applicable(c, t, "the phase that reads them raised")
-            for c, t in ((10, "code coverage > 80%"), (11, "no security alerts"),
-                         (12, "passes all tests"))]
+            for c, t in QUALITY_CRITERIA.items()]
 
 
 def _fault_criteria(crit: list[Criterion], faults: list[FaultRow]) -> list[Criterion]:
