@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "check_anchor", "counts", "failures", "markdown_summary", "view"]
+__all__ = ["SCHEMA_VERSION", "check_anchor", "counts", "failure_line", "failures",
+           "markdown_summary", "view"]
 
 #: Version of the report's JSON. 1: the keys of gradcheck 0.1 (display keys such as
 #: ``"summary"`` and ``"budget clock"``); 2 adds ``schema_version``, ``counts`` (integers
@@ -54,6 +55,14 @@ def failures(checks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                         "message": c.get("message", "") or i.get("message", ""),
                         "detail": i.get("message", ""), "anchor": check_anchor(k, j)})
     return out
+
+
+def failure_line(f: dict[str, Any], esc: Any = str) -> str:
+    """One failure of :func:`failures` on a line: check, input, status, the hint (else
+    the message) and the seed; ``esc`` escapes the user's text (Markdown)."""
+    what = f"hint: {f['hint']}" if f.get("hint") else f.get("message", "")
+    inp = f" input {esc(f['input'])}" if f.get("input") else ""
+    return f"{esc(f['check'])}{inp} {esc(f['status'])}: {esc(what)} (seed={f.get('seed')})"
 
 
 def counts(checks: Sequence[dict[str, Any]], faults: int = 0) -> dict[str, int]:
@@ -169,11 +178,7 @@ def markdown_summary(data: dict[str, Any], html: str = "", *, limit: int = 20) -
     fails = failures(data.get("checks", [])) if fails is None else fails
     if fails:
         lines.append("**What failed**")
-        for f in fails[:limit]:
-            what = f"hint: {f['hint']}" if f.get("hint") else f.get("message", "")
-            inp = f" input {_md(f['input'])}" if f.get("input") else ""
-            lines.append(f"- {_md(f['check'])}{inp} {_md(f['status'])}: {_md(what)} "
-                         f"(seed={f.get('seed')})")
+        lines += [f"- {failure_line(f, _md)}" for f in fails[:limit]]
         if len(fails) > limit:
             lines.append(f"- and {len(fails) - limit} more in the report")
         lines.append("")

@@ -493,7 +493,7 @@ def run_verification(
     by_fn = _collect(tasks, run_tasks(tasks, jobs=jobs, say=say), seed, faults)
     say("performance budgets (alone, 1 BLAS thread)" if subj.budgets is not None
         else "performance budgets: none declared", advance=True)
-    budget_results = _budgets(subj, subject, level, case_timeout, say, faults, seed)
+    budget_results = _budgets(subj, subject, level, case_timeout, say, faults)
     say("results of the test run, security, snapshots", advance=True)
     snapshot_ok, snap_section = (
         _snapshots(subject, snapshots, case_timeout, say, faults)
@@ -516,10 +516,10 @@ def _tell(say: Callable[[str], None], crit: list[Criterion], wrote: str,
           fails: Sequence[dict[str, Any]] = (), limit: int = 5) -> None:
     """On the terminal: the first failing inputs with hint and seed (as the report opens
     with them), the criteria not met, not run or not measured, and what was written."""
+    from ._reportview import failure_line
+
     for f in fails[:limit]:
-        what = f"hint: {f['hint']}" if f["hint"] else f["message"]
-        inp = f" input {f['input']}" if f["input"] else ""
-        say(f"FAILED {f['check']}{inp} {f['status']}: {what} (seed={f['seed']})")
+        say(f"FAILED {failure_line(f)}")
     if len(fails) > limit:
         say(f"... and {len(fails) - limit} more failing input(s): see the report")
     for c in crit:  # the same criteria as the report
@@ -562,13 +562,13 @@ def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
 
 
 def _budgets(subj: Subject, ref: SubjectRef, level: str, limit: float,
-             say: Callable[[str], None], faults: list[FaultRow], seed: int) -> list[Any]:
+             say: Callable[[str], None], faults: list[FaultRow]) -> list[Any]:
     """The subject's budgets, alone in a process of their own (none declared: none)."""
     if subj.budgets is None:
         return []
-    task = Task("performance budgets", budgets_task, (ref, level), timeout=10 * limit)
-    return (_collect([task], run_tasks([task], jobs=1, say=say), seed, faults)
-            .get("budgets_task") or [[]])[0]
+    out = _alone(Task("performance budgets", budgets_task, (ref, level),
+                      timeout=10 * limit), say, faults)
+    return [] if out is None else list(out)
 
 
 def _snapshots(ref: SubjectRef, directory: str | None, limit: float,
@@ -576,13 +576,22 @@ def _snapshots(ref: SubjectRef, directory: str | None, limit: float,
                ) -> tuple[bool, dict[str, Any]]:
     """The snapshot comparison in a process of its own (it runs the subject's code): a
     fault is named in the report and fails the verdict."""
-    task = Task("gradient snapshots", snapshot_task, (ref, directory), timeout=10 * limit)
+    out = _alone(Task("gradient snapshots", snapshot_task, (ref, directory),
+                      timeout=10 * limit), say, faults)
+    if out is None:
+        return False, {"text": f"not compared: {faults[-1].note}", "rows": []}
+    ok, section = out
+    return ok, section
+
+
+def _alone(task: Task, say: Callable[[str], None], faults: list[FaultRow]) -> Any:
+    """``task`` alone in a process of its own: its result, or ``None`` with its fault
+    appended to ``faults`` (named in the report, the verdict fails)."""
     (out,) = run_tasks([task], jobs=1, say=say)
     if isinstance(out, Fault):
         faults.append(FaultRow.of(task.label, out))
-        return False, {"text": f"not compared: {out.describe()}", "rows": []}
-    ok, section = out
-    return ok, section
+        return None
+    return out
 
 
 def snapshot_task(ref: SubjectRef, directory: str | None) -> tuple[bool, dict[str, Any]]:
