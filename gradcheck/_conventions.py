@@ -27,7 +27,7 @@ import numpy as np
 
 from ._protocol import ProtocolError
 
-__all__ = ["Conventions", "has_float"]
+__all__ = ["Conventions", "differentiable", "has_float", "is_configuration"]
 
 
 def _required_positional(fn: Callable[..., Any]) -> int | None:
@@ -56,6 +56,37 @@ def has_float(x: Any) -> bool:
         return False
 
 
+def is_configuration(x: Any) -> bool:
+    """Whether ``x`` is a settings dict or object: a dict (or an object with attributes)
+    that holds a string, an integer, a bool, None or another value that is no float
+    (``{"mode": "train", "eps": 1e-5, "running_mean": ...}``). It is passed through as a
+    constant; the float arrays inside it are constants too unless ``wrt=`` names it."""
+    if isinstance(x, dict):
+        values = list(x.values())
+    elif hasattr(x, "__dict__") and not isinstance(x, (np.ndarray, np.generic, type)):
+        values = list(vars(x).values())
+    else:
+        return False
+    return any(not _float_leaf(v) for v in values)
+
+
+def _float_leaf(v: Any) -> bool:
+    if isinstance(v, (list, tuple)):
+        return all(_float_leaf(u) for u in v)
+    if isinstance(v, dict):
+        return all(_float_leaf(u) for u in v.values())
+    if isinstance(v, bool) or v is None:
+        return False
+    return isinstance(v, (float, np.floating)) or (
+        isinstance(v, np.ndarray) and v.dtype.kind == "f")
+
+
+def differentiable(x: Any) -> bool:
+    """Whether an input is differentiated when ``wrt=`` is not given: it holds a float
+    and is no settings dict (:func:`is_configuration`)."""
+    return has_float(x) and not is_configuration(x)
+
+
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
@@ -68,7 +99,7 @@ class Conventions:
         self._n = len(inputs) if self._listed else 0
         self._first = inputs[0] if self._listed and self._n == 1 else None
         self._wanted = self._wrt_order(wrt)
-        self._floating = [k for k, x in enumerate(inputs) if has_float(x)] \
+        self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
         self._required = _required_positional(bwd)
 

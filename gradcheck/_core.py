@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._complex import complex_checks, complex_ok
-from ._conventions import Conventions
+from ._conventions import Conventions, is_configuration
 from ._dispatch import run_checks
 from ._hints import unreduced_hint
 from ._modes import InputChecker, method_label, overall, resolve_mode
@@ -300,7 +300,14 @@ class _Unreduced(ProtocolError):
 
 
 def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
-    ga = np.asarray(g)
+    try:
+        ga = np.asarray(g)
+    except (ValueError, TypeError):
+        kinds = ", ".join(type(v).__name__ for v in g) if isinstance(g, (list, tuple)) else ""
+        raise ProtocolError("bad-protocol", (
+            f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
+            + f", not an array of shape {x.shape}; return one array per input (and the "
+            "parameters' gradients apart, as dX, [dW, db])")) from None
     if ga.shape != x.shape:
         message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
         hint = unreduced_hint(ga.shape, x.shape)
@@ -412,17 +419,16 @@ def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[An
 
 
 # -- the per-input results -------------------------------------------------------------------
-def _none_gradient(runner: Runner, i: int, wrt_given: bool) -> InputResult:
-    """A floating input whose gradient is None: a failure whose hint names ``wrt``."""
+def _none_gradient(runner: Runner, i: int) -> InputResult:
+    """A floating input named in ``wrt`` whose gradient is None: a failure."""
     ic = InputChecker(runner, i, "central")
     depends = not ic.directional(2)
     res = ic.finish("directional")
     res.status = "mismatch"
     res.message = "backward returned None for this floating input" + (
         ", and the output depends on it" if depends else "")
-    res.hint = ("backward returned None for a floating input: return its gradient"
-                + ("" if wrt_given else ", or, if it is a constant, leave it out of "
-                   "wrt= (the inputs to differentiate, e.g. wrt=[0])"))
+    res.hint = ("backward returned None for an input named in wrt=: return its gradient, "
+                "or, if it is a constant, leave it out of wrt=")
     return res
 
 
@@ -464,7 +470,10 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
         method = method_label(method, [prep.leaves[i] for i in checked])
     by_leaf = dict(zip(checked, results, strict=True))
     for i in called.none_grads:
-        by_leaf[i] = _none_gradient(runner, i, wrt_given)
+        by_leaf[i] = _none_gradient(runner, i) if wrt_given else _plain_result(
+            prep.tree.names[i], prep.leaves[i], "constant",
+            "backward returned None for it: a constant (not checked; name it in wrt= "
+            "to check its gradient)")
     for i in prep.ints:
         by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "skipped",
                                    "integer input: not differentiable, not checked")
@@ -509,6 +518,8 @@ def run_protocol_check(
     (a call with the wrong signature) is then placed at their definition. ``names``
     names positional inputs (default ``x0``, ``x1``...; see :func:`input_names`).
     """
+    wrt_given = wrt is not None
+    wrt, config_note = _without_configuration(inputs, wrt, names)
     prep = _prepare(inputs, wrt, names)
     chosen = _resolve_wrt(inputs, wrt)
     rng = generator(opts.seed)
@@ -525,7 +536,7 @@ def run_protocol_check(
     try:
         called = _protocol_calls(fwd, bwd, prep, chosen, rng)
         results, runner, method, mode = _compare_inputs(
-            fwd, prep, called, opts, rng, wrt is not None, _vjp(bwd, prep, called, chosen))
+            fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
     except ProtocolError as exc:
         res = early(exc.status, exc.message, 2)
         if isinstance(exc, _Unreduced):
@@ -542,7 +553,26 @@ def run_protocol_check(
     return CheckResult(passed=status == "ok", status=status, message=message, inputs=results,
                        method=method, mode=mode, evaluations=runner.evaluations,
                        backward_calls=called.backward_calls, seed=opts.seed,
-                       notes=called.notes, name=opts.name, kind=kind)
+                       notes=[*config_note, *called.notes], name=opts.name, kind=kind)
+
+
+def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None
+                           ) -> tuple[Any, list[str]]:
+    """Without ``wrt=``, settings dicts (:func:`is_configuration`) are constants: ``wrt``
+    becomes the other inputs, and a note names them."""
+    if wrt is not None or not isinstance(inputs, (Sequence, dict)) or isinstance(
+            inputs, str):
+        return wrt, []
+    keys = _top_keys(inputs)
+    config = [k for k in keys if isinstance(inputs[k], (str, bytes)) or inputs[k] is None
+              or is_configuration(inputs[k])]
+    if not config:
+        return wrt, []
+    shown = [(names[k] if names and isinstance(k, int) and k < len(names) else
+              f"x{k}" if isinstance(k, int) else str(k)) for k in config]
+    return [k for k in keys if k not in config], [
+        f"{', '.join(shown)}: settings (holds values that are no float): passed through "
+        "as a constant, the float arrays in it too (name it in wrt= to differentiate it)"]
 
 
 def check_vjp(

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ._conventions import has_float
+from ._conventions import differentiable
 from ._core import raise_unless_passed, run_protocol_check
 from ._discovery import (
     GRAD_NAMES,
@@ -52,14 +52,26 @@ from ._discovery import (
     Param,
     float_arrays,
     float_scalars,
+    get_path,
     is_float_array,
     parameters,
     try_path,
     unmatched,
     walk,
 )
+from ._observe import method_pair, positional_names, same_but_unit
 from ._options import Options, validate_options
 from ._protocol import ProtocolError, UserCodeError, call_user
+from ._reading import (
+    GlobalDraws,
+    call_backward,
+    call_style,
+    describe,
+    match_stored,
+    output_path,
+    probe,
+    split_return,
+)
 from ._recording import record
 from ._result import CheckResult
 
@@ -159,6 +171,11 @@ class _Protocol:
     notes: list[str] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
     style: str = ""
+    order: list[int | None] = field(default_factory=list)  # style "inputs": the arguments
+    out_path: str | None = None  # where a forward returning None stores its output
+    draws: GlobalDraws | None = None
+    returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
+    stored_inputs: dict[int, str] = field(default_factory=dict)  # input -> stored gradient
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -168,11 +185,15 @@ class _Protocol:
         layer = copy.deepcopy(self.layer)
         for p, value in zip(self.params, ps, strict=True):
             p.write(layer, value)
+        if self.draws is not None:
+            self.draws.reset()
         out = getattr(layer, self.forward)(*xs)
-        return out, layer
+        if out is None and self.out_path is not None:
+            out = np.array(get_path(layer, self.out_path), copy=True)
+        return out, (layer, xs)
 
-    def run_backward(self, dy: Any, layer: Any) -> list[Any]:
-        fresh = copy.deepcopy(layer)  # each backward on its own copy: += stays local
+    def run_backward(self, dy: Any, cache: Any) -> list[Any]:
+        fresh, xs = copy.deepcopy(cache)  # each backward on its own copy: += stays local
         method = getattr(fresh, self.backward)
         if not self.style:
             self.style, note = _call_style(method, dy, f"{type(self.layer).__name__}."
@@ -180,21 +201,41 @@ class _Protocol:
             self.note(note)
         before = [_as_float(p.read_grad(fresh)) for p in self.params]
         elsewhere = {a: _as_float(try_path(fresh, a)) for p in self.params for a in p.also}
-        if self.style == "spread":
-            dx = method(*dy)
-        elif self.style == "one":
-            dx = method(dy)
-        else:
-            dx = method()
+        ret = call_backward(method, self.style, self.order, dy, xs)
+        dx, pgrads = ret, None
+        if self.returned is not None:
+            j, _ = self.returned
+            pgrads = ret[j]
+            rest = [r for i, r in enumerate(ret) if i != j]
+            dx = rest[0] if len(rest) == 1 else tuple(rest) if rest else None
         dxs = self._input_grads(dx)
+        for k, path in self.stored_inputs.items():
+            dxs[k] = np.array(get_path(fresh, path), copy=True)
+        dxs = [self._unit(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
+               for k, d in enumerate(dxs)]
         scale = np.asarray(dy) if self.style == "none" else None
         grads = []
+        keys = self.returned[1] if self.returned is not None else {}
         for p, b in zip(self.params, before, strict=True):
-            grads.append(_change(p.read_grad(fresh), b, scale))
-            _same_elsewhere(p, fresh, grads[-1], elsewhere)
+            if p.name in keys and pgrads is not None:
+                g = np.array(pgrads[keys[p.name]], copy=True)
+            else:
+                g = _change(p.read_grad(fresh), b, scale)
+                _same_elsewhere(p, fresh, g, elsewhere)
+            grads.append(self._unit(g, np.shape(p.read(fresh)), p.name))
         if scale is not None:
             dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
         return dxs + grads
+
+    def _unit(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
+        """A gradient whose shape differs from its array's by size-1 axes only, reshaped
+        (it broadcasts in an update), with a note."""
+        if not isinstance(g, np.ndarray) or g.shape == shape or g.size != int(
+                np.prod(shape)) or not same_but_unit(g.shape, shape):
+            return g
+        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: "
+                  "compared after reshaping (they differ by size-1 axes only)")
+        return g.reshape(shape)
 
     def _input_grads(self, dx: Any) -> list[Any]:
         n = self.n_inputs
@@ -271,44 +312,195 @@ def _call(layer: Any, method: str, args: list[Any]) -> Any:
     return call_user(getattr(layer, method), *args, what=f"{type(layer).__name__}.{method}")
 
 
-def _check_methods(layer: Any, forward: str, backward: str) -> None:
-    for attr in (forward, backward):
-        if not callable(getattr(layer, attr, None)):
-            raise TypeError(f"{type(layer).__name__} has no method {attr!r}; name the "
-                            "methods with forward= and backward=")
-
-
-def _discover(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str,
-              params: Any, grads: Any, wanted: list[int]) -> _Protocol:
-    _check_methods(layer, forward, backward)
+def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+              backward: str | None, params: Any, grads: Any, wanted: list[int],
+              output: str | None = None, seed: int = 0,
+              draws: GlobalDraws | None = None) -> _Protocol:
+    """Read the layer by running it once (:mod:`gradcheck._reading`): its methods, how
+    its backward is called, where its output and gradients are, which arrays are state."""
+    forward, backward, found_note = method_pair(
+        layer, None if forward == "forward" else forward,
+        None if backward == "backward" else backward)
     shapes = [np.shape(x) if isinstance(x, np.ndarray) else
               "sequence" if isinstance(x, (list, tuple)) else None for x in inputs]
     named = _explicit(params, grads) if params is not None else None
+    draws = draws or GlobalDraws()
+    proto = _Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
+                      draws=draws)
+    proto.note(found_note)
+    rng = np.random.default_rng(seed)
+    xs = list(inputs)
+    proto.out_path = output
+    what = f"{type(layer).__name__}.{forward}"
+    if output is None and _call(copy.deepcopy(layer), forward, copy.deepcopy(xs)) is None:
+        proto.out_path, text = output_path(layer, forward, xs, draws, rng)
+        proto.note(text)
+    first = probe_style(proto, xs, what)
     if named == []:
-        return _Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes)
-    init, probe = _probe(layer, inputs, forward, backward)
+        _inputs_read(proto, first, {})
+        return proto
     if named is not None:
-        _resolve_named(layer, init, probe, named, params, grads)
-        return _Protocol(layer, forward, backward, len(inputs), named, wanted, shapes=shapes)
-    found = parameters(layer, probe)
+        _resolve_named(layer, first.init, first.after, named, params, grads)
+        proto.params = named
+        _inputs_read(proto, first, {})
+        return proto
+    _read_parameters(proto, first, xs, rng)
+    return proto
+
+
+def probe_style(proto: _Protocol, xs: list[Any], what: str) -> Any:
+    """The backward's calling style, then one forward and backward observed."""
+    layer = proto.layer
+    init = copy.deepcopy(layer)
+    proto.draws.reset() if proto.draws else None
+    out = _call(init, proto.forward, copy.deepcopy(xs))
+    if out is None and proto.out_path is not None:
+        out = get_path(init, proto.out_path)
+    method = getattr(init, proto.backward)
+    base, note = _call_style(method, _ones_like(out), f"{type(layer).__name__}."
+                             f"{proto.backward}")
+    proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
+                                                   len(xs), base)
+    proto.note(in_note or note)
+    assert proto.draws is not None
+    return probe(layer, proto.forward, proto.backward, xs, proto.draws,
+                 (proto.style, proto.order), proto.out_path, _ones_like)
+
+
+def _read_parameters(proto: _Protocol, first: Any, xs: list[Any],
+                     rng: np.random.Generator) -> None:
+    """The parameters by the named conventions, then by what the backward returned and
+    stored; arrays the output does not depend on are state."""
+    layer = proto.layer
+    found = parameters(layer, first.after)
     missing = unmatched(layer, found)
-    base, notes = layer, []
+    base = layer
     held = {p for p, _ in float_arrays(layer).values()}
-    persistent = _persistent(init, inputs, forward, held)
+    persistent = _persistent(first.init, tuple(xs), proto.forward, held)
     if persistent:  # arrays built by the first forward and kept: weights or buffers
-        lazy_found = parameters(init, probe)
+        lazy_found = parameters(first.init, first.after)
         lazy = [p for p in lazy_found if isinstance(p.value, str)
                 and not is_float_array(try_path(layer, p.value))]
         if lazy:
-            base, found = init, lazy_found
-            notes.append(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} "
-                         "on its first forward: initialised once on a copy, every evaluation "
-                         "starts from it")
-        missing = [p for p in unmatched(init, found) if p in held or p in persistent]
-    if missing:
-        raise _convention_error(layer, missing)
-    notes += [t for t in [_constant_scalars(base, found)] if t]
-    return _Protocol(base, forward, backward, len(inputs), found, wanted, notes, shapes=shapes)
+            base, found = first.init, lazy_found
+            proto.note(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} "
+                       "on its first forward: initialised once on a copy, every evaluation "
+                       "starts from it")
+        missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
+    proto.layer = base
+    used = {g for p in found for g in (p.grad, *p.also) if isinstance(g, str)}
+    cands = {k: v for k, v in first.stored.items() if k not in used}
+    if any(not is_float_array(try_path(base, p)) for p in missing):
+        base = proto.layer = first.init  # built by the first forward: start from it
+        proto.note(f"{type(layer).__name__} creates arrays on its first forward: "
+                   "initialised once on a copy, every evaluation starts from it")
+    arrays = {p: get_path(base, p) for p in missing}
+    observed = _observed(proto, first, arrays, cands)
+    found += observed
+    left = [p for p in missing if p not in {q.value for q in observed}]
+    state = [p for p in left if not _moves_output(proto, xs, p, rng)]
+    if state:
+        proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
+    left = [p for p in left if p not in state]
+    if left:
+        raise _observed_error(layer, left, first, cands)
+    proto.params = found
+    proto.note(_constant_scalars(base, found))
+
+
+def _observed(proto: _Protocol, first: Any, arrays: dict[str, np.ndarray],
+              cands: dict[str, np.ndarray]) -> list[Param]:
+    """Parameters whose gradients the backward returned beside the input gradients
+    (``dX, [dW, db]``) or stored (``self.dweights``); the inputs' stored gradients."""
+    out: list[Param] = []
+    split = split_return(first.ret, proto.layer)
+    if split is not None:
+        j, keys = split
+        mine = {p: k for p, k in keys.items() if p in arrays}
+        proto.returned = (j, mine)
+        out += [Param(p, p, _no_grad) for p in mine]
+        proto.note(f"backward returns the parameters' gradients as item {j} of what it "
+                   f"returns ({', '.join(keys) or 'none'})")
+    rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
+    got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands)
+    out += [Param(p, p, g) for p, g in got_p.items()]
+    proto.stored_inputs = got_x
+    for t in notes:
+        proto.note(t)
+    _inputs_read(proto, first, got_x)
+    return out
+
+
+def _no_grad(layer: Any) -> None:
+    return None
+
+
+def _inputs_wanting(proto: _Protocol, first: Any) -> dict[int, tuple[str, Any]]:
+    """The differentiated inputs whose gradient the backward did not return."""
+    ret = first.ret
+    if proto.returned is not None or ret is not None:
+        return {}
+    names = positional_names(getattr(first.init, proto.forward)) or []
+    return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
+
+
+def _inputs_read(proto: _Protocol, first: Any, got_x: dict[int, str]) -> None:
+    """A backward that returned nothing must have stored every differentiated input's
+    gradient where it can be found."""
+    if first.ret is not None or proto.returned is not None:
+        return
+    lost = [k for k in proto.wanted if k not in got_x]
+    if lost:
+        raise ProtocolError("bad-protocol", (
+            f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
+            f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
+            f"{describe(first.stored) or 'nothing'}); return the input gradient, or name "
+            "the inputs to check with wrt= (wrt=[] for the parameters only)"))
+
+
+def _moves_output(proto: _Protocol, xs: list[Any], path: str,
+                  rng: np.random.Generator) -> bool:
+    """Whether perturbing the array at ``path`` changes the forward's output."""
+    def output(shift: bool) -> np.ndarray:
+        layer = copy.deepcopy(proto.layer)
+        if shift:
+            a = get_path(layer, path)
+            a += (1e-3 * (np.abs(a) + 1) * rng.choice([-1.0, 1.0], a.shape)).astype(a.dtype)
+        if proto.draws is not None:
+            proto.draws.reset()
+        out = _call(layer, proto.forward, copy.deepcopy(xs))
+        if out is None and proto.out_path is not None:
+            out = get_path(layer, proto.out_path)
+        return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in _leaves(out)])
+
+    a, b = output(False), output(True)
+    return a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
+
+
+def _leaves(out: Any) -> list[Any]:
+    if isinstance(out, (list, tuple)):
+        return [v for o in out for v in _leaves(o)]
+    if isinstance(out, dict):
+        return [v for o in out.values() for v in _leaves(o)]
+    return [out]
+
+
+def _observed_error(layer: Any, left: list[str], first: Any,
+                    cands: dict[str, np.ndarray]) -> LayerConventionError:
+    arrays = describe({p: try_path(first.init, p) for p in left})
+    ret = first.ret
+    shown = ("None" if ret is None else type(ret).__name__ if not isinstance(
+        ret, np.ndarray) else f"an array {ret.shape}")
+    if isinstance(ret, (tuple, list)):
+        shown += " of " + ", ".join(f"{type(r).__name__}" + (
+            f" {r.shape}" if isinstance(r, np.ndarray) else "") for r in ret)
+    return LayerConventionError(
+        f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was found "
+        f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
+        f" and stored {describe(cands) or 'no other array'}. Name them: check_layer(layer, "
+        f"x, params={{'{left[0]}': '{left[0]}'}}, grads={{'{left[0]}': '...'}}) (paths "
+        "like \"params['W']\" or callables layer -> array); params={} checks the input "
+        "gradients only.")
 
 
 def _constant_scalars(layer: Any, found: list[Param]) -> str:
@@ -320,19 +512,6 @@ def _constant_scalars(layer: Any, found: list[Param]) -> str:
     return (f"float scalars with no gradient found held constant (hyperparameters): "
             f"{', '.join(held)}; a scalar parameter needs its gradient beside it (dX, grad_X) "
             "or in params=/grads=")
-
-
-def _probe(layer: Any, inputs: tuple[Any, ...], forward: str, backward: str
-           ) -> tuple[Any, Any]:
-    """Copies of the layer after one forward (``init``) and after its backward too."""
-    init = copy.deepcopy(layer)
-    out = _call(init, forward, copy.deepcopy(list(inputs)))
-    probe = copy.deepcopy(init)
-    dy = _ones_like(out)
-    style, _ = _call_style(getattr(probe, backward), dy, f"{type(layer).__name__}.{backward}")
-    args = list(dy) if style == "spread" else [dy] if style == "one" else []
-    _call(probe, backward, args)
-    return init, probe
 
 
 def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],
@@ -385,11 +564,12 @@ def _ones_like(out: Any) -> Any:
 def check_layer(
     layer: Any,
     *inputs: Any,
-    forward: str = "forward",
-    backward: str = "backward",
+    forward: str | None = None,
+    backward: str | None = None,
     params: dict[str, Any] | None = None,
     grads: dict[str, Any] | None = None,
     wrt: Any = None,
+    output: str | None = None,
     **options: Any,
 ) -> CheckResult:
     """Check a layer object's backward: its input gradients and its parameter gradients.
@@ -407,13 +587,23 @@ def check_layer(
         ids) are not differentiated. A backward that returns one array for several
         inputs returns the gradient of the only ``wrt`` input, else (stated in the
         notes) of the first input of its shape.
-    forward, backward : str
-        The method names (``"forward_pass"``, ``"backward_pass"``...).
+    forward, backward : str, optional
+        The method names. By default ``forward``/``backward``, else the one pair of
+        methods whose names read as a forward and a backward (``forward_pass`` and
+        ``backward_pass``, ``fprop``/``bprop``, ``__call__``/``backward``), stated in
+        the notes. A backward taking the forward's inputs again and the output gradient
+        (``backward(W, x, dz)``) is called so.
     params, grads : dict, optional
         name -> path (``"W"``, ``"params['W']"``, ``"blocks[1].attn.W_q"``) or callable
         ``layer -> array`` of each parameter and of its gradient. By default found in
-        the layer and its sub-layers by the conventions of :mod:`gradcheck._discovery`;
+        the layer and its sub-layers by the conventions of :mod:`gradcheck._discovery`,
+        then by observation: the gradients the backward returns beside the input's
+        (``dX, [dW, db]`` for ``self.params = [W, b]``) or stores (``self.dweights``);
+        an array the output does not depend on is state, named in the notes.
         ``params={}`` checks the input gradients only. Float scalars: see the module.
+    output : str, optional
+        Where a forward that returns None stores its output (``"output"``); by default
+        the one array it stores that depends on the inputs.
     wrt : int, str or sequence of them, optional
         Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate; the others
         are held constant, and named in the coverage.
@@ -428,18 +618,22 @@ def check_layer(
     Raises
     ------
     LayerConventionError
-        A float array held with no gradient found, or a path given that leads nowhere.
+        A float array the output depends on with no gradient found, or a path given
+        that leads nowhere.
     """
     opts = validate_options("check_layer", **options)
     wrt = _wrt_names(wrt, len(inputs))
+    draws = GlobalDraws()
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,
-                              _wanted(inputs, wrt))
+                              _wanted(inputs, wrt), output, opts.seed, draws)
         except (UserCodeError, ProtocolError) as exc:
             res = _error_result(exc, opts.seed, opts.name, "layer")
         else:
             res = _run(proto, len(inputs), inputs, wrt, opts)
+        finally:
+            draws.reset()  # the user's global generators as they were
     record(res)
     return res
 
@@ -489,7 +683,7 @@ def _wanted(inputs: tuple[Any, ...], wrt: Any) -> list[int]:
     """The inputs (by position) that ``wrt`` names; without ``wrt``, those holding a
     float array (token ids and integer labels get no gradient)."""
     if wrt is None:
-        return [k for k, x in enumerate(inputs) if has_float(x)]
+        return [k for k, x in enumerate(inputs) if differentiable(x)]
     names = [wrt] if isinstance(wrt, str) else list(wrt)
     return [k for k in range(len(inputs)) if f"x{k}" in names]
 

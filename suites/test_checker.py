@@ -457,10 +457,13 @@ def test_integer_and_constant_inputs(rng):
         return g, None, None
 
     res = check_vjp(fwd, bwd, [rng.standard_normal(3), idx, 2.0])
-    # the constant c does change the output: None is not allowed for it
+    # without wrt=, None marks c a constant (said so, not checked); named in wrt=, the
+    # output's dependence on it makes None a failure
+    assert res.passed and res.inputs[2].status == "constant"
+    assert res.inputs[1].status == "skipped"
+    res = check_vjp(fwd, bwd, [rng.standard_normal(3), idx, 2.0], wrt=[0, 2])
     assert not res.passed and res.inputs[2].status == "mismatch"
     assert "returned None" in res.inputs[2].hint
-    assert res.inputs[1].status == "skipped"
 
     def fwd2(x, i):
         return x[i] * 3.0, (x, i)
