@@ -59,7 +59,7 @@ from ._discovery import (
     unmatched,
     walk,
 )
-from ._observe import method_pair, positional_names, same_but_unit
+from ._observe import float_state, method_pair, positional_names, same_but_unit, stored
 from ._options import Options, validate_options
 from ._protocol import ProtocolError, UserCodeError, call_user
 from ._reading import (
@@ -67,6 +67,7 @@ from ._reading import (
     call_backward,
     call_style,
     describe,
+    linear,
     match_stored,
     output_path,
     probe,
@@ -176,6 +177,8 @@ class _Protocol:
     draws: GlobalDraws | None = None
     returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
     stored_inputs: dict[int, str] = field(default_factory=dict)  # input -> stored gradient
+    reduce: bool = False  # a loss per sample, its backward the gradient of their mean
+    wrt_given: bool = False
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -190,6 +193,8 @@ class _Protocol:
         out = getattr(layer, self.forward)(*xs)
         if out is None and self.out_path is not None:
             out = np.array(get_path(layer, self.out_path), copy=True)
+        if self.reduce:
+            out = np.mean(np.asarray(out))
         return out, (layer, xs)
 
     def run_backward(self, dy: Any, cache: Any) -> list[Any]:
@@ -213,7 +218,7 @@ class _Protocol:
             dxs[k] = np.array(get_path(fresh, path), copy=True)
         dxs = [self._unit(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
                for k, d in enumerate(dxs)]
-        scale = np.asarray(dy) if self.style == "none" else None
+        scale = np.asarray(dy) if self.style in ("none", "given") else None
         grads = []
         keys = self.returned[1] if self.returned is not None else {}
         for p, b in zip(self.params, before, strict=True):
@@ -315,7 +320,7 @@ def _call(layer: Any, method: str, args: list[Any]) -> Any:
 def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
               backward: str | None, params: Any, grads: Any, wanted: list[int],
               output: str | None = None, seed: int = 0,
-              draws: GlobalDraws | None = None) -> _Protocol:
+              draws: GlobalDraws | None = None, wrt_given: bool = False) -> _Protocol:
     """Read the layer by running it once (:mod:`gradcheck._reading`): its methods, how
     its backward is called, where its output and gradients are, which arrays are state."""
     forward, backward, found_note = method_pair(
@@ -326,7 +331,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     named = _explicit(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = _Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
-                      draws=draws)
+                      draws=draws, wrt_given=wrt_given)
     proto.note(found_note)
     rng = np.random.default_rng(seed)
     xs = list(inputs)
@@ -363,8 +368,68 @@ def probe_style(proto: _Protocol, xs: list[Any], what: str) -> Any:
                                                    len(xs), base)
     proto.note(in_note or note)
     assert proto.draws is not None
-    return probe(layer, proto.forward, proto.backward, xs, proto.draws,
-                 (proto.style, proto.order), proto.out_path, _ones_like)
+    draws = proto.draws
+
+    def run(scale: float) -> Any:
+        return probe(layer, proto.forward, proto.backward, xs, draws,
+                     (proto.style, proto.order), proto.out_path,
+                     lambda o: _times(_ones_like(o), scale))
+
+    if proto.style != "inputs" or proto.order.index(None) >= len(xs):
+        return _given(proto, run(1.0), out)
+    try:
+        first = run(1.0)
+        if linear(first, run(2.0)):
+            return first
+        why = "its result is not linear in that argument"
+    except UserCodeError as exc:
+        first, why = exc, f"it raised {exc.type} when given one"
+    k = proto.order.index(None)
+    order, proto.order = proto.order, [k if o is None else o for o in proto.order]
+    proto.style = "given"
+    try:
+        found = run(1.0)
+    except UserCodeError:
+        proto.style, proto.order = "inputs", order
+        if isinstance(first, UserCodeError):
+            raise first from None
+        return first
+    kept = stored(float_state(layer), found.init, tuple(found.xs))
+    rivals = {p: v for p, v in kept.items() if np.shape(v) == np.shape(xs[k])}
+    if rivals:
+        raise ProtocolError("bad-protocol", (
+            f"{type(layer).__name__}.{proto.backward}: its argument {k} is no output "
+            f"gradient ({why}); it may take the forward's input {k} or what the forward "
+            f"stored of that shape ({describe(rivals)}): cannot tell which. Check the loss "
+            "as a function: check_loss(lambda x, y: (loss of x, gradient of x), x, y)"))
+    proto.notes = [t for t in proto.notes if t != in_note]
+    proto.note(f"backward's argument {k} takes the forward's input {k}, not an output "
+               f"gradient ({why}): read as a loss's gradient")
+    if proto.wanted != [k] and proto.wrt_given is False:
+        targets = [f"x{j}" for j in proto.wanted if j != k]
+        proto.wanted = [k] if k in proto.wanted else []
+        if targets:
+            proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
+                       "wrt= to differentiate them)")
+    return _given(proto, found, out)
+
+
+def _given(proto: _Protocol, first: Any, out: Any) -> Any:
+    """A loss's backward (no output gradient) of a forward returning one loss per sample
+    is the gradient of their mean: the check's output is that mean."""
+    if proto.style == "given" and np.size(out) > 1:
+        proto.reduce = True
+        proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
+                   "backward takes no output gradient: checked as the gradient of their mean")
+    return first
+
+
+def _times(dy: Any, scale: float) -> Any:
+    if isinstance(dy, (tuple, list)):
+        return type(dy)(_times(d, scale) for d in dy)
+    if isinstance(dy, dict):
+        return {k: _times(d, scale) for k, d in dy.items()}
+    return dy * scale
 
 
 def _read_parameters(proto: _Protocol, first: Any, xs: list[Any],
@@ -372,8 +437,8 @@ def _read_parameters(proto: _Protocol, first: Any, xs: list[Any],
     """The parameters by the named conventions, then by what the backward returned and
     stored; arrays the output does not depend on are state."""
     layer = proto.layer
-    found = parameters(layer, first.after)
-    missing = unmatched(layer, found)
+    found = [p for p in parameters(layer, first.after) if not _keeps_input(first, p)]
+    missing = [p for p in unmatched(layer, found) if not _keeps_input(first, p)]
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}
     persistent = _persistent(first.init, tuple(xs), proto.forward, held)
@@ -406,6 +471,16 @@ def _read_parameters(proto: _Protocol, first: Any, xs: list[Any],
         raise _observed_error(layer, left, first, cands)
     proto.params = found
     proto.note(_constant_scalars(base, found))
+
+
+def _keeps_input(first: Any, p: Param | str) -> bool:
+    """Whether the forward rebinds the array at ``p`` to one of its inputs: a cache left
+    by an earlier call (``self.inputs``), not a parameter."""
+    path = p.value if isinstance(p, Param) else p
+    if not isinstance(path, str):
+        return False
+    now = try_path(first.init, path)
+    return any(now is x for x in first.xs)
 
 
 def _observed(proto: _Protocol, first: Any, arrays: dict[str, np.ndarray],
@@ -627,7 +702,8 @@ def check_layer(
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,
-                              _wanted(inputs, wrt), output, opts.seed, draws)
+                              _wanted(inputs, wrt), output, opts.seed, draws,
+                              wrt is not None)
         except (UserCodeError, ProtocolError) as exc:
             res = _error_result(exc, opts.seed, opts.name, "layer")
         else:

@@ -1,0 +1,371 @@
+"""Code read by observing what it does (issue 30): layers in conventions no list of names
+covers, each checked with the plainest call, ``check_layer(layer, *inputs)``.
+
+Every observation has a correct layer that passes and a broken twin that fails with a
+gradient verdict (``mismatch``), not a protocol complaint. The layers are written here in
+the styles of from-scratch code bases: a forward that returns nothing and stores its
+output, a backward that stores ``self.dweights``, ``self.params = [W, b]`` with
+``dX, [dW, db]`` returned, stateless gates taking the inputs again, ``forward_pass``
+method names, losses whose backward takes the prediction instead of an output gradient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+RNG = np.random.default_rng(30)
+X = RNG.standard_normal((4, 3)) + 0.05
+P = RNG.random((4, 3)) * 0.8 + 0.1  # probabilities, away from 0 and 1
+LABELS = np.array([0, 2, 1, 1])
+
+
+# -- a forward that stores its output, a backward that stores its gradients --------------------
+class StoredDense:
+    def __init__(self, broken: bool = False, bias_shape: tuple[int, ...] = (1, 2)):
+        r = np.random.default_rng(1)
+        self.weights = 0.5 * r.standard_normal((3, 2))
+        self.biases = r.standard_normal(bias_shape)
+        self.broken = broken
+
+    def forward(self, inputs, training):
+        self.inputs = inputs
+        self.output = inputs @ self.weights + self.biases
+
+    def backward(self, dvalues):
+        self.dweights = self.inputs.T @ dvalues
+        self.dbiases = dvalues.sum(axis=0, keepdims=True) * (2.0 if self.broken else 1.0)
+        self.dinputs = dvalues @ self.weights.T
+
+
+def _verdict(res: gradcheck.CheckResult, broken: bool) -> None:
+    if broken:
+        assert res.status == "mismatch", res.report()
+    else:
+        assert res.passed, res.report()
+        assert all(i.checked > 0 for i in res.inputs
+                   if i.status not in ("constant", "skipped"))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_stored_output_and_stored_gradients(broken):
+    res = gradcheck.check_layer(StoredDense(broken), X, True)
+    _verdict(res, broken)
+    assert [i.name for i in res.inputs] == ["x0", "x1", "weights", "biases"]
+    assert "StoredDense.forward returns nothing: its output is what it stores in output" \
+        in res.notes
+    assert res.inputs[1].status == "skipped"  # the training flag
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_gradient_with_a_size_one_axis_less_gets_a_verdict_and_a_note(broken):
+    class Flat(StoredDense):
+        def backward(self, dvalues):
+            super().backward(dvalues)
+            self.dbiases = self.dbiases.reshape(-1)  # (2,) for biases (1, 2)
+
+    res = gradcheck.check_layer(Flat(broken), X, True)
+    _verdict(res, broken)
+    assert any("gradient of biases has shape (2,), biases has (1, 2)" in n for n in res.notes)
+
+
+def test_a_gradient_whose_shape_differs_otherwise_is_still_a_shape_mismatch():
+    class Wrong(StoredDense):
+        def backward(self, dvalues):
+            super().backward(dvalues)
+            self.dweights = self.dweights.T
+
+    with pytest.raises(gradcheck.LayerConventionError, match="weights .3, 2."):
+        gradcheck.check_layer(Wrong(), X, True)
+
+
+class Identity:
+    def forward(self, inputs, training):
+        self.inputs = inputs
+        self.output = inputs  # the input itself, under another name
+
+    def backward(self, dvalues):
+        self.dinputs = dvalues.copy()
+
+
+def test_an_identity_forward_that_keeps_its_input_as_the_output():
+    res = gradcheck.check_layer(Identity(), X, True)
+    assert res.passed, res.report()
+
+    class Halved(Identity):
+        def backward(self, dvalues):
+            self.dinputs = dvalues / 2
+
+    assert gradcheck.check_layer(Halved(), X, True).status == "mismatch"
+
+
+class GlobalDropout:
+    """A mask drawn from the global np.random on every training forward."""
+
+    def __init__(self, rate: float, broken: bool = False):
+        self.keep, self.broken = 1 - rate, broken
+
+    def forward(self, inputs, training):
+        self.inputs, self.training = inputs, training
+        if not training:
+            self.output = inputs.copy()
+            return
+        self.mask = np.random.binomial(1, self.keep, size=inputs.shape) / self.keep  # noqa: NPY002
+        self.output = inputs * self.mask
+
+    def backward(self, dvalues):
+        mask = self.mask if self.training else 1.0
+        self.dinputs = dvalues * (mask > 0 if self.broken else mask)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_mask_from_the_global_generator_is_the_same_in_every_evaluation(broken):
+    np.random.seed(5)  # noqa: NPY002 - the user's global state
+    before = np.random.get_state()[1].copy()  # noqa: NPY002
+    res = gradcheck.check_layer(GlobalDropout(0.4, broken), X, True)
+    _verdict(res, broken)
+    assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002 - put back
+
+
+def test_a_mask_left_by_an_earlier_call_is_state_in_eval_mode():
+    layer = GlobalDropout(0.4)
+    layer.forward(X, True)  # an earlier training step left layer.mask
+    layer.backward(np.ones_like(X))
+    res = gradcheck.check_layer(layer, X, False)
+    assert res.passed, res.report()
+    assert any(n.startswith("state: the output does not depend on") and "mask" in n
+               for n in res.notes), res.notes
+
+    class Scaled(GlobalDropout):
+        def backward(self, dvalues):
+            super().backward(dvalues)
+            self.dinputs = self.dinputs * 1.01
+
+    old = Scaled(0.4)
+    old.forward(X, True)
+    assert gradcheck.check_layer(old, X, False).status == "mismatch"
+
+
+class TwoStored:
+    def forward(self, x):
+        self.z = x * 2.0
+        self.a = np.tanh(self.z)
+
+    def backward(self, d):
+        self.dx = d * (1 - self.a ** 2) * 2.0
+
+
+def test_several_stored_outputs_are_an_error_that_names_them_and_the_keyword():
+    res = gradcheck.check_layer(TwoStored(), X)
+    assert res.status == "bad-protocol"
+    assert "z (4, 3) float64, a (4, 3) float64" in res.message and "output='...'" in res.message
+    assert gradcheck.check_layer(TwoStored(), X, output="a").passed
+
+    class Broken(TwoStored):
+        def backward(self, d):
+            self.dx = d * (1 - self.a ** 2)
+
+    assert gradcheck.check_layer(Broken(), X, output="a").status == "mismatch"
+
+
+# -- returned gradients: dX, [dW, db] ----------------------------------------------------------
+class ListDense:
+    def __init__(self, broken: bool = False):
+        r = np.random.default_rng(2)
+        self.params = [r.standard_normal((3, 2)), r.standard_normal(2)]
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.params[0] + self.params[1]
+
+    def backward(self, d):
+        db = d.mean(axis=0) if self.broken else d.sum(axis=0)
+        return d @ self.params[0].T, [self.x.T @ d, db]
+
+
+class ListTanh:
+    params: list[np.ndarray] = []
+
+    def __init__(self, broken: bool = False):
+        self.broken = broken
+
+    def forward(self, x):
+        self.y = np.tanh(x)
+        return self.y
+
+    def backward(self, d):
+        return d * (1 - self.y ** (1 if self.broken else 2)), []
+
+
+@pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.parametrize("kind", [ListDense, ListTanh])
+def test_parameter_gradients_returned_beside_the_input_gradient(kind, broken):
+    res = gradcheck.check_layer(kind(broken), X)
+    _verdict(res, broken)
+    if kind is ListDense:
+        assert [i.name for i in res.inputs] == ["x0", "params[0]", "params[1]"]
+
+
+# -- stateless gates: backward takes the inputs again ------------------------------------------
+class MultiplyGate:
+    def forward(self, W, x):
+        return W @ x
+
+    def backward(self, W, x, dz):
+        return dz @ x.T, W.T @ dz
+
+
+class DoutFirstGate(MultiplyGate):
+    def backward(self, dz, x, W):  # the signature's names say which is which
+        return dz @ x.T, W.T @ dz
+
+
+class BrokenMultiplyGate(MultiplyGate):
+    def backward(self, W, x, dz):
+        return dz @ x.T, 0.5 * W.T @ dz
+
+
+class BrokenDoutFirstGate(MultiplyGate):
+    def backward(self, dz, x, W):
+        return (dz @ x.T).T.reshape(W.shape), W.T @ dz
+
+
+@pytest.mark.parametrize(("kind", "broken"), [
+    (MultiplyGate, False), (DoutFirstGate, False), (BrokenMultiplyGate, True),
+    (BrokenDoutFirstGate, True)])
+def test_a_backward_that_takes_the_inputs_again(kind, broken):
+    W, x = RNG.standard_normal((2, 3)), RNG.standard_normal((3, 2))
+    res = gradcheck.check_layer(kind(), W, x)
+    _verdict(res, broken)
+    assert any("backward takes the forward's inputs again" in n for n in res.notes)
+
+
+# -- methods found by their names --------------------------------------------------------------
+class PassLayer:
+    def __init__(self, broken: bool = False):
+        self.W = np.random.default_rng(3).standard_normal((3, 2))
+        self.broken = broken
+
+    def forward_pass(self, X, training=True):
+        self.X = X
+        return X @ self.W
+
+    def backward_pass(self, accum_grad):
+        self.grad_W = self.X.T @ accum_grad * (1.5 if self.broken else 1.0)
+        return accum_grad @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_forward_pass_and_backward_pass_are_found(broken):
+    res = gradcheck.check_layer(PassLayer(broken), X)
+    _verdict(res, broken)
+    assert "methods found by their names: forward_pass (forward) and backward_pass " \
+        "(backward)" in res.notes
+
+
+def test_fprop_and_bprop_are_found_and_ambiguity_is_an_error_that_lists_them():
+    class Prop:
+        def fprop(self, x):
+            self.x = x
+            return x * 3.0
+
+        def bprop(self, d):
+            return d * 3.0
+
+    assert gradcheck.check_layer(Prop(), X).passed
+
+    class Both(Prop):
+        def forward_pass(self, x):
+            return x
+
+        def backward_pass(self, d):
+            return d
+
+    with pytest.raises(TypeError, match="forward-like forward_pass, fprop; "
+                       "backward-like backward_pass, bprop.*forward="):
+        gradcheck.check_layer(Both(), X)
+
+
+# -- settings dicts and forward flags are constants --------------------------------------------
+def bn_forward(x, gamma, beta, bn_param):
+    eps = bn_param.get("eps", 1e-5)
+    mu = x.mean(axis=0)
+    std = np.sqrt(x.var(axis=0) + eps)
+    xn = (x - mu) / std
+    if bn_param["mode"] == "train":
+        bn_param["running_mean"] = bn_param["momentum"] * bn_param["running_mean"] + (
+            1 - bn_param["momentum"]) * mu
+    return gamma * xn + beta, (xn, gamma, std)
+
+
+def bn_backward(dout, cache, broken=False):
+    xn, gamma, std = cache
+    dxn = dout * gamma
+    mean = 0.0 if broken else dxn.mean(axis=0)
+    return (dxn - mean - xn * (dxn * xn).mean(axis=0)) / std, (dout * xn).sum(0), dout.sum(0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_settings_dict_holding_strings_is_a_constant(broken):
+    bn_param = {"mode": "train", "eps": 1e-5, "momentum": 0.9,
+                "running_mean": np.zeros(3), "running_var": np.ones(3)}
+    res = gradcheck.check_vjp(bn_forward, lambda d, c: bn_backward(d, c, broken),
+                              [X, np.ones(3) * 1.1, np.zeros(3), bn_param])
+    _verdict(res, broken)
+    assert res.inputs[-1].status == "constant" or res.inputs[-1].name.startswith("x3")
+    assert any("settings" in n for n in res.notes), res.notes
+    assert bn_param["mode"] == "train" and not np.any(bn_param["running_mean"])  # untouched
+
+
+# -- losses whose backward takes the prediction, not an output gradient ------------------------
+class CrossEntropy:
+    def __init__(self, broken: bool = False):
+        self.broken = broken
+
+    def forward(self, y_pred, y_true):
+        return -np.log(y_pred[range(len(y_pred)), y_true])  # one loss per sample
+
+    def backward(self, dvalues, y_true):
+        samples, labels = len(dvalues), len(dvalues[0])
+        self.dinputs = -np.eye(labels)[y_true] / dvalues
+        if not self.broken:
+            self.dinputs = self.dinputs / samples
+
+
+class SquaredError(CrossEntropy):
+    def forward(self, y_pred, y_true):
+        return np.mean((y_true - y_pred) ** 2, axis=-1)
+
+    def backward(self, dvalues, y_true):
+        samples, outputs = len(dvalues), len(dvalues[0])
+        self.dinputs = -2 * (y_true - dvalues) / outputs / (1 if self.broken else samples)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_whose_backward_takes_the_prediction(broken):
+    res = gradcheck.check_layer(CrossEntropy(broken), P, LABELS)
+    _verdict(res, broken)
+    assert any("checked as the gradient of their mean" in n for n in res.notes), res.notes
+    res = gradcheck.check_layer(SquaredError(broken), P, RNG.random((4, 3)))
+    _verdict(res, broken)
+    assert res.inputs[1].status == "constant"  # the float target
+
+
+def test_a_loss_backward_that_may_take_the_input_or_the_stored_output_is_an_error():
+    class SoftmaxCE:
+        def forward(self, inputs, y_true):
+            e = np.exp(inputs - inputs.max(axis=1, keepdims=True))
+            self.output = e / e.sum(axis=1, keepdims=True)
+            return np.mean(-np.log(self.output[range(len(inputs)), y_true]))
+
+        def backward(self, dvalues, y_true):
+            self.dinputs = dvalues.copy()
+            self.dinputs[range(len(dvalues)), y_true] -= 1
+            self.dinputs = self.dinputs / len(dvalues)
+
+    res = gradcheck.check_layer(SoftmaxCE(), X, LABELS)
+    assert res.status == "bad-protocol" and "cannot tell which" in res.message
+    assert "output (4, 3) float64" in res.message and "check_loss" in res.message
