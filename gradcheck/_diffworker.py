@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ._core import input_names
 from ._interrupt import deferred_interrupt, sigint_blocked
 from ._pool import Fault, _death, fault_of
 
@@ -472,7 +473,9 @@ def _bind(case: Any, dtype: str, seed: int) -> _Bound:
                       [f"x{k}" for k in range(len(inputs))] + [p.name for p in proto.params])
     if isinstance(inputs, dict):
         return _Bound(lambda: case.fwd(**inputs), case.bwd, list(inputs))
-    return _Bound(lambda: case.fwd(*inputs), case.bwd, [f"x{k}" for k in range(len(inputs))])
+    # the names the check gives the inputs (fwd's parameters), so that a case's check and
+    # its values name an input alike: "b mismatch" and "grad.b", not "grad.x2"
+    return _Bound(lambda: case.fwd(*inputs), case.bwd, input_names(case.fwd, len(inputs)))
 
 
 def layer_values(case: Any, dtype: str, seed: int) -> dict[str, np.ndarray]:

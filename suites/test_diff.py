@@ -150,14 +150,14 @@ def test_one_line_bug_fails_naming_the_case(tmp_path, monkeypatch, capsys):
     bad = [c for c in data["cases"] if c["regression"]]
     assert {c["case"] for c in bad} == {"dense [float64]", "dense [float32]"}
     assert all(c["change"] == "ok -> fail" and c["detail"].startswith("b mismatch")
-               for c in bad)  # dense_forward(x, W, b): b, not x2
+               for c in bad)  # dense_forward(x, W, b): b, not x2, in the check and values
     drift = {(v["case"], v["parameter"]) for v in data["values"]}
-    assert ("dense [float64]", "grad.x2") in drift and not any(
+    assert ("dense [float64]", "grad.b") in drift and not any(
         v["part_of_fix"] for v in data["values"])
     assert text.index("Regressions:") < text.index("dense [float64]: ok -> fail")
     # one bug counts once: the check and the drift of the same case, the drift as evidence
     assert all(v["evidence"] for v in data["values"]) and len(data["regressions"]) == 2
-    assert "FAIL: 2 regressions" in text and "[values drifted: grad.x2]" in text
+    assert "FAIL: 2 regressions" in text and "[values drifted: grad.b]" in text
 
 
 def test_no_progress_still_prints_the_verdict_and_the_files(tmp_path, monkeypatch, capsys):
@@ -925,7 +925,7 @@ def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, cap
                                 "--no-speed")
     assert code == 1 and len(data["regressions"]) == 1, text
     assert data["regressions"][0].startswith("softmax [float32]: ok -> fail: [non-finite]")
-    assert "[values drifted: grad.x0, output]" in data["regressions"][0]
+    assert "[values drifted: grad.x, output]" in data["regressions"][0]  # softmax_forward(x)
     assert all(v["evidence"] and " at HEAD where BASE has " in v["detail"]
                for v in data["values"]), text
 
