@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -312,8 +313,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupted, at any moment: the commands stop their workers and remove their
     temporary files before the interruption reaches here)."""
     try:
-        return _main(argv)
+        code = _main(argv)
+        if argv is None:  # done: a Ctrl-C while the interpreter exits changes nothing
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return code
     except KeyboardInterrupt:
+        if argv is None:  # the process's own command: already ending
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("gradcheck: interrupted", file=sys.stderr)
         return 130
 
