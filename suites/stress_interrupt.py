@@ -133,6 +133,9 @@ def main() -> int:
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally stops the busy
+    # a background job of a shell starts with SIGINT ignored, and so would the commands:
+    # a handler (reset to the default by exec) gives them the terminal's disposition
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     busy = [] if args.no_busy else [
         subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     outcomes = []
