@@ -26,6 +26,7 @@ import importlib
 import math
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ._core import input_names
+from ._interrupt import deferred_interrupt, sigint_blocked
 from ._pool import Fault, _death, fault_of
 
 __all__ = ["Worker", "WorkerError", "WorkerFault", "relabelled", "remapped", "seed_globals",
@@ -83,13 +86,21 @@ class Worker:
 
         ctx = mp.get_context("spawn")
         root, cwd, spec, repo = self._args
-        self.conn, child = ctx.Pipe()
         here = str(Path(gradcheck.__file__).resolve().parent)
-        self.proc = ctx.Process(
-            target=serve, name=f"gradcheck-diff-{self.label}", daemon=True,
-            args=(child, str(root), str(cwd), spec, str(repo), here))
-        self.proc.start()
-        child.close()
+        # Started whole or not at all, and with SIGINT blocked, which the new interpreter
+        # inherits: Ctrl-C stops the parent, and the parent stops the worker.
+        with deferred_interrupt():
+            self.conn, child = ctx.Pipe()
+            self.proc = ctx.Process(
+                target=serve, name=f"gradcheck-diff-{self.label}", daemon=True,
+                args=(child, str(root), str(cwd), spec, str(repo), here))
+            try:
+                with sigint_blocked():
+                    self.proc.start()
+            finally:
+                child.close()
+                if self.proc.pid is None:
+                    self.conn.close()
         self._sent = time.monotonic()
 
     def restart(self) -> None:
@@ -138,20 +149,19 @@ class Worker:
         return self.recv()
 
     def close(self, politely: bool = True) -> None:
-        """Stop the process (politely, then by force)."""
-        try:
-            if politely:
-                self.conn.send(None)
-        except (OSError, ValueError):
-            pass
-        self.proc.join(2 if politely else 0)
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(2)
-        if self.proc.is_alive():  # pragma: no cover - a worker stuck in C code
-            self.proc.kill()
-            self.proc.join(2)
-        self.conn.close()
+        """Stop the process: politely (asked to leave, then by force after 2 s), or at
+        once (``politely=False``: a fault, an interruption)."""
+        with deferred_interrupt():
+            if politely and self.proc.is_alive():
+                try:
+                    self.conn.send(None)
+                except (OSError, ValueError):
+                    pass
+                self.proc.join(2)
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join()
+            self.conn.close()
 
 
 def relabelled(value: Any, labels: dict[str, str]) -> Any:
@@ -242,6 +252,7 @@ def _setup(root: str, cwd: str, repo: str, expected: str) -> None:
 
 def serve(conn: Any, root: str, cwd: str, spec: str, repo: str, expected: str) -> None:
     """The worker's loop (the target of the spawned process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it (Worker.close)
     try:
         _setup(root, cwd, repo, expected)
         state = _State(spec, Path(root).resolve(), Path(expected), Path(repo).resolve())
@@ -462,7 +473,9 @@ def _bind(case: Any, dtype: str, seed: int) -> _Bound:
                       [f"x{k}" for k in range(len(inputs))] + [p.name for p in proto.params])
     if isinstance(inputs, dict):
         return _Bound(lambda: case.fwd(**inputs), case.bwd, list(inputs))
-    return _Bound(lambda: case.fwd(*inputs), case.bwd, [f"x{k}" for k in range(len(inputs))])
+    # the names the check gives the inputs (fwd's parameters), so that a case's check and
+    # its values name an input alike: "b mismatch" and "grad.b", not "grad.x2"
+    return _Bound(lambda: case.fwd(*inputs), case.bwd, input_names(case.fwd, len(inputs)))
 
 
 def layer_values(case: Any, dtype: str, seed: int) -> dict[str, np.ndarray]:

@@ -1,7 +1,8 @@
 """File writes shared by the report, the diff, the plugin and the snapshots.
 
 :func:`write_atomic` replaces a file whole (a temporary file in the same folder, then
-``os.replace``); :func:`append_text` adds a block to the end of a file, as GitHub's
+``os.replace``), :func:`write_all_atomic` several files all or none, Ctrl-C included;
+:func:`append_text` adds a block to the end of a file, as GitHub's
 ``$GITHUB_STEP_SUMMARY`` expects. Both give new files the mode a plain ``open`` would:
 ``0o666`` less the process's umask (``0o644`` under the usual umask 022).
 """
@@ -13,7 +14,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["append_text", "file_mode", "write_atomic"]
+from ._interrupt import deferred_interrupt
+
+__all__ = ["append_text", "file_mode", "write_all_atomic", "write_atomic"]
 
 _UMASK_LOCK = threading.Lock()
 
@@ -44,23 +47,45 @@ def write_atomic(path: Path, data: bytes) -> None:
 
     The temporary file (which ``mkstemp`` creates with mode 0600) is given the mode of
     a new file under the umask (:func:`file_mode`), flushed to disk and renamed over
-    ``path`` with ``os.replace``; on any failure it is removed and ``path`` is left as
-    it was.
+    ``path`` with ``os.replace``; on any failure, Ctrl-C included, it is removed and
+    ``path`` is left as it was.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    write_all_atomic({Path(path): data})
+
+
+def write_all_atomic(files: dict[Path, bytes]) -> None:
+    """Write several files (a report's HTML and JSON) all or none: each goes to a
+    temporary file beside it (as :func:`write_atomic`), then all are renamed in one step
+    that Ctrl-C does not cut (it is raised after the last rename). On any failure
+    before that, the temporary files are removed and no file is changed."""
+    staged: list[tuple[str, Path]] = []
     try:
+        for path, data in files.items():
+            _stage(Path(path), data, staged)
+        with deferred_interrupt():
+            while staged:
+                tmp, path = staged[0]
+                os.replace(tmp, path)
+                staged.pop(0)
+    finally:
+        for tmp, _path in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def _stage(path: Path, data: bytes, staged: list[tuple[str, Path]]) -> None:
+    """``data`` in a new temporary file beside ``path``, flushed to disk and listed in
+    ``staged`` in one step that Ctrl-C does not cut (the caller removes what is
+    listed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with deferred_interrupt():
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        staged.append((tmp, path))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fchmod(fh.fileno(), file_mode())
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def append_text(path: Path, text: str) -> None:

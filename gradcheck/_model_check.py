@@ -82,15 +82,48 @@ def _run_checks(model: Any, twin: Any, batch: tuple[Any, ...], names: list[str],
     """The check itself; a protocol error or the user's exception becomes the status."""
     with np.errstate(all="ignore"):
         try:
-            if twin is None:
-                return _check_model(model, batch, names, opts)
-            return _check_with_twin(model, twin, batch, names, opts)
+            res = (_check_model(model, batch, names, opts) if twin is None
+                   else _check_with_twin(model, twin, batch, names, opts))
+            _point_at_layer(res.inputs, names)
+            return res
         except ProtocolError as exc:
             return _early(opts, exc.status, exc.message)
         except UserCodeError as exc:
             res = _early(opts, "error", f"{exc.what} raised {exc.type}: {exc.text}")
             res.error, res.exception = exc.as_dict(), exc.exc
             return res
+
+
+_TWIN = " (float64 twin)"
+
+
+def layer_of(name: str) -> str:
+    """The layer a parameter belongs to: its name up to the last dot
+    (``blocks.0.attn.Wq`` -> ``blocks.0.attn``); a name without a dot is its own."""
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def _point_at_layer(inputs: list[InputResult], names: list[str]) -> None:
+    """Where to look, added to the hint of every failing parameter: a wrong gradient of
+    one layer reaches every parameter below it, so the layer to look at first is the
+    failing one nearest the output, read from the model's last parameter back
+    (parameters are listed in forward order). Its parameters say so; those below it
+    say which layer's gradient reaches them."""
+    failing = [r for r in inputs if r.status == "mismatch" and not r.passed]
+    bad_layers = {layer_of(r.name.removesuffix(_TWIN)) for r in failing}
+    order = list(dict.fromkeys(layer_of(n) for n in names))
+    top = next((lay for lay in reversed(order) if lay in bad_layers), None)
+    if top is None:
+        return
+    mine = [n for n in names if layer_of(n) == top]
+    for r in failing:
+        if layer_of(r.name.removesuffix(_TWIN)) == top:
+            where = (f"{top} is the failing layer nearest the output: check its backward "
+                     f"first ({', '.join(mine)})")
+        else:
+            where = (f"sits below {top}, the failing layer nearest the output, whose "
+                     "gradient reaches it: check that layer first")
+        r.hint = f"{r.hint}; {where}" if r.hint else where
 
 
 def _restoring(models: list[Any], names: list[str],

@@ -17,17 +17,23 @@ becomes a :class:`Fault` in the task's place, with one of the statuses of
 
 A child per task needs no pickling of the task (a subject declared with lambdas runs
 as it is) and never leaves a broken pool behind. Children ignore Ctrl-C; the parent
-kills them when it is interrupted. The pytest plugin's generated subject tests run
-their cases through :func:`run_isolated`, the same code. Where the platform cannot
-fork, tasks run in this process and only exceptions are caught.
+kills them when it is interrupted. A child is started and entered in the registry of
+live children in one step that Ctrl-C cannot cut (:func:`._interrupt.deferred_interrupt`),
+and whatever the registry still holds is killed at exit: the interpreter, which waits
+for its non-daemonic children at exit, never waits for one. The pytest plugin's
+generated subject tests run their cases through :func:`run_isolated`, the same code.
+Where the platform cannot fork, tasks run in this process and only exceptions are
+caught.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import faulthandler
 import math
 import multiprocessing as mp
+import os
 import signal
 import time
 import traceback
@@ -38,6 +44,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
+
+from ._interrupt import deferred_interrupt
 
 __all__ = ["DEFAULT_CASE_TIMEOUT", "FAULT_STATUSES", "Fault", "Task", "fault_of",
            "run_isolated", "run_tasks"]
@@ -56,6 +64,25 @@ FAULT_STATUSES: dict[str, str] = {
 }
 
 _LIBRARY = str(Path(__file__).resolve().parent)
+
+#: The children this process started and has not yet killed and joined.
+_LIVE: set[mp.process.BaseProcess] = set()
+
+
+def _kill_live() -> None:
+    """Kill and join every child still registered (at exit: after an interruption that
+    came between two steps of the cleanup, the interpreter would wait for them)."""
+    with deferred_interrupt():
+        for proc in list(_LIVE):
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+            _LIVE.discard(proc)
+
+
+atexit.register(_kill_live)  # after multiprocessing's own exit hook, so it runs first
+if hasattr(os, "register_at_fork"):  # a child's registry starts empty
+    os.register_at_fork(after_in_child=_LIVE.clear)
 
 
 @dataclass(frozen=True)
@@ -164,20 +191,28 @@ class _Running:
 
     def __init__(self, task: Task, limit: float | None, threads: int | None) -> None:
         ctx = mp.get_context("fork")
-        self.conn, child_end = ctx.Pipe(duplex=False)
         # Not daemonic: a task may start processes of its own (a user's multiprocessing
         # pool, the PyTorch yardstick's workers), which a daemonic process may not. The
-        # child is killed and joined here whatever happens (kill(), run_tasks' finally).
-        self.proc = ctx.Process(target=_child, args=(child_end, task.fn, task.args, threads),
-                                daemon=False)
-        with warnings.catch_warnings():
-            # Python 3.12+ warns when a process with threads (pytest-xdist's, BLAS's)
-            # forks. The child runs one case and leaves with os._exit; a child that
-            # deadlocked all the same would end as a timeout, not hang the run.
-            warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to",
-                                    category=DeprecationWarning)
-            self.proc.start()
-        child_end.close()
+        # child is started and registered in one step Ctrl-C cannot cut, and is killed
+        # and joined whatever happens (kill(), run_tasks' finally, _kill_live at exit).
+        with deferred_interrupt():
+            self.conn, child_end = ctx.Pipe(duplex=False)
+            self.proc = ctx.Process(target=_child,
+                                    args=(child_end, task.fn, task.args, threads),
+                                    daemon=False)
+            try:
+                with warnings.catch_warnings():
+                    # Python 3.12+ warns when a process with threads (pytest-xdist's,
+                    # BLAS's) forks. The child runs one case and leaves with os._exit; a
+                    # child that deadlocked all the same would end as a timeout.
+                    warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to",
+                                            category=DeprecationWarning)
+                    self.proc.start()
+                _LIVE.add(self.proc)
+            finally:
+                child_end.close()
+                if self.proc.pid is None:  # it did not start: nothing to kill
+                    self.conn.close()
         self.limit = None if limit is None or math.isinf(limit) else limit  # inf: none
         self.t0 = time.monotonic()
 
@@ -210,10 +245,12 @@ class _Running:
         return None if self.limit is None else self.t0 + self.limit
 
     def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join()
-        self.conn.close()
+        with deferred_interrupt():
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join()
+            _LIVE.discard(self.proc)
+            self.conn.close()
 
 
 def run_tasks(tasks: Sequence[Task], *, jobs: int, say: Callable[[str], None],
@@ -238,8 +275,9 @@ def run_tasks(tasks: Sequence[Task], *, jobs: int, say: Callable[[str], None],
             while pending and len(running) < jobs:
                 k = pending.popleft()
                 t = tasks[k]
-                running[k] = _Running(t, t.timeout if t.timeout is not None else timeout,
-                                      threads)
+                with deferred_interrupt():  # started is running: the finally kills it
+                    running[k] = _Running(t, t.timeout if t.timeout is not None else timeout,
+                                          threads)
             _wait(list(running.values()))
             for k, r in list(running.items()):
                 out = r.poll()
@@ -253,8 +291,9 @@ def run_tasks(tasks: Sequence[Task], *, jobs: int, say: Callable[[str], None],
                 say(f"{tasks[k].label}{state} ({time.monotonic() - r.t0:.1f} s; "
                     f"{done}/{len(tasks)} done)")
     finally:
-        for r in running.values():
-            r.kill()
+        with deferred_interrupt():  # a second Ctrl-C does not leave the others running
+            for r in running.values():
+                r.kill()
     return results
 
 

@@ -49,10 +49,12 @@ def failures(checks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({**base, "input": "", "status": c.get("status", ""),
                         "hint": c.get("hint", ""), "message": c.get("message", ""),
                         "anchor": check_anchor(k)})
-        for j, i in bad:  # the check's message; the input's own note as its detail
+        for j, i in bad:  # the check's message (the input's own when several fail: a
+            # model's message names them all); the input's own note as its detail
+            own = i.get("message", "") if len(bad) > 1 else ""
             out.append({**base, "input": i.get("name", ""), "status": i.get("status", ""),
                         "hint": i.get("hint", ""),
-                        "message": c.get("message", "") or i.get("message", ""),
+                        "message": own or c.get("message", "") or i.get("message", ""),
                         "detail": i.get("message", ""), "anchor": check_anchor(k, j)})
     return out
 

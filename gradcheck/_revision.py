@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._interrupt import deferred_interrupt
+
 __all__ = ["Revision", "RevisionError", "materialised", "repo_root", "resolve"]
 
 #: Prefix of the temporary folders (tests look for leftovers by it).
@@ -109,12 +111,16 @@ def materialised(root: Path, rev: str) -> Iterator[Revision]:
     """The revision ``rev`` of the repository at ``root``, written out in a temporary
     folder for the duration of the ``with`` block, then removed."""
     commit = resolve(root, rev)
-    top = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    top: Path | None = None
     try:
+        with deferred_interrupt():  # a folder made is a folder removed
+            top = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         with _sigterm_as_interrupt():
             dest = top / "tree"
             dest.mkdir()
             _extract(root, commit, dest)
             yield Revision(rev, commit, dest)
     finally:
-        shutil.rmtree(top, ignore_errors=True)
+        if top is not None:
+            with deferred_interrupt():  # a second Ctrl-C does not leave half of it
+                shutil.rmtree(top, ignore_errors=True)

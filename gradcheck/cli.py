@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -188,7 +189,6 @@ def _diff_parser(sub: Any) -> None:
 
 
 def _diff(args: Any, top: argparse.ArgumentParser) -> int:
-    from ._io import write_atomic
     from .diff import DiffError, run_diff, subject_form_error
 
     parser = getattr(args, "diff_parser", top)
@@ -225,18 +225,37 @@ def _diff(args: Any, top: argparse.ArgumentParser) -> int:
     except KeyboardInterrupt:
         print("gradcheck diff: interrupted (temporary folders removed)", file=sys.stderr)
         return 130
-    from ._diffrender import render_diff_html, render_markdown, render_text
+    wrote = _diff_files(args, result)
+    from ._diffrender import render_text
 
-    if args.json:  # the files first: a closed pipe on stdout must not lose them
-        from .report import write_json
-
-        write_json(Path(args.json), result.to_dict())
-    if args.markdown:
-        _append_markdown(args.markdown, render_markdown(result))
-    if args.html:
-        write_atomic(Path(args.html), render_diff_html(result).encode("utf-8"))
     _print_quietly(render_text(result))
+    if wrote:  # whatever the progress setting: where the result is
+        print(f"gradcheck diff: {'; '.join(wrote)} ({result.verdict.upper()})",
+              file=sys.stderr, flush=True)
     return result.exit_code
+
+
+def _diff_files(args: Any, result: Any) -> list[str]:
+    """Write the diff's --json, --markdown and --html (before printing: a closed pipe on
+    stdout must not lose them): rendered first, then written in one step that Ctrl-C
+    does not cut. What was written, as the lines that say so."""
+    from ._diffrender import render_diff_html, render_markdown
+    from ._interrupt import deferred_interrupt
+    from ._io import append_text, write_all_atomic
+    from .report import to_json
+
+    files: dict[Path, bytes] = {}
+    if args.json:
+        files[Path(args.json)] = (to_json(result.to_dict()) + "\n").encode("utf-8")
+    if args.html:
+        files[Path(args.html)] = render_diff_html(result).encode("utf-8")
+    summary = render_markdown(result) if args.markdown else ""
+    with deferred_interrupt():
+        write_all_atomic(files)
+        if args.markdown:
+            append_text(Path(args.markdown), summary)
+    return ([f"wrote {p}" for p in files]
+            + ([f"appended to {args.markdown}"] if args.markdown else []))
 
 
 def _print_quietly(text: str) -> None:
@@ -249,13 +268,6 @@ def _print_quietly(text: str) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-
-
-def _append_markdown(path: str, text: str) -> None:
-    """Append ``text`` to the Markdown file ``path`` (``$GITHUB_STEP_SUMMARY``, say)."""
-    from ._io import append_text
-
-    append_text(Path(path), text)
 
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int) -> int:
@@ -274,9 +286,13 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
             with_tests=args.with_tests, subject=spec, snapshots=args.snapshots,
             case_timeout=limit, markdown=args.markdown,
         )
-    except KeyboardInterrupt:
-        print("gradcheck report: interrupted; the workers were stopped and no report was "
-              "written", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        from .verify import REPORT_WRITTEN
+
+        done = (f"the report was written ({args.out})" if str(exc) == REPORT_WRITTEN
+                else "no report was written")
+        print(f"gradcheck report: interrupted; the workers were stopped and {done}",
+              file=sys.stderr)
         return 130
     except Exception as exc:  # gradcheck's own failure: one line, never a traceback
         if os.environ.get("GRADCHECK_TRACEBACK"):
@@ -293,7 +309,22 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gradcheck`` command; returns the exit status."""
+    """Entry point of the ``gradcheck`` command; returns the exit status (130 when
+    interrupted, at any moment: the commands stop their workers and remove their
+    temporary files before the interruption reaches here)."""
+    try:
+        code = _main(argv)
+        if argv is None:  # done: a Ctrl-C while the interpreter exits changes nothing
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return code
+    except KeyboardInterrupt:
+        if argv is None:  # the process's own command: already ending
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("gradcheck: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:

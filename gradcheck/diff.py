@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
+from ._interrupt import deferred_interrupt
 from ._json import plain
 from ._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
 from ._revision import Revision, RevisionError, materialised, repo_root
@@ -405,12 +406,14 @@ def _worker(stack: ExitStack, label: str, rev: Revision, root: Path, cwd: Path, 
             case_timeout: float, temp: dict[str, str]) -> Worker:
     """The worker process of one revision, stopped when ``stack`` closes; the paths of
     the temporary folders in its answers read ``BASE:file.py:LINE``."""
-    w = Worker(label, rev.root, rev.root / cwd.relative_to(root), spec, root,
-               float(case_timeout))
+    with deferred_interrupt():  # a started worker is one the stack stops
+        w = Worker(label, rev.root, rev.root / cwd.relative_to(root), spec, root,
+                   float(case_timeout))
+        # politely at the end of a run; at once on an interruption or an error
+        stack.push(lambda kind, _exc, _tb: w.close(politely=kind is None))
     for folder, name in temp.items():
         w.relabel[folder + os.sep] = name
         w.relabel[str(Path(folder).resolve()) + os.sep] = name
-    stack.callback(w.close)
     return w
 
 

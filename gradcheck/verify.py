@@ -45,7 +45,9 @@ RUN_TESTS = "run the README's test command, or gradcheck report --with-tests"
 
 
 class Progress:
-    """Progress on stderr: one line a step, with the elapsed time."""
+    """Progress on stderr: one line a step, with the elapsed time; :meth:`always`
+    prints the outcome (verdict, failures, criteria, files) even when progress is off
+    (``--no-progress``, as CI runs)."""
 
     def __init__(self, enabled: bool, total: int) -> None:
         self.enabled = enabled
@@ -59,6 +61,13 @@ class Progress:
         if self.enabled:
             el = time.perf_counter() - self.t0
             print(f"[{self.step}/{self.total} {el:6.1f}s] {text}", file=sys.stderr, flush=True)
+
+    def always(self, text: str) -> None:
+        """A line of the outcome: with the progress prefix, or ``gradcheck report:``."""
+        if self.enabled:
+            self(text)
+        else:
+            print(f"gradcheck report: {text}", file=sys.stderr, flush=True)
 
 
 # -- tasks (module-level, so that worker processes can run them) ---------------------------------
@@ -506,26 +515,39 @@ def run_verification(
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
     _publish(out_path, data, markdown)
-    _tell(say, crit, f"{out_path} and {out_path.with_suffix('.json')}"
-          + (f" and appended to {markdown}" if markdown else "") + f" ({verdict.upper()})",
-          data["failures"])
+    try:
+        from ._reportview import verdict_line
+
+        _tell(say.always, crit, f"{out_path} and {out_path.with_suffix('.json')}"
+              + (f" and appended to {markdown}" if markdown else "")
+              + f" ({verdict.upper()})", data["failures"],
+              f"{verdict.upper()}: {'; '.join(verdict_line(data))}")
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(REPORT_WRITTEN) from None
     return verdict
 
 
-def _tell(say: Callable[[str], None], crit: list[Criterion], wrote: str,
-          fails: Sequence[dict[str, Any]] = (), limit: int = 5) -> None:
-    """On the terminal: the first failing inputs with hint and seed (as the report opens
-    with them), the criteria not met, not run or not measured, and what was written."""
+#: What an interruption after the report was written carries (the CLI says so).
+REPORT_WRITTEN = "after the report was written"
+
+
+def _tell(tell: Callable[[str], None], crit: list[Criterion], wrote: str,
+          fails: Sequence[dict[str, Any]] = (), verdict: str = "", limit: int = 5) -> None:
+    """On the terminal, whatever the progress setting: the first failing inputs with
+    hint and seed (as the report opens with them), the criteria not met, not run or
+    not measured, the verdict's line and what was written."""
     from ._reportview import failure_line
 
     for f in fails[:limit]:
-        say(f"FAILED {failure_line(f)}")
+        tell(f"FAILED {failure_line(f)}")
     if len(fails) > limit:
-        say(f"... and {len(fails) - limit} more failing input(s): see the report")
+        tell(f"... and {len(fails) - limit} more failing input(s): see the report")
     for c in crit:  # the same criteria as the report
         if c.status not in ("met", "not applicable"):
-            say(f"criterion {c.id} ({c.name}): {c.status}: {c.figure}")
-    say(f"wrote {wrote}")
+            tell(f"criterion {c.id} ({c.name}): {c.status}: {c.figure}")
+    if verdict:
+        tell(verdict)
+    tell(f"wrote {wrote}")
 
 
 def _assemble(subj: Subject, ref: SubjectRef, level: str, seed: int, t0: float,
@@ -633,12 +655,11 @@ def _publish(out_path: Path, data: dict[str, Any], markdown: str | None) -> None
 
 
 def _write(out_path: Path, data: dict[str, Any]) -> None:
-    """Render first, then write both files (each atomically), so that an interruption
-    leaves no half of a report."""
-    from ._io import write_atomic
+    """Render first, then write both files, all or none (Ctrl-C included), so that an
+    interruption leaves no half of a report."""
+    from ._io import write_all_atomic
     from .report import render_html, to_json
 
     html = render_html(data, json_href=out_path.with_suffix(".json").name).encode("utf-8")
     text = (to_json({k: v for k, v in data.items() if k != "charts_svg"}) + "\n").encode()
-    write_atomic(out_path.with_suffix(".json"), text)
-    write_atomic(out_path, html)
+    write_all_atomic({out_path.with_suffix(".json"): text, out_path: html})

@@ -27,6 +27,7 @@ from gradcheck import diff as diff_module
 from gradcheck._revision import TEMP_PREFIX
 from gradcheck.cli import main
 from gradcheck.diff import DiffError, run_diff
+from suites._procs import alive_in_group, session
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -149,14 +150,29 @@ def test_one_line_bug_fails_naming_the_case(tmp_path, monkeypatch, capsys):
     bad = [c for c in data["cases"] if c["regression"]]
     assert {c["case"] for c in bad} == {"dense [float64]", "dense [float32]"}
     assert all(c["change"] == "ok -> fail" and c["detail"].startswith("b mismatch")
-               for c in bad)  # dense_forward(x, W, b): b, not x2
+               for c in bad)  # dense_forward(x, W, b): b, not x2, in the check and values
     drift = {(v["case"], v["parameter"]) for v in data["values"]}
-    assert ("dense [float64]", "grad.x2") in drift and not any(
+    assert ("dense [float64]", "grad.b") in drift and not any(
         v["part_of_fix"] for v in data["values"])
     assert text.index("Regressions:") < text.index("dense [float64]: ok -> fail")
     # one bug counts once: the check and the drift of the same case, the drift as evidence
     assert all(v["evidence"] for v in data["values"]) and len(data["regressions"]) == 2
-    assert "FAIL: 2 regressions" in text and "[values drifted: grad.x2]" in text
+    assert "FAIL: 2 regressions" in text and "[values drifted: grad.b]" in text
+
+
+def test_no_progress_still_prints_the_verdict_and_the_files(tmp_path, monkeypatch, capsys):
+    """As CI runs it: no progress line, but the verdict, what regressed and where the
+    result was written."""
+    repo = _repo(tmp_path)
+    _change(repo, *BUG, commit=True)
+    monkeypatch.chdir(repo)
+    out = tmp_path / "d.json"
+    code = main(["diff", "HEAD~1", "--subject", SPEC, "--quick", "--no-progress",
+                 "--no-speed", "--json", str(out)])
+    cap = capsys.readouterr()
+    assert code == 1 and "FAIL: 2 regressions" in cap.out, cap.out
+    assert "dense [float64]: ok -> fail" in cap.out and "seed" in cap.out, cap.out
+    assert cap.err.splitlines() == [f"gradcheck diff: wrote {out} (FAIL)"], cap.err
 
 
 def test_head_rev_ignores_the_working_tree(tmp_path, monkeypatch, capsys, tmpdir_watch):
@@ -279,20 +295,19 @@ def test_ctrl_c_removes_the_folder(tmp_path):
     watch = tmp_path / "tmp"
     watch.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(watch)}
-    proc = subprocess.Popen([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD",
-                             "--subject", SPEC, "--quick"], cwd=repo, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with session([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject", SPEC,
+                  "--quick"], cwd=repo, env=env, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True) as proc:
         deadline = time.monotonic() + 60
         while "checking every" not in (line := proc.stderr.readline()):
             assert line and time.monotonic() < deadline, "the diff did not start"
         assert _no_leftovers(watch)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+        proc.send_signal(signal.SIGINT)  # the command alone: it stops its workers
+        _out, err = proc.communicate(timeout=60)  # a guard against a hang only
+        left = alive_in_group(proc.pid)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
-    assert _no_leftovers(watch) == []
+    assert _no_leftovers(watch) == [] and left == []
+
 
 
 def test_bad_options_raise_clear_errors(tmp_path):
@@ -910,7 +925,7 @@ def test_nan_drift_names_the_revision_and_counts_once(tmp_path, monkeypatch, cap
                                 "--no-speed")
     assert code == 1 and len(data["regressions"]) == 1, text
     assert data["regressions"][0].startswith("softmax [float32]: ok -> fail: [non-finite]")
-    assert "[values drifted: grad.x0, output]" in data["regressions"][0]
+    assert "[values drifted: grad.x, output]" in data["regressions"][0]  # softmax_forward(x)
     assert all(v["evidence"] and " at HEAD where BASE has " in v["detail"]
                for v in data["values"]), text
 
@@ -989,13 +1004,12 @@ def test_a_closed_pipe_keeps_the_files_and_prints_no_traceback(tmp_path):
     out = tmp_path / "x.json"
     read, write = os.pipe()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject", SPEC, "--quick",
-         "--no-speed", "--no-progress", "--json", str(out)],
-        cwd=repo, stdout=write, stderr=subprocess.PIPE, text=True, env=env)
-    os.close(write)
-    os.close(read)  # the reader is gone before anything is printed
-    _, err = proc.communicate(timeout=120)
+    with session([sys.executable, "-m", "gradcheck.cli", "diff", "HEAD", "--subject", SPEC,
+                  "--quick", "--no-speed", "--no-progress", "--json", str(out)],
+                 cwd=repo, stdout=write, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        os.close(write)
+        os.close(read)  # the reader is gone before anything is printed
+        _, err = proc.communicate(timeout=120)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert proc.returncode == 1, err
     assert json.loads(out.read_text())["verdict"] == "fail"

@@ -22,6 +22,7 @@ import pytest
 
 from gradcheck import budgets as bud
 from gradcheck._pool import Fault, Task, run_isolated, run_tasks
+from suites._procs import alive_in_group, session
 
 pytest_plugins = ["pytester"]
 
@@ -197,29 +198,23 @@ def test_an_internal_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys)
 def test_ctrl_c_stops_the_workers_and_writes_nothing(tmp_path):
     out, pidfile = tmp_path / "v.html", tmp_path / "hang.pid"
     env = {**os.environ, "GRADCHECK_HANG_PIDFILE": str(pidfile)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--jobs", "1",
-         "--subject", "suites.faulty_subject:HANG", "--out", str(out)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
-    try:
+    with session([sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--jobs", "1",
+                  "--subject", "suites.faulty_subject:HANG", "--out", str(out)],
+                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True) as proc:
         deadline = time.monotonic() + 60
         while not pidfile.exists() or not pidfile.read_text():
             assert time.monotonic() < deadline and proc.poll() is None, "never started"
             time.sleep(0.05)
         worker = int(pidfile.read_text())
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
-        _stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _stdout, stderr = proc.communicate(timeout=60)  # a guard against a hang only
+        left = alive_in_group(proc.pid)  # before the session is killed on leaving
     assert proc.returncode == 130, stderr[-2000:]
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert list(tmp_path.iterdir()) == [pidfile]  # no report, no temporary file
-    time.sleep(0.2)
-    with pytest.raises(ProcessLookupError):
-        os.kill(worker, 0)
+    assert left == [] and worker not in left
+
 
 
 # -- the isolation itself -------------------------------------------------------------

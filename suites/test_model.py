@@ -382,3 +382,46 @@ def test_train_argument_errors():
         train(m, corpus, optimizer="lbfgs", epochs=1)
     with pytest.raises(ValueError, match="loss='cross_entropy'"):
         train(Transformer(small_config(corpus, loss="mse")), corpus, epochs=1)
+
+
+class _TwoLayers:
+    """``embed`` then ``fc1``; ``fc1``'s backward doubles the upstream gradient, so its
+    parameters and every parameter below it (``embed.table``) get a wrong gradient."""
+
+    def __init__(self, scale: float) -> None:
+        rng = np.random.default_rng(3)
+        self.scale = scale
+        self.params = {"embed.table": rng.standard_normal((6, 4)),
+                       "fc1.W": rng.standard_normal((4, 3)), "fc1.b": rng.standard_normal(3)}
+
+    def loss(self, tokens):
+        h = self.params["embed.table"][tokens]
+        y = h @ self.params["fc1.W"] + self.params["fc1.b"]
+        return 0.5 * float(np.sum(y * y))
+
+    def loss_and_grads(self, tokens):
+        p = self.params
+        h = p["embed.table"][tokens]
+        y = h @ p["fc1.W"] + p["fc1.b"]
+        dy = self.scale * y  # fc1's backward: scale 1 is right
+        table = np.zeros_like(p["embed.table"])
+        np.add.at(table, tokens, dy @ p["fc1.W"].T)
+        return self.loss(tokens), {"embed.table": table, "fc1.W": h.T @ dy,
+                                   "fc1.b": dy.sum(axis=0)}
+
+
+def test_a_failing_model_points_at_the_layer_nearest_the_output():
+    from gradcheck._reportview import failure_line, failures
+
+    tokens = np.array([0, 2, 5, 2])
+    assert gradcheck.check_model(_TwoLayers(1.0), tokens).passed
+    res = gradcheck.check_model(_TwoLayers(2.0), tokens)
+    hints = {i.name: i.hint for i in res.inputs}
+    assert not res.passed and all(i.status == "mismatch" for i in res.inputs)
+    assert hints["fc1.W"] == hints["fc1.b"] == (
+        "off by a constant factor of 2 everywhere; fc1 is the failing layer nearest the "
+        "output: check its backward first (fc1.W, fc1.b)")
+    assert "; sits below fc1, the failing layer nearest the output" in hints["embed.table"]
+    lines = [failure_line(f) for f in failures([res.to_dict()])]
+    assert len(lines) == 3 and len(set(lines)) == 3, lines  # no message said three times
+    assert not any("gradient mismatch in" in line for line in lines), lines

@@ -452,6 +452,22 @@ def test_fail_report_says_what_failed_under_the_verdict(wrong_report, browser):
     assert summary.stat().st_mode & 0o777 == 0o644
 
 
+def test_no_progress_still_prints_the_outcome(wrong_report):
+    """CI runs with --no-progress: no progress line, but the verdict, the first failure
+    with its hint and seed, the criteria not met and where the report is."""
+    out, summary, proc = wrong_report
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and not [ln for ln in lines if ln.startswith("[")], lines
+    assert ("gradcheck report: FAILED linear (db doubled) [float64] input b mismatch: "
+            "hint: off by a constant factor of 2 everywhere (seed=0)") in lines, lines
+    assert any(ln.startswith("gradcheck report: criterion 4 (passes gradient checking): "
+                             "not met") for ln in lines), lines
+    assert any(ln.startswith("gradcheck report: FAIL: 2 gradient checks: 1 passed, 1 "
+                             "failed") for ln in lines), lines
+    assert lines[-1] == (f"gradcheck report: wrote {out} and {out.with_suffix('.json')} "
+                         f"and appended to {summary} (FAIL)"), lines
+
+
 # -- files a CI job can publish ----------------------------------------------------------------
 def _mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
@@ -488,6 +504,7 @@ def test_diff_markdown_is_appended(tmp_path, monkeypatch, capsys):
 
     class Result:
         exit_code = 0
+        verdict = "pass"
 
     monkeypatch.setattr(diff, "run_diff", lambda *a, **k: Result())
     monkeypatch.setattr(diffrender, "render_text", lambda r: "text")
@@ -578,10 +595,11 @@ def test_the_terminal_names_what_failed_first():
     fails = failures([_record(f"bad{k}", False) for k in range(7)])
     lines: list[str] = []
     _tell(lines.append, [Criterion(4, "passes gradient checking", "not met", "0/7", "")],
-          "r.html", fails)
+          "r.html", fails, "FAIL: 7 gradient checks: 0 passed, 7 failed")
     assert lines[0] == "FAILED bad0 input W mismatch: hint: off by a factor of 2 (seed=9)"
     assert lines[5] == "... and 2 more failing input(s): see the report"
     assert lines[6].startswith("criterion 4 (passes gradient checking): not met")
+    assert lines[7:] == ["FAIL: 7 gradient checks: 0 passed, 7 failed", "wrote r.html"]
 
 
 def test_table_numbers_keep_integers_whole():
