@@ -59,6 +59,7 @@ from ._discovery import (
     unmatched,
     walk,
 )
+from ._handed import Handed, attached, find_handed, listen
 from ._observe import float_state, method_pair, positional_names, same_but_unit, stored
 from ._options import Options, validate_options
 from ._protocol import ProtocolError, UserCodeError, call_user
@@ -177,6 +178,7 @@ class _Protocol:
     draws: GlobalDraws | None = None
     returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
     stored_inputs: dict[int, str] = field(default_factory=dict)  # input -> stored gradient
+    handed: dict[str, Handed] = field(default_factory=dict)  # param -> handed gradient
     reduce: bool = False  # a loss per sample, its backward the gradient of their mean
     wrt_given: bool = False
 
@@ -206,6 +208,10 @@ class _Protocol:
             self.note(note)
         before = [_as_float(p.read_grad(fresh)) for p in self.params]
         elsewhere = {a: _as_float(try_path(fresh, a)) for p in self.params for a in p.also}
+        owners: dict[str, list[str]] = {}
+        for h in self.handed.values():
+            owners.setdefault(h.owner, []).append(h.method)
+        log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
         ret = call_backward(method, self.style, self.order, dy, xs)
         dx, pgrads = ret, None
         if self.returned is not None:
@@ -224,6 +230,9 @@ class _Protocol:
         for p, b in zip(self.params, before, strict=True):
             if p.name in keys and pgrads is not None:
                 g = np.array(pgrads[keys[p.name]], copy=True)
+            elif p.name in self.handed:
+                g = self.handed[p.name].read(log)
+                g = g if scale is None or g is None else g * scale
             else:
                 g = _change(p.read_grad(fresh), b, scale)
                 _same_elsewhere(p, fresh, g, elsewhere)
@@ -453,7 +462,7 @@ def _read_parameters(proto: _Protocol, first: Any, xs: list[Any],
                        "starts from it")
         missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
     proto.layer = base
-    used = {g for p in found for g in (p.grad, *p.also) if isinstance(g, str)}
+    used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in first.stored.items() if k not in used}
     if any(not is_float_array(try_path(base, p)) for p in missing):
         base = proto.layer = first.init  # built by the first forward: start from it
@@ -503,7 +512,29 @@ def _observed(proto: _Protocol, first: Any, arrays: dict[str, np.ndarray],
     for t in notes:
         proto.note(t)
     _inputs_read(proto, first, got_x)
+    left = [p for p in rest if p not in got_p]
+    on_array = attached(first.after, left, first.init)
+    out += [Param(p, p, g) for p, g in on_array.items()]
+    for p, g in on_array.items():
+        proto.note(f"the gradient of {p} is what the backward attached to it: {g}")
+    left = [p for p in left if p not in on_array]
+    if left:
+        handed = find_handed(*copy.deepcopy((first.init, first.xs)), left,
+                             _backward_of(proto, first.out))
+        for p, h in handed.items():
+            out.append(Param(p, p, _no_grad))
+            proto.handed[p] = h
+            proto.note(f"the gradient of {p} is what the backward hands to {h.owner}."
+                       f"{h.method} beside it (argument {h.arg}): an update it makes itself")
     return out
+
+
+def _backward_of(proto: _Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
+    def run(layer: Any, xs: list[Any]) -> Any:
+        method = getattr(layer, proto.backward)
+        return call_user(call_backward, method, proto.style, proto.order, _ones_like(out),
+                         xs, what=f"{type(layer).__name__}.{proto.backward}")
+    return run
 
 
 def _no_grad(layer: Any) -> None:

@@ -255,6 +255,13 @@ def _pairs(part: Any) -> list[tuple[Any, Any]]:
 
 
 # -- the stored gradients ----------------------------------------------------------------------
+def _parent(path: str) -> str:
+    """The path of the object holding the attribute or item at ``path``."""
+    cut = max(path.rfind("."), path.rfind("["))
+    return path[:cut] if cut > 0 else ""
+
+
+
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray]
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
@@ -279,7 +286,10 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
     for key, shape in wanting:
-        fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)]
+        home = _parent(str(key[1])) if key[0] == "p" else ""
+        fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
+                and c not in params  # an array's new value is no gradient
+                and _parent(c) == home]  # nor an array of another object (an optimizer's)
         rivals = [w for w, s in wanting if w != key and any(
             same_but_unit(left[c].shape, s) for c in fits)]
         if len(fits) == 1 and not rivals:

@@ -369,3 +369,79 @@ def test_a_loss_backward_that_may_take_the_input_or_the_stored_output_is_an_erro
     res = gradcheck.check_layer(SoftmaxCE(), X, LABELS)
     assert res.status == "bad-protocol" and "cannot tell which" in res.message
     assert "output (4, 3) float64" in res.message and "check_loss" in res.message
+
+
+# -- gradients handed to an optimizer, or attached to the parameter -----------------------------
+class Momentum:
+    def __init__(self, lr: float = 0.01):
+        self.lr, self.velocity = lr, None
+
+    def update(self, w, grad_wrt_w):
+        self.velocity = grad_wrt_w if self.velocity is None else 0.9 * self.velocity + grad_wrt_w
+        return w - self.lr * self.velocity
+
+
+class SelfUpdating:
+    """A backward that updates its own weights through optimizers it holds."""
+
+    def __init__(self, broken: bool = False):
+        r = np.random.default_rng(6)
+        self.W, self.w0 = r.standard_normal((3, 2)), r.standard_normal((1, 2))
+        self.W_opt, self.w0_opt = Momentum(), Momentum()
+        self.trainable, self.broken = True, broken
+
+    def forward_pass(self, X, training=True):
+        self.layer_input = X
+        return X @ self.W + self.w0
+
+    def backward_pass(self, accum_grad):
+        W = self.W
+        grad_w = self.layer_input.T @ accum_grad
+        grad_w0 = accum_grad.sum(axis=0, keepdims=True) * (-1.0 if self.broken else 1.0)
+        self.W = self.W_opt.update(self.W, grad_w)
+        self.w0 = self.w0_opt.update(self.w0, grad_w0)
+        return accum_grad @ W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_gradient_handed_to_an_optimizer_the_layer_holds(broken):
+    res = gradcheck.check_layer(SelfUpdating(broken), X)
+    _verdict(res, broken)
+    assert [i.name for i in res.inputs] == ["x0", "W", "w0"]
+    assert any("what the backward hands to W_opt.update beside it" in n for n in res.notes)
+    if broken:
+        assert [i.name for i in res.inputs if not i.passed] == ["w0"]
+
+
+class GradArray(np.ndarray):
+    """A parameter that carries its gradient: an ndarray subclass with .grad."""
+
+    def __new__(cls, data):
+        self = np.asarray(data, dtype=float).copy().view(cls)
+        self.grad = None
+        return self
+
+
+class CarriesGrad:
+    def __init__(self, broken: bool = False):
+        r = np.random.default_rng(7)
+        self.params = [GradArray(r.standard_normal((3, 2))), GradArray(np.zeros(2))]
+        self.W, self.b = self.params
+        self.broken = broken
+
+    def forward(self, X):
+        self.X = X
+        return X @ self.W + self.b
+
+    def backward(self, d):
+        self.W.grad = np.asarray(self.X.T @ d) * (0.5 if self.broken else 1.0)
+        self.b.grad = np.asarray(d.sum(axis=0))
+        return np.asarray(d @ self.W.T)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_gradient_attached_to_the_parameter_array(broken):
+    res = gradcheck.check_layer(CarriesGrad(broken), X)
+    _verdict(res, broken)
+    assert len(res.inputs) == 3
+    assert any("what the backward attached to it" in n for n in res.notes), res.notes

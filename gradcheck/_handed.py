@@ -1,0 +1,128 @@
+"""Gradients a backward keeps nowhere on the layer: handed to an object it holds, or
+attached to the parameter array itself.
+
+- **Handed**: a backward that updates its own weights (``self.W =
+  self.W_opt.update(self.W, grad_w)``) stores no gradient, but it hands one to a method
+  of an object it holds, beside the parameter itself. :func:`find_handed` records the
+  calls of every method of the objects the layer holds while one backward runs, and
+  reads as the gradient of a parameter the one float array of its shape passed in the
+  same call as the parameter; :func:`listen` records the same calls in every later
+  backward, so that each evaluation reads its own.
+- **Attached**: a parameter kept in an ndarray subclass with a gradient attribute
+  (``self.W.grad = ...``): :func:`attached` names the float array attribute of the
+  parameter that the backward set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._discovery import get_path, is_float_array, walk
+from ._observe import same_but_unit
+
+__all__ = ["Handed", "attached", "find_handed", "listen"]
+
+Log = dict[tuple[str, str], list[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True)
+class Handed:
+    """The gradient of a parameter: argument ``arg`` of call ``call`` of ``owner.method``."""
+
+    owner: str
+    method: str
+    call: int
+    arg: int
+
+    def read(self, log: Log) -> Any:
+        calls = log.get((self.owner, self.method), [])
+        if self.call >= len(calls):
+            return None
+        return np.array(calls[self.call][self.arg], copy=True)
+
+
+def _user_object(v: Any) -> bool:
+    mod = type(v).__module__ or ""
+    return hasattr(v, "__dict__") and not isinstance(v, (type, np.ndarray)) and not (
+        mod == "builtins" or mod.split(".")[0] in ("numpy", "scipy", "gradcheck"))
+
+
+def _methods(obj: Any) -> list[str]:
+    return [n for n in dir(type(obj)) if not n.startswith("__")
+            and callable(getattr(type(obj), n, None)) and callable(getattr(obj, n, None))]
+
+
+def listen(layer: Any, owners: dict[str, list[str]]) -> Log:
+    """Record every call of ``owner.method`` (paths in ``layer``) from now on."""
+    log: Log = {}
+    for path, names in owners.items():
+        try:
+            obj = get_path(layer, path)
+        except (AttributeError, KeyError, IndexError, TypeError):
+            continue
+        for name in names:
+            calls: list[tuple[Any, ...]] = []
+            log[(path, name)] = calls
+            setattr(obj, name, _recorder(getattr(obj, name), calls))
+    return log
+
+
+def _recorder(method: Callable[..., Any], calls: list[tuple[Any, ...]]) -> Callable[..., Any]:
+    def record(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args + tuple(kwargs.values()))
+        return method(*args, **kwargs)
+    return record
+
+
+def find_handed(layer: Any, xs: list[Any], missing: list[str],
+                backward: Callable[[Any, list[Any]], Any]) -> dict[str, Handed]:
+    """``param path -> Handed`` for the parameters in ``missing`` whose gradient
+    ``backward(layer, xs)`` hands to a method of an object ``layer`` holds."""
+    owners = {p: _methods(v) for p, v in walk(layer) if _user_object(v)}
+    if not owners:
+        return {}
+    params = {p: get_path(layer, p) for p in missing}
+    log = listen(layer, owners)
+    backward(layer, xs)
+    found: dict[str, Handed] = {}
+    for (owner, method), calls in log.items():
+        for i, args in enumerate(calls):
+            for path, a in params.items():
+                if path in found or not any(x is a for x in args):
+                    continue
+                fits = [j for j, x in enumerate(args) if x is not a and is_float_array(x)
+                        and same_but_unit(x.shape, a.shape)]
+                if len(fits) == 1:
+                    found[path] = Handed(owner, method, i, fits[0])
+    return found
+
+
+def attached(after: Any, missing: list[str], before: Any) -> dict[str, str]:
+    """``param path -> path of its gradient`` for parameters whose array carries the
+    gradient as an attribute (an ndarray subclass's ``.grad``) that the backward set."""
+    out: dict[str, str] = {}
+    for path in missing:
+        try:
+            a = get_path(after, path)
+        except (AttributeError, KeyError, IndexError, TypeError):
+            continue
+        own = getattr(a, "__dict__", None)
+        old = getattr(_try(before, path), "__dict__", None) or {}
+        if not isinstance(own, dict):
+            continue
+        fits = [k for k, v in own.items() if is_float_array(v) and same_but_unit(
+            v.shape, a.shape) and not (k in old and old[k] is v)]
+        if len(fits) == 1:
+            out[path] = f"{path}.{fits[0]}"
+    return out
+
+
+def _try(obj: Any, path: str) -> Any:
+    try:
+        return get_path(obj, path)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
