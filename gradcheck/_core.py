@@ -475,8 +475,10 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
             "backward returned None for it: a constant (not checked; name it in wrt= "
             "to check its gradient)")
     for i in prep.ints:
+        flag = np.asarray(prep.leaves[i]).dtype.kind == "b"
         by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "skipped",
-                                   "integer input: not differentiable, not checked")
+                                   "a flag (bool): passed through, not differentiated"
+                                   if flag else "integer input: not differentiable, not checked")
     for i in prep.consts:
         by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "constant",
                                    "not in wrt: passed as a constant, not checked")

@@ -81,6 +81,11 @@ def method_pair(layer: Any, forward: str | None, backward: str | None
     if len(pairs) == 1:
         x, y = pairs[0]
         return x, y, f"methods found by their names: {x} (forward) and {y} (backward)"
+    if not fwds or not bwds:
+        what = "forward" if not fwds else "backward"
+        raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "
+                        f"{', '.join(_public(layer)) or '(none)'}); name it: check_layer("
+                        f"layer, x, {what}='...')")
     found = (f"forward-like {', '.join(fwds) or '(none)'}; backward-like "
              f"{', '.join(bwds) or '(none)'}")
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "

@@ -445,3 +445,16 @@ def test_a_gradient_attached_to_the_parameter_array(broken):
     _verdict(res, broken)
     assert len(res.inputs) == 3
     assert any("what the backward attached to it" in n for n in res.notes), res.notes
+
+
+def test_a_layer_with_no_backward_like_method_says_which_methods_it_has():
+    class NoBackward:
+        def forward(self, x):
+            return x
+
+        def grad_fn(self, d):
+            return d
+
+    with pytest.raises(TypeError, match=r"no backward-like method \(its methods: forward, "
+                                        r"grad_fn\); name it: .*backward='...'"):
+        gradcheck.check_layer(NoBackward(), X)
