@@ -189,8 +189,12 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
         return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=[],
                            method="", mode="", evaluations=1, backward_calls=0, seed=seed,
                            name=name, kind=kind)
+    hint = ""
+    if exc.ours and isinstance(exc.exc, TypeError) and "positional argument" in exc.text:
+        hint = ("; check_layer passes its inputs to the method positionally: give every "
+                "argument it takes, e.g. check_layer(layer, x, True) for a training flag")
     res = CheckResult(passed=False, status="error",
-                      message=f"{exc.what} raised {exc.type}: {exc.text}", inputs=[],
+                      message=f"{exc.what} raised {exc.type}: {exc.text}{hint}", inputs=[],
                       method="", mode="", evaluations=1, backward_calls=0, seed=seed,
                       name=name, kind=kind)
     res.error, res.exception = exc.as_dict(), exc.exc

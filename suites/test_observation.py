@@ -458,3 +458,9 @@ def test_a_layer_with_no_backward_like_method_says_which_methods_it_has():
     with pytest.raises(TypeError, match=r"no backward-like method \(its methods: forward, "
                                         r"grad_fn\); name it: .*backward='...'"):
         gradcheck.check_layer(NoBackward(), X)
+
+
+def test_a_forward_flag_left_out_is_an_error_that_says_how_to_pass_it():
+    res = gradcheck.check_layer(StoredDense(), X)
+    assert res.status == "error" and "missing 1 required positional argument" in res.message
+    assert "check_layer(layer, x, True)" in res.message
