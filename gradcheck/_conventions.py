@@ -98,6 +98,7 @@ class Conventions:
         self._listed = isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes))
         self._n = len(inputs) if self._listed else 0
         self._first = inputs[0] if self._listed and self._n == 1 else None
+        self._inputs = list(inputs) if self._listed else []
         self._wanted = self._wrt_order(wrt)
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
@@ -118,11 +119,18 @@ class Conventions:
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         out = self._fwd(*args, **kwargs)
-        if isinstance(out, tuple) and len(out) > 2 and not hasattr(out, "_fields"):
-            self._note(f"forward returned {len(out)} values: read as {len(out) - 1} outputs "
-                       "and the cache last")
-            return tuple(out[:-1]), out[-1]
-        return out
+        if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
+            return out
+        held = [k for k, v in enumerate(out) if isinstance(v, (tuple, list, dict))]
+        if len(held) == 1 and held[0] < len(out) - 1:  # out, cache, running_mean, ...
+            j = held[0]
+            self._note(f"forward returned {len(out)} values: read as {j} output(s), the cache "
+                       f"(the one container) and {len(out) - j - 1} value(s) after it that "
+                       "are not checked (state it returns, such as running statistics)")
+            return (out[0] if j == 1 else tuple(out[:j])), out[j]
+        self._note(f"forward returned {len(out)} values: read as {len(out) - 1} outputs "
+                   "and the cache last")
+        return tuple(out[:-1]), out[-1]
 
     def backward(self, dy: Any, cache: Any) -> Any:
         if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:
@@ -145,6 +153,14 @@ class Conventions:
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the wrt inputs {wanted}, in that order")
                 return self._spread(grads, wanted)
+            arrays = [k for k in self._floating if isinstance(self._inputs[k], np.ndarray)]
+            if wanted is None and len(grads) == len(arrays) < len(self._floating) and all(
+                    np.shape(g) == np.shape(self._inputs[k]) for k, g in zip(
+                        arrays, grads, strict=True)):
+                self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
+                           f"those of the float arrays {arrays}, in that order (the other "
+                           "inputs, float scalars and containers, are constants)")
+                return self._spread(grads, arrays)
             if wanted is None and len(grads) == len(self._floating):
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the floating inputs {self._floating}, in that order "
@@ -163,6 +179,11 @@ class Conventions:
             self._note(f"backward returned one array: read as the gradient of the wrt input "
                        f"{wanted[0]}")
             return self._spread([grads], wanted)
+        arrays = [k for k in self._floating if isinstance(self._inputs[k], np.ndarray)]
+        if wanted is None and len(self._floating) > 1 and len(arrays) == 1:
+            self._note(f"backward returned one array: read as the gradient of input "
+                       f"{arrays[0]}, the only float array (the float scalars are constants)")
+            return self._spread([grads], arrays)
         if wanted is None and len(self._floating) == 1:
             self._note(f"backward returned one array: read as the gradient of input "
                        f"{self._floating[0]}, the only one holding a float array")

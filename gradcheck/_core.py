@@ -32,6 +32,7 @@ from ._modes import InputChecker, method_label, overall, resolve_mode
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
 from ._protocol import (
+    GlobalDraws,
     ProtocolError,
     Tree,
     UserCodeError,
@@ -238,6 +239,7 @@ class _Called:
     backward_calls: int
     out_shapes: list[tuple[int, ...]]
     cache: Any = None
+    computed: dict[int, str] = field(default_factory=dict)  # leaf -> its gradient's dtype
 
 
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
@@ -352,9 +354,11 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     leaves = _gradient_leaves(grads_raw, prep, chosen)
     notes: list[str] = []
     grads: list[F64 | None] = [None] * len(prep.leaves)
+    computed: dict[int, str] = {}
     for i in prep.diff:
         if leaves[i] is not None:
             grads[i] = _validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes)
+            computed[i] = np.asarray(leaves[i]).dtype.name
     for i in prep.ints:
         if leaves[i] is not None:
             notes.append(f"gradient returned for integer input {prep.tree.names[i]} was ignored")
@@ -370,7 +374,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                                                                      strict=True)]))
     none = [i for i in prep.diff if grads[i] is None]
     shapes = [tuple(arrays[k].shape) for k in outputs.floating]
-    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache)
+    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed)
 
 
 def _second_backward(first: Any, again: Any) -> None:
@@ -453,6 +457,7 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
     runner = Runner(arrays, list(prep.tree.names), evaluate, called.dy, called.grads,
                     called.y0, opts, rng, swap=True)
     runner.out_shapes = called.out_shapes
+    runner.computed = called.computed
     runner.evaluations = 2
     runner.vjp = vjp
     checked = [i for i in prep.diff if called.grads[i] is not None]
@@ -522,6 +527,26 @@ def run_protocol_check(
     """
     wrt_given = wrt is not None
     wrt, config_note = _without_configuration(inputs, wrt, names)
+    draws = GlobalDraws()  # every forward starts from the global generators' state
+    fwd = _from_draws(fwd, draws)
+    try:
+        return _protocol_check(fwd, bwd, inputs, wrt, opts, kind, origins, names,
+                               wrt_given, config_note)
+    finally:
+        draws.reset()  # the user's global state as it was
+
+
+def _from_draws(fwd: Callable[..., Any], draws: GlobalDraws) -> Callable[..., Any]:
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        draws.reset()
+        return fwd(*args, **kwargs)
+    return forward
+
+
+def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any,
+                    opts: Options, kind: str, origins: dict[str, Any] | None,
+                    names: Sequence[str] | None, wrt_given: bool, config_note: list[str]
+                    ) -> CheckResult:
     prep = _prepare(inputs, wrt, names)
     chosen = _resolve_wrt(inputs, wrt)
     rng = generator(opts.seed)

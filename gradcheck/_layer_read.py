@@ -207,14 +207,17 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         base = proto.layer = first.init  # built by the first forward: start from it
         proto.note(f"{type(layer).__name__} creates arrays on its first forward: "
                    "initialised once on a copy, every evaluation starts from it")
-    arrays = {p: get_path(base, p) for p in missing}
-    observed = _observed(proto, first, arrays, cands)
+    # the arrays the output depends on are the parameters; the others are state (or
+    # gradient buffers: a gradient may be stored in an array that existed before)
+    moving = [p for p in missing if _moves_output(proto, xs, p, rng)]
+    observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands)
     found += observed
-    left = [p for p in missing if p not in {q.value for q in observed}]
-    state = [p for p in left if not _moves_output(proto, xs, p, rng)]
+    grads = {g for q in observed for g in (q.grad,) if isinstance(g, str)}
+    grads |= set(proto.stored_inputs.values())
+    state = [p for p in missing if p not in moving and p not in grads]
     if state:
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
-    left = [p for p in left if p not in state]
+    left = [p for p in moving if p not in {q.value for q in observed}]
     if left:
         raise _observed_error(layer, left, first, cands)
     proto.params = found

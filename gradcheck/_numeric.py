@@ -71,6 +71,7 @@ class Runner:
         swap: bool = False,
     ) -> None:
         self.arrays = arrays
+        self.computed: dict[int, str] = {}  # leaf -> dtype its gradient was computed in
         self.swap = swap
         self.names = names
         self.evaluate = evaluate
@@ -283,7 +284,10 @@ class Runner:
         """The relative tolerance for input ``i`` (the user's, else its dtype's)."""
         if self.opts.rtol is not None:
             return self.opts.rtol
-        return DEFAULT_RTOL.get(self.arrays[i].dtype.name, 1e-5)
+        own = DEFAULT_RTOL.get(self.arrays[i].dtype.name, 1e-5)
+        # a gradient computed in a narrower dtype (float32 buffers for a float64 input)
+        # gets the tolerance of the dtype that computed it
+        return max(own, DEFAULT_RTOL.get(self.computed.get(i, ""), own))
 
     def tolerance(self, i: int, err: float, numeric: float) -> tuple[float, float, float]:
         """Return ``(atol, rtol, atol + rtol*|numeric|)`` for one element."""

@@ -34,7 +34,7 @@ __all__ = ["float_state", "grad_of", "method_pair", "positional_names", "same_bu
 
 _FORWARD = re.compile(r"forward|fprop|fwd", re.I)
 _BACKWARD = re.compile(r"backward|bprop|backprop|bwd", re.I)
-_GRAD_AFFIX = re.compile(r"^(gradient_?|grad_?|d_?)|(_?gradient|_?grad)$", re.I)
+_GRAD_AFFIX = re.compile(r"^(gradient_?|grad_?|dl(oss)?_?d_?|d_?)|(_?gradient|_?grad)$", re.I)
 
 
 # -- the method pair ---------------------------------------------------------------------------
@@ -157,7 +157,12 @@ def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.nd
     name = _last(param_path).lower()
     for path, g in candidates.items():
         own = _last(path)
-        if own.lower() == name or not same_but_unit(g.shape, shape):
+        if not same_but_unit(g.shape, shape):
+            continue
+        if own.lower() == name:  # grads['W'] for W: the key in a container of gradients
+            holder = _last(path[:max(path.rfind("["), 0)] or "x")
+            if _GRAD_AFFIX.sub("", holder).lower() in ("", "s") and path != param_path:
+                return path
             continue
         if _GRAD_AFFIX.sub("", own).lower() == name:
             return path

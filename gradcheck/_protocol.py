@@ -12,19 +12,35 @@ from __future__ import annotations
 
 import inspect
 import os
+import random
 import traceback
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ProtocolError", "Tree", "UserCodeError", "call_user", "defined_at", "key_mismatch",
+__all__ = ["GlobalDraws", "ProtocolError", "Tree", "UserCodeError", "call_user", "defined_at",
+           "key_mismatch",
            "same", "snapshot"]
 
 _DEPTH = 6
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or ""))
                   for m in (np, __import__("scipy")))
+
+
+class GlobalDraws:
+    """The global generators (``np.random``, ``random``) as they were when the check
+    began: every forward starts from them (a dropout mask drawn from ``np.random`` is
+    the same in every evaluation), and the user's state is put back at the end."""
+
+    def __init__(self) -> None:
+        self.np_state = np.random.get_state()  # noqa: NPY002 - the user's global state
+        self.py_state = random.getstate()
+
+    def reset(self) -> None:
+        np.random.set_state(self.np_state)  # noqa: NPY002
+        random.setstate(self.py_state)
 
 
 class ProtocolError(Exception):

@@ -19,7 +19,6 @@ record:
 from __future__ import annotations
 
 import copy
-import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,24 +26,10 @@ import numpy as np
 
 from ._discovery import get_path, is_float_array, walk
 from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
-from ._protocol import ProtocolError, call_user
+from ._protocol import GlobalDraws, ProtocolError, call_user
 
 __all__ = ["GlobalDraws", "Probe", "call_backward", "call_style", "describe", "linear",
            "output_path", "probe", "split_return"]
-
-
-class GlobalDraws:
-    """The global generators (``np.random``, ``random``) as they were when the check
-    began: every forward starts from them (a dropout mask drawn from ``np.random`` is
-    the same in every evaluation), and the user's state is put back at the end."""
-
-    def __init__(self) -> None:
-        self.np_state = np.random.get_state()  # noqa: NPY002 - the user's global state
-        self.py_state = random.getstate()
-
-    def reset(self) -> None:
-        np.random.set_state(self.np_state)  # noqa: NPY002
-        random.setstate(self.py_state)
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -52,8 +37,9 @@ def call_style(method: Any, forward: Any, n: int, base: str
                ) -> tuple[str, list[int | None], str]:
     """``("inputs", order, note)`` when ``method`` takes the forward's inputs again and
     the output gradient (``order[k]`` is the input at argument ``k``, None the output
-    gradient): its required arguments named as the forward's but one, or the forward's
-    count plus one (read as ``backward(*inputs, dout)``). Else ``(base, [], "")``."""
+    gradient): its required arguments are named as the forward's, but one;
+    ``("given", order, note)`` when they all are (a loss's backward). Else
+    ``(base, [], "")``: a count of arguments alone is no evidence."""
     names = positional_names(method, required=True)
     f_names = (positional_names(forward) or [])[:n]
     if not names or n == 0 or len(names) < 2:
@@ -63,12 +49,9 @@ def call_style(method: Any, forward: Any, n: int, base: str
     if None not in by_name and sorted(by_name) == list(range(n)):  # type: ignore[type-var]
         return "given", by_name, (f"backward takes the forward's inputs ({', '.join(names)}) "
                                   "and no output gradient: read as a loss's gradient")
-    if by_name.count(None) == 1 and len(set(by_name)) == len(by_name):
-        order = by_name
-    elif len(names) == n + 1 and base != "spread":
-        order = [*range(n), None]
-    else:
-        return base, [], ""
+    if by_name.count(None) != 1 or len(set(by_name)) != len(by_name):
+        return base, [], ""  # a count alone says nothing (backward(d_out, learning_rate))
+    order = by_name
     shown = ", ".join("dout" if k is None else (f_names[k] if k < len(f_names) else f"x{k}")
                       for k in order)
     return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"

@@ -464,3 +464,92 @@ def test_a_forward_flag_left_out_is_an_error_that_says_how_to_pass_it():
     res = gradcheck.check_layer(StoredDense(), X)
     assert res.status == "error" and "missing 1 required positional argument" in res.message
     assert "check_layer(layer, x, True)" in res.message
+
+
+# -- a gradient computed in float32 for a float64 input ----------------------------------------
+class Float32Buffers:
+    """float64 inputs, the gradient computed in float32 with a cancellation that costs it
+    about 1e-6 of relative accuracy (over float64's tolerance, under float32's)."""
+
+    def __init__(self, scale: float = 1.0):
+        self.c = np.random.default_rng(8).uniform(0.5, 1.5, (4, 3))
+        self.scale = scale
+
+    def forward(self, x):
+        return x * self.c
+
+    def backward(self, d):
+        c32 = (np.float32(16) + self.c.astype("f")) - np.float32(16)
+        return c32 * d.astype("f") * np.float32(self.scale)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_gradient_computed_in_float32_gets_float32_tolerance(broken):
+    res = gradcheck.check_layer(Float32Buffers(1.001 if broken else 1.0), X, params={})
+    _verdict(res, broken)
+    assert any("is float32, input is float64" in n for n in res.notes)
+    # the same gradient judged at float64's tolerance fails: the dtype decided it
+    assert gradcheck.check_layer(Float32Buffers(), X, params={}, rtol=1e-7).status == "mismatch"
+
+
+# -- functions: global draws, float scalars, a cache returned before running statistics -------
+def global_dropout_forward(X, p_keep):
+    u = np.random.binomial(1, p_keep, size=X.shape) / p_keep  # noqa: NPY002
+    return X * u, u
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_check_vjp_holds_the_global_generator_and_reads_a_float_scalar_as_a_constant(broken):
+    res = gradcheck.check_vjp(global_dropout_forward,
+                              lambda d, u: d * (u > 0) if broken else d * u, [X, 0.6])
+    _verdict(res, broken)
+    assert any("the float scalars are constants" in n for n in res.notes), res.notes
+
+
+def bn_forward_with_stats(X, gamma, beta, stats, momentum=0.9):
+    running_mean, running_var = stats
+    mu, var = X.mean(axis=0), X.var(axis=0)
+    xn = (X - mu) / np.sqrt(var + 1e-8)
+    return (gamma * xn + beta, (X, xn, var, gamma), momentum * running_mean + 0.1 * mu,
+            momentum * running_var + 0.1 * var)
+
+
+def bn_backward_with_stats(dout, cache, broken=False):
+    X, xn, var, gamma = cache
+    dxn = dout * gamma
+    mean = 0.0 if broken else dxn.mean(axis=0)
+    dX = (dxn - mean - xn * (dxn * xn).mean(axis=0)) / np.sqrt(var + 1e-8)
+    return dX, (dout * xn).sum(axis=0), dout.sum(axis=0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_cache_returned_before_the_running_statistics(broken):
+    res = gradcheck.check_vjp(bn_forward_with_stats,
+                              lambda d, c: bn_backward_with_stats(d, c, broken),
+                              [X, np.ones(3) * 1.2, np.zeros(3) + 0.1, (np.zeros(3), np.ones(3))])
+    _verdict(res, broken)
+    assert [i.status for i in res.inputs[3:]] == ["constant", "constant"]
+    assert any("the cache (the one container)" in n for n in res.notes), res.notes
+
+
+class LearningRateLayer:
+    """backward(output_error, learning_rate): two arguments, not the forward's inputs."""
+
+    def __init__(self):
+        self.W = np.random.default_rng(10).standard_normal((3, 2))
+
+    def forward(self, input_data):
+        self.input = input_data
+        return input_data @ self.W
+
+    def backward(self, output_error, learning_rate):
+        input_error = output_error @ self.W.T
+        self.W = self.W - learning_rate * (self.input.T @ output_error)
+        return input_error
+
+
+def test_a_count_of_arguments_alone_is_no_reading_of_them():
+    """Two arguments for a one-input forward are not (input, dout): no verdict is given
+    from such a guess (a wrong verdict on correct code), the error says what to pass."""
+    res = gradcheck.check_layer(LearningRateLayer(), X)
+    assert res.status == "error" and "learning_rate" in res.message, res.report()
