@@ -240,6 +240,7 @@ class _Called:
     out_shapes: list[tuple[int, ...]]
     cache: Any = None
     computed: dict[int, str] = field(default_factory=dict)  # leaf -> its gradient's dtype
+    arith: dict[int, str] = field(default_factory=dict)  # leaf -> the output's, if narrower
 
 
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
@@ -374,7 +375,27 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                                                                      strict=True)]))
     none = [i for i in prep.diff if grads[i] is None]
     shapes = [tuple(arrays[k].shape) for k in outputs.floating]
-    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed)
+    arith = _narrowest_output(outputs, prep, notes)
+    for i, name in arith.items():  # the gradient's tolerance: the narrower of the two
+        if np.finfo(np.dtype(name)).eps > np.finfo(np.dtype(computed.get(i, name))).eps:
+            computed[i] = name
+    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed, arith)
+
+
+def _narrowest_output(outputs: _Outputs, prep: _Inputs, notes: list[str]) -> dict[int, str]:
+    """``leaf -> dtype`` for inputs of a wider dtype than an output: the forward ran in the
+    narrower one (float32 buffers in a float64 layer), and finite differences of it can
+    be no finer than that dtype: its steps, noise and tolerance are used for them."""
+    floats = [d for d in outputs.dtypes if d.kind == "f"]
+    if not floats:
+        return {}
+    narrow = max(floats, key=lambda d: np.finfo(d).eps)
+    wider = [i for i in prep.diff if np.finfo(narrow).eps > np.finfo(prep.leaves[i].dtype).eps]
+    if wider:
+        notes.append(f"the forward's output is {narrow.name} for "
+                     f"{', '.join(prep.tree.names[i] for i in wider)} of a wider dtype: "
+                     f"compared at {narrow.name}'s steps and tolerance")
+    return dict.fromkeys(wider, narrow.name)
 
 
 def _second_backward(first: Any, again: Any) -> None:
@@ -458,6 +479,7 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
                     called.y0, opts, rng, swap=True)
     runner.out_shapes = called.out_shapes
     runner.computed = called.computed
+    runner.arith = called.arith
     runner.evaluations = 2
     runner.vjp = vjp
     checked = [i for i in prep.diff if called.grads[i] is not None]

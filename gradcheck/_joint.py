@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ._kinks import direction_compare
 from ._modes import InputChecker, inconclusive, miss_figures
-from ._numeric import Runner, eps_of
+from ._numeric import Runner
 from ._options import Options
 from ._result import ElementReport, InputResult
 
@@ -78,7 +78,7 @@ class JointCheck:
         """Compare the analytic and numerical derivative along ``parts``."""
         members = list(parts)
         # The narrowest dtype sets the step, the method and the tolerance.
-        lead = max(members, key=lambda i: eps_of(self.r.arrays[i].dtype))
+        lead = max(members, key=self.r.eps)
         got = direction_compare(self.r, lead, self.method[lead], parts, 1.0)
         self.kink_outputs = max(self.kink_outputs, got.kink_outputs)
         self.met_kinks += got.met_kinks

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._numeric import F64, Runner, Stencil, eps_of
+from ._numeric import F64, Runner, Stencil
 from ._options import NOISE_ULPS
 
 __all__ = ["Compared", "Out", "can_mask", "direction_compare", "masked_compare"]
@@ -184,7 +184,7 @@ def masked_compare(runner: Runner, lead: int, parts: Parts, h: float) -> tuple[O
     steps = (h, h / 2.0, h / 4.0)
     runs = [runner.joint_outputs(parts, s) for s in steps]
     y0 = runner.y0.reshape(-1)
-    eps = max(eps_of(runner.arrays[i].dtype) for i in parts)
+    eps = max(runner.eps(i) for i in parts)
     floor = _FLOOR_ULPS * eps * np.maximum(np.abs(y0), runner.y_rms)
     curv = [yp.reshape(-1) + ym.reshape(-1) - 2.0 * y0 for yp, ym, _m in runs]
     finite = np.logical_and.reduce([np.isfinite(c) for c in curv])

@@ -161,7 +161,7 @@ class InputChecker:
     def _steps(self) -> F64:
         """The first step of every element, as :meth:`Runner.step` computes it."""
         arr = self.r.arrays[self.i]
-        eps = float(np.finfo(arr.dtype).eps)
+        eps = self.r.eps(self.i)
         power = 1.0 / 3.0 if self.method == "central" else 1.0 / 5.0
         mags = np.abs(arr.reshape(-1).astype(np.float64))
         return np.asarray(eps**power * np.maximum(1.0, mags), dtype=np.float64)

@@ -72,6 +72,7 @@ class Runner:
     ) -> None:
         self.arrays = arrays
         self.computed: dict[int, str] = {}  # leaf -> dtype its gradient was computed in
+        self.arith: dict[int, str] = {}  # leaf -> narrower dtype the output was computed in
         self.swap = swap
         self.names = names
         self.evaluate = evaluate
@@ -128,7 +129,14 @@ class Runner:
                     np.copyto(a, saved[i])
 
     def _eps_out(self, i: int) -> float:
-        return eps_of(self.arrays[i].dtype)
+        return self.eps(i)
+
+    def eps(self, i: int) -> float:
+        """The machine epsilon of the forward's arithmetic for input ``i``: its dtype's, or
+        that of a narrower dtype the output was computed in (``arith``)."""
+        own = eps_of(self.arrays[i].dtype)
+        narrow = self.arith.get(i)
+        return max(own, eps_of(np.dtype(narrow))) if narrow else own
 
     def _diffs(self, yp: F64, ym: F64, eps: float) -> tuple[float, float, float, float]:
         """Return sum((yp-ym)dy), sum((yp-y0)dy), sum((y0-ym)dy) and their noise."""
@@ -259,7 +267,7 @@ class Runner:
     # -- step sizes ------------------------------------------------------------------
     def step(self, i: int, method: str, magnitude: float) -> float:
         """Step from the dtype and the magnitude of the element (or of the input)."""
-        eps = eps_of(self.arrays[i].dtype)
+        eps = self.eps(i)
         power = 1.0 / 5.0 if method == "richardson" else 1.0 / 3.0
         return float(eps**power * max(1.0, magnitude))
 

@@ -254,6 +254,6 @@ def group_stencils(runner: Runner, i: int, layout: Layout, group: NDArray[np.int
     valid = moved & (up != 0) & (um != 0)
     up_safe, um_safe = np.where(valid, up, 1.0), np.where(valid, um, 1.0)
     span = up_safe + um_safe
-    eps = float(np.finfo(arr.dtype).eps)
+    eps = runner.eps(i)
     return GroupStencils(valid, (dp + dm) / span, NOISE_ULPS * eps * np.sqrt(w2) / span,
                          dp / up_safe, dm / um_safe, analytic)

@@ -553,3 +553,31 @@ def test_a_count_of_arguments_alone_is_no_reading_of_them():
     from such a guess (a wrong verdict on correct code), the error says what to pass."""
     res = gradcheck.check_layer(LearningRateLayer(), X)
     assert res.status == "error" and "learning_rate" in res.message, res.report()
+
+
+class Float32Inside:
+    """float64 parameters and inputs, the arithmetic done in float32 buffers."""
+
+    def __init__(self, broken: bool = False):
+        r = np.random.default_rng(11)
+        self.params = [r.standard_normal((3, 8))]
+        self.grads = [np.zeros((3, 8))]
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x.astype("f")
+        self.h = np.tanh(self.x @ self.params[0].astype("f"))
+        return self.h
+
+    def backward(self, dh):
+        dz = dh * (1 - self.h ** 2) * (np.float32(1.01) if self.broken else 1)
+        self.grads[0][...] = self.x.T @ dz
+        return dz @ self.params[0].T.astype("f")
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_an_output_computed_in_float32_sets_the_steps_and_the_tolerance(broken):
+    x = np.random.default_rng(12).standard_normal((5, 3))
+    res = gradcheck.check_layer(Float32Inside(broken), x)
+    _verdict(res, broken)
+    assert any("the forward's output is float32" in n for n in res.notes), res.notes
