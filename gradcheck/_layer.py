@@ -117,7 +117,7 @@ def check_layer(
     """
     opts = validate_options("check_layer", **options)
     wrt = _wrt_names(wrt, len(inputs))
-    draws = GlobalDraws()
+    draws = GlobalDraws(type(layer))
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,

@@ -65,10 +65,11 @@ def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
             type(first.default) in (int, float) and first.default == 1)):
         return "one", (f"{what}'s optional argument {first.name!r} received the output "
                        "gradient (a random, non-unit one)")
-    if not scalar:
+    if not scalar and isinstance(dy, (tuple, list, dict)):
         raise ProtocolError("bad-protocol", f"{what}() takes no output gradient, so the "
-                            f"output must be a scalar; it has shape {np.shape(dy)}")
-    return "none", ""
+                            "output must be one array (a loss, or a loss per sample); it "
+                            f"has {len(dy)} parts")
+    return "none", ""  # a loss per sample: read as the gradient of their mean
 
 
 # -- calling the layer -------------------------------------------------------------------------
@@ -89,7 +90,7 @@ class Protocol:
     returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
     stored_inputs: dict[int, str] = field(default_factory=dict)  # input -> stored gradient
     handed: dict[str, Handed] = field(default_factory=dict)  # param -> handed gradient
-    reduce: bool = False  # a loss per sample, its backward the gradient of their mean
+    reduce: str = ""  # a loss per sample: "mean" or "sum", what its backward differentiates
     wrt_given: bool = False
 
     def note(self, text: str) -> None:
@@ -106,11 +107,14 @@ class Protocol:
         if out is None and self.out_path is not None:
             out = np.array(get_path(layer, self.out_path), copy=True)
         if self.reduce:
-            out = np.mean(np.asarray(out))
-        return out, (layer, xs)
+            out = getattr(np, self.reduce)(np.asarray(out))
+        shared = self.draws.now() if self.draws is not None else []
+        return out, (layer, xs, shared)
 
     def run_backward(self, dy: Any, cache: Any) -> list[Any]:
-        fresh, xs = copy.deepcopy(cache)  # each backward on its own copy: += stays local
+        fresh, xs, shared = copy.deepcopy(cache)  # its own copy: += stays local
+        if self.draws is not None:
+            self.draws.put(shared)  # what this evaluation's forward left on the class
         method = getattr(fresh, self.backward)
         if not self.style:
             self.style, note = call_style_of(method, dy, f"{type(self.layer).__name__}."

@@ -81,7 +81,7 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     its backward is called, where its output and gradients are, which arrays are state."""
     forward, backward, found_note = method_pair(
         layer, None if forward == "forward" else forward,
-        None if backward == "backward" else backward)
+        None if backward == "backward" else backward, inputs)
     shapes = [np.shape(x) if isinstance(x, np.ndarray) else
               "sequence" if isinstance(x, (list, tuple)) else None for x in inputs]
     named = _explicit(params, grads) if params is not None else None
@@ -172,12 +172,37 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
 
 def _given(proto: Protocol, first: Any, out: Any) -> Any:
     """A loss's backward (no output gradient) of a forward returning one loss per sample
-    is the gradient of their mean: the check's output is that mean."""
-    if proto.style == "given" and np.size(out) > 1:
-        proto.reduce = True
+    differentiates their mean, if a method of the layer reduces the forward's output so
+    (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
+    if proto.style in ("given", "none") and np.size(out) > 1:
+        proto.reduce, how = _reduction(proto, first, out)
         proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
-                   "backward takes no output gradient: checked as the gradient of their mean")
+                   f"backward takes no output gradient: checked as the gradient of their "
+                   f"{proto.reduce} ({how})")
     return first
+
+
+def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
+    """``("mean", why)`` when a method taking the forward's inputs returns the mean of
+    its output; ``("sum", why)`` otherwise."""
+    layer, n = proto.layer, len(first.xs)
+    y = np.asarray(out, dtype=np.float64)
+    for name in dir(type(layer)):
+        if name.startswith("_") or name in (proto.forward, proto.backward):
+            continue
+        method = getattr(layer, name, None)
+        if not callable(method) or len(positional_names(method, required=True) or []) != n:
+            continue
+        try:
+            if proto.draws is not None:
+                proto.draws.reset()
+            value = getattr(copy.deepcopy(layer), name)(*copy.deepcopy(first.xs))
+        except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
+            continue
+        if np.size(value) == 1 and np.isclose(float(np.asarray(value).reshape(())),
+                                              float(y.mean()), rtol=1e-9, atol=0):
+            return "mean", f"{name} returns their mean"
+    return "sum", "each one's upstream gradient is one; no method returns their mean"
 
 
 def _read_parameters(proto: Protocol, first: Any, xs: list[Any],

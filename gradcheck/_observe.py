@@ -59,10 +59,11 @@ def _pairs(fwds: list[str], bwds: list[str]) -> list[tuple[str, str]]:
             if f == "__call__" or stem(f, _FORWARD) == stem(b, _BACKWARD)]
 
 
-def method_pair(layer: Any, forward: str | None, backward: str | None
-                ) -> tuple[str, str, str]:
+def method_pair(layer: Any, forward: str | None, backward: str | None,
+                inputs: tuple[Any, ...] = ()) -> tuple[str, str, str]:
     """The names of the forward and backward methods, and a note when they were found
-    (not given and not ``forward``/``backward``)."""
+    (not given and not ``forward``/``backward``): by their names, else by what they
+    return (:func:`_by_returns`)."""
     def has(n: str | None) -> bool:
         return n is not None and callable(getattr(layer, n, None))
 
@@ -81,6 +82,13 @@ def method_pair(layer: Any, forward: str | None, backward: str | None
     if len(pairs) == 1:
         x, y = pairs[0]
         return x, y, f"methods found by their names: {x} (forward) and {y} (backward)"
+    if forward is None and backward is None and inputs:
+        by_returns = _by_returns(layer, inputs)
+        if by_returns is not None:
+            x, y = by_returns
+            return x, y, (f"methods found by what they return: {x} a scalar (the forward: a "
+                          f"loss) and {y} an array of the first input's shape (its gradient), "
+                          "both taking the same arguments")
     if not fwds or not bwds:
         what = "forward" if not fwds else "backward"
         raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "
@@ -91,6 +99,31 @@ def method_pair(layer: Any, forward: str | None, backward: str | None
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
                     f"apart ({found}); name them: check_layer(layer, x, forward='...', "
                     "backward='...')")
+
+
+def _by_returns(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
+    """The one pair of methods taking the same arguments (as many as ``inputs``) of which
+    one returns a scalar and the other an array of the first input's shape: a loss and
+    its gradient (``loss(predicted, actual)``, ``grad(predicted, actual)``)."""
+    import copy
+
+    shape = np.shape(inputs[0])
+    sigs = {n: positional_names(getattr(layer, n), required=True) for n in _public(layer)}
+    sigs = {n: a for n, a in sigs.items() if a is not None and len(a) == len(inputs)}
+    found = []
+    for f, fa in sigs.items():
+        for g, ga in sigs.items():
+            if f == g or fa != ga:
+                continue
+            try:
+                y = getattr(copy.deepcopy(layer), f)(*copy.deepcopy(list(inputs)))
+                d = getattr(copy.deepcopy(layer), g)(*copy.deepcopy(list(inputs)))
+            except Exception:  # noqa: S112 - not this pair: the user's code raised
+                continue
+            if np.size(y) == 1 and isinstance(d, np.ndarray) and d.shape == shape and \
+                    d.dtype.kind == "f" and shape != ():
+                found.append((f, g))
+    return found[0] if len(found) == 1 else None
 
 
 def _public(layer: Any) -> list[str]:

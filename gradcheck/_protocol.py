@@ -10,6 +10,7 @@ a cache) to detect mutation; and turns an exception raised by the user's code in
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 import random
@@ -30,17 +31,46 @@ _LIB_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or ""))
 
 
 class GlobalDraws:
-    """The global generators (``np.random``, ``random``) as they were when the check
-    began: every forward starts from them (a dropout mask drawn from ``np.random`` is
-    the same in every evaluation), and the user's state is put back at the end."""
+    """State outside the objects a check is given, as it was when the check began: the
+    global generators (``np.random``, ``random``) and the mutable attributes of ``cls``
+    itself (a class-level ``ctx = {}`` that every instance's forward writes). Every
+    forward starts from it (a dropout mask drawn from ``np.random`` is the same in every
+    evaluation), and the user's state is put back at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, cls: type | None = None) -> None:
         self.np_state = np.random.get_state()  # noqa: NPY002 - the user's global state
         self.py_state = random.getstate()
+        self.owners = _class_mutables(cls) if cls is not None else []
+        self.shared = self.now()
+
+    def now(self) -> list[Any]:
+        """A copy of the class-level mutable attributes as they are now."""
+        return [copy.deepcopy(vars(owner)[name]) for owner, name in self.owners]
+
+    def put(self, shared: list[Any]) -> None:
+        for (owner, name), value in zip(self.owners, shared, strict=True):
+            setattr(owner, name, copy.deepcopy(value))
 
     def reset(self) -> None:
         np.random.set_state(self.np_state)  # noqa: NPY002
         random.setstate(self.py_state)
+        self.put(self.shared)
+
+
+def _class_mutables(cls: type) -> list[tuple[type, str]]:
+    """(defining class, name) of the dicts, lists, sets and arrays held by ``cls`` and
+    its bases (``object`` and builtins aside)."""
+    out: list[tuple[type, str]] = []
+    seen: set[str] = set()
+    for owner in cls.__mro__:
+        if owner.__module__ == "builtins":
+            continue
+        for name, value in vars(owner).items():
+            if name not in seen and not name.startswith("__") and isinstance(
+                    value, (dict, list, set, np.ndarray)):
+                out.append((owner, name))
+            seen.add(name)
+    return out
 
 
 class ProtocolError(Exception):

@@ -325,6 +325,9 @@ class CrossEntropy:
     def __init__(self, broken: bool = False):
         self.broken = broken
 
+    def calculate(self, output, y):  # the mean the training loop reports
+        return np.mean(self.forward(output, y))
+
     def forward(self, y_pred, y_true):
         return -np.log(y_pred[range(len(y_pred)), y_true])  # one loss per sample
 
@@ -348,7 +351,8 @@ class SquaredError(CrossEntropy):
 def test_a_loss_whose_backward_takes_the_prediction(broken):
     res = gradcheck.check_layer(CrossEntropy(broken), P, LABELS)
     _verdict(res, broken)
-    assert any("checked as the gradient of their mean" in n for n in res.notes), res.notes
+    assert any("checked as the gradient of their mean (calculate returns their mean)" in n
+               for n in res.notes), res.notes
     res = gradcheck.check_layer(SquaredError(broken), P, RNG.random((4, 3)))
     _verdict(res, broken)
     assert res.inputs[1].status == "constant"  # the float target
@@ -581,3 +585,43 @@ def test_an_output_computed_in_float32_sets_the_steps_and_the_tolerance(broken):
     res = gradcheck.check_layer(Float32Inside(broken), x)
     _verdict(res, broken)
     assert any("the forward's output is float32" in n for n in res.notes), res.notes
+
+
+class TokenLoss:
+    """A loss per token, a backward with no argument: the gradient of their sum."""
+
+    def __init__(self, broken: bool = False):
+        self.ctx: dict[str, np.ndarray] = {}
+        self.broken = broken
+
+    def forward(self, logits, labels):
+        p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        self.ctx["p"], self.ctx["labels"] = p, labels
+        return -np.log(np.take_along_axis(p, labels[..., None], axis=-1))[..., 0]
+
+    def backward(self):
+        g = self.ctx["p"].copy()
+        np.put_along_axis(g, self.ctx["labels"][..., None], np.take_along_axis(
+            g, self.ctx["labels"][..., None], axis=-1) - 1, axis=-1)
+        return g / (g.shape[0] if self.broken else 1)
+
+
+class SharedContext(TokenLoss):
+    ctx: dict[str, np.ndarray] = {}  # a class-level dict every instance writes
+
+    def __init__(self, broken: bool = False):
+        self.broken = broken
+
+
+@pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.parametrize("kind", [TokenLoss, SharedContext])
+def test_a_loss_per_token_with_a_backward_taking_nothing(kind, broken):
+    logits = RNG.standard_normal((2, 3, 4))
+    labels = np.array([[0, 3, 1], [2, 2, 0]])
+    before = dict(SharedContext.ctx)
+    res = gradcheck.check_layer(kind(broken), logits, labels)
+    _verdict(res, broken)
+    assert any("gradient of their sum (each one's upstream gradient is one" in n
+               for n in res.notes), res.notes
+    assert SharedContext.ctx == before  # the class's own dict is put back
