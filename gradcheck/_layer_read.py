@@ -33,7 +33,7 @@ from ._discovery import (
 )
 from ._handed import attached, find_handed
 from ._layer_call import Protocol, call_layer, call_style_of, leaves, ones_like, times
-from ._observe import float_state, method_pair, positional_names, stored
+from ._observe import float_state, grad_of, method_pair, positional_names, stored
 from ._protocol import ProtocolError, UserCodeError, call_user
 from ._reading import (
     GlobalDraws,
@@ -244,9 +244,23 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
     left = [p for p in moving if p not in {q.value for q in observed}]
     if left:
+        _misshapen(left, base, cands)
         raise _observed_error(layer, left, first, cands)
     proto.params = found
     proto.note(_constant_scalars(base, found))
+
+
+def _misshapen(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None:
+    """A gradient found by its name whose shape is not its array's is a wrong gradient
+    (``shape-mismatch``), not a reading problem."""
+    for path in left:
+        a = get_path(base, path)
+        ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
+        named = grad_of(path, a.shape, ghost)
+        if named is not None and np.shape(cands[named]) != a.shape:
+            raise ProtocolError("shape-mismatch", (
+                f"gradient of {path} (stored in {named}) has shape "
+                f"{np.shape(cands[named])}, expected {a.shape}"))
 
 
 def _keeps_input(first: Any, p: Param | str) -> bool:

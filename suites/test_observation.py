@@ -77,8 +77,10 @@ def test_a_gradient_whose_shape_differs_otherwise_is_still_a_shape_mismatch():
             super().backward(dvalues)
             self.dweights = self.dweights.T
 
-    with pytest.raises(gradcheck.LayerConventionError, match="weights .3, 2."):
-        gradcheck.check_layer(Wrong(), X, True)
+    res = gradcheck.check_layer(Wrong(), X, True)
+    assert res.status == "shape-mismatch"
+    assert "gradient of weights (stored in dweights) has shape (2, 3), expected (3, 2)" \
+        in res.message
 
 
 class Identity:
@@ -625,3 +627,42 @@ def test_a_loss_per_token_with_a_backward_taking_nothing(kind, broken):
     assert any("gradient of their sum (each one's upstream gradient is one" in n
                for n in res.notes), res.notes
     assert SharedContext.ctx == before  # the class's own dict is put back
+
+
+class GradsByName:
+    """self.weight with its gradient in self.grads['weight'] (a dict keyed by name)."""
+
+    def __init__(self, broken: bool = False):
+        r = np.random.default_rng(13)
+        self.weight, self.bias = r.standard_normal((3, 2)), r.standard_normal(2)
+        self.grads: dict[str, np.ndarray] = {}
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weight + self.bias
+
+    def backward(self, d):
+        self.grads["weight"] = self.x.T @ d
+        self.grads["bias"] = d.mean(axis=0) if self.broken else d.sum(axis=0)
+        return d @ self.weight.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_gradients_in_a_dict_keyed_by_the_parameters_names(broken):
+    res = gradcheck.check_layer(GradsByName(broken), X)
+    _verdict(res, broken)
+    assert [i.name for i in res.inputs] == ["x0", "weight", "bias"]
+
+
+def test_a_gradient_found_by_its_name_with_a_wrong_shape_is_a_shape_mismatch():
+    class Summed(GradsByName):
+        def backward(self, d):
+            super().backward(d)
+            self.grads["weight"] = self.grads["weight"].sum(axis=0)  # (2,) for (3, 2)
+            return d @ self.weight.T
+
+    res = gradcheck.check_layer(Summed(), X)
+    assert res.status == "shape-mismatch", res.report()
+    assert "gradient of weight (stored in grads['weight']) has shape (2,), expected (3, 2)" \
+        in res.message
