@@ -90,6 +90,7 @@ class Protocol:
     returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
     stored_inputs: dict[int, str] = field(default_factory=dict)  # input -> stored gradient
     handed: dict[str, Handed] = field(default_factory=dict)  # param -> handed gradient
+    stepped: list[str] = field(default_factory=list)  # style "step": minus their change
     reduce: str = ""  # a loss per sample: "mean" or "sum", what its backward differentiates
     wrt_given: bool = False
 
@@ -126,6 +127,7 @@ class Protocol:
         for h in self.handed.values():
             owners.setdefault(h.owner, []).append(h.method)
         log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
+        moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
         ret = call_backward(method, self.style, self.order, dy, xs)
         dx, pgrads = ret, None
         if self.returned is not None:
@@ -144,6 +146,9 @@ class Protocol:
         for p, b in zip(self.params, before, strict=True):
             if p.name in keys and pgrads is not None:
                 g = np.array(pgrads[keys[p.name]], copy=True)
+            elif p.name in moved:  # a step of size 1 made: its gradient is minus it
+                g = (moved[p.name] - np.asarray(get_path(fresh, p.name))).astype(
+                    moved[p.name].dtype)
             elif p.name in self.handed:
                 g = self.handed[p.name].read(log)
                 g = g if scale is None or g is None else g * scale

@@ -131,6 +131,8 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
                      (proto.style, proto.order), proto.out_path,
                      lambda o: times(ones_like(o), scale))
 
+    if proto.style == "one" and _takes_a_step(proto, xs):
+        return run(1.0)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
         return _given(proto, run(1.0), out)
     try:
@@ -168,6 +170,49 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
             proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
                        "wrt= to differentiate them)")
     return _given(proto, found, out)
+
+
+def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the backward takes a second argument that only scales the change it makes
+    to arrays the layer holds (``backward(output_error, learning_rate)`` updating its
+    weights): then it is called with 1.0 and a parameter's gradient is minus its change."""
+    names = positional_names(getattr(proto.layer, proto.backward), required=True)
+    if names is None or len(names) != 2 or proto.draws is None:
+        return False
+    seen = []
+    for a in (1.0, 2.0):
+        layer = copy.deepcopy(proto.layer)
+        proto.draws.reset()
+        try:
+            out = getattr(layer, proto.forward)(*copy.deepcopy(xs))
+            if out is None and proto.out_path is not None:
+                out = get_path(layer, proto.out_path)
+            before = float_state(layer)
+            ret = getattr(layer, proto.backward)(ones_like(out), a)
+        except Exception:  # not a step size: the reading of the call is left as it was
+            return False
+        now = {p: v for p, v in walk(layer) if is_float_array(v)}
+        seen.append((ret, {p: now[p] - old for p, (_, old) in before.items()
+                           if p in now and now[p].shape == old.shape}))
+    (r1, d1), (r2, d2) = seen
+    moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
+    if not _same_return(r1, r2) or not all(
+            np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12) for p in moved):
+        return False
+    proto.style, proto.stepped = "step", moved
+    proto.note(f"backward's argument {names[1]} " + (
+        f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
+        "their gradients read as minus that change" if moved else
+        "changes nothing it returns or holds: called with 1.0"))
+    return True
+
+
+def _same_return(a: Any, b: Any) -> bool:
+    xa, xb = leaves(a), leaves(b)
+    return len(xa) == len(xb) and all(
+        (u is None and v is None) or (u is not None and v is not None and np.shape(u) ==
+                                      np.shape(v) and np.array_equal(u, v, equal_nan=True))
+        for u, v in zip(xa, xb, strict=True))
 
 
 def _given(proto: Protocol, first: Any, out: Any) -> Any:
@@ -246,6 +291,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if left:
         _misshapen(left, base, cands)
         raise _observed_error(layer, left, first, cands)
+    _inputs_read(proto, first, proto.stored_inputs, params=bool(found))
     proto.params = found
     proto.note(_constant_scalars(base, found))
 
@@ -292,8 +338,10 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     proto.stored_inputs = got_x
     for t in notes:
         proto.note(t)
-    _inputs_read(proto, first, got_x)
     left = [p for p in rest if p not in got_p]
+    stepped = [p for p in left if p in proto.stepped]
+    out += [Param(p, p, _no_grad) for p in stepped]
+    left = [p for p in left if p not in stepped]
     on_array = attached(first.after, left, first.init)
     out += [Param(p, p, g) for p, g in on_array.items()]
     for p, g in on_array.items():
@@ -331,12 +379,19 @@ def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
     return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
 
 
-def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str]) -> None:
+def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
+                 params: bool = False) -> None:
     """A backward that returned nothing must have stored every differentiated input's
-    gradient where it can be found."""
+    gradient where it can be found; one that computes its parameters' gradients and
+    none for its input (a first layer) holds the input constant, and says so."""
     if first.ret is not None or proto.returned is not None:
         return
     lost = [k for k in proto.wanted if k not in got_x]
+    if lost and params:
+        proto.note(f"the backward returned nothing and stored no gradient for "
+                   f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
+                   "first layer's backward computes none)")
+        return
     if lost:
         raise ProtocolError("bad-protocol", (
             f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "

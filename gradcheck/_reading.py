@@ -65,6 +65,8 @@ def call_backward(method: Any, style: str, order: list[int | None], dy: Any, xs:
         return method(dy)
     if style in ("inputs", "given"):
         return method(*[dy if k is None else xs[k] for k in order])
+    if style == "step":  # backward(output_error, learning_rate)
+        return method(dy, 1.0)
     return method()
 
 

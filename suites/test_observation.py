@@ -554,11 +554,32 @@ class LearningRateLayer:
         return input_error
 
 
-def test_a_count_of_arguments_alone_is_no_reading_of_them():
-    """Two arguments for a one-input forward are not (input, dout): no verdict is given
-    from such a guess (a wrong verdict on correct code), the error says what to pass."""
-    res = gradcheck.check_layer(LearningRateLayer(), X)
-    assert res.status == "error" and "learning_rate" in res.message, res.report()
+class BrokenLearningRateLayer(LearningRateLayer):
+    def backward(self, output_error, learning_rate):
+        input_error = output_error @ self.W.T
+        self.W = self.W - learning_rate * (self.input.T @ output_error) * 0.5
+        return input_error
+
+
+class UnusedSecondArgument:
+    def forward(self, input_data):
+        self.input = input_data
+        return np.tanh(input_data)
+
+    def backward(self, output_error, learning_rate):
+        return (1 - np.tanh(self.input) ** 2) * output_error
+
+
+@pytest.mark.parametrize(("kind", "broken"), [
+    (LearningRateLayer, False), (BrokenLearningRateLayer, True), (UnusedSecondArgument, False)])
+def test_a_backward_that_takes_a_step_size_and_updates_its_weights(kind, broken):
+    """backward(output_error, learning_rate) is not (input, dout): the second argument is
+    observed to scale the change made to the weights (or to change nothing)."""
+    res = gradcheck.check_layer(kind(), X)
+    _verdict(res, broken)
+    assert any("backward's argument learning_rate" in n for n in res.notes), res.notes
+    if kind is not UnusedSecondArgument:
+        assert [i.name for i in res.inputs] == ["x0", "W"]
 
 
 class Float32Inside:
@@ -666,3 +687,47 @@ def test_a_gradient_found_by_its_name_with_a_wrong_shape_is_a_shape_mismatch():
     assert res.status == "shape-mismatch", res.report()
     assert "gradient of weight (stored in grads['weight']) has shape (2,), expected (3, 2)" \
         in res.message
+
+
+class LossAndGrad:
+    """A loss object with loss(predicted, actual) and grad(predicted, actual)."""
+
+    def __init__(self, broken: bool = False):
+        self.broken = broken
+
+    def loss(self, predicted, actual):
+        return np.sum((predicted - actual) ** 2)
+
+    def grad(self, predicted, actual):
+        return (1 if self.broken else 2) * (predicted - actual)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_and_its_gradient_found_by_what_they_return(broken):
+    res = gradcheck.check_layer(LossAndGrad(broken), X, RNG.standard_normal((4, 3)))
+    _verdict(res, broken)
+    assert any("methods found by what they return: loss a scalar" in n for n in res.notes)
+
+
+class FirstLayer:
+    """backprop(d, learn_rate) updates its filters and returns None (no input gradient)."""
+
+    def __init__(self, broken: bool = False):
+        self.filters = np.random.default_rng(14).standard_normal((3, 2))
+        self.broken = broken
+
+    def forward(self, x):
+        self.last_input = x
+        return x @ self.filters
+
+    def backprop(self, d_out, learn_rate):
+        d_filters = self.last_input.T @ d_out * (1.1 if self.broken else 1.0)
+        self.filters -= learn_rate * d_filters
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_first_layer_whose_backward_computes_no_input_gradient(broken):
+    res = gradcheck.check_layer(FirstLayer(broken), X)
+    _verdict(res, broken)
+    assert res.inputs[0].status == "constant" and res.inputs[1].name == "filters"
+    assert any("held constant, not checked (a first layer" in n for n in res.notes)
