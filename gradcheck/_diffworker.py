@@ -330,6 +330,27 @@ def _borrow(spec: str, file: str) -> None:
     loader_spec.loader.exec_module(module)
 
 
+def _own(state: _State) -> list[str]:
+    """Modules of the repository imported from this revision's folder (not gradcheck,
+    not an environment kept inside it, not a subject file borrowed from elsewhere)."""
+    out = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(str(file)).resolve()
+        if _inside(path, state.root) and not _environment(path) and \
+                not _inside(path, state.gradcheck_dir) and str(path) != state.borrowed:
+            out.append(name)
+    return sorted(out)
+
+
+def _imports(state: _State) -> dict[str, list[str]]:
+    """The repository's modules imported so far: from this revision (``own``) and from
+    outside it (``strays``)."""
+    return {"own": _own(state), "strays": _strays(state)}
+
+
 def _strays(state: _State) -> list[str]:
     """Modules of the user's repository imported from outside this revision's folder
     (a path or an installed package that points into the working tree)."""
@@ -614,5 +635,5 @@ def _pin(state: _State, cpu: int | None) -> bool:
 _OPS: dict[str, Callable[..., Any]] = {
     "load": _load, "check": _check, "value": _value, "prepare": _prepare,
     "time": _time, "calibrate": _calibrate, "pin": _pin,
-    "strays": lambda state: _strays(state),
+    "imports": _imports,
 }
