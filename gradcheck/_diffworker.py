@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ._core import input_names
-from ._interrupt import deferred_interrupt, sigint_blocked
+from ._interrupt import deferred_interrupt, sigint_blocked, tracker_running
 from ._pool import Fault, _death, fault_of
 
 __all__ = ["Worker", "WorkerError", "WorkerFault", "relabelled", "remapped", "seed_globals",
@@ -90,6 +90,7 @@ class Worker:
         # Started whole or not at all, and with SIGINT blocked, which the new interpreter
         # inherits: Ctrl-C stops the parent, and the parent stops the worker.
         with deferred_interrupt():
+            tracker_running()  # not inside sigint_blocked: starting it unblocks SIGINT
             self.conn, child = ctx.Pipe()
             self.proc = ctx.Process(
                 target=serve, name=f"gradcheck-diff-{self.label}", daemon=True,

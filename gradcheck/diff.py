@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
-from ._interrupt import deferred_interrupt
+from ._interrupt import deferred_interrupt, stop_tracker
 from ._json import plain
 from ._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
 from ._revision import Revision, RevisionError, materialised, repo_root
@@ -378,6 +378,7 @@ def run_diff(
         cwd = Path(cwd or os.getcwd()).resolve()
         root = repo_root(cwd)
         with ExitStack() as stack:
+            stack.callback(stop_tracker)  # last: after the workers are stopped
             b, h, base_w, head_w = _start(stack, (root, cwd), (base, head), spec,
                                           case_timeout, say)
             result = DiffResult(b.name, b.commit, h.name, h.commit, spec, level, seed,
