@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ._core import input_names
-from ._interrupt import deferred_interrupt, sigint_blocked
+from ._interrupt import deferred_interrupt, sigint_blocked, tracker_running
 from ._pool import Fault, _death, fault_of
 
 __all__ = ["Worker", "WorkerError", "WorkerFault", "relabelled", "remapped", "seed_globals",
@@ -90,6 +90,7 @@ class Worker:
         # Started whole or not at all, and with SIGINT blocked, which the new interpreter
         # inherits: Ctrl-C stops the parent, and the parent stops the worker.
         with deferred_interrupt():
+            tracker_running()  # not inside sigint_blocked: starting it unblocks SIGINT
             self.conn, child = ctx.Pipe()
             self.proc = ctx.Process(
                 target=serve, name=f"gradcheck-diff-{self.label}", daemon=True,
@@ -328,6 +329,27 @@ def _borrow(spec: str, file: str) -> None:
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[name] = module
     loader_spec.loader.exec_module(module)
+
+
+def _own(state: _State) -> list[str]:
+    """Modules of the repository imported from this revision's folder (not gradcheck,
+    not an environment kept inside it, not a subject file borrowed from elsewhere)."""
+    out = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(str(file)).resolve()
+        if _inside(path, state.root) and not _environment(path) and \
+                not _inside(path, state.gradcheck_dir) and str(path) != state.borrowed:
+            out.append(name)
+    return sorted(out)
+
+
+def _imports(state: _State) -> dict[str, list[str]]:
+    """The repository's modules imported so far: from this revision (``own``) and from
+    outside it (``strays``)."""
+    return {"own": _own(state), "strays": _strays(state)}
 
 
 def _strays(state: _State) -> list[str]:
@@ -614,5 +636,5 @@ def _pin(state: _State, cpu: int | None) -> bool:
 _OPS: dict[str, Callable[..., Any]] = {
     "load": _load, "check": _check, "value": _value, "prepare": _prepare,
     "time": _time, "calibrate": _calibrate, "pin": _pin,
-    "strays": lambda state: _strays(state),
+    "imports": _imports,
 }

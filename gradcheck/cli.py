@@ -150,8 +150,10 @@ def _diff_parser(sub: Any) -> None:
         "removed afterwards. Exit status 0: no regression; 1: a check that went ok -> fail "
         "(or ok -> error, crashed, timeout), "
         "drift outside a fix, or a slowdown; 2: cannot run (not a git tree, unknown "
-        "revision, bad subject, or the repository's code imported from outside a "
-        "revision's folder). A subject missing at BASE runs against BASE's code.",
+        "revision, bad subject, the repository's code imported from outside a "
+        "revision's folder, or a subject outside the repository whose cases import none "
+        "of it). A subject missing at BASE runs against BASE's code; one outside the "
+        "repository (on PYTHONPATH) runs at both, with each revision's code.",
     )
     d.add_argument("base", metavar="BASE", help="a git revision: a branch, HEAD~1, "
                    "origin/main, a commit id")

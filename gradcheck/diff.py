@@ -47,6 +47,10 @@ The verdict is ``fail`` (exit status 1) on a regression, drift outside a fix, or
 slowdown; :class:`DiffError` (exit status 2) when the diff cannot run, including when a
 module of the repository was imported from outside the revision's folder (a
 ``PYTHONPATH`` entry or an editable install that still points into the working tree).
+A subject whose module lies outside the repository (a folder of checks on
+``PYTHONPATH``) is imported from there at both revisions, and the repository's modules
+its cases import from each revision; it is refused only when, at a revision, its cases
+imported no module of the repository (both sides would run the same code).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
-from ._interrupt import deferred_interrupt
+from ._interrupt import deferred_interrupt, stop_tracker
 from ._json import plain
 from ._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
 from ._revision import Revision, RevisionError, materialised, repo_root
@@ -361,8 +365,9 @@ def run_diff(
     Raises
     ------
     DiffError
-        Not a git tree, unknown revision, a subject that cannot be loaded at HEAD, or
-        the repository's code imported from outside a revision's folder.
+        Not a git tree, unknown revision, a subject that cannot be loaded at HEAD,
+        the repository's code imported from outside a revision's folder, or a subject
+        outside the repository whose cases imported none of its modules.
     ValueError
         A bad option (a subject not of the form ``MODULE:NAME`` included)."""
     _validate(level, seed, max_slowdown, case_timeout, speed_floor, subject)
@@ -373,6 +378,7 @@ def run_diff(
         cwd = Path(cwd or os.getcwd()).resolve()
         root = repo_root(cwd)
         with ExitStack() as stack:
+            stack.callback(stop_tracker)  # last: after the workers are stopped
             b, h, base_w, head_w = _start(stack, (root, cwd), (base, head), spec,
                                           case_timeout, say)
             result = DiffResult(b.name, b.commit, h.name, h.commit, spec, level, seed,
@@ -528,10 +534,6 @@ def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
                       f"every case is new: {result.base} was not checked")
     for rev, info in ((result.base, ib), (result.head, ih)):
         _refuse_strays(rev, info.get("strays", []))
-        if info["status"] == "ok" and not info["inside"]:
-            raise DiffError(f"at {rev}, the subject's module is {info['file']}, outside the "
-                            "revision: both sides would run the same code (name a module "
-                            "of this repository with --subject MODULE:NAME)")
     result.environment = {"BASE blas": str(ib.get("blas", "")), "HEAD blas": ih["blas"]}
     if ib["status"] == "missing":
         result.notes.append(f"the subject is new: {ib['message']} at {result.base}, and its "
@@ -599,6 +601,30 @@ def _refuse_strays(rev: str, strays: list[str]) -> None:
                         "points into the repository): nothing compared")
 
 
+def _outside_subject(result: DiffResult, infos: tuple[dict[str, Any], dict[str, Any]],
+                     imports: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """A subject whose module lies outside the repository (a folder of checks on
+    ``PYTHONPATH``) declares cases; the code under test is the repository's modules its
+    cases imported, from each revision. A note names them; DiffError when, at a
+    revision, they imported none: both sides run the same code there."""
+    outside = [(rev, info["file"], got["own"]) for rev, info, got in
+               zip((result.base, result.head), infos, imports, strict=True)
+               if info["status"] == "ok" and not info["inside"]]
+    for rev, file, own in outside:
+        if not own:
+            raise DiffError(f"at {rev}, the subject's module is {file}, outside the "
+                            "repository, and its cases imported no module of the "
+                            "repository: both sides would run the same code (import the "
+                            "code under test from the repository in the subject, or name "
+                            "a module of this repository with --subject MODULE:NAME)")
+    for file in dict.fromkeys(f for _, f, _ in outside):
+        revs = " and ".join(r for r, f, _ in outside if f == file)
+        names = sorted({n for _, f, own in outside if f == file for n in own})
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if names[4:] else "")
+        result.notes.append(f"the subject's module {file} is outside the repository: it "
+                            f"ran at {revs}, each with that revision's code ({shown})")
+
+
 def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
          say: Callable[[str], None]) -> None:
     ib, ih = _load_both(result, base, head, tree, say)
@@ -607,9 +633,10 @@ def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
     base_keys = [(k, n) for k, (bs, _) in keys.items() for n in bs]
     head_keys = [(k, n) for k, (_, hs) in keys.items() for n in hs]
     sb, sh = _checks(result, base, head, base_keys, head_keys, say)
-    for rev, strays in zip((result.base, result.head), _both(base, head, "strays"),
-                           strict=True):
-        _refuse_strays(rev, strays)  # a case may import more of the repository
+    imports = _both(base, head, "imports")
+    for rev, got in zip((result.base, result.head), imports, strict=True):
+        _refuse_strays(rev, got["strays"])  # a case may import more of the repository
+    _outside_subject(result, (ib, ih), imports)
     result.cases = _case_changes(sb, sh, base_keys, head_keys)
     bad = {(c.kind, c.case): c for c in result.cases if {c.base, c.head} & set(FAULT_STATUSES)}
     say("computing values (outputs, gradients, snapshot cases) at both revisions")

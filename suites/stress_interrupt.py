@@ -44,8 +44,12 @@ class Outcome:
     status: int | None = None
     seconds: float = float("nan")
     left_processes: int = 0
+    #: the command lines of the processes left (what they were, for the report)
+    left_what: tuple[str, ...] = ()
     left_files: tuple[str, ...] = ()
     traceback: bool = False
+    #: the last lines of a traceback (where it came from)
+    traceback_tail: str = ""
     finished_first: bool = False
 
     @property
@@ -99,7 +103,7 @@ def run_once(kind: str, moment: float, group: bool, work: Path, repo: Path) -> O
             res.seconds = time.monotonic() - t0
             res.status = proc.poll()
             left = alive_in_group(proc.pid)
-            res.left_processes = len(left)
+            res.left_processes, res.left_what = len(left), tuple(map(_cmdline, left))
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the session
@@ -107,10 +111,21 @@ def run_once(kind: str, moment: float, group: bool, work: Path, repo: Path) -> O
                 pass
             proc.wait()
         err.seek(0)
-        res.traceback = "Traceback" in err.read()
+        text = err.read()
+        res.traceback = "Traceback" in text
+        if res.traceback:
+            res.traceback_tail = " | ".join(text.strip().splitlines()[-4:])
     res.left_files = tuple(sorted(str(p.relative_to(work)) for p in
                                   [*(work / "out").iterdir(), *(work / "tmp").iterdir()]))
     return res
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"{pid} (ended)"
+    return f"{pid}: " + raw.replace(b"\0", b" ").decode(errors="replace").strip()[:120]
 
 
 def _cpu() -> str:
@@ -130,7 +145,11 @@ def main() -> int:
     ap.add_argument("--diff-span", type=float, default=2.0,
                     help="moments of a diff are drawn in [0, this) seconds")
     ap.add_argument("--no-busy", action="store_true", help="no busy processes beside")
+    ap.add_argument("--commands", default="report,diff",
+                    help="the commands run in turn (report, diff or both)")
     args = ap.parse_args()
+    if not set(args.commands.split(",")) <= {"report", "diff"}:
+        ap.error(f"--commands: report, diff or both, got {args.commands!r}")
     rng = np.random.default_rng(args.seed)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally stops the busy
     # a background job of a shell starts with SIGINT ignored, and so would the commands:
@@ -144,7 +163,8 @@ def main() -> int:
             (Path(scratch) / "git").mkdir()
             repo = _repo(Path(scratch) / "git")
             for k in range(args.runs):
-                kind = ("report", "diff")[k % 2]
+                kinds = args.commands.split(",")
+                kind = kinds[k % len(kinds)]
                 span = args.report_span if kind == "report" else args.diff_span
                 moment = float(rng.uniform(0.0, span))
                 group = bool(rng.random() < 0.5)
@@ -159,7 +179,8 @@ def main() -> int:
                          f"{o.left_processes} process(es) left, {list(o.left_files)})"
                          if o.completed else
                          f"exit {o.status} in {o.seconds:.2f} s, {o.left_processes} "
-                         f"process(es) left, files left {list(o.left_files)}"
+                         f"process(es) left {list(o.left_what)}, files left "
+                         f"{list(o.left_files)}"
                          + (", TRACEBACK" if o.traceback else "")), flush=True)
     finally:
         for b in busy:
@@ -178,9 +199,14 @@ def main() -> int:
     for o in hit:
         if not o.ok(args.limit):
             print(f"NOT OK: {o}")
+    early = [o for o in hit if o.status == -2]
     print(f"exit statuses: {sorted({o.status for o in hit}, key=str)}; "
-          f"{sum(o.status == -2 for o in hit)} killed by SIGINT during start-up (-2, "
-          f"130 in a shell), {sum(o.traceback for o in hit)} printed a traceback")
+          f"{len(early)} killed by SIGINT during start-up (-2, 130 in a shell; "
+          f"{sum(o.traceback for o in early)} of them printed Python's KeyboardInterrupt "
+          "traceback: the SIGINT came while the interpreter imported, before the "
+          "command's handler), "
+          f"{sum(o.traceback for o in hit if o.status != -2)} other run(s) printed a "
+          "traceback")
     if hit:
         secs = sorted(o.seconds for o in hit)
         print(f"time to end after SIGINT: median {secs[len(secs) // 2]:.2f} s, "
