@@ -20,32 +20,32 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _EXPORTS = {
-    "DEFAULT_RTOL": "._options",
-    "Options": "._options",
-    "assert_vjp": "._core",
-    "check_grad": "._core",
-    "check_vjp": "._core",
-    "check_model": "._model_check",
-    "check_layer": "._layer",
-    "assert_layer": "._layer",
-    "check_loss": "._layer",
-    "assert_loss": "._layer",
-    "LayerConventionError": "._layer",
-    "check_elementwise": "._elementwise",
-    "assert_elementwise": "._elementwise",
+    "DEFAULT_RTOL": ".check._options",
+    "Options": ".check._options",
+    "assert_vjp": ".check._core",
+    "check_grad": ".check._core",
+    "check_vjp": ".check._core",
+    "check_model": ".check._model_check",
+    "check_layer": ".check._layer",
+    "assert_layer": ".check._layer",
+    "check_loss": ".check._layer",
+    "assert_loss": ".check._layer",
+    "LayerConventionError": ".check._layer",
+    "check_elementwise": ".check._elementwise",
+    "assert_elementwise": ".check._elementwise",
     "Subject": ".subject",
     "LayerCase": ".subject",
     "ElementwiseCase": ".subject",
     "ModelCase": ".subject",
     "TrainingRun": ".subject",
-    "STATUSES": "._result",
-    "CheckResult": "._result",
-    "ElementReport": "._result",
-    "GradientMismatch": "._result",
-    "InputResult": "._result",
+    "STATUSES": ".check._result",
+    "CheckResult": ".check._result",
+    "ElementReport": ".check._result",
+    "GradientMismatch": ".check._result",
+    "InputResult": ".check._result",
 }
 
 __all__ = [
@@ -76,12 +76,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ._core import assert_vjp, check_grad, check_vjp
-    from ._elementwise import assert_elementwise, check_elementwise
-    from ._layer import LayerConventionError, assert_layer, assert_loss, check_layer, check_loss
-    from ._model_check import check_model
-    from ._options import DEFAULT_RTOL, Options
-    from ._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
+    from .check._core import assert_vjp, check_grad, check_vjp
+    from .check._elementwise import assert_elementwise, check_elementwise
+    from .check._layer import (
+        LayerConventionError,
+        assert_layer,
+        assert_loss,
+        check_layer,
+        check_loss,
+    )
+    from .check._model_check import check_model
+    from .check._options import DEFAULT_RTOL, Options
+    from .check._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult
     from .subject import ElementwiseCase, LayerCase, ModelCase, Subject, TrainingRun
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .subject import DEFAULT_SUBJECT
 
 __all__ = ["main"]
@@ -191,7 +191,7 @@ def _diff_parser(sub: Any) -> None:
 
 
 def _diff(args: Any, top: argparse.ArgumentParser) -> int:
-    from .diff import DiffError, run_diff, subject_form_error
+    from .diff.run import DiffError, run_diff, subject_form_error
 
     parser = getattr(args, "diff_parser", top)
     if args.subject is not None and (why := subject_form_error(args.subject)):
@@ -200,12 +200,12 @@ def _diff(args: Any, top: argparse.ArgumentParser) -> int:
         parser.error("--seed must be a non-negative integer")
     if not args.max_slowdown > 1.0:
         parser.error("--max-slowdown must be a number > 1 (inf: never a regression)")
-    from .diff import SPEED_FLOOR
+    from .diff.run import SPEED_FLOOR
 
     floor = SPEED_FLOOR if args.speed_floor is None else args.speed_floor
     if not 0 <= floor < float("inf"):
         parser.error("--speed-floor must be a finite number of seconds >= 0")
-    from ._pool import DEFAULT_CASE_TIMEOUT
+    from .run._pool import DEFAULT_CASE_TIMEOUT
 
     limit = DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
     if not limit > 0:
@@ -228,7 +228,7 @@ def _diff(args: Any, top: argparse.ArgumentParser) -> int:
         print("gradcheck diff: interrupted (temporary folders removed)", file=sys.stderr)
         return 130
     wrote = _diff_files(args, result)
-    from ._diffrender import render_text
+    from .diff._diffrender import render_text
 
     _print_quietly(render_text(result))
     if wrote:  # whatever the progress setting: where the result is
@@ -241,10 +241,10 @@ def _diff_files(args: Any, result: Any) -> list[str]:
     """Write the diff's --json, --markdown and --html (before printing: a closed pipe on
     stdout must not lose them): rendered first, then written in one step that Ctrl-C
     does not cut. What was written, as the lines that say so."""
-    from ._diffrender import render_diff_html, render_markdown
-    from ._interrupt import deferred_interrupt
-    from ._io import append_text, write_all_atomic
-    from .report import to_json
+    from .diff._diffrender import render_diff_html, render_markdown
+    from .report.render import to_json
+    from .run._interrupt import deferred_interrupt
+    from .run._io import append_text, write_all_atomic
 
     files: dict[Path, bytes] = {}
     if args.json:
@@ -274,8 +274,8 @@ def _print_quietly(text: str) -> None:
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int) -> int:
     """``gradcheck report``: the exit status of its verdict; 130 when interrupted."""
-    from ._pool import DEFAULT_CASE_TIMEOUT
-    from .verify import run_verification
+    from .report.verify import run_verification
+    from .run._pool import DEFAULT_CASE_TIMEOUT
 
     limit = DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
     if not limit > 0:
@@ -289,7 +289,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
             case_timeout=limit, markdown=args.markdown,
         )
     except KeyboardInterrupt as exc:
-        from .verify import REPORT_WRITTEN
+        from .report.verify import REPORT_WRITTEN
 
         done = (f"the report was written ({args.out})" if str(exc) == REPORT_WRITTEN
                 else "no report was written")
@@ -299,7 +299,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace, jobs: int
     except Exception as exc:  # gradcheck's own failure: one line, never a traceback
         if os.environ.get("GRADCHECK_TRACEBACK"):
             raise
-        from ._pool import fault_of
+        from .run._pool import fault_of
 
         print(f"gradcheck report: internal error, no report written: "
               f"{fault_of(exc).describe()} (GRADCHECK_TRACEBACK=1 shows the traceback)",
@@ -342,14 +342,14 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.error("--jobs must be a positive integer")
         return _report(parser, args, jobs)
     if args.command == "snapshot":
-        from .snapshot import snapshot
+        from .report.snapshot import snapshot
 
         cases = _cases(args.subject)
         manifest = snapshot(Path(args.out), cases)
         print(f"wrote {len(manifest['cases'])} cases to {args.out}")
         return 0
     if args.command == "compare":
-        from .snapshot import SnapshotError, compare
+        from .report.snapshot import SnapshotError, compare
 
         tol = {}
         for dtype in ("float64", "float32"):
@@ -368,7 +368,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return 2
         print(result.report())
         if args.json:
-            from .report import write_json
+            from .report.render import write_json
 
             write_json(Path(args.json), result.to_dict())
         return 0 if result.passed else 1

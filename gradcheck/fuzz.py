@@ -82,7 +82,7 @@ def fuzz_layer_case(case: LayerCase, dtype: str, seed: int = 0) -> list[FuzzRow]
         Three rows per floating array input (list, tuple or dict of inputs); empty when
         the case has none (nothing to fuzz: callers say so, see :func:`nothing_to_fuzz`).
     """
-    from ._recording import purpose
+    from .check._recording import purpose
 
     with purpose("fuzz"):
         return [_fuzz_one(case, dtype, seed, k, index, value, inputs)
@@ -97,8 +97,8 @@ def nothing_to_fuzz(case: LayerCase, dtype: str) -> str:
 
 def _fuzz_one(case: LayerCase, dtype: str, seed: int, k: int | str, index: tuple[int, ...],
               value: float, inputs: Any) -> FuzzRow:
-    from ._core import check_vjp
-    from ._layer import check_layer
+    from .check._core import check_vjp
+    from .check._layer import check_layer
 
     opts = {"seed": seed, "mode": "directional", "directions": 1, **case.options}
     if case.layer is not None:

@@ -16,7 +16,7 @@ which must end with a named status) are counted on their own.
 Every check (``check_vjp``, ``check_layer``, ``check_loss``, ``check_grad``,
 ``check_model`` and the ``assert_*`` forms) made while a test runs is recorded with the
 test's node id (setup, call and teardown), through the recorder the plugin sets in a
-context variable for the time of each test (:mod:`gradcheck._recording`). Under
+context variable for the time of each test (:mod:`gradcheck.check._recording`). Under
 pytest-xdist the workers send their records to the controller as plain types and the
 controller alone writes the report.
 """
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ._result import CheckResult
+    from .check._result import CheckResult
 
 _RECORDS = pytest.StashKey[list[dict[str, Any]]]()
 _GOLDEN_WRITTEN = pytest.StashKey[list[str]]()
@@ -175,7 +175,7 @@ def _limit_blas(config: pytest.Config) -> None:
     if threads < 0:
         raise pytest.UsageError(f"--gradcheck-blas-threads must be >= 0, got {threads}")
     if threads:
-        from ._threads import limit_blas_threads
+        from .run._threads import limit_blas_threads
 
         config.stash[_BLAS_LIMIT] = limit_blas_threads(threads)
 
@@ -203,7 +203,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """Record every check made while the test runs (setup, call and teardown), with its
     node id, in the session's list: the recorder lives in a context variable for the
     time of this test only."""
-    from ._recording import recording_to
+    from .check._recording import recording_to
 
     records = item.config.stash[_RECORDS]
     nodeid = item.nodeid
@@ -236,7 +236,7 @@ class GradcheckFixture:
         ``check_model``, ``full_threshold`` for the others) is left out for that call;
         the same option given to the call itself is an error.
         """
-        from ._options import APPLIES_TO, check_applies
+        from .check._options import APPLIES_TO, check_applies
 
         check_applies(entry, kwargs)
         merged = {k: v for k, v in self.options.items()
@@ -247,52 +247,52 @@ class GradcheckFixture:
 
     def check_vjp(self, fwd: Any, bwd: Any, inputs: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_vjp` with the test's defaults."""
-        from ._core import check_vjp
+        from .check._core import check_vjp
 
         return check_vjp(fwd, bwd, inputs, **self._opts(kwargs, "check_vjp"))
 
     def assert_vjp(self, fwd: Any, bwd: Any, inputs: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.assert_vjp` with the test's defaults."""
         __tracebackhide__ = True
-        from ._core import assert_vjp
+        from .check._core import assert_vjp
 
         return assert_vjp(fwd, bwd, inputs, **self._opts(kwargs, "check_vjp"))
 
     def check_grad(self, f: Any, grad: Any, x: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_grad` with the test's defaults."""
-        from ._core import check_grad
+        from .check._core import check_grad
 
         return check_grad(f, grad, x, **self._opts(kwargs, "check_grad"))
 
     def check_layer(self, layer: Any, *inputs: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_layer` with the test's defaults."""
-        from ._layer import check_layer
+        from .check._layer import check_layer
 
         return check_layer(layer, *inputs, **self._opts(kwargs, "check_layer"))
 
     def assert_layer(self, layer: Any, *inputs: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.assert_layer` with the test's defaults."""
         __tracebackhide__ = True
-        from ._layer import assert_layer
+        from .check._layer import assert_layer
 
         return assert_layer(layer, *inputs, **self._opts(kwargs, "check_layer"))
 
     def check_loss(self, fn: Any, x: Any, *constants: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_loss` with the test's defaults."""
-        from ._layer import check_loss
+        from .check._layer import check_loss
 
         return check_loss(fn, x, *constants, **self._opts(kwargs, "check_loss"))
 
     def assert_loss(self, fn: Any, x: Any, *constants: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.assert_loss` with the test's defaults."""
         __tracebackhide__ = True
-        from ._layer import assert_loss
+        from .check._layer import assert_loss
 
         return assert_loss(fn, x, *constants, **self._opts(kwargs, "check_loss"))
 
     def check_model(self, model: Any, *batch: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_model` with the test's defaults."""
-        from ._model_check import check_model
+        from .check._model_check import check_model
 
         return check_model(model, *batch, **self._opts(kwargs, "check_model"))
 
@@ -311,7 +311,7 @@ class GoldenArrays:
     ``golden.check({"dW": dW, "db": db})`` compares with
     ``<test dir>/golden/<module>/<test>.npz``. The first run writes the file (so does
     ``--gradcheck-update-golden``); later runs compare with per-dtype tolerances
-    (:data:`gradcheck.snapshot.DEFAULT_TOLERANCES`, overridable), those of the dtype
+    (:data:`gradcheck.report.snapshot.DEFAULT_TOLERANCES`, overridable), those of the dtype
     that computed each array: pass ``computed_dtype="float32"`` (or a dict per array)
     when float32 results are stored as float64, so that they are judged as float32
     results on every CPU. With the ``CI``
@@ -368,8 +368,8 @@ class GoldenArrays:
     def _write(self, npz: Path, meta: Path, new: dict[str, Any], computed: dict[str, str]
                ) -> None:
         __tracebackhide__ = True
-        from .report import write_json
-        from .snapshot import write_npz
+        from .report.render import write_json
+        from .report.snapshot import write_npz
 
         if not npz.exists() and not self.update and os.environ.get("CI"):
             pytest.fail(
@@ -389,7 +389,7 @@ class GoldenArrays:
         __tracebackhide__ = True
         import json
 
-        from .snapshot import SnapshotError, compare_arrays, computed_dtypes, load_npz
+        from .report.snapshot import SnapshotError, compare_arrays, computed_dtypes, load_npz
 
         try:
             info = json.loads(meta.read_text()) if meta.exists() else {}
@@ -410,7 +410,7 @@ class GoldenArrays:
 
 def _computed_map(computed_dtype: Any, new: dict[str, Any]) -> dict[str, str]:
     """``computed_dtype=`` (one name or a dict) as ``array name -> dtype name``."""
-    from .snapshot import DEFAULT_TOLERANCES
+    from .report.snapshot import DEFAULT_TOLERANCES
 
     if isinstance(computed_dtype, str):
         computed = dict.fromkeys(new, computed_dtype)
@@ -473,7 +473,7 @@ def _write_outputs(config: pytest.Config, records: list[dict[str, Any]]) -> None
     json_path = config.getoption("--gradcheck-json")
     if not (html_path or json_path):
         return
-    from .report import build_plugin_report, write_html, write_json
+    from .report.render import build_plugin_report, write_html, write_json
 
     data = build_plugin_report(records, config.stash.get(_OUTCOMES, {}))
     if json_path:

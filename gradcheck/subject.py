@@ -98,8 +98,8 @@ class LayerCase:
 
     def check(self, dtype: str, seed: int = 0) -> Any:
         """Run the check in ``dtype``; the inputs are drawn from ``default_rng(seed)``."""
-        from ._core import check_vjp
-        from ._layer import check_layer
+        from .check._core import check_vjp
+        from .check._layer import check_layer
 
         rng = np.random.default_rng(seed)
         dt = np.dtype(dtype)
@@ -190,7 +190,7 @@ class ElementwiseCase(LayerCase):
     def check(self, dtype: str, seed: int = 0) -> Any:
         """Run :func:`~gradcheck.check_elementwise` in ``dtype`` (inputs drawn from
         ``default_rng(seed)``)."""
-        from ._elementwise import check_elementwise
+        from .check._elementwise import check_elementwise
 
         inputs = self.inputs(np.random.default_rng(seed), np.dtype(dtype))
         if self.f is None or self.df is None:  # pragma: no cover - __post_init__
@@ -215,8 +215,8 @@ class ModelCase:
     twin: Callable[[], Any] | None = None
 
     def check(self, seed: int = 0) -> Any:
-        from ._model_check import check_model
-        from ._twin import with_values_of
+        from .check._model_check import check_model
+        from .check._twin import with_values_of
 
         model, batch = self.build()
         options = {"full_threshold": 10**6, **self.options}
@@ -256,14 +256,14 @@ class BudgetSection:
     id, title : str
         The section's anchor and heading.
     budgets : sequence of str
-        The names of the :class:`~gradcheck.budgets.BudgetResult` rows it shows, in the
+        The names of the :class:`~gradcheck.report.budgets.BudgetResult` rows it shows, in the
         order the budgets were measured.
     row : callable
         ``BudgetResult -> mapping`` of column -> value (the columns are those of the
         first row).
     text : str
         The paragraph above the table; ``{cpu}``, ``{blas}``, ``{blas_core_type}`` and
-        the other keys of :func:`gradcheck.report.environment` are filled in.
+        the other keys of :func:`gradcheck.report.render.environment` are filled in.
     empty : callable, optional
         ``() -> str``: the text when no budget of the section was measured; without it
         the section is left out then.
@@ -299,10 +299,10 @@ class Subject:
         ``(level, seed) -> sequence of TrainingRun`` (criteria 1 and 2).
     budgets : callable, optional
         ``level -> list of BudgetResult`` (criteria 5 to 9), measured with the tools of
-        :mod:`gradcheck.budgets`.
+        :mod:`gradcheck.report.budgets`.
     budget_table : str, optional
         The TOML table of the budgets' thresholds (name -> ``criterion``, ``title``,
-        ``threshold``; :func:`gradcheck.budgets.load_budgets` reads it; relative paths
+        ``threshold``; :func:`gradcheck.report.budgets.load_budgets` reads it; relative paths
         from the folder of the subject's module). Criterion N (5 to 9) of the report is
         judged on the budgets the table assigns to N; without a table, on the gated
         results whose ``criterion`` is N.

@@ -10,7 +10,7 @@ test file of yours::
     from gradcheck.subject_tests import *  # noqa: F403
 
 Each case runs in a process of its own, with the code the report uses
-(:func:`gradcheck._pool.run_isolated`): a case that raises a declaration error
+(:func:`gradcheck.run._pool.run_isolated`): a case that raises a declaration error
 (``LayerConventionError``), crashes its process (a segfault in C code, ``os._exit``) or
 runs past its time limit fails its own test with that status (``error``, ``crashed``
 with the signal, ``timeout``) and the other tests still run. The time limit is the
@@ -28,8 +28,8 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from ._pool import DEFAULT_CASE_TIMEOUT, Fault, run_isolated
 from .fuzz import fuzz_layer_case, nothing_to_fuzz
+from .run._pool import DEFAULT_CASE_TIMEOUT, Fault, run_isolated
 from .subject import LayerCase, ModelCase
 
 __all__ = ["test_layer_fuzz", "test_layer_gradient", "test_layer_gradient_at_drawn_points",

@@ -5,7 +5,7 @@ a ``torch.autograd.Function``), so both sides spend the same time in the layer a
 ratio measures the checkers. ``fast_mode=True`` is the yardstick of the directional
 mode, the default (slow) mode that of the full mode. PyTorch runs with one thread, as
 the NumPy side does with one BLAS thread; every side is timed on the CPU clock of the
-measuring thread (wall time beside it, see :mod:`gradcheck.budgets`).
+measuring thread (wall time beside it, see :mod:`gradcheck.report.budgets`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .attention import softmax_backward, softmax_forward
 from .layernorm import layernorm_backward, layernorm_forward
 
 if TYPE_CHECKING:
-    from gradcheck.budgets import Timing
+    from gradcheck.report.budgets import Timing
 
 __all__ = ["ModeFigure", "directional_vs_torch", "full_vs_torch", "mode_figures"]
 
@@ -123,7 +123,7 @@ def mode_figures(repeats: int = 3) -> list[ModeFigure]:
 
 def directional_vs_torch(pairs: int) -> tuple[Timing, dict[str, Any]]:
     """LayerNorm 512x512: our directional check / PyTorch's fast mode, A B A B."""
-    from gradcheck.budgets import time_pairs
+    from gradcheck.report.budgets import time_pairs
 
     ours, theirs = _ours(512, 512, "directional"), _theirs(512, 512, True)
     timing = time_pairs(ours, theirs, pairs=pairs)
@@ -138,7 +138,7 @@ def full_vs_torch(repeats: int = 3) -> tuple[Timing, dict[str, Any]]:
     PyTorch's side takes about ten seconds, so it runs once, between our runs (A B A
     ...); the ratio is our median over its time, the noise our runs' spread.
     """
-    from gradcheck.budgets import Timing
+    from gradcheck.report.budgets import Timing
 
     ours, theirs = _ours(64, 64, "full"), _theirs(64, 64, False)
     ours()

@@ -2,7 +2,7 @@
 PyTorch, and throughput on the plan's and a small configuration.
 
 Every figure is a ratio measured side by side in one run with the generic tools of
-:mod:`gradcheck.budgets` (the CPU time of the measuring thread, wall time beside it);
+:mod:`gradcheck.report.budgets` (the CPU time of the measuring thread, wall time beside it);
 thresholds come from :data:`BUDGET_TABLE` (``model/budgets.toml``).
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gradcheck.budgets import (
+from gradcheck.report.budgets import (
     BUDGET_THREADS,
     BudgetResult,
     Timing,

@@ -5,7 +5,7 @@ the other), both limited to the same number of threads. The parent asks them for
 training step in turn, A B A B ..., after a warm-up, and takes the median of the
 per-pair time ratios, so that a slower CPU moves both sides alike. Each side times its
 step on the CPU clock of its own thread (``time.thread_time``; one BLAS thread, one
-PyTorch thread) and on the wall clock beside it (:class:`gradcheck.budgets.Timing`), so
+PyTorch thread) and on the wall clock beside it (:class:`gradcheck.report.budgets.Timing`), so
 a busy machine shows as such rather than as a slower side.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 from .config import PLAN, Config
 
 if TYPE_CHECKING:
-    from gradcheck.budgets import Timing
+    from gradcheck.report.budgets import Timing
 
 __all__ = ["SpeedComparison", "compare_with_torch", "torch_available"]
 
@@ -123,7 +123,7 @@ def compare_with_torch(
     config : dict, optional
         Model configuration (default: the plan's, with ``gelu_tanh``).
     """
-    from gradcheck.budgets import Timing
+    from gradcheck.report.budgets import Timing
 
     cfg_kw = {**(config or PLAN_SPEED), "dtype": dtype, "seed": 0}
     ctx = mp.get_context("spawn")

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from gradcheck import LayerCase, Subject
-from gradcheck.budgets import BudgetResult, judge, time_pairs
+from gradcheck.report.budgets import BudgetResult, judge, time_pairs
 
 F32 = ("float32",)
 

@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from gradcheck import budgets as bud
+from gradcheck.report import budgets as bud
 from model import measure
 from model.config import PLAN
 from model.subject import REFERENCE

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradcheck
-from gradcheck.catalog import CASES, CASES_FLOAT64_ONLY
+from gradcheck.catalog.bugs import CASES, CASES_FLOAT64_ONLY
 
 SEEDS = range(5, 15)
 PARAMS = [
@@ -42,7 +42,7 @@ def test_catalog_is_complete():
 def test_hints_name_the_class_of_most_bugs(dtype):
     """At least 85% of the catalog's bugs get a hint naming their class at every seed
     (measured: 40 of 42 in float64, 37 of 41 in float32), and no hint misleads."""
-    from gradcheck.verify import catalog_rows
+    from gradcheck.report.verify import catalog_rows
 
     rows = catalog_rows(dtype, 5)
     assert all(r["verdict"] == "caught" for r in rows), [r for r in rows

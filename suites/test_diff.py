@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradcheck import diff as diff_module
-from gradcheck._revision import TEMP_PREFIX
 from gradcheck.cli import main
-from gradcheck.diff import DiffError, run_diff
+from gradcheck.diff import run as diff_module
+from gradcheck.diff._revision import TEMP_PREFIX
+from gradcheck.diff.run import DiffError, run_diff
 from suites._procs import alive_in_group, session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -692,8 +692,8 @@ def test_a_slower_fix_is_part_of_the_fix_and_never_a_regression(tmp_path, monkey
 def test_slowdown_rules_on_result_rows():
     """2: a slower row is a regression unless it is part of a fix; a row too fast to
     time never is; the summary says which (no timing involved)."""
-    from gradcheck._diffrender import render_text
-    from gradcheck.diff import DiffResult, SpeedChange
+    from gradcheck.diff._diffrender import render_text
+    from gradcheck.diff.run import DiffResult, SpeedChange
 
     def row(case, status, fix=False):
         return SpeedChange(case, "backward", 2.6, 0.01, 7, 100, 1.6e-6, 4.2e-6, status,
@@ -749,8 +749,8 @@ def test_an_untracked_subject_checks_the_old_code(tmp_path, monkeypatch, capsys,
     assert all(c["change"] == "ok -> ok" for c in data["cases"] if not c["fixed"])
     assert data["base_subject"] == "borrowed" and data["compared_arrays"] > 0
     assert "the working tree's verify_mlfs.py ran against" in text
-    from gradcheck._diffrender import render_markdown
-    from gradcheck.diff import DiffResult
+    from gradcheck.diff._diffrender import render_markdown
+    from gradcheck.diff.run import DiffResult
 
     summary = render_markdown(DiffResult(**{k: data[k] for k in (
         "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
@@ -794,8 +794,8 @@ def test_an_untracked_subject_whose_cases_cannot_be_built_at_base(tmp_path, monk
     assert "import names HEAD lacks inside the case's factories (e.g. inside inputs= or a " \
         "lambda)" in notes[0]
     assert not any(c["base_detail"] for c in data["cases"])
-    from gradcheck._diffrender import render_markdown
-    from gradcheck.diff import DiffResult
+    from gradcheck.diff._diffrender import render_markdown
+    from gradcheck.diff.run import DiffResult
 
     summary = render_markdown(DiffResult(**{k: data[k] for k in (
         "base", "base_commit", "head", "head_commit", "subject", "level", "seed",
@@ -953,7 +953,7 @@ def test_a_subject_that_cannot_be_imported_at_base_makes_its_cases_errors(
 def _fake_time_pair(slow: str):
     """A stand-in for the timed pairs (no timing): the calls of cases named ``slow``
     read 1.5x slower, the others the same."""
-    from gradcheck.diff import SpeedChange
+    from gradcheck.diff.run import SpeedChange
 
     def fake(_base, _head, name, part, _level, limits):
         ratio = 1.5 if name.startswith(slow) else 1.0
@@ -979,7 +979,7 @@ def test_the_other_dtype_of_a_fixed_layer_shares_its_fix(tmp_path, monkeypatch, 
     assert other["fixed_by"] == "softmax [float32]" and not other["regression"]
     assert "slower (part of the fix: softmax [float32])" in text
     assert code == 0 and data["regressions"] == [], text
-    from gradcheck.diff import CaseChange, DiffResult
+    from gradcheck.diff.run import CaseChange, DiffResult
 
     result = DiffResult("B", "b", "H", "h", "m:S", "quick", 0, 1.25, cases=[
         CaseChange("layer", "softmax [float32]", "fail", "ok", "fail -> ok", False, True),
@@ -1045,8 +1045,8 @@ def test_speed_labels_with_max_slowdown_inf_and_extremes_of_shown_rows():
     """D: under --max-slowdown inf a 10x slowdown reads "slower (not gated)", never a
     regression (nor "same"). E: the summary's largest and smallest ratios are those of
     rows the table shows, not of "too fast" ones."""
-    from gradcheck._diffrender import render_text
-    from gradcheck.diff import DiffResult, SpeedChange
+    from gradcheck.diff._diffrender import render_text
+    from gradcheck.diff.run import DiffResult, SpeedChange
 
     status = diff_module._speed_status
     assert status(10.28, 0.05, False, math.inf) == "slower"

@@ -23,8 +23,8 @@ PROBE = '''
 import os, sys
 from pathlib import Path
 from multiprocessing import resource_tracker
-from gradcheck._diffworker import Worker
-from gradcheck._interrupt import stop_tracker
+from gradcheck.diff._diffworker import Worker
+from gradcheck.run._interrupt import stop_tracker
 
 repo = Path(sys.argv[1])
 w = Worker("BASE", repo, repo, sys.argv[2], repo, 60.0)
@@ -59,8 +59,8 @@ def test_a_diff_stops_the_tracker_it_started(tmp_path, monkeypatch):
     left to end on its own a moment after the command."""
     from multiprocessing import resource_tracker
 
-    from gradcheck import diff
-    from gradcheck.diff import run_diff
+    from gradcheck.diff import run as diff
+    from gradcheck.diff.run import run_diff
 
     repo = _repo(tmp_path)
     seen: list[int | None] = []

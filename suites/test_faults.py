@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradcheck import budgets as bud
-from gradcheck._pool import Fault, Task, run_isolated, run_tasks
+from gradcheck.report import budgets as bud
+from gradcheck.run._pool import Fault, Task, run_isolated, run_tasks
 from suites._procs import alive_in_group, session
 
 pytest_plugins = ["pytester"]
@@ -133,7 +133,7 @@ def test_faults_after_the_cases_are_named_and_the_report_is_written(tmp_path):
     """Budgets that raise and a snapshot case that raises: each phase's fault is named,
     the criteria it took the evidence of are not met, the report and JSON are written,
     exit 1, no traceback."""
-    from gradcheck.snapshot import snapshot
+    from gradcheck.report.snapshot import snapshot
 
     snaps = tmp_path / "snaps"
     snapshot(snaps, {"broken": lambda: ({"y": np.ones(3)}, {})})
@@ -179,7 +179,8 @@ def test_an_unreadable_test_result_is_a_named_fault_not_a_traceback(tmp_path):
 def test_an_internal_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     """gradcheck's own failure (here simulated in the writer) is one line naming it, no
     traceback, exit 2, no report."""
-    from gradcheck import cli, verify
+    from gradcheck import cli
+    from gradcheck.report import verify
 
     def broken_write(_out: Path, _data: dict) -> None:
         raise OSError("disk full (simulated)")
@@ -370,7 +371,7 @@ def test_budget_status_is_validated():
 
 
 def test_verdict_not_measured_is_incomplete():
-    from gradcheck.verify import verdict_of
+    from gradcheck.report.verify import verdict_of
 
     assert verdict_of(False, [{"status": "met"}, {"status": "not measured"}]) == "incomplete"
     assert verdict_of(False, [{"status": "not met"}, {"status": "not measured"}]) == "fail"

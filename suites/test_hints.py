@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from gradcheck import check_vjp
-from gradcheck._hints import HintContext, diagnose, unreduced_hint
-from gradcheck.catalog import CASES
+from gradcheck.catalog.bugs import CASES
+from gradcheck.check._hints import HintContext, diagnose, unreduced_hint
 
 BY_NAME = {c.name: c for c in CASES}
 DTYPES = ("float64", "float32")

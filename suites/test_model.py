@@ -411,7 +411,7 @@ class _TwoLayers:
 
 
 def test_a_failing_model_points_at_the_layer_nearest_the_output():
-    from gradcheck._reportview import failure_line, failures
+    from gradcheck.report._reportview import failure_line, failures
 
     tokens = np.array([0, 2, 5, 2])
     assert gradcheck.check_model(_TwoLayers(1.0), tokens).passed

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gradcheck
-from gradcheck._options import APPLIES_TO, Options, validate_options
+from gradcheck.check._options import APPLIES_TO, Options, validate_options
 
 
 def _square(x):

@@ -319,7 +319,7 @@ def test_recorder_lives_in_a_context_not_in_a_module_global():
     import numpy as np
 
     import gradcheck
-    from gradcheck._recording import purpose, recording_to
+    from gradcheck.check._recording import purpose, recording_to
 
     outer: list[tuple[str, str]] = []
     inner: list[tuple[str, str]] = []

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gradcheck import cli, report
-from gradcheck._result import CheckResult, ElementReport, InputResult
+from gradcheck import cli
+from gradcheck.report import render as report
+from gradcheck.check._result import CheckResult, ElementReport, InputResult
 
 EVIL = "<script>alert(1)</script>"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -106,7 +107,7 @@ def test_bad_arguments_in_plain_words(capsys, argv, message):
      ("pass", True, 0), ("incomplete", True, 1), ("fail", True, 1)],
 )
 def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict, strict, status):
-    import gradcheck.verify as verify
+    import gradcheck.report.verify as verify
 
     seen = {}
 
@@ -123,8 +124,8 @@ def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict, strict,
 
 
 def test_verdict_has_three_states():
-    from gradcheck._rows import Criterion
-    from gradcheck.verify import verdict_of
+    from gradcheck.report._rows import Criterion
+    from gradcheck.report.verify import verdict_of
 
     met = Criterion(1, "c", "met", "", "")
     assert verdict_of(False, [met, met]) == "pass"
@@ -134,8 +135,8 @@ def test_verdict_has_three_states():
 
 
 def test_typed_rows_keep_the_report_json_keys():
-    from gradcheck._pool import Fault
-    from gradcheck._rows import CatalogRow, Criterion, FaultRow
+    from gradcheck.report._rows import CatalogRow, Criterion, FaultRow
+    from gradcheck.run._pool import Fault
 
     row = CatalogRow("a bug", "float64", 1, 2, 0, "hint: x", "partly")
     assert row.verdict == "missed"  # caught at 1 of 2 seeds
@@ -156,7 +157,7 @@ def test_typed_rows_keep_the_report_json_keys():
 
 
 def test_load_budgets_names_the_file_and_the_entry(tmp_path):
-    from gradcheck.budgets import load_budgets
+    from gradcheck.report.budgets import load_budgets
 
     path = tmp_path / "b.toml"
     path.write_text('[mine]\ncriterion = 6\ntitle = "b / f"\nthreshold = 2.0\n')
@@ -172,8 +173,8 @@ def test_load_budgets_names_the_file_and_the_entry(tmp_path):
 
 
 def test_budget_sections_are_the_subjects_own_tables():
-    from gradcheck._sections import _declared_sections
-    from gradcheck.budgets import BudgetResult
+    from gradcheck.report._sections import _declared_sections
+    from gradcheck.report.budgets import BudgetResult
     from gradcheck.subject import BudgetSection, Subject
 
     res = [BudgetResult("steps", 0, "t", "c", "float32", 123.4, float("inf"), 0.0, True,
@@ -475,7 +476,7 @@ def _mode(path: Path) -> int:
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_written_files_follow_the_umask(tmp_path, umask, mode):
-    from gradcheck._io import append_text, write_atomic
+    from gradcheck.run._io import append_text, write_atomic
 
     old = os.umask(umask)
     try:
@@ -489,7 +490,7 @@ def test_written_files_follow_the_umask(tmp_path, umask, mode):
 
 
 def test_append_text_keeps_what_the_file_held(tmp_path):
-    from gradcheck._io import append_text
+    from gradcheck.run._io import append_text
 
     path = tmp_path / "step_summary.md"
     path.write_text("## an earlier step")  # no newline at its end
@@ -499,8 +500,8 @@ def test_append_text_keeps_what_the_file_held(tmp_path):
 
 
 def test_diff_markdown_is_appended(tmp_path, monkeypatch, capsys):
-    import gradcheck._diffrender as diffrender
-    import gradcheck.diff as diff
+    import gradcheck.diff._diffrender as diffrender
+    import gradcheck.diff.run as diff
 
     class Result:
         exit_code = 0
@@ -534,7 +535,7 @@ def _record(name: str, passed: bool) -> dict:
 
 
 def test_failures_block_names_each_failing_input_and_links_its_row():
-    from gradcheck._reportview import failures
+    from gradcheck.report._reportview import failures
 
     records = [_record("good", True), _record("bad", False)]
     fails = failures(records)
@@ -548,7 +549,7 @@ def test_failures_block_names_each_failing_input_and_links_its_row():
 
 
 def test_markdown_summary_lists_failures_and_escapes():
-    from gradcheck._reportview import markdown_summary
+    from gradcheck.report._reportview import markdown_summary
 
     bad = report.build_plugin_report([_record(EVIL, False)])
     text = markdown_summary(bad, "r.html")
@@ -560,7 +561,7 @@ def test_markdown_summary_lists_failures_and_escapes():
 
 
 def test_budget_criteria_name_the_clock_of_their_kind():
-    from gradcheck.verify import _budget_how
+    from gradcheck.report.verify import _budget_how
 
     assert "tracemalloc" in _budget_how({"memory"}) and "CPU" not in _budget_how({"memory"})
     assert "thread CPU time" in _budget_how({"ratio"}) and "tracemalloc" not in _budget_how(
@@ -570,7 +571,7 @@ def test_budget_criteria_name_the_clock_of_their_kind():
 def test_git_commit_is_the_code_under_tests_not_gradchecks(tmp_path):
     """The environment's commit is the one of the repository holding the given code;
     outside any repository it says so (never gradcheck's own checkout)."""
-    from gradcheck._env import git_commit
+    from gradcheck.report._env import git_commit
 
     assert git_commit(tmp_path / "mine.py") == "none (not in a git repository)"
     repo = tmp_path / "repo"
@@ -588,9 +589,9 @@ def test_git_commit_is_the_code_under_tests_not_gradchecks(tmp_path):
 def test_the_terminal_names_what_failed_first():
     """A FAIL on the terminal opens with the failing inputs, hint and seed (at most
     five, then how many more), before the criteria."""
-    from gradcheck._reportview import failures
-    from gradcheck._rows import Criterion
-    from gradcheck.verify import _tell
+    from gradcheck.report._reportview import failures
+    from gradcheck.report._rows import Criterion
+    from gradcheck.report.verify import _tell
 
     fails = failures([_record(f"bad{k}", False) for k in range(7)])
     lines: list[str] = []
@@ -603,7 +604,7 @@ def test_the_terminal_names_what_failed_first():
 
 
 def test_table_numbers_keep_integers_whole():
-    from gradcheck.report import _g
+    from gradcheck.report.render import _g
 
     assert (_g(263169), _g(263169.0), _g(1e4), _g(0.000123456), _g(2.5), _g(True),
             _g("x")) == ("263169", "263169", "10000", "0.000123", "2.5", True, "x")

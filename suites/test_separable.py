@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gradcheck._modes as modes
+import gradcheck.check._modes as modes
 from gradcheck import check_vjp
 from model.attention import softmax_backward, softmax_forward
 from model.layernorm import layernorm_backward, layernorm_forward

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gradcheck import cli
-from gradcheck import snapshot as snap
+from gradcheck.report import snapshot as snap
 from model.subject import REFERENCE as REFERENCE_SUBJECT
 from model.subject import SNAPSHOT_CASES
 

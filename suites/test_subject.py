@@ -86,7 +86,7 @@ def user_subjects(tmp_path, monkeypatch):
 
 
 def _criteria(subject, spec, reports):
-    from gradcheck.verify import _quality_criteria
+    from gradcheck.report.verify import _quality_criteria
 
     return {c.id: c.to_dict() for c in _quality_criteria(subject, reports, spec or subject)}
 
@@ -112,7 +112,7 @@ def test_security_scan_catches_what_the_subject_asks_for(user_subjects, tmp_path
 
 def test_coverage_counts_the_declared_code_only(user_subjects, tmp_path):
     from gradcheck import Subject
-    from gradcheck._testrun import read_coverage
+    from gradcheck.report._testrun import read_coverage
 
     _mine, folder = user_subjects
     data = {"files": {
@@ -133,7 +133,7 @@ def test_reference_test_commands_are_the_readme_command():
     import sys
     from pathlib import Path
 
-    from gradcheck._testrun import command_dir, subject_code, test_commands
+    from gradcheck.report._testrun import command_dir, subject_code, test_commands
     from model.subject import REFERENCE
 
     code, why = subject_code(REFERENCE, "model.subject:REFERENCE")
@@ -211,7 +211,7 @@ def test_elementwise_cases_run_in_the_report_and_the_generated_tests():
     from _pytest.outcomes import Failed
 
     from gradcheck import subject_tests
-    from gradcheck.verify import layer_task
+    from gradcheck.report.verify import layer_task
 
     subject = _elementwise_subject()
     for k, dtype in ((0, "float64"), (0, "float32"), (1, "float64")):
@@ -242,14 +242,14 @@ def test_elementwise_case_declarations_are_validated():
 
 # -- the subject declares, the library renders ------------------------------------------------
 def _budget(name, criterion, figure, threshold=2.0, kind="ratio"):
-    from gradcheck.budgets import BudgetResult
+    from gradcheck.report.budgets import BudgetResult
 
     return BudgetResult(name, criterion, name, "c", "float64", figure, threshold, 0.0,
                         figure <= threshold, kind=kind)
 
 
 def test_budget_criteria_follow_the_subject_not_the_reference_names():
-    from gradcheck.verify import _budget_criteria
+    from gradcheck.report.verify import _budget_criteria
 
     results = [_budget("my_backward", 6, 1.5), _budget("my_memory", 7, 3.0, kind="memory")]
     subject = Subject(name="budgets, no table", budgets=lambda level: results)
@@ -264,7 +264,7 @@ def test_budget_criteria_follow_the_subject_not_the_reference_names():
 
 
 def test_budget_table_is_the_subjects_and_names_what_it_left_unmeasured(tmp_path):
-    from gradcheck.verify import _budget_criteria
+    from gradcheck.report.verify import _budget_criteria
 
     table = tmp_path / "mine.toml"
     table.write_text('[my_backward]\ncriterion = 6\ntitle = "b / f"\nthreshold = 2.0\n'
@@ -282,7 +282,7 @@ def test_budget_table_is_the_subjects_and_names_what_it_left_unmeasured(tmp_path
 
 
 def test_a_subject_without_snapshot_dir_is_never_compared_with_another_subjects():
-    from gradcheck.verify import snapshot_task
+    from gradcheck.report.verify import snapshot_task
 
     subject = Subject(name="snap", snapshot_cases={"c": lambda: ({}, {})})
     ok, section = snapshot_task(subject, None)
@@ -295,7 +295,7 @@ def test_flow_criterion_names_a_parameter_once_and_says_no_scan_was_declared():
     once, and a subject with no flow scan is not said to have 0 zero gradients."""
     from types import SimpleNamespace as NS
 
-    from gradcheck.verify import _flow_criterion
+    from gradcheck.report.verify import _flow_criterion
 
     hint = "no gradient flows to this parameter (zero or missing), numerically it is not"
     models = [NS(name="m [float32]", inputs=[NS(name="fc2.b", hint=hint),
@@ -343,7 +343,7 @@ def test_subject_paths_must_be_strings():
 
 
 BUDGETED_MODULE = '''
-from gradcheck.budgets import BudgetResult
+from gradcheck.report.budgets import BudgetResult
 from gradcheck.subject import Subject
 
 
@@ -360,7 +360,7 @@ def test_relative_budget_table_and_snapshot_dir_are_from_the_module_folder(tmp_p
                                                                           monkeypatch):
     import importlib
 
-    from gradcheck.verify import _budget_criteria, snapshot_task
+    from gradcheck.report.verify import _budget_criteria, snapshot_task
 
     (tmp_path / "tables").mkdir()
     (tmp_path / "tables" / "mine.toml").write_text(
@@ -396,7 +396,7 @@ class _DeadBias:
 def test_flow_criterion_of_a_real_dead_gradient_in_both_dtypes():
     """check_model flags b in float64 and, through the float64 twin, in float32: the
     criterion names it once, and does not claim a flow scan the subject never declared."""
-    from gradcheck.verify import _flow_criterion
+    from gradcheck.report.verify import _flow_criterion
 
     subject = Subject(name="dead", model=_DeadBias,
                       batch=lambda m, rng: (rng.standard_normal(3),))

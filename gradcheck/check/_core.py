@@ -1,0 +1,772 @@
+"""``check_vjp``, ``assert_vjp`` and ``check_grad``: the protocol checks and their phases.
+
+For a layer ``y, cache = fwd(*inputs)`` and a cotangent ``dy`` drawn once (seeded,
+uniform, mean 0, variance 1), the checker compares the backward's vector-Jacobian product
+``g = bwd(dy, cache)`` with finite differences of ``phi(x) = sum(fwd(x)[0] * dy)``
+(:mod:`gradcheck.check._numeric`), element by element (a group at a time where the forward is
+separable, :mod:`gradcheck.check._separable`), on a sample (:mod:`gradcheck.check._modes`), or along
+random directions shared by all inputs (:mod:`gradcheck.check._joint`).
+
+A check runs in phases: prepare the inputs (structure, ``wrt``, private copies), call
+the forward and backward under the protocol (:func:`_protocol_calls`: mutation,
+determinism, aliasing, shapes), then compare per input. A forward or backward that
+raises ends the check with status ``error``; a broken protocol with its own status.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..read._conventions import Conventions, is_configuration
+from ..read._protocol import (
+    GlobalDraws,
+    ProtocolError,
+    Tree,
+    UserCodeError,
+    call_user,
+    changed_at,
+    defined_at,
+    key_mismatch,
+    snapshot,
+)
+from ._complex import complex_checks, complex_ok
+from ._dispatch import run_checks
+from ._hints import unreduced_hint
+from ._modes import InputChecker, method_label, overall, resolve_mode
+from ._numeric import F64, Runner, generator
+from ._options import DEFAULT_RTOL, Options, validate_options
+from ._recording import record
+from ._result import CheckResult, GradientMismatch, InputResult
+
+__all__ = ["DEFAULT_RTOL", "assert_vjp", "check_grad", "check_vjp"]
+
+
+# -- inputs --------------------------------------------------------------------------------
+@dataclass
+class _Inputs:
+    """The user's inputs as named leaves: working copies, and which ones are checked."""
+
+    tree: Tree
+    leaves: list[Any]
+    as_kwargs: bool
+    diff: list[int] = field(default_factory=list)  # float leaves to differentiate
+    ints: list[int] = field(default_factory=list)  # integer leaves (not differentiable)
+    consts: list[int] = field(default_factory=list)  # leaves outside wrt
+
+    def args(self) -> tuple[list[Any], dict[str, Any]]:
+        built = self.tree.build(self.leaves)
+        return ([], built) if self.as_kwargs else (list(built), {})
+
+    def call(self, fn: Callable[..., Any], what: str) -> Any:
+        args, kwargs = self.args()
+        return call_user(fn, *args, what=what, **kwargs)
+
+
+def _as_array(x: Any, path: str) -> np.ndarray:
+    """Own a C-contiguous, writable copy of an input leaf."""
+    try:
+        arr = np.array(x, copy=True, order="C")
+    except Exception as exc:  # pragma: no cover - numpy raises many types here
+        raise TypeError(f"{path} cannot be converted to an array: {exc}") from exc
+    if arr.dtype == object or arr.dtype.kind in "SUV":
+        raise TypeError(
+            f"{path} has dtype {arr.dtype}; expected a numeric array (pass wrt= with the "
+            "inputs to differentiate; the others are passed through as constants)"
+        )
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{path} is complex ({arr.dtype}); only real inputs are checked")
+    return arr
+
+
+def _top_keys(inputs: Any) -> list[Any]:
+    return list(inputs) if isinstance(inputs, dict) else list(range(len(inputs)))
+
+
+def _resolve_wrt(inputs: Any, wrt: Any) -> set[Any]:
+    keys = _top_keys(inputs)
+    if wrt is None:
+        return set(keys)
+    items = [wrt] if isinstance(wrt, (int, str)) and not isinstance(wrt, bool) else wrt
+    try:
+        chosen = list(items)
+    except TypeError:
+        raise TypeError(f"wrt must be indices or names of inputs, got {wrt!r}") from None
+    for k in chosen:
+        if isinstance(k, bool) or k not in keys:
+            kind = "names" if isinstance(inputs, dict) else "indices"
+            raise ValueError(f"wrt: {k!r} is not an input; the {kind} are {keys}")
+    return set(chosen)
+
+
+def input_names(fwd: Callable[..., Any], n: int) -> list[str]:
+    """The names of ``n`` positional inputs of ``fwd``: its parameters' names when the
+    ``n`` inputs bind to named parameters (``def fwd(x, W, b)`` gives ``x``, ``W``,
+    ``b``); else ``x0``, ``x1``... (``*args``, a builtin or any callable whose
+    signature cannot be read)."""
+    fallback = [f"x{k}" for k in range(n)]
+    try:
+        params = list(inspect.signature(fwd).parameters.values())
+    except (TypeError, ValueError):
+        return fallback
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return named[:n] if len(named) >= n else fallback
+
+
+def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inputs:
+    if isinstance(inputs, np.ndarray) or isinstance(inputs, str) or not isinstance(
+        inputs, (Sequence, dict)
+    ):
+        raise TypeError(
+            "inputs must be a list or tuple of arrays (one per argument of fwd) or a dict "
+            f"of name -> array, got {type(inputs).__name__}; wrap a single array as [x]"
+        )
+    chosen = _resolve_wrt(inputs, wrt)
+    keys = _top_keys(inputs)
+    if isinstance(inputs, dict):
+        top = [str(k) for k in keys]
+    else:
+        top = list(names) if names is not None else [f"x{k}" for k in keys]
+    tree, raw = Tree.of(inputs, top)
+    owner = _leaf_owners(inputs, keys)
+    prep = _Inputs(tree, [None] * len(raw), isinstance(inputs, dict))
+    for i, (leaf, name) in enumerate(zip(raw, tree.names, strict=True)):
+        if owner[i] not in chosen:
+            prep.leaves[i] = _private_copy(leaf)
+            prep.consts.append(i)
+            continue
+        key = owner[i]
+        arr = _as_array(leaf, f"inputs[{key!r}]{name[len(top[keys.index(key)]):]}")
+        prep.leaves[i] = arr
+        (prep.diff if arr.dtype.kind == "f" else prep.ints).append(i)
+    return prep
+
+
+def _leaf_owners(inputs: Any, keys: list[Any]) -> list[Any]:
+    owners: list[Any] = []
+    for k in keys:
+        _, sub = Tree.of(inputs[k])
+        owners += [k] * len(sub)
+    return owners
+
+
+def _private_copy(value: Any) -> Any:
+    """A deep copy of a constant, so that the user's object is never touched."""
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # uncopyable (a ctypes handle, a lock): passed as it is
+        return value
+
+
+# -- outputs -------------------------------------------------------------------------------
+def _split_forward(out: Any) -> tuple[Any, Any]:
+    if not isinstance(out, tuple) or len(out) != 2:
+        got = type(out).__name__
+        if isinstance(out, tuple):
+            got = f"a tuple of {len(out)}"
+        raise ProtocolError("bad-protocol", f"forward must return (y, cache); it returned {got}")
+    return out[0], out[1]
+
+
+@dataclass
+class _Outputs:
+    """The forward's output as leaves; only floating leaves enter ``phi``."""
+
+    tree: Tree
+    dtypes: list[np.dtype[Any]]
+    floating: list[int]
+
+    @staticmethod
+    def of(y: Any) -> tuple[_Outputs, list[np.ndarray]]:
+        tree, leaves = Tree.of(y)
+        arrays = []
+        for leaf, name in zip(leaves, tree.names, strict=True):
+            a = np.asarray(leaf)
+            if a.dtype.kind not in "fiub":
+                raise ProtocolError("bad-protocol", f"forward output y{name} must be a real "
+                                    f"array or scalar, got dtype {a.dtype}")
+            arrays.append(a)
+        floating = [k for k, a in enumerate(arrays) if a.dtype.kind == "f"] or list(
+            range(len(arrays)))
+        return _Outputs(tree, [a.dtype for a in arrays], floating), arrays
+
+    def flat(self, y: Any) -> F64:
+        _, leaves = Tree.of(y)
+        if len(leaves) != len(self.dtypes):
+            raise ProtocolError("bad-protocol", "the forward's output changed structure")
+        parts = [np.asarray(leaves[k]).reshape(-1) for k in self.floating]
+        if not parts:
+            return np.zeros(0)
+        if len(parts) == 1 and parts[0].dtype.kind != "c":
+            return np.array(parts[0], dtype=np.float64)  # one copy: the user may reuse it
+        return np.concatenate([p.astype(np.float64) if p.dtype.kind != "c" else p
+                               for p in parts])
+
+    def cotangent(self, arrays: list[np.ndarray], rng: np.random.Generator) -> list[Any]:
+        """A random signed ``dy`` per floating output: uniform, mean 0, variance 1.
+
+        Uniform rather than Gaussian: as random for every purpose here (signs and sizes
+        independent of the outputs) and several times cheaper to draw, which a cheap
+        check of a large layer feels.
+        """
+        out: list[Any] = [None] * len(arrays)
+        for k in self.floating:
+            dt = arrays[k].dtype if arrays[k].dtype.kind == "f" else np.dtype(np.float64)
+            d = rng.random(arrays[k].shape)
+            d -= 0.5
+            d *= 2.0 * np.sqrt(3.0)
+            out[k] = d.astype(dt, copy=False)
+        return out
+
+
+# -- the protocol calls ----------------------------------------------------------------------
+@dataclass
+class _Called:
+    """What the forward and backward returned at the unperturbed inputs."""
+
+    outputs: _Outputs
+    y0: F64
+    dy: F64
+    grads: list[F64 | None]
+    none_grads: list[int]
+    notes: list[str]
+    backward_calls: int
+    out_shapes: list[tuple[int, ...]]
+    cache: Any = None
+    computed: dict[int, str] = field(default_factory=dict)  # leaf -> its gradient's dtype
+    arith: dict[int, str] = field(default_factory=dict)  # leaf -> the output's, if narrower
+
+
+def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
+    for i, name in enumerate(prep.tree.names):
+        if changed_at(saved[i], prep.leaves[i]) is not None:
+            raise ProtocolError("mutation", f"{who} modified its input {name}")
+
+
+def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
+                   ) -> tuple[_Outputs, list[np.ndarray], Any]:
+    y, cache = _split_forward(prep.call(fwd, "forward"))
+    _check_unchanged(saved, prep, "forward")
+    outputs, arrays = _Outputs.of(y)
+    for a, name in zip(arrays, outputs.tree.names, strict=True):
+        if not np.all(np.isfinite(a)):
+            bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+            raise ProtocolError("non-finite",
+                                f"forward output y{name} has {bad} non-finite value(s)")
+    y_again, _ = _split_forward(prep.call(fwd, "forward"))
+    _, again = Tree.of(y_again)
+    if len(again) != len(arrays) or not all(
+        np.shape(b) == a.shape and np.array_equal(np.asarray(b), a)
+        for a, b in zip(arrays, again, strict=True)
+    ):
+        raise ProtocolError("nondeterministic", "forward gave different outputs for the same "
+                            "inputs")
+    return outputs, arrays, cache
+
+
+def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[Any]:
+    """The backward's gradients matched to the input leaves (None where absent)."""
+    n_top = len(prep.tree.skeleton)
+    if prep.as_kwargs:
+        if not isinstance(grads_raw, dict):
+            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return a "
+                                f"dict of gradients by name, got {type(grads_raw).__name__}")
+        if set(grads_raw) - set(prep.tree.skeleton):
+            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return the "
+                                "gradients under the inputs' names; "
+                                + key_mismatch(prep.tree.skeleton, grads_raw))
+        masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
+        return prep.tree.match(masked, "gradient ")
+    if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
+        raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
+                            f"gradients, one per input; got {type(grads_raw).__name__}")
+    if len(grads_raw) != n_top:
+        raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} gradient(s) "
+                            f"for {n_top} input(s)")
+    masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
+    return prep.tree.match(masked, "gradient ")
+
+
+class _Unreduced(ProtocolError):
+    """A shape mismatch with a hint (a sum over the batch axes or a transpose fixes it),
+    carried by the input's result so that ``CheckResult.hint`` shows it."""
+
+    def __init__(self, message: str, entry: InputResult) -> None:
+        super().__init__("shape-mismatch", message)
+        self.entry = entry
+
+
+def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
+    try:
+        ga = np.asarray(g)
+    except (ValueError, TypeError):
+        kinds = ", ".join(type(v).__name__ for v in g) if isinstance(g, (list, tuple)) else ""
+        raise ProtocolError("bad-protocol", (
+            f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
+            + f", not an array of shape {x.shape}; return one array per input (and the "
+            "parameters' gradients apart, as dX, [dW, db])")) from None
+    if ga.shape != x.shape:
+        message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
+        hint = unreduced_hint(ga.shape, x.shape)
+        if hint:
+            entry = _plain_result(name, x, "shape-mismatch", message)
+            entry.hint = hint
+            raise _Unreduced(f"{message}; {hint}", entry)
+        raise ProtocolError("shape-mismatch", message)
+    if ga.dtype.kind not in "fiub":
+        raise ProtocolError("bad-protocol", f"gradient of {name} has dtype {ga.dtype}")
+    if not np.all(np.isfinite(ga)):
+        raise ProtocolError("non-finite", f"gradient of {name} contains NaN/Inf")
+    if ga.dtype.kind == "f" and ga.dtype != x.dtype:
+        notes.append(f"gradient of {name} is {ga.dtype}, input is {x.dtype}")
+    return ga.astype(np.float64, copy=False)  # the snapshot `first` guards its values
+
+
+def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inputs,
+                    chosen: set[Any], rng: np.random.Generator) -> _Called:
+    """Forward twice, backward twice: every protocol rule, then the gradients."""
+    for i in prep.diff:
+        bad = ~np.isfinite(prep.leaves[i])
+        if bad.any():
+            first = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.ndim else ()
+            raise ProtocolError("non-finite", f"input {prep.tree.names[i]} holds "
+                                f"{int(bad.sum())} NaN/Inf value(s), first at {first}: finite "
+                                "differences need a finite point")
+    saved = [snapshot(v) for v in prep.leaves]
+    outputs, arrays, cache = _forward_twice(fwd, prep, saved)
+    dy_leaves = outputs.cotangent(arrays, rng)
+    dy_struct = outputs.tree.build(dy_leaves)
+    dy_arg = copy.deepcopy(dy_struct)
+    cache_snap = snapshot(cache)
+    grads_raw = call_user(bwd, dy_arg, cache, what="backward")
+    if changed_at(snapshot(dy_struct), dy_arg) is not None:
+        raise ProtocolError("mutation", "backward modified dy (the output gradient)")
+    where = changed_at(cache_snap, cache)
+    if where is not None:
+        raise ProtocolError("mutation", f"backward modified the cache (at cache{where})")
+    _check_unchanged(saved, prep, "backward")
+    first = snapshot(grads_raw)
+    leaves = _gradient_leaves(grads_raw, prep, chosen)
+    notes: list[str] = []
+    grads: list[F64 | None] = [None] * len(prep.leaves)
+    computed: dict[int, str] = {}
+    for i in prep.diff:
+        if leaves[i] is not None:
+            grads[i] = _validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes)
+            computed[i] = np.asarray(leaves[i]).dtype.name
+    for i in prep.ints:
+        if leaves[i] is not None:
+            notes.append(f"gradient returned for integer input {prep.tree.names[i]} was ignored")
+    again = call_user(bwd, copy.deepcopy(dy_struct), cache, what="backward")
+    _second_backward(first, again)
+    # A third call with another dy: the first call's arrays must not move with it.
+    other = outputs.tree.build([None if d is None else d * d.dtype.type(-2) for d in dy_leaves])
+    call_user(bwd, other, cache, what="backward")
+    _aliasing(first, grads_raw)
+    y0 = outputs.flat(outputs.tree.build(arrays))
+    dy = outputs.flat(outputs.tree.build(
+        [d if d is not None else np.zeros(a.shape) for d, a in zip(dy_leaves, arrays,
+                                                                     strict=True)]))
+    none = [i for i in prep.diff if grads[i] is None]
+    shapes = [tuple(arrays[k].shape) for k in outputs.floating]
+    arith = _narrowest_output(outputs, prep, notes)
+    for i, name in arith.items():  # the gradient's tolerance: the narrower of the two
+        if np.finfo(np.dtype(name)).eps > np.finfo(np.dtype(computed.get(i, name))).eps:
+            computed[i] = name
+    return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed, arith)
+
+
+def _narrowest_output(outputs: _Outputs, prep: _Inputs, notes: list[str]) -> dict[int, str]:
+    """``leaf -> dtype`` for inputs of a wider dtype than an output: the forward ran in the
+    narrower one (float32 buffers in a float64 layer), and finite differences of it can
+    be no finer than that dtype: its steps, noise and tolerance are used for them."""
+    floats = [d for d in outputs.dtypes if d.kind == "f"]
+    if not floats:
+        return {}
+    narrow = max(floats, key=lambda d: np.finfo(d).eps)
+    wider = [i for i in prep.diff if np.finfo(narrow).eps > np.finfo(prep.leaves[i].dtype).eps]
+    if wider:
+        notes.append(f"the forward's output is {narrow.name} for "
+                     f"{', '.join(prep.tree.names[i] for i in wider)} of a wider dtype: "
+                     f"compared at {narrow.name}'s steps and tolerance")
+    return dict.fromkeys(wider, narrow.name)
+
+
+def _second_backward(first: Any, again: Any) -> None:
+    """The same gradients on a second call with the same dy and cache."""
+    where = changed_at(first, again)
+    if where is not None:
+        raise ProtocolError("nondeterministic", "backward gave different gradients on a second "
+                            f"call with the same dy and cache (at gradients{where})")
+
+
+def _aliasing(first: Any, grads_raw: Any) -> None:
+    """The first call's arrays must not have moved when backward ran with another dy."""
+    where = changed_at(first, grads_raw)
+    if where is not None:
+        raise ProtocolError(
+            "aliasing",
+            f"the gradients returned by the first backward (at gradients{where}) changed when "
+            "backward ran again: it hands out views of its cache or buffers and edits them "
+            "later; return fresh arrays (or copies)")
+
+
+def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[Any]
+         ) -> Callable[[F64], list[F64 | None]]:
+    """The backward at the same cache for another (flat) cotangent: the gradients of
+    the differentiable leaves, validated as the first call's were."""
+    outputs = called.outputs
+
+    def vjp(dy_flat: F64) -> list[F64 | None]:
+        dy_leaves: list[Any] = [None] * len(outputs.dtypes)
+        start = 0
+        for k, shape in zip(outputs.floating, called.out_shapes, strict=True):
+            size = int(np.prod(shape))
+            dt = outputs.dtypes[k] if outputs.dtypes[k].kind == "f" else np.dtype(np.float64)
+            dy_leaves[k] = dy_flat[start:start + size].reshape(shape).astype(dt)
+            start += size
+        raw = call_user(bwd, outputs.tree.build(dy_leaves), called.cache, what="backward")
+        called.backward_calls += 1
+        leaves = _gradient_leaves(raw, prep, chosen)
+        grads: list[F64 | None] = [None] * len(prep.leaves)
+        for i in prep.diff:
+            if leaves[i] is not None:
+                grads[i] = _validated(leaves[i], prep.leaves[i], prep.tree.names[i], [])
+        return grads
+
+    return vjp
+
+
+# -- the per-input results -------------------------------------------------------------------
+def _none_gradient(runner: Runner, i: int) -> InputResult:
+    """A floating input named in ``wrt`` whose gradient is None: a failure."""
+    ic = InputChecker(runner, i, "central")
+    depends = not ic.directional(2)
+    res = ic.finish("directional")
+    res.status = "mismatch"
+    res.message = "backward returned None for this floating input" + (
+        ", and the output depends on it" if depends else "")
+    res.hint = ("backward returned None for an input named in wrt=: return its gradient, "
+                "or, if it is a constant, leave it out of wrt=")
+    return res
+
+
+def _plain_result(name: str, x: Any, status: str, message: str) -> InputResult:
+    arr = np.asarray(x) if isinstance(x, np.ndarray | np.generic | int | float) else None
+    shape = tuple(arr.shape) if arr is not None else ()
+    dtype = arr.dtype.name if arr is not None else type(x).__name__
+    return InputResult(name=name, shape=shape, dtype=dtype, status=status, mode="none",
+                       message=message)
+
+
+def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opts: Options,
+                    rng: np.random.Generator, wrt_given: bool,
+                    vjp: Callable[[F64], list[F64 | None]] | None = None
+                    ) -> tuple[list[InputResult], Runner, str, str]:
+    def evaluate() -> NDArray[Any]:
+        y, _ = _split_forward(prep.call(fwd, "forward (at a perturbed input)"))
+        return called.outputs.flat(y)
+
+    # The evaluation builds its arguments from prep.leaves: the runner may swap entries.
+    arrays = prep.leaves
+    runner = Runner(arrays, list(prep.tree.names), evaluate, called.dy, called.grads,
+                    called.y0, opts, rng, swap=True)
+    runner.out_shapes = called.out_shapes
+    runner.computed = called.computed
+    runner.arith = called.arith
+    runner.evaluations = 2
+    runner.vjp = vjp
+    checked = [i for i in prep.diff if called.grads[i] is not None]
+    method = opts.method
+    if method == "complex":
+        method = _complex_or_central(prep, called, runner, checked, fwd)
+    mode = resolve_mode(opts, [prep.leaves[i].size for i in checked])
+    if method == "complex":
+        def call(leaves: list[Any]) -> np.ndarray:
+            return _call_flat(fwd, prep, leaves, called.outputs)
+
+        results = complex_checks(call, list(prep.leaves), runner, checked, opts, mode)
+    else:
+        results = run_checks(runner, checked, opts, mode_for=lambda _i: mode, method=method)
+        method = method_label(method, [prep.leaves[i] for i in checked])
+    by_leaf = dict(zip(checked, results, strict=True))
+    for i in called.none_grads:
+        by_leaf[i] = _none_gradient(runner, i) if wrt_given else _plain_result(
+            prep.tree.names[i], prep.leaves[i], "constant",
+            "backward returned None for it: a constant (not checked; name it in wrt= "
+            "to check its gradient)")
+    for i in prep.ints:
+        flag = np.asarray(prep.leaves[i]).dtype.kind == "b"
+        by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "skipped",
+                                   "a flag (bool): passed through, not differentiated"
+                                   if flag else "integer input: not differentiable, not checked")
+    for i in prep.consts:
+        by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "constant",
+                                   "not in wrt: passed as a constant, not checked")
+    return [by_leaf[i] for i in range(len(prep.leaves))], runner, method, mode
+
+
+def _call_flat(fwd: Callable[..., Any], prep: _Inputs, leaves: list[Any],
+               outputs: _Outputs) -> np.ndarray:
+    built = prep.tree.build(leaves)
+    out = fwd(**built) if prep.as_kwargs else fwd(*built)
+    y, _ = _split_forward(out)
+    _, ys = Tree.of(y)
+    return np.concatenate([np.asarray(ys[k]).reshape(-1) for k in outputs.floating])
+
+
+def _complex_or_central(prep: _Inputs, called: _Called, runner: Runner, checked: list[int],
+                        fwd: Callable[..., Any]) -> str:
+    def call_all(leaves: list[Any]) -> np.ndarray:
+        return _call_flat(fwd, prep, leaves, called.outputs)
+
+    for i in checked:
+        why = complex_ok(call_all, list(prep.leaves), i, runner.dy, runner)
+        if why:
+            called.notes.append(f"complex step rejected, used central differences: {why}")
+            return "central"
+    return "complex"
+
+
+# -- the entry points --------------------------------------------------------------------------
+def run_protocol_check(
+    fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any, opts: Options,
+    *, kind: str = "vjp", origins: dict[str, Any] | None = None,
+    names: Sequence[str] | None = None,
+) -> CheckResult:
+    """The whole check of ``fwd``/``bwd`` at ``inputs`` (no recording).
+
+    ``origins`` maps ``"forward"`` and ``"backward"`` to the user's own callables when
+    ``fwd``/``bwd`` wrap them: an exception raised before the user's code was entered
+    (a call with the wrong signature) is then placed at their definition. ``names``
+    names positional inputs (default ``x0``, ``x1``...; see :func:`input_names`).
+    """
+    wrt_given = wrt is not None
+    wrt, config_note = _without_configuration(inputs, wrt, names)
+    draws = GlobalDraws()  # every forward starts from the global generators' state
+    fwd = _from_draws(fwd, draws)
+    try:
+        return _protocol_check(fwd, bwd, inputs, wrt, opts, kind, origins, names,
+                               wrt_given, config_note)
+    finally:
+        draws.reset()  # the user's global state as it was
+
+
+def _from_draws(fwd: Callable[..., Any], draws: GlobalDraws) -> Callable[..., Any]:
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        draws.reset()
+        return fwd(*args, **kwargs)
+    return forward
+
+
+def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any,
+                    opts: Options, kind: str, origins: dict[str, Any] | None,
+                    names: Sequence[str] | None, wrt_given: bool, config_note: list[str]
+                    ) -> CheckResult:
+    prep = _prepare(inputs, wrt, names)
+    chosen = _resolve_wrt(inputs, wrt)
+    rng = generator(opts.seed)
+
+    def early(status: str, message: str, calls: int, error: dict[str, str] | None = None,
+              exc: BaseException | None = None) -> CheckResult:
+        res = CheckResult(passed=False, status=status, message=message, inputs=[],
+                          method=opts.method, mode=opts.mode, evaluations=2,
+                          backward_calls=calls, seed=opts.seed, name=opts.name, kind=kind)
+        res.error = error
+        res.exception = exc
+        return res
+
+    try:
+        called = _protocol_calls(fwd, bwd, prep, chosen, rng)
+        results, runner, method, mode = _compare_inputs(
+            fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
+    except ProtocolError as exc:
+        res = early(exc.status, exc.message, 2)
+        if isinstance(exc, _Unreduced):
+            res.inputs = [exc.entry]
+        return res
+    except UserCodeError as exc:
+        if exc.ours and isinstance(exc.exc, TypeError) and origins:
+            where = defined_at(origins.get(exc.what.split(" ", 1)[0]))
+            if where:
+                exc.where = f"{where} (raised on calling it: does its signature match?)"
+        return early("error", f"{exc.what} raised {exc.type}: {exc.text}", 2, exc.as_dict(),
+                     exc.exc)
+    status, message = overall(results, runner.nonfinite)
+    return CheckResult(passed=status == "ok", status=status, message=message, inputs=results,
+                       method=method, mode=mode, evaluations=runner.evaluations,
+                       backward_calls=called.backward_calls, seed=opts.seed,
+                       notes=[*config_note, *called.notes], name=opts.name, kind=kind)
+
+
+def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None
+                           ) -> tuple[Any, list[str]]:
+    """Without ``wrt=``, settings dicts (:func:`is_configuration`) are constants: ``wrt``
+    becomes the other inputs, and a note names them."""
+    if wrt is not None or not isinstance(inputs, (Sequence, dict)) or isinstance(
+            inputs, str):
+        return wrt, []
+    keys = _top_keys(inputs)
+    config = [k for k in keys if isinstance(inputs[k], (str, bytes)) or inputs[k] is None
+              or is_configuration(inputs[k])]
+    if not config:
+        return wrt, []
+    shown = [(names[k] if names and isinstance(k, int) and k < len(names) else
+              f"x{k}" if isinstance(k, int) else str(k)) for k in config]
+    return [k for k in keys if k not in config], [
+        f"{', '.join(shown)}: settings (holds values that are no float): passed through "
+        "as a constant, the float arrays in it too (name it in wrt= to differentiate it)"]
+
+
+def check_vjp(
+    fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Sequence[Any] | dict[str, Any],
+    *, wrt: Any = None, seed: int = 0, mode: str = "auto", method: str = "auto",
+    atol: float | None = None, rtol: float | None = None, directions: int = 6,
+    samples: int = 64, budget: int = 20_000, localise: bool = True, name: str = "",
+) -> CheckResult:
+    """Check a hand-written backward against finite differences of its forward.
+
+    Parameters
+    ----------
+    fwd : callable
+        ``y, cache = fwd(*inputs)`` (``fwd(**inputs)`` for a dict). ``y`` is a real
+        array or scalar of any shape, or a tuple, list or dict of them (several
+        outputs); integer output leaves are not differentiated.
+    bwd : callable
+        ``grads = bwd(dy, cache)``; ``dy`` has the structure of ``y``. ``grads`` has one
+        gradient per input (a dict by name for dict inputs), each mirroring its input's
+        structure and shapes; ``None`` for integer inputs and inputs outside ``wrt``.
+    inputs : sequence or dict
+        The arguments of ``fwd``: arrays, or lists, tuples and dicts of arrays, nested.
+        They are copied; the caller's arrays are never touched. Results name a
+        sequence's inputs by ``fwd``'s parameters (``def fwd(x, W, b)``: ``x``, ``W``,
+        ``b``), or ``x0``, ``x1``... when they cannot be (``*args``, a builtin).
+    wrt : int, str or sequence of them, optional
+        The inputs to differentiate (indices, or names for dict inputs); the others are
+        constants of any type, passed through as private copies. By default every input
+        is, and a ``None`` gradient for a floating input is a failure.
+    seed, mode, method, atol, rtol, directions, samples, budget, localise, name
+        The option set of every check, documented once in :class:`gradcheck.Options`.
+
+    Returns
+    -------
+    CheckResult
+        ``passed``, ``status`` (:data:`gradcheck.STATUSES`), per-input errors and
+        tolerances, the worst elements, evaluations, coverage and the seed. A forward or
+        backward that raises gives status ``error`` (type, message, innermost frame).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For invalid arguments (never for a wrong gradient or an exception in the user's
+        code: those are statuses).
+    """
+    opts = validate_options(seed=seed, mode=mode, method=method, atol=atol, rtol=rtol,
+                            directions=directions, samples=samples, budget=budget,
+                            localise=localise, name=name)
+    for label, fn in (("fwd", fwd), ("bwd", bwd)):
+        if not callable(fn):
+            raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+    conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
+    # Floating-point warnings inside the user's functions become a "non-finite"
+    # status with the place named, not an exception half-way through a check.
+    with np.errstate(all="ignore"):
+        res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts,
+                                 origins={"forward": fwd, "backward": bwd},
+                                 names=_positional_names(fwd, inputs))
+    res.notes = [*res.notes, *conv.notes]
+    record(res)
+    return res
+
+
+def _positional_names(fwd: Callable[..., Any], inputs: Any) -> list[str] | None:
+    """:func:`input_names` of a sequence of inputs (None for a dict or a bad type: the
+    dict's keys name its inputs, and the validation names a bad type)."""
+    if isinstance(inputs, dict) or isinstance(inputs, (str, np.ndarray)) \
+            or not isinstance(inputs, Sequence):
+        return None
+    return input_names(fwd, len(inputs))
+
+
+def raise_unless_passed(res: CheckResult) -> CheckResult:
+    """Return ``res`` if it passed; else raise :class:`GradientMismatch` (chained to the
+    user's exception for status ``error``)."""
+    __tracebackhide__ = True
+    if not res.passed:
+        raise GradientMismatch(res) from res.exception
+    return res
+
+
+def assert_vjp(
+    fwd: Callable[..., Any],
+    bwd: Callable[..., Any],
+    inputs: Sequence[Any] | dict[str, Any],
+    **options: Any,
+) -> CheckResult:
+    """Like :func:`check_vjp`, but raise :class:`GradientMismatch` unless it passed.
+
+    Returns
+    -------
+    CheckResult
+        The passing result, for callers that want its figures.
+
+    Raises
+    ------
+    GradientMismatch
+        A subclass of ``AssertionError`` whose message is the result's report; chained
+        to the user's exception when the forward or backward raised.
+    """
+    __tracebackhide__ = True
+    return raise_unless_passed(check_vjp(fwd, bwd, inputs, **options))
+
+
+def check_grad(
+    f: Callable[[np.ndarray], Any],
+    grad: Callable[[np.ndarray], Any],
+    x: Any,
+    *,
+    seed: int = 0,
+    **options: Any,
+) -> CheckResult:
+    """Check the gradient of a scalar function.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x) -> float``.
+    grad : callable
+        ``grad(x) -> ndarray`` of the shape of ``x``.
+    x : array_like
+        The point; results name it as ``f`` names its parameter (``x0`` if unnamed).
+    seed : int
+    **options
+        As for :func:`check_vjp`.
+
+    Returns
+    -------
+    CheckResult
+    """
+
+    try:
+        y0 = np.asarray(f(np.array(x, copy=True)))
+    except Exception:  # the check itself reports it, as status "error"
+        y0 = np.zeros(())
+    if y0.ndim != 0 and y0.size != 1:
+        raise ValueError(f"check_grad: f must return a scalar, got shape {y0.shape}")
+
+    def fwd(x_: np.ndarray) -> tuple[Any, np.ndarray]:
+        return np.asarray(f(x_)).reshape(()), x_
+
+    def bwd(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
+        return (np.asarray(grad(x_.copy())) * dy,)
+
+    # the input is named as f names it (x0 when f's signature cannot be read)
+    fwd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(input_names(f, 1)[0], inspect.Parameter.POSITIONAL_ONLY)])
+    return check_vjp(fwd, bwd, [x], seed=seed, **options)

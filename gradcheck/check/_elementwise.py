@@ -1,0 +1,118 @@
+"""``check_elementwise``: a function and its element-wise derivative, ``f(x)``, ``f'(x)``.
+
+Activation and loss objects of from-scratch libraries are written as ``f(x)`` and
+``f.gradient(x)``: the derivative of each output element with respect to the same
+element of the input (the diagonal of the Jacobian), not a vector-Jacobian product.
+The check reads them as the layer ``y = f(x)`` with the backward ``dy * f'(x)`` and
+compares that with finite differences of ``f`` itself, so a function that is not
+element-wise at all (a softmax whose ``gradient`` is ``p * (1 - p)``) fails too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..read._protocol import ProtocolError
+from ._core import raise_unless_passed, run_protocol_check
+from ._options import validate_options
+from ._recording import record
+from ._result import CheckResult
+
+__all__ = ["assert_elementwise", "check_elementwise"]
+
+
+def _validate(f: Any, df: Any, args: tuple[Any, ...], wrt: Any) -> int:
+    if not callable(f):
+        raise TypeError(f"f must be callable, got {type(f).__name__}")
+    if not callable(df):
+        raise TypeError(f"df must be callable (the element-wise derivative, such as "
+                        f"f.gradient), got {type(df).__name__}")
+    if not args:
+        raise TypeError("check_elementwise needs the point: check_elementwise(f, df, x)")
+    if isinstance(wrt, bool) or not isinstance(wrt, int) or not -len(args) <= wrt < len(args):
+        raise ValueError(f"wrt must be the index of one argument (0 to {len(args) - 1}), got "
+                         f"{wrt!r}")
+    return wrt % len(args)
+
+
+def _as_arrays(args: tuple[Any, ...], k: int) -> list[Any]:
+    """The point as arrays: ``args[k]`` as a float array (a list, a scalar, integers
+    accepted), the other lists and tuples as arrays; other constants passed as given."""
+    out = list(args)
+    try:
+        x = np.asarray(args[k])
+        out[k] = x if x.dtype.kind == "f" else x.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"args[{k}] (the argument to differentiate) must be array_like of real "
+                        f"numbers, got {type(args[k]).__name__}: {exc}") from None
+    for i, a in enumerate(args):
+        if i != k and isinstance(a, (list, tuple)):
+            out[i] = np.asarray(a)
+    return out
+
+
+def check_elementwise(
+    f: Callable[..., Any], df: Callable[..., Any], *args: Any, wrt: int = 0, **options: Any,
+) -> CheckResult:
+    """Check an element-wise derivative ``df`` of ``f`` (``f.gradient``, ``f.grad``).
+
+    Parameters
+    ----------
+    f : callable
+        ``y = f(*args)``, an array of the shape of ``args[wrt]`` whose element ``i``
+        depends on element ``i`` of ``args[wrt]`` only (an activation; a loss written
+        per element, such as ``0.5 * (y - p) ** 2``).
+    df : callable
+        ``df(*args)``: ``d y[i] / d args[wrt][i]``, same shape (not multiplied by any
+        output gradient).
+    *args : array_like
+        The point; the arguments other than ``args[wrt]`` (targets) are held constant.
+        ``args[wrt]`` is converted with ``np.asarray`` (integers to float64); lists and
+        tuples among the others become arrays.
+    wrt : int
+        The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``).
+    **options
+        The option set of every check (:class:`gradcheck.Options`).
+
+    Returns
+    -------
+    CheckResult
+        One input result per argument (the constants with status ``constant``); kind
+        ``"elementwise"``.
+    """
+    opts = validate_options(**options)
+    k = _validate(f, df, args, wrt)
+
+    def fwd(*xs: Any) -> tuple[Any, Any]:
+        y = np.asarray(f(*xs))
+        if y.shape != np.shape(xs[k]):
+            raise ProtocolError("bad-protocol", f"f returned shape {y.shape} for an argument of "
+                                f"shape {np.shape(xs[k])}: not an element-wise function; "
+                                "check it with check_vjp")
+        return y, [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
+
+    def bwd(dy: Any, xs: list[Any]) -> list[Any]:
+        d = np.asarray(df(*xs))
+        if d.shape != dy.shape:
+            raise ProtocolError("shape-mismatch", f"df returned shape {d.shape}, expected "
+                                f"{dy.shape} (the derivative of each element)")
+        grads: list[Any] = [None] * len(xs)
+        grads[k] = d * dy
+        return grads
+
+    with np.errstate(all="ignore"):
+        res = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts, kind="elementwise",
+                                 origins={"forward": f, "backward": df})
+    record(res)
+    return res
+
+
+def assert_elementwise(f: Callable[..., Any], df: Callable[..., Any], *args: Any,
+                       **options: Any) -> CheckResult:
+    """Like :func:`check_elementwise`, but raise :class:`~gradcheck.GradientMismatch`
+    unless it passed."""
+    __tracebackhide__ = True
+    return raise_unless_passed(check_elementwise(f, df, *args, **options))

@@ -1,0 +1,257 @@
+"""Checks of code as people write it: layer objects, and losses that return ``(loss, dx)``.
+
+A layer object has ``out = layer.forward(*inputs)`` and ``dx = layer.backward(dout)``
+(method names settable) and keeps its parameters and their gradients on itself, or on
+sub-layers it holds. :mod:`gradcheck.read._discovery` finds them, by convention or by the
+names the user gives; this module turns the object into the functional protocol of
+:func:`gradcheck.check_vjp`: every evaluation runs on a fresh deep copy of the layer, so
+caches, accumulated gradients and counters never leak from one evaluation into another,
+and gradients that a backward accumulates with ``+=`` are read as the change it made.
+
+Calling conventions read from the code (each one guessed is stated in the result's notes):
+
+- ``backward(dout)``; ``backward()`` for a scalar output (a loss), the result scaled by
+  the cotangent; ``backward(dout=1.0)`` receives a non-unit cotangent, so a loss that
+  ignores it is caught; ``backward(dh, dc)`` receives a tuple output's cotangents as
+  separate arguments.
+- The returned input gradient: one per forward argument; one array for a one-argument
+  forward (which may take a list of arrays, ``Add([a, b])``); otherwise one array is the
+  gradient of the only ``wrt`` input, or of the first input of its shape.
+- A layer that creates its weights on the first forward is initialised once on a copy,
+  and every evaluation starts from that copy.
+
+A float scalar (``alpha``) with a gradient (``dalpha``) is a parameter, written back as
+its own type; float scalars with none (``eps``) are held constant and named in the notes.
+A parameter reached along several paths (a composite's ``params`` list) must have the
+same gradient at each of its gradient locations, else the status is ``mismatch`` naming
+the stale one. A path given in ``params=``/``grads=`` that leads to no array is a
+:class:`LayerConventionError`.
+
+Every float array the layer holds (before its first forward, where caches do not exist
+yet; for lazily built weights, arrays that a second forward leaves alone) must be matched
+to a gradient; otherwise :class:`LayerConventionError` lists them and how to name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..read._conventions import differentiable
+from ..read._discovery import LayerConventionError
+from ..read._layer_call import Protocol
+from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
+from ..read._layer_read import discover as _discover
+from ..read._protocol import ProtocolError, UserCodeError
+from ..read._reading import GlobalDraws
+from ._core import raise_unless_passed, run_protocol_check
+from ._options import Options, validate_options
+from ._recording import record
+from ._result import CheckResult
+
+__all__ = ["LayerConventionError", "assert_layer", "assert_loss", "check_layer", "check_loss"]
+
+
+# -- entry points ----------------------------------------------------------------------------
+def check_layer(
+    layer: Any,
+    *inputs: Any,
+    forward: str | None = None,
+    backward: str | None = None,
+    params: dict[str, Any] | None = None,
+    grads: dict[str, Any] | None = None,
+    wrt: Any = None,
+    output: str | None = None,
+    **options: Any,
+) -> CheckResult:
+    """Check a layer object's backward: its input gradients and its parameter gradients.
+
+    Parameters
+    ----------
+    layer : object
+        ``out = layer.forward(*inputs)``, ``dx = layer.backward(dout)`` (or
+        ``layer.backward()`` for a scalar output, as loss objects do; ``backward(dh,
+        dc)`` for a tuple output). ``dx`` is one gradient per input, or one for the wrt
+        inputs only. Never modified: every evaluation runs on a deep copy (of the layer
+        after one forward, if that forward builds its weights).
+    *inputs : array_like
+        The arguments of ``forward`` (one may be a list of arrays). Integer ones (token
+        ids) are not differentiated. A backward that returns one array for several
+        inputs returns the gradient of the only ``wrt`` input, else (stated in the
+        notes) of the first input of its shape.
+    forward, backward : str, optional
+        The method names. By default ``forward``/``backward``, else the one pair of
+        methods whose names read as a forward and a backward (``forward_pass`` and
+        ``backward_pass``, ``fprop``/``bprop``, ``__call__``/``backward``), stated in
+        the notes. A backward taking the forward's inputs again and the output gradient
+        (``backward(W, x, dz)``) is called so.
+    params, grads : dict, optional
+        name -> path (``"W"``, ``"params['W']"``, ``"blocks[1].attn.W_q"``) or callable
+        ``layer -> array`` of each parameter and of its gradient. By default found in
+        the layer and its sub-layers by the conventions of :mod:`gradcheck.read._discovery`,
+        then by observation: the gradients the backward returns beside the input's
+        (``dX, [dW, db]`` for ``self.params = [W, b]``) or stores (``self.dweights``);
+        an array the output does not depend on is state, named in the notes.
+        ``params={}`` checks the input gradients only. Float scalars: see the module.
+    output : str, optional
+        Where a forward that returns None stores its output (``"output"``); by default
+        the one array it stores that depends on the inputs.
+    wrt : int, str or sequence of them, optional
+        Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate; the others
+        are held constant, and named in the coverage.
+    **options
+        The option set of every check (:class:`gradcheck.Options`).
+
+    Returns
+    -------
+    CheckResult
+        One input result per forward argument (``x0``...) and per parameter.
+
+    Raises
+    ------
+    LayerConventionError
+        A float array the output depends on with no gradient found, or a path given
+        that leads nowhere.
+    """
+    opts = validate_options("check_layer", **options)
+    wrt = _wrt_names(wrt, len(inputs))
+    draws = GlobalDraws(type(layer))
+    with np.errstate(all="ignore"):
+        try:
+            proto = _discover(layer, inputs, forward, backward, params, grads,
+                              _wanted(inputs, wrt), output, opts.seed, draws,
+                              wrt is not None)
+        except (UserCodeError, ProtocolError) as exc:
+            res = _error_result(exc, opts.seed, opts.name, "layer")
+        else:
+            res = _run(proto, len(inputs), inputs, wrt, opts)
+        finally:
+            draws.reset()  # the user's global generators as they were
+    record(res)
+    return res
+
+
+def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Options
+         ) -> CheckResult:
+    """The protocol check of the layer: inputs ``x0``... and the parameters by name."""
+    names = [f"x{k}" for k in range(n)]
+    values = list(inputs) + [np.asarray(p.read(proto.layer)) for p in proto.params]
+    all_names = names + [p.name for p in proto.params]
+    if len(set(all_names)) != len(all_names):
+        raise LayerConventionError(f"two parameters share a name: {all_names}")
+
+    def fwd(**kw: Any) -> tuple[Any, Any]:
+        return proto.run_forward([kw[k] for k in names], [kw[p.name] for p in proto.params])
+
+    def bwd(dy: Any, cache: Any) -> dict[str, Any]:
+        return dict(zip(all_names, proto.run_backward(dy, cache), strict=True))
+
+    res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)), wrt, opts,
+                             kind="layer")
+    res.notes = list(res.notes) + [t for t in proto.notes if t not in res.notes]
+    return res
+
+
+def _wrt_names(wrt: Any, n: int) -> Any:
+    """``wrt`` with input positions (``0``, ``-1``) read as the inputs' names ``x0``..."""
+    if wrt is None or isinstance(wrt, str):
+        return wrt
+    items = [wrt] if isinstance(wrt, int) and not isinstance(wrt, bool) else wrt
+    try:
+        items = list(items)
+    except TypeError:
+        return wrt  # the core's validator names what is wrong
+    out = []
+    for k in items:
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if not -n <= k < n:
+                raise ValueError(f"wrt= names input {k}, but forward takes {n} input(s); "
+                                 "name parameters by name (e.g. wrt=['x0', 'W'])")
+            k = f"x{int(k) % n}"
+        out.append(k)
+    return out
+
+
+def _wanted(inputs: tuple[Any, ...], wrt: Any) -> list[int]:
+    """The inputs (by position) that ``wrt`` names; without ``wrt``, those holding a
+    float array (token ids and integer labels get no gradient)."""
+    if wrt is None:
+        return [k for k, x in enumerate(inputs) if differentiable(x)]
+    names = [wrt] if isinstance(wrt, str) else list(wrt)
+    return [k for k in range(len(inputs)) if f"x{k}" in names]
+
+
+def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
+                  kind: str) -> CheckResult:
+    if isinstance(exc, ProtocolError):
+        return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=[],
+                           method="", mode="", evaluations=1, backward_calls=0, seed=seed,
+                           name=name, kind=kind)
+    hint = ""
+    if exc.ours and isinstance(exc.exc, TypeError) and "positional argument" in exc.text:
+        hint = ("; check_layer passes its inputs to the method positionally: give every "
+                "argument it takes, e.g. check_layer(layer, x, True) for a training flag")
+    res = CheckResult(passed=False, status="error",
+                      message=f"{exc.what} raised {exc.type}: {exc.text}{hint}", inputs=[],
+                      method="", mode="", evaluations=1, backward_calls=0, seed=seed,
+                      name=name, kind=kind)
+    res.error, res.exception = exc.as_dict(), exc.exc
+    return res
+
+
+def assert_layer(layer: Any, *inputs: Any, **options: Any) -> CheckResult:
+    """Like :func:`check_layer`, but raise :class:`~gradcheck.GradientMismatch` unless it
+    passed."""
+    __tracebackhide__ = True
+    return raise_unless_passed(check_layer(layer, *inputs, **options))
+
+
+def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:
+    """Check a loss written as ``loss, dx = fn(x, *constants)`` (the cs231n style).
+
+    Parameters
+    ----------
+    fn : callable
+        Returns the scalar loss and its gradient with respect to ``x``.
+    x : array_like
+        The point (scores, predictions).
+    *constants
+        Further arguments of any type (labels, float targets), held constant.
+    **options
+        The option set of every check (:class:`gradcheck.Options`).
+
+    Returns
+    -------
+    CheckResult
+    """
+    opts = validate_options("check_loss", **options)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
+    def fwd(x_: Any, *c: Any) -> tuple[Any, Any]:
+        out = fn(x_, *c)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise ProtocolError("bad-protocol", "forward: the loss function must return "
+                                f"(loss, dx); it returned {type(out).__name__}")
+        loss, dx = out
+        if np.size(loss) != 1:
+            raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
+                                f"shape {np.shape(loss)}")
+        return np.asarray(loss, dtype=np.float64).reshape(()), np.array(dx, copy=True)
+
+    def bwd(dy: Any, dx: Any) -> list[Any]:
+        return [dx * dy] + [None] * len(constants)
+
+    with np.errstate(all="ignore"):
+        res = run_protocol_check(fwd, bwd, [x, *constants], [0], opts, kind="loss")
+    record(res)
+    return res
+
+
+def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:
+    """Like :func:`check_loss`, but raise :class:`~gradcheck.GradientMismatch` unless it
+    passed."""
+    __tracebackhide__ = True
+    return raise_unless_passed(check_loss(fn, x, *constants, **options))

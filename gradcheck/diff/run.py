@@ -1,0 +1,882 @@
+"""``gradcheck diff BASE``: regression-check a change of backprop code against a revision.
+
+The working tree (or ``head=REV``) is compared with ``BASE``, any git revision. BASE is
+written out in a temporary folder (``git archive``: the user's tree, index and ``.git``
+are never touched) and removed afterwards, also on Ctrl-C. Each revision's subject runs
+in its own worker process with that revision's folder first on ``sys.path`` and the
+running gradcheck (:mod:`gradcheck.diff._diffworker`). Three comparisons, per case:
+
+correctness
+    every layer case (each dtype) and every model case of the level is checked at both
+    revisions: ``ok -> ok``, ``ok -> fail`` (a regression, named with the input or
+    parameter and the hint), ``fail -> ok`` (a fix), ``fail -> fail``; a case only at
+    HEAD is ``new`` (and a regression if it fails), one only at BASE ``removed``.
+    A case that raises, kills its worker or runs past ``case_timeout`` is ``error``,
+    ``crashed`` or ``timeout`` at that revision (the worker is replaced; the others
+    still run): bad at HEAD only is a regression, at BASE only a fix.
+values
+    each layer case's output and gradients at a fixed seed (seeded cotangent) and each
+    snapshot case are computed at both revisions and compared with the dtype tolerances
+    of ``gradcheck compare`` (:func:`gradcheck.report.snapshot.compare_arrays`); drift is named
+    by case, array and worst index. Drift of a case whose check went ``fail -> ok`` (for
+    snapshot cases: when any check went ``fail -> ok``) is part of the fix.
+speed
+    every layer case's forward and backward and every model case's training step are
+    timed in both workers in turn (A B A B ..., both pinned to one core, after a warm-up
+    and a calibration that makes one run last at least a millisecond; a sample is the
+    least of five runs), by the CPU time of the worker's thread with one BLAS thread, so
+    that a neighbour's load moves neither side. The figure is the median of the per-pair
+    ratios HEAD/BASE with its standard error (as in
+    :mod:`gradcheck.report.budgets`); a case is ``slower`` when ``median - 3 se`` exceeds
+    ``max_slowdown``, ``faster`` when ``median + 3 se`` is below ``1 / max_slowdown``.
+    Where wall time exceeds CPU time by more than a quarter, the row says the machine
+    was busy. A call whose time changed by less than :data:`SPEED_FLOOR` a call is
+    ``too fast`` to time: its ratio counts NumPy calls or memory layout, not work, and is
+    never a regression; nor is
+    the slowdown of a case whose check went from bad to ``ok`` (part of the fix). A case
+    that is a fault (``error``, ``crashed``, ``timeout``) at either revision is not
+    timed. ``speed=False`` (``--no-speed``) skips the phase.
+
+A subject missing at BASE (written today, or untracked) is imported from HEAD's file
+(or the working tree's) with BASE's code first on ``sys.path``; the result says so.
+Each worker seeds the global generators of the user's code (``np.random.seed``,
+``random.seed``) before building a case. A check regression and the drift of the same
+case count as one regression (the drift is its evidence).
+
+The verdict is ``fail`` (exit status 1) on a regression, drift outside a fix, or a
+slowdown; :class:`DiffError` (exit status 2) when the diff cannot run, including when a
+module of the repository was imported from outside the revision's folder (a
+``PYTHONPATH`` entry or an editable install that still points into the working tree).
+A subject whose module lies outside the repository (a folder of checks on
+``PYTHONPATH``) is imported from there at both revisions, and the repository's modules
+its cases import from each revision; it is refused only when, at a revision, its cases
+imported no module of the repository (both sides would run the same code).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import statistics
+import subprocess  # noqa: S404 - git with fixed arguments, no shell
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..check._json import plain
+from ..report.budgets import gate
+from ..report.snapshot import Drift, compare_arrays
+from ..run._interrupt import deferred_interrupt, stop_tracker
+from ..run._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
+from ..subject import DEFAULT_SUBJECT
+from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
+from ._revision import Revision, RevisionError, materialised, repo_root
+
+__all__ = ["DIFF_LEVELS", "SPEED_FLOOR", "CaseChange", "DiffError", "DiffResult",
+           "NotComputed", "SpeedChange", "ValueDrift", "run_diff", "subject_form_error"]
+
+#: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
+#: of which a sample is the least.
+DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
+    "quick": (7, 0.001, 3), "default": (15, 0.001, 5), "full": (21, 0.002, 5)}
+
+#: Thread CPU seconds a call: a call whose time changed by less than this between the
+#: revisions is ``too fast`` to time (reported, never a regression), however large the
+#: ratio. Two effects of that size are not work: on tiny inputs one NumPy call costs
+#: 0.5-1.3 us of dispatch (on a Xeon: ``x * 2`` on a 4x5 array 0.5 us, ``np.where``
+#: 1.3 us), so a fix that adds a mask moves a 2 us call by 1.5-3x; and where a worker's
+#: arrays lie in memory moves calls of 16-50 us, unchanged code, by 4-14 us (1.3-1.7x)
+#: between two processes, steadily within each (the heap layout is drawn anew at each
+#: timed run, which narrows this, but not to nothing). A twelve-times slower backward of
+#: 4 us (+46 us) is still gated.
+SPEED_FLOOR = 20e-6
+
+#: The limit by which rows are labelled ``slower``/``faster`` when ``max_slowdown`` is
+#: ``inf`` (timed, never gated): the default limit, so that a 10x slowdown still reads
+#: ``slower (not gated)``, not ``same``.
+_LABEL_LIMIT = 1.25
+
+
+class DiffError(Exception):
+    """The diff cannot run (not a git tree, unknown revision, bad subject): one line."""
+
+
+@dataclass
+class CaseChange:
+    """A layer or model case's check at both revisions.
+
+    ``base`` and ``head`` are ``ok``, ``fail``, ``absent``, or the case's fault at that
+    revision: ``error`` (it raised), ``crashed`` (its worker died: the signal or exit
+    status), ``timeout`` (past ``case_timeout``); ``change`` is ``BASE -> HEAD``
+    (``ok -> fail``, ``ok -> crashed``, ``fail -> ok``...), ``new`` or ``removed``;
+    ``detail`` names the failing inputs or parameters and the hint, or the fault. A
+    case is a regression when it is bad (fail or a fault) at HEAD only, a fix when it is
+    bad at BASE and ``ok`` at HEAD.
+    """
+
+    kind: str
+    case: str
+    base: str
+    head: str
+    change: str
+    regression: bool
+    fixed: bool
+    detail: str = ""
+    base_detail: str = ""
+    seed: int = 0
+
+
+@dataclass
+class ValueDrift:
+    """An array that differs between the revisions beyond its dtype's tolerance.
+
+    ``part_of_fix``: the case's check went from bad to ``ok`` (``fixed_by`` names it);
+    ``evidence``: the case's check is a regression, of which this drift is the evidence
+    (counted once, with the check)."""
+
+    drift: Drift
+    part_of_fix: bool = False
+    fixed_by: str = ""
+    evidence: bool = False
+
+    def line(self) -> str:
+        return self.drift.line() + (f" (part of the fix: {self.fixed_by})"
+                                    if self.part_of_fix else "")
+
+
+@dataclass
+class NotComputed:
+    """A case whose values could not be computed at a revision (computing them raised):
+    counted apart from the arrays compared, never as drift, alike in both directions.
+
+    ``at``: ``BASE``, ``HEAD`` or ``both``; ``reason``: what was raised, per revision;
+    ``evidence``: the case's check is a regression, of which this is the evidence
+    (counted once, with the check). Not computed at HEAD only, with no check regression
+    to explain it (a snapshot case that now raises), is a regression of its own."""
+
+    case: str
+    at: str
+    reason: str
+    evidence: bool = False
+
+    @property
+    def regression(self) -> bool:
+        return self.at == "HEAD" and not self.evidence
+
+    def line(self) -> str:
+        return f"{self.case}: values not computed at {self.at} ({self.reason})"
+
+
+@dataclass
+class SpeedChange:
+    """One timed call: HEAD over BASE thread CPU time, median of the pair ratios.
+
+    ``status``: ``slower`` or ``faster`` (beyond the noise and the limit), ``same``, or
+    ``too fast`` (its time a call changed by less than :data:`SPEED_FLOOR`: never
+    gated);
+    ``part_of_fix``: the case's check went from bad to ``ok``, so its slowdown is part
+    of the fix, not a regression."""
+
+    case: str
+    part: str
+    ratio: float
+    se: float
+    pairs: int
+    calls: int
+    base_seconds: float
+    head_seconds: float
+    status: str  # slower, faster, same, too fast
+    busy: bool = False
+    part_of_fix: bool = False
+    #: False under ``max_slowdown=inf``: labelled by the default limit, never a regression
+    gated: bool = True
+    #: the fixed case(s) whose fix this slowdown is part of (the case itself, or another
+    #: dtype of the same layer case)
+    fixed_by: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.case} {self.part}"
+
+    @property
+    def regression(self) -> bool:
+        return self.status == "slower" and self.gated and not self.part_of_fix
+
+    @property
+    def verdict(self) -> str:
+        """The status as the tables show it (naming the fixed case when it is another
+        dtype of this one)."""
+        if not self.part_of_fix:
+            return self.status + (" (not gated)" if self.status == "slower"
+                                  and not self.gated else "")
+        other = self.fixed_by and self.fixed_by != self.case
+        return self.status + (f" (part of the fix: {self.fixed_by})" if other
+                              else " (part of the fix)")
+
+
+@dataclass
+class DiffResult:
+    """Everything ``gradcheck diff`` found; rendered by :mod:`gradcheck.diff._diffrender`."""
+
+    base: str
+    base_commit: str
+    head: str
+    head_commit: str
+    subject: str
+    level: str
+    seed: int
+    max_slowdown: float
+    case_timeout: float = DEFAULT_CASE_TIMEOUT
+    #: ``ok``, or ``borrowed``: missing at BASE, HEAD's file (or the working tree's)
+    #: ran against BASE's code (``subject_file`` names it)
+    base_subject: str = "ok"
+    subject_file: str = ""
+    #: ``borrowed``: missing at ``--head`` as well, the working tree's file ran there
+    head_subject: str = "ok"
+    #: False when no case could be checked at BASE (the subject could not be imported
+    #: there, or is new in a module of BASE's code); ``base_unchecked`` says why, and
+    #: every case is ``new``
+    base_checked: bool = True
+    base_unchecked: str = ""
+    speed_floor: float = SPEED_FLOOR
+    timed: bool = True  # False: --no-speed
+    cases: list[CaseChange] = field(default_factory=list)
+    values: list[ValueDrift] = field(default_factory=list)
+    compared_arrays: int = 0
+    #: cases whose values could not be computed at a revision (not drift)
+    not_computed: list[NotComputed] = field(default_factory=list)
+    speed: list[SpeedChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def regressions(self) -> list[str]:
+        """One line per regression: checks (with the drift of the same case as their
+        evidence), drift outside a fix, slowdowns."""
+        out = []
+        for c in (c for c in self.cases if c.regression):
+            drift = [v.drift.parameter for v in self.values
+                     if v.evidence and v.drift.case == c.case]
+            lost = [n.at for n in self.not_computed if n.evidence and n.case == c.case]
+            out.append(f"{c.case}: {c.change}: {c.detail}".rstrip(": ")
+                       + (f" [values drifted: {', '.join(drift)}]" if drift else "")
+                       + (f" [values not computed at {lost[0]}]" if lost else ""))
+        out += [v.line() for v in self.values if not (v.part_of_fix or v.evidence)]
+        out += [n.line() for n in self.not_computed if n.regression]
+        out += [f"{s.label}: {s.ratio:.2f}x slower (+- {s.se:.2f}, limit "
+                f"{self.max_slowdown:g})" for s in self.speed if s.regression]
+        return out
+
+    @property
+    def fixes(self) -> list[CaseChange]:
+        return [c for c in self.cases if c.fixed]
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.regressions else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types only."""
+        d = {k: v for k, v in asdict(self).items() if k != "values"}
+        d["values"] = [{**asdict(v.drift), "part_of_fix": v.part_of_fix,
+                        "fixed_by": v.fixed_by, "evidence": v.evidence} for v in self.values]
+        d["speed"] = [{**asdict(s), "regression": s.regression} for s in self.speed]
+        d.update(verdict=self.verdict, regressions=self.regressions,
+                 fixes=[c.case for c in self.fixes])
+        return dict(plain(d))
+
+
+# -- validation --------------------------------------------------------------------------------
+def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
+              speed_floor: float, subject: str | None) -> None:
+    if subject is not None and (why := subject_form_error(subject)):
+        raise ValueError(why)
+    if level not in DIFF_LEVELS:
+        raise ValueError(f"level must be one of {', '.join(DIFF_LEVELS)}, got {level!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(max_slowdown, bool) or not isinstance(max_slowdown, (int, float)) \
+            or not max_slowdown > 1.0:
+        raise ValueError(f"max_slowdown must be a number > 1 (inf: never a regression), "
+                         f"got {max_slowdown!r}")
+    if isinstance(case_timeout, bool) or not isinstance(case_timeout, (int, float)) \
+            or not case_timeout > 0:
+        raise ValueError(f"case_timeout must be a positive number of seconds (inf: no "
+                         f"limit), got {case_timeout!r}")
+    if isinstance(speed_floor, bool) or not isinstance(speed_floor, (int, float)) \
+            or not 0 <= speed_floor < math.inf:
+        raise ValueError(f"speed_floor must be a finite number of seconds >= 0, got "
+                         f"{speed_floor!r}")
+
+
+def subject_form_error(spec: str) -> str:
+    """Why ``spec`` is not of the form ``MODULE:NAME`` ('' when it is): checked before
+    any worker starts."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        return f"--subject must look like MODULE:NAME, got {spec!r}"
+    return ""
+
+
+def run_diff(
+    base: str, *, head: str | None = None, subject: str | None = None,
+    level: str = "default", seed: int = 0, max_slowdown: float = 1.25,
+    case_timeout: float = DEFAULT_CASE_TIMEOUT, cwd: Path | None = None,
+    progress: Callable[[str], None] | None = None, speed: bool = True,
+    speed_floor: float = SPEED_FLOOR,
+) -> DiffResult:
+    """Compare the subject at ``head`` (default: the working tree) with ``base``.
+
+    Parameters
+    ----------
+    base, head : str
+        Git revisions (a branch, ``HEAD~1``, ``origin/main``, a commit id).
+    subject : str, optional
+        ``MODULE:NAME`` of a :class:`~gradcheck.Subject` (default: the installed
+        default subject), imported at each revision from the folder of ``cwd``; missing
+        at BASE: HEAD's file (or the working tree's) runs against BASE's code.
+    level : str
+        ``quick``, ``default`` or ``full``: the model cases and timed pairs of that
+        level (:data:`DIFF_LEVELS`).
+    seed : int
+        Of every check, of the values' inputs and cotangents, of ``np.random``.
+    max_slowdown : float
+        HEAD/BASE time ratio beyond which (and beyond the noise) a case is slower
+        (``inf``: timed, never a regression).
+    case_timeout : float
+        Seconds each request to a worker may take (``inf``: no limit); past it, or
+        when its worker dies, a case is ``timeout`` or ``crashed`` at that revision.
+    cwd, progress : path, callable, optional
+        A folder in the git working tree (default: the current one); called per phase.
+    speed, speed_floor : bool, float
+        False: no timing (``--no-speed``); the CPU seconds a call under which, at both
+        revisions, it is ``too fast`` to time (:data:`SPEED_FLOOR`).
+
+    Raises
+    ------
+    DiffError
+        Not a git tree, unknown revision, a subject that cannot be loaded at HEAD,
+        the repository's code imported from outside a revision's folder, or a subject
+        outside the repository whose cases imported none of its modules.
+    ValueError
+        A bad option (a subject not of the form ``MODULE:NAME`` included)."""
+    _validate(level, seed, max_slowdown, case_timeout, speed_floor, subject)
+    say = progress or (lambda _s: None)
+    t0 = time.perf_counter()
+    spec = subject or DEFAULT_SUBJECT
+    try:
+        cwd = Path(cwd or os.getcwd()).resolve()
+        root = repo_root(cwd)
+        with ExitStack() as stack:
+            stack.callback(stop_tracker)  # last: after the workers are stopped
+            b, h, base_w, head_w = _start(stack, (root, cwd), (base, head), spec,
+                                          case_timeout, say)
+            result = DiffResult(b.name, b.commit, h.name, h.commit, spec, level, seed,
+                                float(max_slowdown), float(case_timeout),
+                                speed_floor=float(speed_floor), timed=bool(speed))
+            _run(result, base_w, head_w, _TreeFiles(root, cwd), say)
+    except (RevisionError, WorkerError, WorkerFault) as exc:
+        raise DiffError(str(exc)) from None
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _start(stack: ExitStack, where: tuple[Path, Path], revs: tuple[str, str | None],
+           spec: str, case_timeout: float, say: Callable[[str], None]
+           ) -> tuple[Revision, Revision, Worker, Worker]:
+    """BASE written out (and HEAD, when a revision), and a worker for each; all of it
+    undone when ``stack`` closes. ``where``: the repository's root and the folder the
+    diff was started in."""
+    root, cwd = where
+    say(f"writing out {revs[0]} in a temporary folder")
+    b = stack.enter_context(materialised(root, revs[0]))
+    h = (stack.enter_context(materialised(root, revs[1])) if revs[1]
+         else Revision("working tree", _head_commit(root), root))
+    temp = {str(b.root): "BASE:", **({str(h.root): "HEAD:"} if revs[1] else {})}
+    base_w, head_w = (_worker(stack, label, rev, root, cwd, spec, case_timeout, temp)
+                      for label, rev in (("BASE", b), ("HEAD", h)))
+    return b, h, base_w, head_w
+
+
+def _worker(stack: ExitStack, label: str, rev: Revision, root: Path, cwd: Path, spec: str,
+            case_timeout: float, temp: dict[str, str]) -> Worker:
+    """The worker process of one revision, stopped when ``stack`` closes; the paths of
+    the temporary folders in its answers read ``BASE:file.py:LINE``."""
+    with deferred_interrupt():  # a started worker is one the stack stops
+        w = Worker(label, rev.root, rev.root / cwd.relative_to(root), spec, root,
+                   float(case_timeout))
+        # politely at the end of a run; at once on an interruption or an error
+        stack.push(lambda kind, _exc, _tb: w.close(politely=kind is None))
+    for folder, name in temp.items():
+        w.relabel[folder + os.sep] = name
+        w.relabel[str(Path(folder).resolve()) + os.sep] = name
+    return w
+
+
+@dataclass(frozen=True)
+class _TreeFiles:
+    """The working tree, where a subject's module is looked for when a revision has
+    none."""
+
+    root: Path
+    cwd: Path
+
+    def module_file(self, spec: str) -> Path | None:
+        """The working tree's file of the subject's module (None: not there)."""
+        parts = spec.partition(":")[0].split(".")
+        for folder in (self.cwd, self.root):
+            for path in (folder.joinpath(*parts).with_suffix(".py"),
+                         folder.joinpath(*parts, "__init__.py")):
+                if path.is_file():
+                    return path
+        return None
+
+    def label(self, file: str) -> str:
+        path = Path(file)
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else file
+
+
+def _head_commit(root: Path) -> str:
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "--no-optional-locks", *args], cwd=root,  # noqa: S603, S607
+                             capture_output=True, text=True, timeout=60, check=False)
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD") or "no commit yet"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return commit + (" + uncommitted changes" if dirty else "")
+
+
+# -- the run -----------------------------------------------------------------------------------
+def _both(base: Worker, head: Worker, op: str, *args: Any) -> tuple[Any, Any]:
+    """The same operation in both workers at once (for the untimed phases)."""
+    base.send(op, *args)
+    head.send(op, *args)
+    return base.recv(), head.recv()
+
+
+def _answer(w: Worker) -> Any:
+    """The worker's answer, or the :class:`Fault` of a worker that died or hung (it is
+    replaced by a new one in the same state)."""
+    try:
+        return w.recv()
+    except WorkerFault as exc:
+        _restart(w)
+        return exc.fault
+
+
+def _restart(w: Worker) -> None:
+    try:
+        w.restart()
+    except (WorkerFault, WorkerError) as exc:
+        raise WorkerError(f"the {w.label} worker could not be started again after a "
+                          f"fault: {exc}") from None
+
+
+def _fault_summary(fault: Fault, seed: int) -> dict[str, Any]:
+    return {"passed": False, "status": fault.status, "message": fault.message,
+            "seed": seed, "hint": "", "inputs": [], "signal": fault.signal}
+
+
+def _checks(result: DiffResult, base: Worker, head: Worker, base_keys: list[tuple[str, str]],
+            head_keys: list[tuple[str, str]], say: Callable[[str], None]
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each case's check at both revisions at once; a worker that dies or hangs on a
+    case gives that case its fault and is replaced."""
+    sb: dict[str, Any] = {}
+    sh: dict[str, Any] = {}
+    for kind, name in head_keys + [k for k in base_keys if k not in head_keys]:
+        sides = [(w, out) for w, out, keys in ((base, sb, base_keys), (head, sh, head_keys))
+                 if (kind, name) in keys]
+        for w, _ in sides:
+            w.send("check", kind, name, result.seed)
+        for w, out in sides:
+            got = _answer(w)
+            if isinstance(got, Fault):
+                say(f"{name} at {w.label}: {got.describe()}")
+                got = _fault_summary(got, result.seed)
+            out[f"{kind}:{name}"] = got
+    return sb, sh
+
+
+def _load_both(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
+               say: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Import the subject in both workers; a subject missing at BASE (or at ``--head``)
+    is borrowed from HEAD (or the working tree). Raises DiffError when it cannot run."""
+    say(f"importing {result.subject} at both revisions")
+    ib, ih = _both(base, head, "load", result.level, result.seed)
+    head_note = ""
+    if ih["status"] == "missing" and ih["module"] and result.head != "working tree" \
+            and (file := tree.module_file(result.subject)):
+        ih = head.call("load", result.level, result.seed, str(file))
+        result.head_subject = "borrowed"
+        head_note = (f"the subject is not in {result.head} either: the working tree's "
+                     f"{tree.label(str(file))} ran at both revisions")
+    if ih["status"] != "ok":
+        raise DiffError(_unloadable(result, ib, ih, tree))
+    if ib["status"] == "missing" and ib["module"]:
+        ib = _borrow(result, base, head, ih, tree)
+    if head_note:  # after BASE's note, in the order of the revisions
+        result.notes.append(head_note)
+    elif ib["status"] == "error":  # BASE's own subject: its cases are new
+        ib = _unbuilt(result, "the subject could not be imported at BASE",
+                      f"the subject cannot be imported at {result.base}: {ib['message']}; "
+                      f"every case is new: {result.base} was not checked")
+    for rev, info in ((result.base, ib), (result.head, ih)):
+        _refuse_strays(rev, info.get("strays", []))
+    result.environment = {"BASE blas": str(ib.get("blas", "")), "HEAD blas": ih["blas"]}
+    if ib["status"] == "missing":
+        result.notes.append(f"the subject is new: {ib['message']} at {result.base}, and its "
+                            "module is BASE's code: BASE was not checked")
+        result.base_checked = False
+        result.base_unchecked = "the subject is new in a module of BASE's code"
+        ib = {**ib, "layers": [], "models": [], "snapshots": []}
+    return ib, ih
+
+
+def _unloadable(result: DiffResult, ib: dict[str, Any], ih: dict[str, Any],
+                tree: _TreeFiles) -> str:
+    """The one line of a subject that cannot be imported at HEAD: where (HEAD, or both
+    revisions when BASE failed alike), and ``PYTHONPATH=src`` when the missing module
+    lies in the repository's ``src/`` folder."""
+    where = ("at both revisions" if ib["status"] == ih["status"] and
+             ib["message"] == ih["message"] else f"at {result.head}")
+    line = f"--subject {result.subject}: {ih['message']} ({where})"
+    found = re.search(r"no module named '([\w.]+)'", ih["message"])
+    top = found.group(1).split(".")[0] if found else ""
+    src = tree.root / "src"
+    if top and ((src / top).is_dir() or (src / f"{top}.py").is_file()):
+        line += (f"; {top} is in {tree.label(str(src))}/: run with "
+                 f"PYTHONPATH={os.path.relpath(src, tree.cwd)}")
+    return line
+
+
+def _borrow(result: DiffResult, base: Worker, head: Worker, ih: dict[str, Any],
+            tree: _TreeFiles) -> dict[str, Any]:
+    """Run HEAD's (or the working tree's) subject file in the BASE worker, with BASE's
+    code first on ``sys.path``; a subject that cannot be imported there makes every
+    case ``error`` at BASE."""
+    file = ih["file"]
+    source = (f"the working tree's {tree.label(file)}" if Path(file).is_relative_to(tree.root)
+              else f"{result.head}'s {relabelled(file, dict.fromkeys(head.relabel, ''))}")
+    result.base_subject, result.subject_file = "borrowed", source
+    ib = base.call("load", result.level, result.seed, file)
+    if ib["status"] == "ok":
+        result.notes.append(f"the subject is not in {result.base}: {source} ran against "
+                            f"{result.base}'s code")
+        return dict(ib)
+    return _unbuilt(result, "the subject could not be imported with BASE's code",
+                    f"the subject ({source}) cannot be imported with {result.base}'s code: "
+                    f"{ib['message']}; every case is new: {result.base} was not checked. "
+                    f"To compare the other cases at {result.base}, import names "
+                    f"{result.base} lacks inside the case's factories (e.g. inside inputs= "
+                    "or a lambda)")
+
+
+def _unbuilt(result: DiffResult, short: str, note: str) -> dict[str, Any]:
+    """The BASE side of a subject that cannot be imported there: no case; every case of
+    HEAD is ``new`` (not a fix: nothing ran at BASE), ``note`` says why once, and the
+    result is marked ``base_checked=False`` (``short``: the headline's reason)."""
+    result.notes.append(note)
+    result.base_checked, result.base_unchecked = False, short
+    return {"status": "unbuilt", "message": note, "layers": [], "models": [],
+            "snapshots": [], "inside": True, "strays": []}
+
+
+def _refuse_strays(rev: str, strays: list[str]) -> None:
+    """DiffError when a module of the repository came from outside the revision."""
+    if strays:
+        raise DiffError(f"at {rev}, {strays[0]} was imported from the working tree, not "
+                        "from the revision (a PYTHONPATH entry or an editable install "
+                        "points into the repository): nothing compared")
+
+
+def _outside_subject(result: DiffResult, infos: tuple[dict[str, Any], dict[str, Any]],
+                     imports: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """A subject whose module lies outside the repository (a folder of checks on
+    ``PYTHONPATH``) declares cases; the code under test is the repository's modules its
+    cases imported, from each revision. A note names them; DiffError when, at a
+    revision, they imported none: both sides run the same code there."""
+    outside = [(rev, info["file"], got["own"]) for rev, info, got in
+               zip((result.base, result.head), infos, imports, strict=True)
+               if info["status"] == "ok" and not info["inside"]]
+    for rev, file, own in outside:
+        if not own:
+            raise DiffError(f"at {rev}, the subject's module is {file}, outside the "
+                            "repository, and its cases imported no module of the "
+                            "repository: both sides would run the same code (import the "
+                            "code under test from the repository in the subject, or name "
+                            "a module of this repository with --subject MODULE:NAME)")
+    for file in dict.fromkeys(f for _, f, _ in outside):
+        revs = " and ".join(r for r, f, _ in outside if f == file)
+        names = sorted({n for _, f, own in outside if f == file for n in own})
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if names[4:] else "")
+        result.notes.append(f"the subject's module {file} is outside the repository: it "
+                            f"ran at {revs}, each with that revision's code ({shown})")
+
+
+def _run(result: DiffResult, base: Worker, head: Worker, tree: _TreeFiles,
+         say: Callable[[str], None]) -> None:
+    ib, ih = _load_both(result, base, head, tree, say)
+    keys = {"layer": (ib["layers"], ih["layers"]), "model": (ib["models"], ih["models"])}
+    say("checking every layer and model case at both revisions (in parallel)")
+    base_keys = [(k, n) for k, (bs, _) in keys.items() for n in bs]
+    head_keys = [(k, n) for k, (_, hs) in keys.items() for n in hs]
+    sb, sh = _checks(result, base, head, base_keys, head_keys, say)
+    imports = _both(base, head, "imports")
+    for rev, got in zip((result.base, result.head), imports, strict=True):
+        _refuse_strays(rev, got["strays"])  # a case may import more of the repository
+    _outside_subject(result, (ib, ih), imports)
+    result.cases = _case_changes(sb, sh, base_keys, head_keys)
+    bad = {(c.kind, c.case): c for c in result.cases if {c.base, c.head} & set(FAULT_STATUSES)}
+    say("computing values (outputs, gradients, snapshot cases) at both revisions")
+    for (_kind, name), c in bad.items():
+        if {c.base, c.head} & {"crashed", "timeout"}:
+            result.notes.append(f"{name}: values not compared (its check crashed or "
+                                "timed out)")
+    common = [kn for kn in head_keys if kn in base_keys and ib["status"] == "ok"]
+    vb, vh = _values(base, head, _value_keys(common, bad) + [
+        f"snapshot:{n}" for n in ih["snapshots"] if n in ib["snapshots"]], result.seed)
+    result.values, result.compared_arrays = _value_drift(vb, vh, result)
+    if not result.timed:
+        return
+    timed = [kn for kn in common if kn not in bad]
+    for kind, name in (kn for kn in common if kn in bad):
+        result.notes.append(f"{name}: not timed ({bad[kind, name].change}: a case that "
+                            "is a fault at a revision is not timed)")
+    result.speed = _speed(result, base, head, timed, say)
+
+
+def _value_keys(common: list[tuple[str, str]], bad: dict[tuple[str, str], CaseChange]
+                ) -> list[str]:
+    """The layer cases whose values are computed: at both revisions, and neither
+    crashed nor timed out."""
+    return [f"layer:{n}" for k, n in common if k == "layer" and not (
+        (k, n) in bad and {bad[k, n].base, bad[k, n].head} & {"crashed", "timeout"})]
+
+
+def _values(base: Worker, head: Worker, keys: list[str], seed: int
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``key -> ("ok", arrays, computed dtypes) | ("error", message)`` at both revisions."""
+    vb: dict[str, Any] = {}
+    vh: dict[str, Any] = {}
+    for key in keys:
+        base.send("value", key, seed)
+        head.send("value", key, seed)
+        for w, out in ((base, vb), (head, vh)):
+            got = _answer(w)
+            out[key] = ("error", got.describe()) if isinstance(got, Fault) else got
+    return vb, vh
+
+
+# -- correctness ---------------------------------------------------------------------------------
+def _describe(s: dict[str, Any]) -> str:
+    """The failing inputs or parameters of a check summary, with the hint."""
+    if s["passed"]:
+        return ""
+    parts = []
+    for i in s["inputs"][:4]:
+        where = f" at {tuple(i['worst'])}" if i["worst"] else ""
+        parts.append(f"{i['name']} {i['status']}{where} (max rel {i['max_rel']:.2e})"
+                     + (f", hint: {i['hint']}" if i["hint"] else ""))
+    more = len(s["inputs"]) - 4
+    text = "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+    return (text or f"[{s['status']}] {s['message']}") + f" (seed {s['seed']})"
+
+
+_BAD = {"fail", *FAULT_STATUSES}
+
+
+def _fixed_by(cases: list[CaseChange]) -> dict[str, str]:
+    """Case name -> the fix its slowdown and drift are part of: the case's own, when its
+    check went from bad to ``ok``, else those of the other dtypes of the same layer case
+    (``softmax [float64]`` -> ``softmax [float32]``: one change of the code fixed the
+    layer; its other dtype pays the same cost). A case whose check is a regression is
+    never part of a fix."""
+    fixed = [c for c in cases if c.fixed]
+    out = {c.case: c.case for c in fixed}
+    for c in cases:
+        if c.case in out or c.regression or c.kind != "layer":
+            continue
+        layer = _layer_name(c.case)
+        same = [f.case for f in fixed if f.kind == "layer" and _layer_name(f.case) == layer]
+        if same:
+            out[c.case] = ", ".join(same)
+    return out
+
+
+def _layer_name(case: str) -> str:
+    """``softmax [float32]`` -> ``softmax`` (a layer case's name without its dtype)."""
+    name, sep, _dtype = case.rpartition(" [")
+    return name if sep and case.endswith("]") else case
+
+
+def _state(s: dict[str, Any] | None) -> str:
+    """``absent``, ``ok``, a fault's status (``error``, ``crashed``, ``timeout``) or
+    ``fail``."""
+    if s is None:
+        return "absent"
+    if s["passed"]:
+        return "ok"
+    return s["status"] if s["status"] in FAULT_STATUSES else "fail"
+
+
+def _case_changes(sb: dict[str, Any], sh: dict[str, Any], base_keys: list[tuple[str, str]],
+                  head_keys: list[tuple[str, str]]) -> list[CaseChange]:
+    out = []
+    for kind, name in head_keys + [k for k in base_keys if k not in head_keys]:
+        b, h = sb.get(f"{kind}:{name}"), sh.get(f"{kind}:{name}")
+        bs, hs = _state(b), _state(h)
+        change = "new" if b is None else "removed" if h is None else f"{bs} -> {hs}"
+        out.append(CaseChange(
+            kind, name, bs, hs, change, regression=hs in _BAD and bs not in _BAD,
+            fixed=bs in _BAD and hs == "ok", detail=_describe(h) if h else "",
+            base_detail=_describe(b) if b else "", seed=int((h or b or {}).get("seed", 0))))
+    order = {"new": 1, "removed": 4}
+    out.sort(key=lambda c: (not c.regression, not c.fixed, c.head == "ok" and c.base == "ok",
+                            order.get(c.change, 2)))
+    return out
+
+
+# -- values -------------------------------------------------------------------------------------
+def _nonfinite(d: Drift, base: dict[str, Any], head: dict[str, Any]) -> Drift:
+    """A ``non-finite`` row that names the revision with the NaN/Inf (the snapshot
+    comparison's wording, "where there was none", assumes it is the new side)."""
+    if d.status != "non-finite" or d.parameter not in base or d.parameter not in head:
+        return d
+    a = np.asarray(base[d.parameter])[d.worst_index]
+    b = np.asarray(head[d.parameter])[d.worst_index]
+    if np.isfinite(a) and not np.isfinite(b):
+        d.detail = f"{b} at HEAD where BASE has {a:.6g}"
+    elif np.isfinite(b) and not np.isfinite(a):
+        d.detail = f"{a} at BASE where HEAD has {b:.6g}"
+    else:
+        d.detail = f"{a} at BASE, {b} at HEAD"
+    return d
+
+
+def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
+                 ) -> tuple[list[ValueDrift], int]:
+    """Compare the values; drift of a fixed case is part of the fix, that of a case
+    whose check is a regression its evidence."""
+    fixed = _fixed_by(result.cases)
+    regressed = {f"{c.kind}:{c.case}" for c in result.cases if c.regression}
+    any_fix = ", ".join(sorted(c.case for c in result.fixes))
+    rows: list[ValueDrift] = []
+    compared = 0
+    for key in [k for k in vh if k in vb]:
+        (sb, *rb), (sh, *rh) = vb[key], vh[key]
+        case = key.split(":", 1)[1]
+        if sb != "ok" or sh != "ok":
+            result.not_computed.append(_not_computed(case, (sb, rb), (sh, rh),
+                                                     key in regressed))
+            continue
+        drifts = [_nonfinite(d, rb[0], rh[0]) for d in
+                  compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
+        compared += len(drifts)
+        by = fixed.get(case, "") if key.startswith("layer:") else any_fix
+        rows += [ValueDrift(d, bool(by), by, evidence=key in regressed)
+                 for d in drifts if not d.ok]
+    return rows, compared
+
+
+def _not_computed(case: str, base: tuple[str, list[Any]], head: tuple[str, list[Any]],
+                  evidence: bool) -> NotComputed:
+    """The values of ``case`` raised at one revision or both (``(status, rest)`` of each
+    side, the message first in ``rest``)."""
+    bad = [(rev, rest[0]) for rev, (status, rest) in (("BASE", base), ("HEAD", head))
+           if status != "ok"]
+    if len(bad) == 1:
+        return NotComputed(case, bad[0][0], f"computing them raised {bad[0][1]}", evidence)
+    return NotComputed(case, "both", "; ".join(f"at {rev}: computing them raised {why}"
+                                               for rev, why in bad), evidence)
+
+
+# -- speed -------------------------------------------------------------------------------------
+def median_se(ratios: list[float]) -> tuple[float, float]:
+    """Median of the pair ratios and its standard error ``1.2533 * 1.4826 * MAD /
+    sqrt(n)`` (the estimate of :func:`gradcheck.report.budgets.ratio_interleaved`)."""
+    med = statistics.median(ratios)
+    mad = statistics.median(abs(r - med) for r in ratios)
+    return med, 1.2533 * 1.4826 * mad / math.sqrt(len(ratios))
+
+
+def _speed(result: DiffResult, base: Worker, head: Worker, keys: list[tuple[str, str]],
+           say: Callable[[str], None]) -> list[SpeedChange]:
+    timers = []
+    for kind, name in keys:
+        base.send("prepare", [(kind, name)], result.seed)
+        head.send("prepare", [(kind, name)], result.seed)
+        fb, fh = _answer(base), _answer(head)
+        why = [f"at {w}: {f.describe() if isinstance(f, Fault) else f[name]}"
+               for w, f in (("BASE", fb), ("HEAD", fh)) if isinstance(f, Fault) or f]
+        if why:
+            result.notes.append(f"{name}: not timed ({'; '.join(why)})")
+            continue
+        parts = ("forward", "backward") if kind == "layer" else ("training step",)
+        timers += [(name, part) for part in parts]
+    pairs, sample, reps = DIFF_LEVELS[result.level]
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
+    _both(base, head, "pin", cpus[0])
+    say(f"timing {len(timers)} calls side by side ({pairs} pairs each, A B A B)")
+    fixed = _fixed_by(result.cases)
+    out = []
+    for name, part in timers:
+        try:
+            row = _time_pair(base, head, name, part, (pairs, sample, reps),
+                             (result.max_slowdown, result.speed_floor))
+        except (WorkerFault, WorkerError) as exc:  # the timed call raised, or died
+            result.notes.append(f"{name} {part}: not timed (at {exc})")
+            for w in (base, head):
+                if not w.proc.is_alive():
+                    _restart(w)
+            continue
+        row.part_of_fix, row.fixed_by = name in fixed, fixed.get(name, "")
+        out.append(row)
+    return out
+
+
+def _time_pair(base: Worker, head: Worker, name: str, part: str,
+               level: tuple[int, float, int], limits: tuple[float, float]) -> SpeedChange:
+    """One call timed in both workers in turn; ``limits``: the max slowdown and the
+    speed floor (seconds a call)."""
+    pairs, sample, reps = level
+    max_slowdown, floor = limits
+    key = f"{name} {part}"
+    calls = max(base.call("calibrate", key, sample), head.call("calibrate", key, sample))
+    base.call("time", key, calls)  # warm-up at the calibrated size
+    head.call("time", key, calls)
+    ratios, cpu_b, cpu_h, busy = [], [], [], []
+    for _ in range(pairs):
+        cb, wb = base.call("time", key, calls, reps)
+        ch, wh = head.call("time", key, calls, reps)
+        ratios.append(ch / max(cb, 1e-12))
+        cpu_b.append(cb / calls)
+        cpu_h.append(ch / calls)
+        busy += [wb, wh]
+    med, se = median_se(ratios)
+    per_b, per_h = statistics.median(cpu_b), statistics.median(cpu_h)
+    status = _speed_status(med, se, abs(per_h - per_b) < floor, max_slowdown)
+    return SpeedChange(name, part, med, se, pairs, calls, per_b, per_h, status,
+                       statistics.median(busy) > 1.25, gated=not math.isinf(max_slowdown))
+
+
+def _speed_status(med: float, se: float, small: bool, max_slowdown: float) -> str:
+    """``slower`` (the median beyond the limit by 3 standard errors), ``faster`` (below
+    its inverse by as much) or ``same``; ``too fast`` in place of slower or faster when
+    the change a call is ``small`` (under the floor). Under ``max_slowdown=inf`` the
+    labels follow :data:`_LABEL_LIMIT` (the row is then not gated)."""
+    limit = _LABEL_LIMIT if math.isinf(max_slowdown) else max_slowdown
+    moved = ("slower" if not gate(med, se, limit)
+             else "faster" if med + 3.0 * se < 1.0 / limit else "same")
+    return "too fast" if small and moved != "same" else moved

@@ -1,0 +1,269 @@
+"""How a layer object is called: its backward's calling style, and :class:`Protocol`, the
+layer turned into the functional protocol of :func:`gradcheck.check_vjp`.
+
+Every evaluation runs on a fresh deep copy of the layer (of its state after one forward
+when that forward builds its weights), so caches, accumulated gradients and counters
+never leak from one evaluation into another; gradients that a backward accumulates with
+``+=`` are read as the change it made. What :mod:`gradcheck.read._layer_read` observed (where
+the output and each gradient are, how the backward is called) is carried by the
+:class:`Protocol`.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._discovery import Param, get_path, try_path
+from ._handed import Handed, listen
+from ._observe import same_but_unit
+from ._protocol import ProtocolError, call_user
+from ._reading import GlobalDraws, call_backward
+
+__all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
+
+_COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
+                             r"upstream(_grad)?|accum_grad|error)$", re.I)
+
+
+# -- how backward is called ------------------------------------------------------------------
+def _positional(method: Any) -> tuple[list[inspect.Parameter], bool] | None:
+    try:
+        sig = inspect.signature(method)
+    except (TypeError, ValueError):
+        return None
+    ps = list(sig.parameters.values())
+    pos = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return pos, any(p.kind is p.VAR_POSITIONAL for p in ps)
+
+
+def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
+    """How backward takes the output gradient: ``"one"`` (``backward(dout)``),
+    ``"spread"`` (``backward(dh, dc)`` for a tuple output) or ``"none"``
+    (``backward()``, scalar outputs only), and a note when that was a guess."""
+    sig = _positional(method)
+    if sig is None:
+        return "one", ""
+    pos, varargs = sig
+    req = [p for p in pos if p.default is p.empty]
+    k = len(dy) if isinstance(dy, (tuple, list)) else 1
+    if k > 1 and len(pos) >= k and (len(req) >= 2 or (req and pos[1].default is None)):
+        return "spread", (f"{what} takes the {k} output gradients as separate arguments "
+                          f"({', '.join(p.name for p in pos[:k])})")
+    if req or varargs:
+        return "one", ""
+    scalar = not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1
+    if pos and not scalar:
+        return "one", ""
+    first = pos[0] if pos else None
+    if first is not None and (first.default is None or _COTANGENT_NAME.match(first.name) or (
+            type(first.default) in (int, float) and first.default == 1)):
+        return "one", (f"{what}'s optional argument {first.name!r} received the output "
+                       "gradient (a random, non-unit one)")
+    if not scalar and isinstance(dy, (tuple, list, dict)):
+        raise ProtocolError("bad-protocol", f"{what}() takes no output gradient, so the "
+                            "output must be one array (a loss, or a loss per sample); it "
+                            f"has {len(dy)} parts")
+    return "none", ""  # a loss per sample: read as the gradient of their mean
+
+
+# -- calling the layer -------------------------------------------------------------------------
+@dataclass
+class Protocol:
+    layer: Any  # the state every evaluation starts from (never the user's object)
+    forward: str
+    backward: str
+    n_inputs: int
+    params: list[Param]
+    wanted: list[int]  # the inputs in wrt (without wrt: those holding a float array)
+    notes: list[str] = field(default_factory=list)
+    shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
+    style: str = ""
+    order: list[int | None] = field(default_factory=list)  # style "inputs": the arguments
+    out_path: str | None = None  # where a forward returning None stores its output
+    draws: GlobalDraws | None = None
+    returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
+    stored_inputs: dict[int, str] = field(default_factory=dict)  # input -> stored gradient
+    handed: dict[str, Handed] = field(default_factory=dict)  # param -> handed gradient
+    stepped: list[str] = field(default_factory=list)  # style "step": minus their change
+    reduce: str = ""  # a loss per sample: "mean" or "sum", what its backward differentiates
+    wrt_given: bool = False
+
+    def note(self, text: str) -> None:
+        if text and text not in self.notes:
+            self.notes.append(text)
+
+    def run_forward(self, xs: list[Any], ps: list[np.ndarray]) -> tuple[Any, Any]:
+        layer = copy.deepcopy(self.layer)
+        for p, value in zip(self.params, ps, strict=True):
+            p.write(layer, value)
+        if self.draws is not None:
+            self.draws.reset()
+        out = getattr(layer, self.forward)(*xs)
+        if out is None and self.out_path is not None:
+            out = np.array(get_path(layer, self.out_path), copy=True)
+        if self.reduce:
+            out = getattr(np, self.reduce)(np.asarray(out))
+        shared = self.draws.now() if self.draws is not None else []
+        return out, (layer, xs, shared)
+
+    def run_backward(self, dy: Any, cache: Any) -> list[Any]:
+        fresh, xs, shared = copy.deepcopy(cache)  # its own copy: += stays local
+        if self.draws is not None:
+            self.draws.put(shared)  # what this evaluation's forward left on the class
+        method = getattr(fresh, self.backward)
+        if not self.style:
+            self.style, note = call_style_of(method, dy, f"{type(self.layer).__name__}."
+                                           f"{self.backward}")
+            self.note(note)
+        before = [_as_float(p.read_grad(fresh)) for p in self.params]
+        elsewhere = {a: _as_float(try_path(fresh, a)) for p in self.params for a in p.also}
+        owners: dict[str, list[str]] = {}
+        for h in self.handed.values():
+            owners.setdefault(h.owner, []).append(h.method)
+        log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
+        moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
+        ret = call_backward(method, self.style, self.order, dy, xs)
+        dx, pgrads = ret, None
+        if self.returned is not None:
+            j, _ = self.returned
+            pgrads = ret[j]
+            rest = [r for i, r in enumerate(ret) if i != j]
+            dx = rest[0] if len(rest) == 1 else tuple(rest) if rest else None
+        dxs = self._input_grads(dx)
+        for k, path in self.stored_inputs.items():
+            dxs[k] = np.array(get_path(fresh, path), copy=True)
+        dxs = [self._unit(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
+               for k, d in enumerate(dxs)]
+        scale = np.asarray(dy) if self.style in ("none", "given") else None
+        grads = []
+        keys = self.returned[1] if self.returned is not None else {}
+        for p, b in zip(self.params, before, strict=True):
+            if p.name in keys and pgrads is not None:
+                g = np.array(pgrads[keys[p.name]], copy=True)
+            elif p.name in moved:  # a step of size 1 made: its gradient is minus it
+                g = (moved[p.name] - np.asarray(get_path(fresh, p.name))).astype(
+                    moved[p.name].dtype)
+            elif p.name in self.handed:
+                g = self.handed[p.name].read(log)
+                g = g if scale is None or g is None else g * scale
+            else:
+                g = _change(p.read_grad(fresh), b, scale)
+                _same_elsewhere(p, fresh, g, elsewhere)
+            grads.append(self._unit(g, np.shape(p.read(fresh)), p.name))
+        if scale is not None:
+            dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
+        return dxs + grads
+
+    def _unit(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
+        """A gradient whose shape differs from its array's by size-1 axes only, reshaped
+        (it broadcasts in an update), with a note."""
+        if not isinstance(g, np.ndarray) or g.shape == shape or g.size != int(
+                np.prod(shape)) or not same_but_unit(g.shape, shape):
+            return g
+        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: "
+                  "compared after reshaping (they differ by size-1 axes only)")
+        return g.reshape(shape)
+
+    def _input_grads(self, dx: Any) -> list[Any]:
+        n = self.n_inputs
+        if dx is None:
+            return [None] * n
+        if n == 1:  # one argument (perhaps a list of arrays): dx is its gradient
+            seq = self.shapes and self.shapes[0] == "sequence"
+            one = isinstance(dx, (tuple, list)) and len(dx) == 1 and not seq
+            return [dx[0] if one else dx]
+        if isinstance(dx, (tuple, list)):
+            if len(dx) == n:
+                return list(dx)
+            if len(dx) == len(self.wanted):
+                out: list[Any] = [None] * n
+                for k, g in zip(self.wanted, dx, strict=True):
+                    out[k] = g
+                return out
+            raise ProtocolError("shape-mismatch", f"backward returned {len(dx)} gradients for "
+                                f"{n} inputs ({len(self.wanted)} in wrt); return one per "
+                                "forward argument, or one per wrt input")
+        return self._single(dx)
+
+    def _single(self, dx: Any) -> list[Any]:
+        out: list[Any] = [None] * self.n_inputs
+        if len(self.wanted) == 1:
+            out[self.wanted[0]] = dx
+            return out
+        k = next((k for k in self.wanted if np.shape(self.shapes[k]) == np.shape(dx)),
+                 self.wanted[0] if self.wanted else 0)
+        self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
+                  f"gradient of x{k} (name the input it belongs to with wrt=)")
+        out[k] = dx
+        return out
+
+
+def _same_elsewhere(p: Param, fresh: Any, grad: Any, befores: dict[str, Any]) -> None:
+    """Every other place the gradient of ``p`` is read from (a composite's ``grads``
+    list) must hold what its own place holds: a backward that rebinds
+    ``self.grads[0] = ...`` leaves the composite's list (what its optimizer reads) stale."""
+    for path in p.also:
+        other = _change(try_path(fresh, path), befores[path], None)
+        if grad is None or other is None or np.shape(other) != np.shape(grad):
+            continue
+        g, o = np.asarray(grad, dtype=np.float64), np.asarray(other, dtype=np.float64)
+        if np.allclose(o, g, rtol=1e-6, atol=1e-9 * float(np.max(np.abs(g), initial=1e-300))):
+            continue
+        stale = " (unchanged by the backward: stale)" if not np.any(o) else ""
+        raise ProtocolError(
+            "mismatch", f"gradient mismatch at {path}{stale}: the parameter {p.name} is also "
+            f"reached there, but its gradient at {path} differs from the one at {p.grad} "
+            f"(max |difference| {float(np.max(np.abs(o - g))):.3e}); a backward that rebinds "
+            "a gradient (self.grads[0] = ...) leaves the other references to the old array "
+            "stale: write in place (self.grads[0][...] = ...)")
+
+
+def _change(after: Any, before: np.ndarray | None, scale: Any) -> Any:
+    """The gradient a backward left: the change it made, in the gradient's own dtype."""
+    if after is None:
+        return None
+    raw = np.asarray(after)
+    g = np.asarray(after, dtype=np.float64) - before if before is not None else raw.copy()
+    if scale is not None:
+        g = g * scale
+    return g.astype(raw.dtype, copy=False) if raw.dtype.kind == "f" else g
+
+
+def _as_float(g: Any) -> np.ndarray | None:
+    if g is None:
+        return None
+    return np.array(g, dtype=np.float64, copy=True)
+
+
+def call_layer(layer: Any, method: str, args: list[Any]) -> Any:
+    return call_user(getattr(layer, method), *args, what=f"{type(layer).__name__}.{method}")
+
+
+def times(dy: Any, scale: float) -> Any:
+    if isinstance(dy, (tuple, list)):
+        return type(dy)(times(d, scale) for d in dy)
+    if isinstance(dy, dict):
+        return {k: times(d, scale) for k, d in dy.items()}
+    return dy * scale
+
+
+def leaves(out: Any) -> list[Any]:
+    if isinstance(out, (list, tuple)):
+        return [v for o in out for v in leaves(o)]
+    if isinstance(out, dict):
+        return [v for o in out.values() for v in leaves(o)]
+    return [out]
+
+
+def ones_like(out: Any) -> Any:
+    if isinstance(out, (tuple, list)):
+        return type(out)(ones_like(o) for o in out)
+    if isinstance(out, dict):
+        return {k: ones_like(v) for k, v in out.items()}
+    return np.ones_like(np.asarray(out, dtype=float))

@@ -1,0 +1,486 @@
+"""Reading a layer object: which methods, how its backward is called, where its output,
+parameters and gradients are, and which arrays it holds are state.
+
+:func:`discover` runs the layer once on copies (:mod:`gradcheck.read._reading`) and reads it
+by the names a user gives (``params=``/``grads=``), the conventions of
+:mod:`gradcheck.read._discovery`, then by observation: what the backward returned beside the
+input gradients, what it stored (:mod:`gradcheck.read._observe`), what it handed to an object
+it holds or attached to the parameter (:mod:`gradcheck.read._handed`). An array the output
+does not depend on is state; one it does depend on with no gradient found is a
+:class:`LayerConventionError` that says what was observed.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._discovery import (
+    LayerConventionError,
+    Param,
+    float_arrays,
+    float_scalars,
+    get_path,
+    is_float_array,
+    parameters,
+    try_path,
+    unmatched,
+    walk,
+)
+from ._handed import attached, find_handed
+from ._layer_call import Protocol, call_layer, call_style_of, leaves, ones_like, times
+from ._observe import float_state, grad_of, method_pair, positional_names, stored
+from ._protocol import ProtocolError, UserCodeError, call_user
+from ._reading import (
+    GlobalDraws,
+    call_backward,
+    call_style,
+    describe,
+    linear,
+    match_stored,
+    output_path,
+    probe,
+    split_return,
+)
+
+__all__ = ["discover"]
+
+
+# -- explicit names --------------------------------------------------------------------------
+def _explicit(params: Any, grads: Any) -> list[Param]:
+    if not isinstance(params, dict):
+        raise TypeError("params= must be a dict of name -> path or callable")
+    if not params:
+        return []
+    if grads is None:
+        grads = {n: _default_grad_path(p) for n, p in params.items()}
+    if not isinstance(grads, dict) or set(grads) != set(params):
+        raise TypeError("grads= must be a dict with the same names as params=, got "
+                        f"{sorted(grads) if isinstance(grads, dict) else type(grads).__name__}")
+    for n, p in {**params, **grads}.items():
+        if not (callable(p) or isinstance(p, str)):
+            raise TypeError(f"params/grads[{n!r}] must be a path string or a callable")
+    return [Param(str(n), params[n], grads[n]) for n in params]
+
+
+def _default_grad_path(path: Any) -> str:
+    if isinstance(path, str) and re.fullmatch(r"[A-Za-z_]\w*", path):
+        return f"d{path}"
+    raise TypeError("grads= is needed when params= paths are not plain attribute names")
+
+
+def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+              backward: str | None, params: Any, grads: Any, wanted: list[int],
+              output: str | None = None, seed: int = 0,
+              draws: GlobalDraws | None = None, wrt_given: bool = False) -> Protocol:
+    """Read the layer by running it once (:mod:`gradcheck.read._reading`): its methods, how
+    its backward is called, where its output and gradients are, which arrays are state."""
+    forward, backward, found_note = method_pair(
+        layer, None if forward == "forward" else forward,
+        None if backward == "backward" else backward, inputs)
+    shapes = [np.shape(x) if isinstance(x, np.ndarray) else
+              "sequence" if isinstance(x, (list, tuple)) else None for x in inputs]
+    named = _explicit(params, grads) if params is not None else None
+    draws = draws or GlobalDraws()
+    proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
+                      draws=draws, wrt_given=wrt_given)
+    proto.note(found_note)
+    rng = np.random.default_rng(seed)
+    xs = list(inputs)
+    proto.out_path = output
+    what = f"{type(layer).__name__}.{forward}"
+    if output is None and call_layer(copy.deepcopy(layer), forward, copy.deepcopy(xs)) is None:
+        proto.out_path, text = output_path(layer, forward, xs, draws, rng)
+        proto.note(text)
+    first = probe_style(proto, xs, what)
+    if named == []:
+        _inputs_read(proto, first, {})
+        return proto
+    if named is not None:
+        _resolve_named(layer, first.init, first.after, named, params, grads)
+        proto.params = named
+        _inputs_read(proto, first, {})
+        return proto
+    _read_parameters(proto, first, xs, rng)
+    return proto
+
+
+def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
+    """The backward's calling style, then one forward and backward observed."""
+    layer = proto.layer
+    init = copy.deepcopy(layer)
+    proto.draws.reset() if proto.draws else None
+    out = call_layer(init, proto.forward, copy.deepcopy(xs))
+    if out is None and proto.out_path is not None:
+        out = get_path(init, proto.out_path)
+    method = getattr(init, proto.backward)
+    base, note = call_style_of(method, ones_like(out), f"{type(layer).__name__}."
+                             f"{proto.backward}")
+    proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
+                                                   len(xs), base)
+    proto.note(in_note or note)
+    assert proto.draws is not None
+    draws = proto.draws
+
+    def run(scale: float) -> Any:
+        return probe(layer, proto.forward, proto.backward, xs, draws,
+                     (proto.style, proto.order), proto.out_path,
+                     lambda o: times(ones_like(o), scale))
+
+    if proto.style == "one" and _takes_a_step(proto, xs):
+        return run(1.0)
+    if proto.style != "inputs" or proto.order.index(None) >= len(xs):
+        return _given(proto, run(1.0), out)
+    try:
+        first = run(1.0)
+        if linear(first, run(2.0)):
+            return first
+        why = "its result is not linear in that argument"
+    except UserCodeError as exc:
+        first, why = exc, f"it raised {exc.type} when given one"
+    k = proto.order.index(None)
+    order, proto.order = proto.order, [k if o is None else o for o in proto.order]
+    proto.style = "given"
+    try:
+        found = run(1.0)
+    except UserCodeError:
+        proto.style, proto.order = "inputs", order
+        if isinstance(first, UserCodeError):
+            raise first from None
+        return first
+    kept = stored(float_state(layer), found.init, tuple(found.xs))
+    rivals = {p: v for p, v in kept.items() if np.shape(v) == np.shape(xs[k])}
+    if rivals:
+        raise ProtocolError("bad-protocol", (
+            f"{type(layer).__name__}.{proto.backward}: its argument {k} is no output "
+            f"gradient ({why}); it may take the forward's input {k} or what the forward "
+            f"stored of that shape ({describe(rivals)}): cannot tell which. Check the loss "
+            "as a function: check_loss(lambda x, y: (loss of x, gradient of x), x, y)"))
+    proto.notes = [t for t in proto.notes if t != in_note]
+    proto.note(f"backward's argument {k} takes the forward's input {k}, not an output "
+               f"gradient ({why}): read as a loss's gradient")
+    if proto.wanted != [k] and proto.wrt_given is False:
+        targets = [f"x{j}" for j in proto.wanted if j != k]
+        proto.wanted = [k] if k in proto.wanted else []
+        if targets:
+            proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
+                       "wrt= to differentiate them)")
+    return _given(proto, found, out)
+
+
+def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the backward takes a second argument that only scales the change it makes
+    to arrays the layer holds (``backward(output_error, learning_rate)`` updating its
+    weights): then it is called with 1.0 and a parameter's gradient is minus its change."""
+    names = positional_names(getattr(proto.layer, proto.backward), required=True)
+    if names is None or len(names) != 2 or proto.draws is None:
+        return False
+    seen = []
+    for a in (1.0, 2.0):
+        layer = copy.deepcopy(proto.layer)
+        proto.draws.reset()
+        try:
+            out = getattr(layer, proto.forward)(*copy.deepcopy(xs))
+            if out is None and proto.out_path is not None:
+                out = get_path(layer, proto.out_path)
+            before = float_state(layer)
+            ret = getattr(layer, proto.backward)(ones_like(out), a)
+        except Exception:  # not a step size: the reading of the call is left as it was
+            return False
+        now = {p: v for p, v in walk(layer) if is_float_array(v)}
+        seen.append((ret, {p: now[p] - old for p, (_, old) in before.items()
+                           if p in now and now[p].shape == old.shape}))
+    (r1, d1), (r2, d2) = seen
+    moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
+    if not _same_return(r1, r2) or not all(
+            np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12) for p in moved):
+        return False
+    proto.style, proto.stepped = "step", moved
+    proto.note(f"backward's argument {names[1]} " + (
+        f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
+        "their gradients read as minus that change" if moved else
+        "changes nothing it returns or holds: called with 1.0"))
+    return True
+
+
+def _same_return(a: Any, b: Any) -> bool:
+    xa, xb = leaves(a), leaves(b)
+    return len(xa) == len(xb) and all(
+        (u is None and v is None) or (u is not None and v is not None and np.shape(u) ==
+                                      np.shape(v) and np.array_equal(u, v, equal_nan=True))
+        for u, v in zip(xa, xb, strict=True))
+
+
+def _given(proto: Protocol, first: Any, out: Any) -> Any:
+    """A loss's backward (no output gradient) of a forward returning one loss per sample
+    differentiates their mean, if a method of the layer reduces the forward's output so
+    (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
+    if proto.style in ("given", "none") and np.size(out) > 1:
+        proto.reduce, how = _reduction(proto, first, out)
+        proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
+                   f"backward takes no output gradient: checked as the gradient of their "
+                   f"{proto.reduce} ({how})")
+    return first
+
+
+def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
+    """``("mean", why)`` when a method taking the forward's inputs returns the mean of
+    its output; ``("sum", why)`` otherwise."""
+    layer, n = proto.layer, len(first.xs)
+    y = np.asarray(out, dtype=np.float64)
+    for name in dir(type(layer)):
+        if name.startswith("_") or name in (proto.forward, proto.backward):
+            continue
+        method = getattr(layer, name, None)
+        if not callable(method) or len(positional_names(method, required=True) or []) != n:
+            continue
+        try:
+            if proto.draws is not None:
+                proto.draws.reset()
+            value = getattr(copy.deepcopy(layer), name)(*copy.deepcopy(first.xs))
+        except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
+            continue
+        if np.size(value) == 1 and np.isclose(float(np.asarray(value).reshape(())),
+                                              float(y.mean()), rtol=1e-9, atol=0):
+            return "mean", f"{name} returns their mean"
+    return "sum", "each one's upstream gradient is one; no method returns their mean"
+
+
+def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
+                     rng: np.random.Generator) -> None:
+    """The parameters by the named conventions, then by what the backward returned and
+    stored; arrays the output does not depend on are state."""
+    layer = proto.layer
+    found = [p for p in parameters(layer, first.after) if not _keeps_input(first, p)]
+    missing = [p for p in unmatched(layer, found) if not _keeps_input(first, p)]
+    base = layer
+    held = {p for p, _ in float_arrays(layer).values()}
+    persistent = _persistent(first.init, tuple(xs), proto.forward, held)
+    if persistent:  # arrays built by the first forward and kept: weights or buffers
+        lazy_found = parameters(first.init, first.after)
+        lazy = [p for p in lazy_found if isinstance(p.value, str)
+                and not is_float_array(try_path(layer, p.value))]
+        if lazy:
+            base, found = first.init, lazy_found
+            proto.note(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} "
+                       "on its first forward: initialised once on a copy, every evaluation "
+                       "starts from it")
+        missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
+    proto.layer = base
+    used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
+    cands = {k: v for k, v in first.stored.items() if k not in used}
+    if any(not is_float_array(try_path(base, p)) for p in missing):
+        base = proto.layer = first.init  # built by the first forward: start from it
+        proto.note(f"{type(layer).__name__} creates arrays on its first forward: "
+                   "initialised once on a copy, every evaluation starts from it")
+    # the arrays the output depends on are the parameters; the others are state (or
+    # gradient buffers: a gradient may be stored in an array that existed before)
+    moving = [p for p in missing if _moves_output(proto, xs, p, rng)]
+    observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands)
+    found += observed
+    grads = {g for q in observed for g in (q.grad,) if isinstance(g, str)}
+    grads |= set(proto.stored_inputs.values())
+    state = [p for p in missing if p not in moving and p not in grads]
+    if state:
+        proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
+    left = [p for p in moving if p not in {q.value for q in observed}]
+    if left:
+        _misshapen(left, base, cands)
+        raise _observed_error(layer, left, first, cands)
+    _inputs_read(proto, first, proto.stored_inputs, params=bool(found))
+    proto.params = found
+    proto.note(_constant_scalars(base, found))
+
+
+def _misshapen(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None:
+    """A gradient found by its name whose shape is not its array's is a wrong gradient
+    (``shape-mismatch``), not a reading problem."""
+    for path in left:
+        a = get_path(base, path)
+        ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
+        named = grad_of(path, a.shape, ghost)
+        if named is not None and np.shape(cands[named]) != a.shape:
+            raise ProtocolError("shape-mismatch", (
+                f"gradient of {path} (stored in {named}) has shape "
+                f"{np.shape(cands[named])}, expected {a.shape}"))
+
+
+def _keeps_input(first: Any, p: Param | str) -> bool:
+    """Whether the forward rebinds the array at ``p`` to one of its inputs: a cache left
+    by an earlier call (``self.inputs``), not a parameter."""
+    path = p.value if isinstance(p, Param) else p
+    if not isinstance(path, str):
+        return False
+    now = try_path(first.init, path)
+    return any(now is x for x in first.xs)
+
+
+def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
+              cands: dict[str, np.ndarray]) -> list[Param]:
+    """Parameters whose gradients the backward returned beside the input gradients
+    (``dX, [dW, db]``) or stored (``self.dweights``); the inputs' stored gradients."""
+    out: list[Param] = []
+    split = split_return(first.ret, proto.layer)
+    if split is not None:
+        j, keys = split
+        mine = {p: k for p, k in keys.items() if p in arrays}
+        proto.returned = (j, mine)
+        out += [Param(p, p, _no_grad) for p in mine]
+        proto.note(f"backward returns the parameters' gradients as item {j} of what it "
+                   f"returns ({', '.join(keys) or 'none'})")
+    rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
+    got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands)
+    out += [Param(p, p, g) for p, g in got_p.items()]
+    proto.stored_inputs = got_x
+    for t in notes:
+        proto.note(t)
+    left = [p for p in rest if p not in got_p]
+    stepped = [p for p in left if p in proto.stepped]
+    out += [Param(p, p, _no_grad) for p in stepped]
+    left = [p for p in left if p not in stepped]
+    on_array = attached(first.after, left, first.init)
+    out += [Param(p, p, g) for p, g in on_array.items()]
+    for p, g in on_array.items():
+        proto.note(f"the gradient of {p} is what the backward attached to it: {g}")
+    left = [p for p in left if p not in on_array]
+    if left:
+        handed = find_handed(*copy.deepcopy((first.init, first.xs)), left,
+                             _backward_of(proto, first.out))
+        for p, h in handed.items():
+            out.append(Param(p, p, _no_grad))
+            proto.handed[p] = h
+            proto.note(f"the gradient of {p} is what the backward hands to {h.owner}."
+                       f"{h.method} beside it (argument {h.arg}): an update it makes itself")
+    return out
+
+
+def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
+    def run(layer: Any, xs: list[Any]) -> Any:
+        method = getattr(layer, proto.backward)
+        return call_user(call_backward, method, proto.style, proto.order, ones_like(out),
+                         xs, what=f"{type(layer).__name__}.{proto.backward}")
+    return run
+
+
+def _no_grad(layer: Any) -> None:
+    return None
+
+
+def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
+    """The differentiated inputs whose gradient the backward did not return."""
+    ret = first.ret
+    if proto.returned is not None or ret is not None:
+        return {}
+    names = positional_names(getattr(first.init, proto.forward)) or []
+    return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
+
+
+def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
+                 params: bool = False) -> None:
+    """A backward that returned nothing must have stored every differentiated input's
+    gradient where it can be found; one that computes its parameters' gradients and
+    none for its input (a first layer) holds the input constant, and says so."""
+    if first.ret is not None or proto.returned is not None:
+        return
+    lost = [k for k in proto.wanted if k not in got_x]
+    if lost and params:
+        proto.note(f"the backward returned nothing and stored no gradient for "
+                   f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
+                   "first layer's backward computes none)")
+        return
+    if lost:
+        raise ProtocolError("bad-protocol", (
+            f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
+            f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
+            f"{describe(first.stored) or 'nothing'}); return the input gradient, or name "
+            "the inputs to check with wrt= (wrt=[] for the parameters only)"))
+
+
+def _moves_output(proto: Protocol, xs: list[Any], path: str,
+                  rng: np.random.Generator) -> bool:
+    """Whether perturbing the array at ``path`` changes the forward's output."""
+    def output(shift: bool) -> np.ndarray:
+        layer = copy.deepcopy(proto.layer)
+        if shift:
+            a = get_path(layer, path)
+            a += (1e-3 * (np.abs(a) + 1) * rng.choice([-1.0, 1.0], a.shape)).astype(a.dtype)
+        if proto.draws is not None:
+            proto.draws.reset()
+        out = call_layer(layer, proto.forward, copy.deepcopy(xs))
+        if out is None and proto.out_path is not None:
+            out = get_path(layer, proto.out_path)
+        return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
+
+    a, b = output(False), output(True)
+    return a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
+
+
+def _observed_error(layer: Any, left: list[str], first: Any,
+                    cands: dict[str, np.ndarray]) -> LayerConventionError:
+    arrays = describe({p: try_path(first.init, p) for p in left})
+    ret = first.ret
+    shown = ("None" if ret is None else type(ret).__name__ if not isinstance(
+        ret, np.ndarray) else f"an array {ret.shape}")
+    if isinstance(ret, (tuple, list)):
+        shown += " of " + ", ".join(f"{type(r).__name__}" + (
+            f" {r.shape}" if isinstance(r, np.ndarray) else "") for r in ret)
+    return LayerConventionError(
+        f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was found "
+        f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
+        f" and stored {describe(cands) or 'no other array'}. Name them: check_layer(layer, "
+        f"x, params={{'{left[0]}': '{left[0]}'}}, grads={{'{left[0]}': '...'}}) (paths "
+        "like \"params['W']\" or callables layer -> array); params={} checks the input "
+        "gradients only.")
+
+
+def _constant_scalars(layer: Any, found: list[Param]) -> str:
+    """The note naming the float scalars held constant: those with no gradient found."""
+    used = {q for p in found for q in (p.value, p.grad, *p.also) if isinstance(q, str)}
+    held = [s for s in float_scalars(layer) if s not in used]
+    if not held:
+        return ""
+    return (f"float scalars with no gradient found held constant (hyperparameters): "
+            f"{', '.join(held)}; a scalar parameter needs its gradient beside it (dX, grad_X) "
+            "or in params=/grads=")
+
+
+def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],
+                   params: dict[str, Any], grads: Any) -> None:
+    """Every path given in ``params=`` must lead to an array of the layer (before or
+    after its first forward) and every path in ``grads=`` to one after a backward."""
+    given = grads if isinstance(grads, dict) else {}
+    for p in named:
+        for arg, path, objs in (("params", p.value, (layer, init)), ("grads", p.grad, (probe,))):
+            if not isinstance(path, str) or any(
+                    isinstance(try_path(o, path), (np.ndarray, np.generic, float))
+                    for o in objs):
+                continue
+            where = "after a forward and backward" if arg == "grads" else "in the layer"
+            dflt = "" if arg == "params" or p.name in given else " (the default for " \
+                f"params[{p.name!r}]; give grads= to name it)"
+            held = sorted({q for q, _ in float_arrays(probe).values()})
+            raise LayerConventionError(
+                f"{arg}[{p.name!r}] = {path!r}{dflt}: no array at that path {where} of "
+                f"{type(layer).__name__}; it holds the float arrays "
+                f"{', '.join(held) if held else '(none)'}")
+
+
+def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
+    """Paths of arrays created by the first forward that a second forward leaves as they
+    were (the same object, the same values): weights and buffers, not caches (a cache is
+    rebuilt, or added to a list or dict that grows)."""
+    again = copy.deepcopy(init)
+    first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
+    if not first:
+        return set()
+    lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
+    call_layer(again, forward, copy.deepcopy(list(inputs)))
+    grown = [p for p, (v, n) in lists.items() if len(v) != n]
+    now = {p: a for p, a in float_arrays(again).values()}
+    return {p for p, (a, values) in first.items()
+            if now.get(p) is a and np.array_equal(a, values)
+            and not any(p.startswith(g + "[") for g in grown)}

@@ -1,0 +1,202 @@
+"""What a layer object's calls do, observed: the facts :mod:`gradcheck.check._layer` reads code by.
+
+A convention we have never seen is still code that returns something, stores something
+and computes an output from some of what it holds. So, beside the names a user gives,
+a layer is read by watching it:
+
+- **which methods** make the forward/backward pair (:func:`method_pair`): ``forward``
+  and ``backward`` if it has them, else the one pair of methods whose names read as a
+  forward and a backward (``forward_pass``/``backward_pass``, ``fprop``/``bprop``,
+  ``__call__``/``backward``);
+- **what a call stored** (:func:`float_state`, :func:`stored`): the float arrays the
+  object holds before and after a call; those created, rebound or changed in place
+  are what the call stored (the output of a forward that returns nothing, the
+  gradients of a backward that returns nothing);
+- **which stored array is which gradient** (:func:`grad_of`): by name (``d`` + name,
+  ``grad``/``_grad`` forms) and by shape, a size-1 axis aside (:func:`same_but_unit`);
+- **what the output depends on** (the caller's perturbation test, see
+  :mod:`gradcheck.check._layer`): an array held whose perturbation leaves the output as it was
+  is state (running statistics, an old mask), not a parameter.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import numpy as np
+
+from ._discovery import is_float_array, walk
+
+__all__ = ["float_state", "grad_of", "method_pair", "positional_names", "same_but_unit",
+           "stored"]
+
+_FORWARD = re.compile(r"forward|fprop|fwd", re.I)
+_BACKWARD = re.compile(r"backward|bprop|backprop|bwd", re.I)
+_GRAD_AFFIX = re.compile(r"^(gradient_?|grad_?|dl(oss)?_?d_?|d_?)|(_?gradient|_?grad)$", re.I)
+
+
+# -- the method pair ---------------------------------------------------------------------------
+def _methods(layer: Any, pattern: re.Pattern[str]) -> list[str]:
+    names = [n for n in dir(type(layer)) if not n.startswith("_") and pattern.search(n)
+             and callable(getattr(layer, n, None))]
+    if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer):
+        names.append("__call__")
+    return names
+
+
+def _own_methods(layer: Any) -> set[str]:
+    return {n for cls in type(layer).__mro__ if cls is not object for n in vars(cls)}
+
+
+def _pairs(fwds: list[str], bwds: list[str]) -> list[tuple[str, str]]:
+    """Pairs whose names differ only where one says forward and the other backward."""
+    def stem(n: str, pat: re.Pattern[str]) -> str:
+        return pat.sub("*", n.lower())
+
+    return [(f, b) for f in fwds for b in bwds
+            if f == "__call__" or stem(f, _FORWARD) == stem(b, _BACKWARD)]
+
+
+def method_pair(layer: Any, forward: str | None, backward: str | None,
+                inputs: tuple[Any, ...] = ()) -> tuple[str, str, str]:
+    """The names of the forward and backward methods, and a note when they were found
+    (not given and not ``forward``/``backward``): by their names, else by what they
+    return (:func:`_by_returns`)."""
+    def has(n: str | None) -> bool:
+        return n is not None and callable(getattr(layer, n, None))
+
+    f = forward if forward is not None else "forward" if has("forward") else None
+    b = backward if backward is not None else "backward" if has("backward") else None
+    for given, what in ((forward, "forward"), (backward, "backward")):
+        if given is not None and not has(given):
+            raise TypeError(f"{type(layer).__name__} has no method {given!r} (given as "
+                            f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
+    if f is not None and b is not None:
+        return f, b, ""
+    fwds = [f] if f is not None else _methods(layer, _FORWARD)
+    bwds = [b] if b is not None else _methods(layer, _BACKWARD)
+    pairs = [(x, y) for x, y in _pairs(fwds, bwds)] if len(fwds) > 1 or len(bwds) > 1 \
+        else [(x, y) for x in fwds for y in bwds]
+    if len(pairs) == 1:
+        x, y = pairs[0]
+        return x, y, f"methods found by their names: {x} (forward) and {y} (backward)"
+    if forward is None and backward is None and inputs:
+        by_returns = _by_returns(layer, inputs)
+        if by_returns is not None:
+            x, y = by_returns
+            return x, y, (f"methods found by what they return: {x} a scalar (the forward: a "
+                          f"loss) and {y} an array of the first input's shape (its gradient), "
+                          "both taking the same arguments")
+    if not fwds or not bwds:
+        what = "forward" if not fwds else "backward"
+        raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "
+                        f"{', '.join(_public(layer)) or '(none)'}); name it: check_layer("
+                        f"layer, x, {what}='...')")
+    found = (f"forward-like {', '.join(fwds) or '(none)'}; backward-like "
+             f"{', '.join(bwds) or '(none)'}")
+    raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
+                    f"apart ({found}); name them: check_layer(layer, x, forward='...', "
+                    "backward='...')")
+
+
+def _by_returns(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
+    """The one pair of methods taking the same arguments (as many as ``inputs``) of which
+    one returns a scalar and the other an array of the first input's shape: a loss and
+    its gradient (``loss(predicted, actual)``, ``grad(predicted, actual)``)."""
+    import copy
+
+    shape = np.shape(inputs[0])
+    sigs = {n: positional_names(getattr(layer, n), required=True) for n in _public(layer)}
+    sigs = {n: a for n, a in sigs.items() if a is not None and len(a) == len(inputs)}
+    found = []
+    for f, fa in sigs.items():
+        for g, ga in sigs.items():
+            if f == g or fa != ga:
+                continue
+            try:
+                y = getattr(copy.deepcopy(layer), f)(*copy.deepcopy(list(inputs)))
+                d = getattr(copy.deepcopy(layer), g)(*copy.deepcopy(list(inputs)))
+            except Exception:  # noqa: S112 - not this pair: the user's code raised
+                continue
+            if np.size(y) == 1 and isinstance(d, np.ndarray) and d.shape == shape and \
+                    d.dtype.kind == "f" and shape != ():
+                found.append((f, g))
+    return found[0] if len(found) == 1 else None
+
+
+def _public(layer: Any) -> list[str]:
+    return [n for n in dir(type(layer)) if not n.startswith("_")
+            and callable(getattr(layer, n, None))]
+
+
+def positional_names(method: Any, required: bool = False) -> list[str] | None:
+    """The names of a callable's positional parameters (``self`` left out for a bound
+    method; with ``required``, those without a default), or None when they cannot be
+    read or it takes ``*args``."""
+    try:
+        ps = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in ps):
+        return None
+    return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and not (required and p.default is not p.empty)]
+
+
+# -- what a call stored ----------------------------------------------------------------------
+def float_state(obj: Any) -> dict[str, tuple[int, np.ndarray]]:
+    """path -> (identity, copy) of every float array reachable from ``obj``."""
+    return {p: (id(v), v.copy()) for p, v in walk(obj) if is_float_array(v)}
+
+
+def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
+           exclude: tuple[Any, ...] = (), copies: bool = True) -> dict[str, np.ndarray]:
+    """The float arrays reachable from ``obj`` that a call created, rebound or changed
+    in place since ``before`` (:func:`float_state`), leaving out the objects in
+    ``exclude`` (the inputs the call was given and kept) and, with ``copies``, arrays
+    created equal to one of them (a copy kept for the backward)."""
+    out: dict[str, np.ndarray] = {}
+    kept = [x for x in exclude if isinstance(x, np.ndarray)]
+    for p, v in walk(obj):
+        if not is_float_array(v) or any(v is x for x in kept):
+            continue
+        old = before.get(p)
+        if old is not None and old[0] == id(v) and old[1].shape == v.shape and \
+                np.array_equal(old[1], v, equal_nan=True):
+            continue
+        if copies and old is None and any(
+                x.shape == v.shape and np.array_equal(x, v) for x in kept):
+            continue  # a copy of an input, kept for the backward
+        out[p] = v
+    return out
+
+
+# -- which gradient is which -------------------------------------------------------------------
+def _last(path: str) -> str:
+    return re.split(r"[.\[\]'\"]+", path.strip("]'\""))[-1]
+
+
+def same_but_unit(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether two shapes differ at most by axes of size 1 (``(3,)`` and ``(1, 3)``)."""
+    return tuple(d for d in a if d != 1) == tuple(d for d in b if d != 1)
+
+
+def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.ndarray]
+            ) -> str | None:
+    """The candidate named as the gradient of the array at ``param_path`` (``dW``,
+    ``d_W``, ``grad_W``, ``W_grad``, ``dweights`` for ``weights``) whose shape fits."""
+    name = _last(param_path).lower()
+    for path, g in candidates.items():
+        own = _last(path)
+        if not same_but_unit(g.shape, shape):
+            continue
+        if own.lower() == name:  # grads['W'] for W: the key in a container of gradients
+            holder = _last(path[:max(path.rfind("["), 0)] or "x")
+            if _GRAD_AFFIX.sub("", holder).lower() in ("", "s") and path != param_path:
+                return path
+            continue
+        if _GRAD_AFFIX.sub("", own).lower() == name:
+            return path
+    return None

@@ -1,0 +1,291 @@
+"""Reading a layer object by running it once: how its backward is called, where its
+output and its gradients are, which arrays it holds are state.
+
+:func:`probe` runs one forward and one backward on copies of the layer and records what
+they returned and stored (:mod:`gradcheck.read._observe`). The rest of this module reads the
+record:
+
+- :func:`call_style`: ``backward(dout)``, ``backward()`` for a scalar output,
+  ``backward(dh, dc)`` for a tuple output, or ``backward(*inputs, dout)`` (and the other
+  orders a signature makes unambiguous: the backward's parameters named as the
+  forward's) for stateless objects that take the inputs again;
+- :func:`output_path`: the stored output of a forward that returns nothing;
+- :func:`split_return`: a backward returning ``dX, [dW, db]`` (input gradients and the
+  gradients of the parameters the layer lists);
+- :func:`match_stored`: the stored arrays that are the gradients of the parameters and
+  of the inputs (by name, then by shape).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._discovery import get_path, is_float_array, walk
+from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
+from ._protocol import GlobalDraws, ProtocolError, call_user
+
+__all__ = ["GlobalDraws", "Probe", "call_backward", "call_style", "describe", "linear",
+           "output_path", "probe", "split_return"]
+
+
+# -- how backward is called --------------------------------------------------------------------
+def call_style(method: Any, forward: Any, n: int, base: str
+               ) -> tuple[str, list[int | None], str]:
+    """``("inputs", order, note)`` when ``method`` takes the forward's inputs again and
+    the output gradient (``order[k]`` is the input at argument ``k``, None the output
+    gradient): its required arguments are named as the forward's, but one;
+    ``("given", order, note)`` when they all are (a loss's backward). Else
+    ``(base, [], "")``: a count of arguments alone is no evidence."""
+    names = positional_names(method, required=True)
+    f_names = (positional_names(forward) or [])[:n]
+    if not names or n == 0 or len(names) < 2:
+        return base, [], ""
+    by_name = [f_names.index(a) if a in f_names else None for a in names]
+    order: list[int | None]
+    if None not in by_name and sorted(by_name) == list(range(n)):  # type: ignore[type-var]
+        return "given", by_name, (f"backward takes the forward's inputs ({', '.join(names)}) "
+                                  "and no output gradient: read as a loss's gradient")
+    if by_name.count(None) != 1 or len(set(by_name)) != len(by_name):
+        return base, [], ""  # a count alone says nothing (backward(d_out, learning_rate))
+    order = by_name
+    shown = ", ".join("dout" if k is None else (f_names[k] if k < len(f_names) else f"x{k}")
+                      for k in order)
+    return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"
+
+
+def call_backward(method: Any, style: str, order: list[int | None], dy: Any, xs: list[Any]
+                  ) -> Any:
+    if style == "spread":
+        return method(*dy)
+    if style == "one":
+        return method(dy)
+    if style in ("inputs", "given"):
+        return method(*[dy if k is None else xs[k] for k in order])
+    if style == "step":  # backward(output_error, learning_rate)
+        return method(dy, 1.0)
+    return method()
+
+
+def linear(a: Probe, b: Probe) -> bool:
+    """Whether ``b``, run with twice the output gradient of ``a``, returned and stored
+    twice what ``a`` did: a backward is linear in its output gradient."""
+    def arrays(p: Probe) -> list[np.ndarray]:
+        got = [np.asarray(v, dtype=np.float64) for v in _leaves(p.ret)
+               if isinstance(v, np.ndarray | np.generic | float)]
+        return got + [np.asarray(v, dtype=np.float64) for v in p.stored.values()]
+
+    xa, xb = arrays(a), arrays(b)
+    return len(xa) == len(xb) and all(
+        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
+            1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(xa, xb, strict=True))
+
+
+# -- one forward and backward, observed --------------------------------------------------------
+@dataclass
+class Probe:
+    """What one forward and one backward of copies of the layer did."""
+
+    init: Any  # the layer after the forward
+    after: Any  # the layer after the forward and the backward
+    xs: list[Any]  # the inputs the forward was given
+    out: Any  # the output (returned, or read at out_path)
+    out_path: str | None
+    ret: Any  # what the backward returned
+    stored: dict[str, np.ndarray]  # what the backward stored: path -> array
+    notes: list[str] = field(default_factory=list)
+
+
+def forward_output(layer: Any, method: str, xs: list[Any], draws: GlobalDraws,
+                   out_path: str | None) -> Any:
+    draws.reset()
+    out = call_user(getattr(layer, method), *xs, what=f"{type(layer).__name__}.{method}")
+    if out is None and out_path is not None:
+        return np.array(get_path(layer, out_path), copy=True)
+    return out
+
+
+def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
+                rng: np.random.Generator) -> tuple[str, str]:
+    """The attribute holding the output of a forward that returned None, and the note
+    saying so; a :class:`ProtocolError` when there is none, or several."""
+    init = copy.deepcopy(layer)
+    xs = copy.deepcopy(inputs)
+    before = float_state(init)
+    forward_output(init, method, xs, draws, None)
+    kept = tuple(_leaves(xs))
+    cands = stored(before, init, kept, copies=False)
+    what = f"{type(layer).__name__}.{method}"
+    if len(cands) > 1:  # several: not the inputs' copies, and those moving with the inputs
+        cands = {p: v for p, v in cands.items() if p in stored(before, init, kept)}
+    if len(cands) > 1:
+        moved = _perturbed(inputs, rng)
+        again = copy.deepcopy(layer)
+        forward_output(again, method, moved, draws, None)
+        cands = {p: v for p, v in cands.items() if not _same(v, _try(again, p))}
+    if not cands:  # an identity: the output is an input itself, kept under another name
+        kept_as = [k for k, v in vars(init).items() if any(v is x for x in kept)] if hasattr(
+            init, "__dict__") else []
+        if len(kept_as) > 1:
+            cands = {kept_as[-1]: getattr(init, kept_as[-1])}
+    if len(cands) == 1:
+        (path,) = cands
+        return path, f"{what} returns nothing: its output is what it stores in {path}"
+    seen = describe(stored(before, init))
+    raise ProtocolError("bad-protocol", (
+        f"{what} returned None and stored " + (
+            f"several arrays that depend on the inputs: {describe(cands)}" if cands else
+            f"no array that depends on the inputs (it stored {seen or 'nothing'})")
+        + "; name the one that is the output: check_layer(layer, x, output='...')"))
+
+
+def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: GlobalDraws,
+          style: tuple[str, list[int | None]], out_path: str | None,
+          ones: Any) -> Probe:
+    init = copy.deepcopy(layer)
+    xs = copy.deepcopy(inputs)
+    out = forward_output(init, method_f, xs, draws, out_path)
+    after = copy.deepcopy(init)
+    before = float_state(after)
+    method = getattr(after, method_b)
+    ret = call_user(call_backward, method, style[0], style[1], ones(out), xs,
+                    what=f"{type(layer).__name__}.{method_b}")
+    return Probe(init, after, xs, out, out_path, ret, stored(before, after))
+
+
+def _leaves(xs: Any) -> list[Any]:
+    if isinstance(xs, (list, tuple)):
+        return [v for x in xs for v in _leaves(x)]
+    if isinstance(xs, dict):
+        return [v for x in xs.values() for v in _leaves(x)]
+    return [xs]
+
+
+def _perturbed(inputs: list[Any], rng: np.random.Generator) -> list[Any]:
+    def move(x: Any) -> Any:
+        if is_float_array(x):
+            return x + (1e-3 * (np.abs(x) + 1) * rng.choice([-1.0, 1.0], x.shape)).astype(
+                x.dtype)
+        if isinstance(x, (list, tuple)):
+            return type(x)(move(v) for v in x)
+        return copy.deepcopy(x)
+    return [move(x) for x in inputs]
+
+
+def _try(obj: Any, path: str) -> Any:
+    try:
+        return get_path(obj, path)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(
+        a, b, equal_nan=True)
+
+
+def describe(arrays: dict[str, Any]) -> str:
+    """``"output (4, 3) float64, mask (4, 3) float64"``."""
+    return ", ".join(f"{p} {tuple(np.shape(v))} {getattr(v, 'dtype', type(v).__name__)}"
+                     for p, v in arrays.items())
+
+
+# -- the returned gradients --------------------------------------------------------------------
+def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
+    """Lists, tuples and dicts held by the layer whose items are all its float arrays."""
+    out = []
+    for p, v in walk(layer):
+        items = list(v.values()) if isinstance(v, dict) else v if isinstance(
+            v, (list, tuple)) else None
+        if items and all(is_float_array(a) and id(a) in arrays for a in items):
+            out.append((p, v))
+    return out
+
+
+def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
+    """When the backward returned ``(dX, [dW, db])`` (or ``(dX, {"W": dW})``, or
+    ``(dX, [])`` for a layer with none): the index of the parameters' part and
+    ``param path -> key`` of each gradient in it, the part matched to a list or dict of
+    the layer's own float arrays (``self.params = [W, b]``) by its keys or length.
+    None when the return is not so split."""
+    if not isinstance(ret, (tuple, list)) or len(ret) < 2:
+        return None
+    held = {id(v): p for p, v in walk(layer) if is_float_array(v)}
+    for j in range(len(ret) - 1, -1, -1):
+        part = ret[j]
+        if not isinstance(part, (list, tuple, dict)) or any(
+                isinstance(r, (list, tuple, dict)) for r in _items(part)):
+            continue
+        if not part and len(ret) == 2 and isinstance(ret[1 - j], np.ndarray):
+            return j, {}
+        for _, arrays in _param_lists(layer, set(held)):
+            if _keys(arrays) == _keys(part):
+                return j, {held[id(a)]: k for k, a in _pairs(arrays)}
+    return None
+
+
+def _items(part: Any) -> list[Any]:
+    return list(part.values()) if isinstance(part, dict) else list(part)
+
+
+def _keys(part: Any) -> list[Any]:
+    return list(part) if isinstance(part, dict) else list(range(len(part)))
+
+
+def _pairs(part: Any) -> list[tuple[Any, Any]]:
+    return list(part.items()) if isinstance(part, dict) else list(enumerate(part))
+
+
+# -- the stored gradients ----------------------------------------------------------------------
+def _parent(path: str) -> str:
+    """The path of the object holding the attribute or item at ``path``."""
+    cut = max(path.rfind("."), path.rfind("["))
+    return path[:cut] if cut > 0 else ""
+
+
+
+def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
+                 cands: dict[str, np.ndarray]
+                 ) -> tuple[dict[str, str], dict[int, str], list[str]]:
+    """``param path -> stored path``, ``input k -> stored path`` and notes: by name
+    (``dW`` for ``W``, ``dinputs`` for the forward's ``inputs``), then, for what is left,
+    by shape where one candidate fits one array alone."""
+    left = dict(cands)
+    got_p: dict[str, str] = {}
+    got_x: dict[int, str] = {}
+    for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
+        g = grad_of(name, np.shape(x), left) if name else None
+        if g is not None:
+            got_x[k] = g
+            left.pop(g)
+    for path, a in params.items():
+        g = grad_of(path, a.shape, left)
+        if g is not None:
+            got_p[path] = g
+            left.pop(g)
+    notes = []
+    wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
+        (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
+    wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
+    for key, shape in wanting:
+        home = _parent(str(key[1])) if key[0] == "p" else ""
+        fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
+                and c not in params  # an array's new value is no gradient
+                and _parent(c) == home]  # nor an array of another object (an optimizer's)
+        rivals = [w for w, s in wanting if w != key and any(
+            same_but_unit(left[c].shape, s) for c in fits)]
+        if len(fits) == 1 and not rivals:
+            (c,) = fits
+            left.pop(c)
+            if key[0] == "p":
+                got_p[str(key[1])] = c
+                notes.append(f"the gradient of {key[1]} is what the backward stored in {c} "
+                             "(the only array stored of its shape)")
+            else:
+                got_x[int(key[1])] = c
+                notes.append(f"the gradient of input {key[1]} is what the backward stored "
+                             f"in {c} (the only array stored of its shape)")
+    return got_p, got_x, notes
