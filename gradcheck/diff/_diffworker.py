@@ -110,7 +110,8 @@ class Worker:
         self._start()
         for op, args in self._setup:
             self.conn.send((op, args))
-            self.recv()
+            self._sent = time.monotonic()
+            self.recv(setup=True)
 
     def send(self, op: str, *args: Any) -> None:
         if op in ("load", "prepare", "pin"):
@@ -126,11 +127,13 @@ class Worker:
         self.close(politely=False)
         return WorkerFault(self.label, fault)
 
-    def recv(self) -> Any:
+    def recv(self, setup: bool = False) -> Any:
         """The answer to the last request; :class:`WorkerFault` when the worker died or
         ran past the time limit (counted from the request), :class:`WorkerError` when
-        the request failed in the worker."""
-        limit = self.timeout
+        the request failed in the worker. The requests that set a worker up (``setup``:
+        loading the subject, preparing its cases) are no case: the case time limit is
+        not theirs (a busy machine may take longer to start an interpreter)."""
+        limit = None if setup else self.timeout
         while not self.conn.poll(3600.0 if limit is None else
                                  min(max(self._sent + limit - time.monotonic(), 0.0), 3600.0)):
             if limit is not None and self._sent + limit <= time.monotonic():
@@ -147,7 +150,7 @@ class Worker:
 
     def call(self, op: str, *args: Any) -> Any:
         self.send(op, *args)
-        return self.recv()
+        return self.recv(setup=op in ("load", "prepare", "pin"))
 
     def close(self, politely: bool = True) -> None:
         """Stop the process: politely (asked to leave, then by force after 2 s), or at

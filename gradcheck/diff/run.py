@@ -462,7 +462,8 @@ def _both(base: Worker, head: Worker, op: str, *args: Any) -> tuple[Any, Any]:
     """The same operation in both workers at once (for the untimed phases)."""
     base.send(op, *args)
     head.send(op, *args)
-    return base.recv(), head.recv()
+    setup = op in ("load", "prepare", "pin")
+    return base.recv(setup=setup), head.recv(setup=setup)
 
 
 def _answer(w: Worker) -> Any:
