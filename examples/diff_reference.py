@@ -8,7 +8,8 @@ Run it as a plain script (no pytest)::
 It copies the reference model (``model/``) into a new git repository in a temporary
 folder, commits it, then commits a one-line change that every gradient check passes
 but that moves the model's numbers (LayerNorm's ``eps`` from 1e-5 to 1e-3), and runs
-``gradcheck diff HEAD~1`` there. Every check stays ``ok -> ok``; the command exits 1
+``gradcheck diff HEAD~1 --subject model.subject:REFERENCE`` there (the copy's own
+subject, importing the copy's code). Every check stays ``ok -> ok``; the command exits 1
 and names the drift: the ``layernorm`` outputs and gradients, and the snapshot cases,
 each with its worst index. The folder is removed afterwards. The exit status
 of this script is the command's.
@@ -22,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import model
+import gradcheck_model as model
 
 #: The one-line change: consistent forward and backward, other numbers.
 GOOD = "eps: float = 1e-5"
@@ -55,8 +56,11 @@ def scratch_repository(folder: Path) -> Path:
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="gradcheck-example-") as tmp:
         repo = scratch_repository(Path(tmp))
-        cmd = [sys.executable, "-m", "gradcheck.cli", "diff", "HEAD~1", *argv]
-        print("$ gradcheck diff HEAD~1", *argv, flush=True)
+        # the scratch repository's own copy of the model (model/), not the installed
+        # gradcheck_model: the code under test is the repository's at each revision
+        spec = ["--subject", "model.subject:REFERENCE"]
+        cmd = [sys.executable, "-m", "gradcheck.cli", "diff", "HEAD~1", *spec, *argv]
+        print("$ gradcheck diff HEAD~1", *spec, *argv, flush=True)
         return subprocess.run(cmd, cwd=repo, check=False).returncode  # noqa: S603
 
 

@@ -1,8 +1,8 @@
 """model: a compact NumPy transformer with a hand-written backward for every part."""
 
 from .anomaly import NonFiniteValueError
+from .bench.perf import tune_allocator
 from .config import ACTIVATION_NAMES, LOSS_NAMES, Config
-from .perf import tune_allocator
 from .transformer import ModelCache, Transformer
 
 __all__ = [

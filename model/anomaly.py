@@ -4,7 +4,7 @@ The model checks its output with one ``isfinite`` pass; only when it fails does 
 its forward once more with a probe (:func:`raise_at_first_non_finite`) that sees every
 parameter and intermediate in order and names where NaN/Inf first appeared, like
 PyTorch's anomaly detection but at no cost on the normal path. The forward is the
-model's own (``probe=`` of :func:`model.block.block_forward` and of the transformer's
+model's own (``probe=`` of :func:`gradcheck_model.block.block_forward` and of the transformer's
 forward); nothing here repeats it, and this module imports no part of the model.
 """
 
@@ -49,7 +49,7 @@ def _count(a: np.ndarray) -> str:
 
 
 def raise_at_first_non_finite(layer: str, op: str, value: np.ndarray) -> None:
-    """A forward probe (see :data:`model.block.Probe`): raise at the first NaN/Inf."""
+    """A forward probe (see :data:`gradcheck_model.block.Probe`): raise at the first NaN/Inf."""
     if not all_finite(value):
         raise NonFiniteValueError(layer, op, "forward", _count(np.asarray(value)))
 

@@ -21,7 +21,7 @@ from .layernorm import LayerNormCache, layernorm_backward, layernorm_forward
 __all__ = ["BLOCK_PARAMS", "BlockCache", "Probe", "block_backward", "block_forward"]
 
 #: ``probe(layer, operation, value)``: called with every intermediate of a forward, in
-#: order, when given (the non-finite locator of :mod:`model.anomaly` raises at the first
+#: order, when given (the non-finite locator of :mod:`gradcheck_model.anomaly` raises at the first
 #: NaN/Inf); never called on the normal path.
 Probe = Callable[[str, str, np.ndarray], None]
 

@@ -64,7 +64,7 @@ class Config:
         Keep only each block's input in the training cache and recompute the block in
         the backward (less memory, same gradients).
     check_finite : bool
-        Raise :class:`model.anomaly.NonFiniteValueError`, naming the first operation
+        Raise :class:`gradcheck_model.anomaly.NonFiniteValueError`, naming the first operation
         and layer, when NaN/Inf appears in the forward, the loss or the backward (one
         ``isfinite`` pass over the output; the replay runs only on failure).
     """

@@ -4,7 +4,7 @@ One table of layer cases (used by the report, the property tests and the budgets
 model configurations each level of the report checks, the training runs, the gradient
 flow audit, the budgets (with their table, ``budgets.toml`` beside this module, and the
 report's tables of them), the snapshot cases and their recorded folder. ``gradcheck report`` with no
-``--subject`` verifies this subject; ``--subject model.subject:REFERENCE`` names it.
+``--subject`` verifies this subject; ``--subject gradcheck_model.subject:REFERENCE`` names it.
 """
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ def snapshot_case(name: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 
 def _budgets(level: str) -> list[Any]:
-    from .measure import measure_all
+    from .bench.measure import measure_all
 
     return measure_all(level=level)
 
@@ -421,7 +421,7 @@ REFERENCE = Subject(
     model_cases=model_cases,
     training=_runs,
     budgets=_budgets,
-    budget_table="budgets.toml",
+    budget_table="bench/budgets.toml",
     budget_sections=BUDGET_SECTIONS,
     snapshot_cases={name: functools.partial(snapshot_case, name) for name in SNAPSHOT_CASES},
     flow=zero_gradients,

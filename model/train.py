@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from .bench.perf import tune_allocator
 from .config import Config
 from .optim import SGD, Adam, NonFiniteError, clip_by_global_norm, clip_by_value
-from .perf import tune_allocator
 from .transformer import Transformer
 
 __all__ = ["CharCorpus", "TrainResult", "load_corpus", "train"]

@@ -86,4 +86,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 #: The subject of the generated tests in test_subject.py: the reference model, through
 #: the same path a user's subject takes.
-gradcheck_subject = "model.subject:REFERENCE"
+gradcheck_subject = "gradcheck_model.subject:REFERENCE"

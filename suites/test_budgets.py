@@ -13,11 +13,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from gradcheck_model.bench import measure
+from gradcheck_model.config import PLAN
+from gradcheck_model.subject import REFERENCE
 
 from gradcheck.report import budgets as bud
-from model import measure
-from model.config import PLAN
-from model.subject import REFERENCE
 
 pytestmark = pytest.mark.budget
 
@@ -36,7 +36,7 @@ BUDGET_NAMES = [k for k in measure.load_table()]
 
 @pytest.mark.parametrize("name", BUDGET_NAMES)
 def test_budget(results, name):
-    from model.speed import torch_available
+    from gradcheck_model.bench.speed import torch_available
 
     torch_budgets = ("speed_vs_torch", "checker_directional_vs_torch", "checker_full_vs_torch")
     if name in torch_budgets and not torch_available():
@@ -92,7 +92,7 @@ def test_throughput_is_reported_with_its_thread_count(results):
 
 def test_speed_against_pytorch_where_it_is_installed(results):
     """The yardstick: PyTorch 2.13 eager on the same model, same threads, side by side."""
-    from model.speed import torch_available
+    from gradcheck_model.bench.speed import torch_available
 
     rows = {r.dtype: r for r in results if r.name == "speed_vs_torch"}
     if not torch_available():
@@ -142,7 +142,7 @@ def test_verdict_holds_beside_two_busy_processes():
     """The same budget, idle and beside two processes that keep both cores busy: the
     thread's CPU-time ratio stays put, and the verdict is the same (or, on a machine too
     busy to tell, "not measured" and never "fail")."""
-    from model.config import SMALL
+    from gradcheck_model.config import SMALL
 
     def once():
         with bud.limit_blas_threads(1):
@@ -202,7 +202,7 @@ def test_leak_gate_sees_a_growing_list():
 # -- absolute times for history (pytest-benchmark) ------------------------------------------
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_benchmark_training_step(benchmark, dtype):
-    from model import tune_allocator
+    from gradcheck_model import tune_allocator
 
     tune_allocator()
     m, tok, tgt = measure._setup(PLAN, dtype)
@@ -215,8 +215,9 @@ def test_benchmark_training_step(benchmark, dtype):
 
 # -- the checker's own cost (issue: full mode 2 evaluations an element) ----------------------
 def _ln_full_check():
+    from gradcheck_model.layernorm import layernorm_backward, layernorm_forward
+
     import gradcheck
-    from model.layernorm import layernorm_backward, layernorm_forward
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 64))

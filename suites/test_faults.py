@@ -336,7 +336,7 @@ def _timing(cpu_a, cpu_b, wall_a, wall_b):
 
 
 def test_judge_over_budget_on_a_busy_machine_is_not_measured():
-    from model.measure import load_table
+    from gradcheck_model.bench.measure import load_table
 
     table = load_table()
     n = 7

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck_model import Config, NonFiniteValueError, Transformer
+from gradcheck_model.attention import softmax_forward
+from gradcheck_model.config import TINY
+from gradcheck_model.layernorm import layernorm_backward, layernorm_forward
+from gradcheck_model.losses import cross_entropy_backward, cross_entropy_forward
+from gradcheck_model.train import load_corpus, small_config, train
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 import gradcheck
-from model import Config, NonFiniteValueError, Transformer
-from model.attention import softmax_forward
-from model.config import TINY
-from model.layernorm import layernorm_backward, layernorm_forward
-from model.losses import cross_entropy_backward, cross_entropy_forward
-from model.train import load_corpus, small_config, train
 
 
 def batch(seed=0):
@@ -128,9 +128,9 @@ def test_the_locator_imports_no_part_of_the_model():
     import ast
     from pathlib import Path
 
-    import model.anomaly
+    import gradcheck_model.anomaly
 
-    tree = ast.parse(Path(model.anomaly.__file__).read_text())
+    tree = ast.parse(Path(gradcheck_model.anomaly.__file__).read_text())
     imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     assert not [m for m in imported if m.startswith(("model", ".")) or m == ""], imported

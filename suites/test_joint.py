@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck_model import Config, Transformer
+from gradcheck_model.config import PLAN
+from gradcheck_model.layernorm import layernorm_backward, layernorm_forward
 
 import gradcheck
-from model import Config, Transformer
-from model.config import PLAN
-from model.layernorm import layernorm_backward, layernorm_forward
 
 
 @pytest.fixture

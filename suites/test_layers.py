@@ -388,7 +388,7 @@ def _gelu_exact_derivative(dy, cache):
 def test_float32_small_relative_errors_are_caught_at_every_seed(n):
     """5e-4 relative on a smooth float32 layer of n >= 16 elements, 40 seeds; and a GELU
     whose backward uses the exact derivative under the tanh forward (<= 6e-4 relative)."""
-    from model.activations import gelu_tanh_backward, gelu_tanh_forward
+    from gradcheck_model.activations import gelu_tanh_backward, gelu_tanh_forward
 
     def scaled(dy, c):
         return (gelu_tanh_backward(dy, c) * np.float32(1 + 5e-4),)

@@ -8,12 +8,12 @@ import threading
 
 import numpy as np
 import pytest
+from gradcheck_model import Config, Transformer
+from gradcheck_model.config import PLAN, TINY
+from gradcheck_model.optim import SGD, Adam, NonFiniteError, clip_by_global_norm, clip_by_value
+from gradcheck_model.train import load_corpus, small_config, train
 
 import gradcheck
-from model import Config, Transformer
-from model.config import PLAN, TINY
-from model.optim import SGD, Adam, NonFiniteError, clip_by_global_norm, clip_by_value
-from model.train import load_corpus, small_config, train
 
 _LOSSES = ("cross_entropy", "mse", "embedding_mse")
 _ACT_NORM = list(itertools.product(("gelu", "gelu_tanh", "relu", "tanh"), ("pre", "post")))
@@ -71,7 +71,7 @@ def test_plan_config_passes_directional_check(dtype):
 
 
 def test_broken_backward_is_caught_and_named(monkeypatch):
-    import model.block as block
+    import gradcheck_model.block as block
 
     cfg = Config(**TINY)
     m = Transformer(cfg)

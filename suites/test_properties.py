@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+from gradcheck_model import Config, Transformer
+from gradcheck_model.activations import ACTIVATIONS
+from gradcheck_model.attention import attention_backward, attention_forward, softmax_forward
+from gradcheck_model.block import BLOCK_PARAMS, block_backward, block_forward
+from gradcheck_model.config import TINY
+from gradcheck_model.feedforward import feedforward_backward, feedforward_forward
+from gradcheck_model.layernorm import layernorm_backward, layernorm_forward
+from gradcheck_model.linear import linear_backward, linear_forward
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import gradcheck
-from model import Config, Transformer
-from model.activations import ACTIVATIONS
-from model.attention import attention_backward, attention_forward, softmax_forward
-from model.block import BLOCK_PARAMS, block_backward, block_forward
-from model.config import TINY
-from model.feedforward import feedforward_backward, feedforward_forward
-from model.layernorm import layernorm_backward, layernorm_forward
-from model.linear import linear_backward, linear_forward
 
 DTYPES = st.sampled_from(["float64", "float32"])
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gradcheck import cli
-from gradcheck.report import render as report
 from gradcheck.check._result import CheckResult, ElementReport, InputResult
+from gradcheck.report import render as report
 
 EVIL = "<script>alert(1)</script>"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -197,7 +197,7 @@ def test_budget_sections_are_the_subjects_own_tables():
 
 
 def test_representative_configs_cover_every_factor_value():
-    from model.subject import model_configs
+    from gradcheck_model.subject import model_configs
 
     chosen = model_configs("default")
     full = model_configs("full")
@@ -518,7 +518,7 @@ def test_diff_markdown_is_appended(tmp_path, monkeypatch, capsys):
 
 
 def test_case_names_label_their_flags():
-    from model.subject import model_cases
+    from gradcheck_model.subject import model_cases
 
     names = [m.name for m in model_cases("full")]
     assert not [n for n in names if "True" in n or "False" in n], names

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck_model.attention import softmax_backward, softmax_forward
+from gradcheck_model.layernorm import layernorm_backward, layernorm_forward
 
 import gradcheck.check._modes as modes
 from gradcheck import check_vjp
-from model.attention import softmax_backward, softmax_forward
-from model.layernorm import layernorm_backward, layernorm_forward
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gradcheck_model.subject import REFERENCE as REFERENCE_SUBJECT
+from gradcheck_model.subject import SNAPSHOT_CASES
 
 from gradcheck import cli
 from gradcheck.report import snapshot as snap
-from model.subject import REFERENCE as REFERENCE_SUBJECT
-from model.subject import SNAPSHOT_CASES
 
 pytest_plugins = ["pytester"]
 REFERENCE = Path(__file__).resolve().parent.parent / "snapshots" / "reference"
@@ -131,7 +131,7 @@ def test_manifest_contents(recorded):
     ],
 )
 def test_broken_backward_is_caught_and_named(recorded, monkeypatch, bug, expect_bad, expect_ok):
-    import model.block as block
+    import gradcheck_model.block as block
 
     if bug == "layernorm_no_mean":
         original = block.layernorm_backward
@@ -148,7 +148,7 @@ def test_broken_backward_is_caught_and_named(recorded, monkeypatch, bug, expect_
             dx, g = original_bb(dy, cache)
             return dx - dy if cache.norm == "pre" else dx, g  # the skip branch dropped
 
-        import model.transformer as tr
+        import gradcheck_model.transformer as tr
 
         monkeypatch.setattr(tr, "block_backward", broken_block)
     res = snap.compare(recorded, cases=CASES)
@@ -228,7 +228,7 @@ def test_loading_never_unpickles(tmp_path):
 
 
 def test_interrupted_update_leaves_previous_snapshot_intact(copy, monkeypatch):
-    import model.block as block
+    import gradcheck_model.block as block
 
     real_replace = os.replace
 
@@ -256,8 +256,8 @@ def test_cli_snapshot_and_compare(tmp_path, capsys, monkeypatch):
     assert "all agree within tolerance" in capsys.readouterr().out
     assert json.loads((tmp_path / "c.json").read_text())["passed"] is True
 
-    import model.block as block
-    import model.layernorm as ln
+    import gradcheck_model.block as block
+    import gradcheck_model.layernorm as ln
 
     original = ln.layernorm_backward
     monkeypatch.setattr(block, "layernorm_backward",

@@ -13,8 +13,7 @@ import os
 
 import numpy as np
 import pytest
-
-from model import Config, Transformer
+from gradcheck_model import Config, Transformer
 
 if importlib.util.find_spec("torch") is None and os.environ.get("CI"):
     raise ImportError("torch is not installed in CI (the README's test command installs the "
@@ -29,7 +28,7 @@ CASES = list(itertools.product(("gelu", "gelu_tanh", "relu", "tanh"), ("pre", "p
 @pytest.mark.parametrize(("act", "norm", "causal"), CASES,
                          ids=[f"{a}-{n}-{'causal' if c else 'full'}" for a, n, c in CASES])
 def test_twin_gives_the_same_loss_and_gradients(act, norm, causal):
-    from model.torch_twin import twin_loss_and_grads
+    from gradcheck_model.torch_twin import twin_loss_and_grads
 
     m = Transformer(Config(**TINY, activation=act, norm=norm, causal=causal, seed=3))
     rng = np.random.default_rng(3)
@@ -44,8 +43,8 @@ def test_twin_gives_the_same_loss_and_gradients(act, norm, causal):
 
 def test_twin_sees_a_broken_backward(monkeypatch):
     """The agreement above can fail: a dropped residual gradient is visible to it."""
-    import model.transformer as tr
-    from model.torch_twin import twin_loss_and_grads
+    import gradcheck_model.transformer as tr
+    from gradcheck_model.torch_twin import twin_loss_and_grads
 
     original = tr.block_backward
     monkeypatch.setattr(tr, "block_backward", lambda dy, c: (original(dy, c)[0] - dy,
@@ -59,7 +58,7 @@ def test_twin_sees_a_broken_backward(monkeypatch):
 
 
 def test_side_by_side_comparison_runs():
-    from model.speed import compare_with_torch
+    from gradcheck_model.bench.speed import compare_with_torch
 
     small = dict(vocab_size=16, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8)
     res = compare_with_torch("float32", threads=1, pairs=3, batch=2, config=small)

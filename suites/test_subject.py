@@ -133,10 +133,11 @@ def test_reference_test_commands_are_the_readme_command():
     import sys
     from pathlib import Path
 
-    from gradcheck.report._testrun import command_dir, subject_code, test_commands
-    from model.subject import REFERENCE
+    from gradcheck_model.subject import REFERENCE
 
-    code, why = subject_code(REFERENCE, "model.subject:REFERENCE")
+    from gradcheck.report._testrun import command_dir, subject_code, test_commands
+
+    code, why = subject_code(REFERENCE, "gradcheck_model.subject:REFERENCE")
     assert not why and [p.name for p in code] == ["model", "gradcheck"]
     root = command_dir(REFERENCE)
     readme = (root / "README.md").read_text().splitlines()
@@ -314,11 +315,11 @@ def test_flow_criterion_names_a_parameter_once_and_says_no_scan_was_declared():
 
 def test_the_library_holds_no_name_of_the_reference_model():
     """No budget name of the reference model's table, nor its folders, in gradcheck/."""
-    from model.measure import load_table
+    from gradcheck_model.bench.measure import load_table
 
     root = Path(__file__).resolve().parent.parent
     names = [*load_table(), "snapshots/reference", "model/", "memory_model",
-             "model.subject", "REFERENCE"]
+             "gradcheck_model.subject", "REFERENCE"]
     found = [(p.name, n) for p in (root / "gradcheck").rglob("*")
              if p.suffix in (".py", ".html", ".toml") for n in names if n in p.read_text()]
     assert not found, found
@@ -330,7 +331,7 @@ def test_default_subject_is_the_installed_entry_point(monkeypatch):
     import gradcheck.subject as subject_module
 
     assert subject_module.DEFAULT_SUBJECT == subject_module._installed_default()
-    assert subject_module.DEFAULT_SUBJECT == "model.subject:REFERENCE"
+    assert subject_module.DEFAULT_SUBJECT == "gradcheck_model.subject:REFERENCE"
     with pytest.raises(subject_module.SubjectError, match="no default subject installed"):
         subject_module.load_subject("")
 
@@ -414,9 +415,9 @@ def test_without_torch_the_yardsticks_are_left_out_and_the_report_says_how_to_ad
     measured, nothing raises, and the speed table says how to enable the yardstick."""
     import sys
 
-    from model import measure
-    from model.speed import torch_available
-    from model.subject import BUDGET_SECTIONS
+    from gradcheck_model.bench import measure
+    from gradcheck_model.bench.speed import torch_available
+    from gradcheck_model.subject import BUDGET_SECTIONS
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails
     assert not torch_available()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .config import PLAN, Config
+from ..config import PLAN, Config
 
 if TYPE_CHECKING:
     from gradcheck.report.budgets import Timing
@@ -74,8 +74,8 @@ def _worker(side: str, cfg_kw: dict[str, Any], batch: int, threads: int, conn: A
     """Build one side's model, then run a step whenever the parent asks."""
     from threadpoolctl import threadpool_limits
 
+    from ..transformer import Transformer
     from .perf import tune_allocator
-    from .transformer import Transformer
 
     tune_allocator()
     cfg = Config(**cfg_kw)
@@ -88,7 +88,7 @@ def _worker(side: str, cfg_kw: dict[str, Any], batch: int, threads: int, conn: A
         else:
             import torch
 
-            from .torch_twin import TorchTwin
+            from ..torch_twin import TorchTwin
 
             torch.set_num_threads(threads)
             twin = TorchTwin(model)

@@ -3,7 +3,7 @@ PyTorch, and throughput on the plan's and a small configuration.
 
 Every figure is a ratio measured side by side in one run with the generic tools of
 :mod:`gradcheck.report.budgets` (the CPU time of the measuring thread, wall time beside it);
-thresholds come from :data:`BUDGET_TABLE` (``model/budgets.toml``).
+thresholds come from :data:`BUDGET_TABLE` (``model/bench/budgets.toml``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gradcheck.report.budgets import (
     time_pairs,
 )
 
-from .config import PLAN, SMALL
+from ..config import PLAN, SMALL
 
 __all__ = ["BUDGET_TABLE", "load_table", "measure_all", "measure_one"]
 
@@ -51,7 +51,7 @@ def _output_only(fn: Callable[[], Any]) -> Any:
 
 
 def _setup(cfg_kw: dict[str, Any], dtype: str, batch: int = 8, seed: int = 0) -> Any:
-    from . import Config, Transformer
+    from .. import Config, Transformer
 
     cfg = Config(**cfg_kw, dtype=dtype, seed=seed)
     m = Transformer(cfg)
@@ -78,10 +78,10 @@ def measure_memory_budgets(
     cfg_kw: dict[str, Any], label: str, dtype: str, *, table: dict[str, Any]
 ) -> list[BudgetResult]:
     """Criterion 7: per layer, and the whole model (cached and recompute)."""
-    from . import Config, Transformer
-    from .attention import attention_forward
-    from .block import block_forward
-    from .feedforward import feedforward_forward
+    from ..attention import attention_forward
+    from ..block import block_forward
+    from ..feedforward import feedforward_forward
+    from .. import Config, Transformer
 
     m, tok, _ = _setup(cfg_kw, dtype)
     cfg = m.cfg
@@ -217,7 +217,7 @@ def measure_leaks(
     cfg_kw: dict[str, Any], label: str, dtype: str, *, steps: int, table: dict[str, Any]
 ) -> BudgetResult:
     """Criterion 9: traced memory after ``steps`` training steps vs after ``steps // 10``."""
-    from .optim import Adam
+    from ..optim import Adam
 
     m, tok, tgt = _setup(cfg_kw, dtype, batch=4)
     opt = Adam(1e-3)
@@ -315,7 +315,7 @@ def measure_all(*, level: str = "full", progress: Callable[[str], None] | None =
     memory ratios of the plan's configuration in both dtypes, everything else in float32
     only, no checker cost; ``quick``: float32 only, fewer pairs, no PyTorch.
     """
-    from . import tune_allocator
+    from .perf import tune_allocator
 
 
     if quick is not None:  # the keyword of earlier versions

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .attention import softmax_backward, softmax_forward
-from .layernorm import layernorm_backward, layernorm_forward
+from ..attention import softmax_backward, softmax_forward
+from ..layernorm import layernorm_backward, layernorm_forward
 
 if TYPE_CHECKING:
     from gradcheck.report.budgets import Timing
