@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..read._conventions import Conventions, is_configuration
+from ..read._conventions import Conventions
 from ..read._protocol import (
     GlobalDraws,
     ProtocolError,
@@ -39,6 +39,15 @@ from ..read._protocol import (
 from ._complex import complex_checks, complex_ok
 from ._dispatch import run_checks
 from ._hints import unreduced_hint
+from ._leaves import (
+    _Inputs,
+    _Outputs,
+    _prepare,
+    _resolve_wrt,
+    _split_forward,
+    _without_configuration,
+    input_names,
+)
 from ._modes import InputChecker, method_label, overall, resolve_mode
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
@@ -46,183 +55,6 @@ from ._recording import record
 from ._result import CheckResult, GradientMismatch, InputResult
 
 __all__ = ["DEFAULT_RTOL", "assert_vjp", "check_grad", "check_vjp"]
-
-
-# -- inputs --------------------------------------------------------------------------------
-@dataclass
-class _Inputs:
-    """The user's inputs as named leaves: working copies, and which ones are checked."""
-
-    tree: Tree
-    leaves: list[Any]
-    as_kwargs: bool
-    diff: list[int] = field(default_factory=list)  # float leaves to differentiate
-    ints: list[int] = field(default_factory=list)  # integer leaves (not differentiable)
-    consts: list[int] = field(default_factory=list)  # leaves outside wrt
-
-    def args(self) -> tuple[list[Any], dict[str, Any]]:
-        built = self.tree.build(self.leaves)
-        return ([], built) if self.as_kwargs else (list(built), {})
-
-    def call(self, fn: Callable[..., Any], what: str) -> Any:
-        args, kwargs = self.args()
-        return call_user(fn, *args, what=what, **kwargs)
-
-
-def _as_array(x: Any, path: str) -> np.ndarray:
-    """Own a C-contiguous, writable copy of an input leaf."""
-    try:
-        arr = np.array(x, copy=True, order="C")
-    except Exception as exc:  # pragma: no cover - numpy raises many types here
-        raise TypeError(f"{path} cannot be converted to an array: {exc}") from exc
-    if arr.dtype == object or arr.dtype.kind in "SUV":
-        raise TypeError(
-            f"{path} has dtype {arr.dtype}; expected a numeric array (pass wrt= with the "
-            "inputs to differentiate; the others are passed through as constants)"
-        )
-    if arr.dtype.kind == "c":
-        raise TypeError(f"{path} is complex ({arr.dtype}); only real inputs are checked")
-    return arr
-
-
-def _top_keys(inputs: Any) -> list[Any]:
-    return list(inputs) if isinstance(inputs, dict) else list(range(len(inputs)))
-
-
-def _resolve_wrt(inputs: Any, wrt: Any) -> set[Any]:
-    keys = _top_keys(inputs)
-    if wrt is None:
-        return set(keys)
-    items = [wrt] if isinstance(wrt, (int, str)) and not isinstance(wrt, bool) else wrt
-    try:
-        chosen = list(items)
-    except TypeError:
-        raise TypeError(f"wrt must be indices or names of inputs, got {wrt!r}") from None
-    for k in chosen:
-        if isinstance(k, bool) or k not in keys:
-            kind = "names" if isinstance(inputs, dict) else "indices"
-            raise ValueError(f"wrt: {k!r} is not an input; the {kind} are {keys}")
-    return set(chosen)
-
-
-def input_names(fwd: Callable[..., Any], n: int) -> list[str]:
-    """The names of ``n`` positional inputs of ``fwd``: its parameters' names when the
-    ``n`` inputs bind to named parameters (``def fwd(x, W, b)`` gives ``x``, ``W``,
-    ``b``); else ``x0``, ``x1``... (``*args``, a builtin or any callable whose
-    signature cannot be read)."""
-    fallback = [f"x{k}" for k in range(n)]
-    try:
-        params = list(inspect.signature(fwd).parameters.values())
-    except (TypeError, ValueError):
-        return fallback
-    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return named[:n] if len(named) >= n else fallback
-
-
-def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inputs:
-    if isinstance(inputs, np.ndarray) or isinstance(inputs, str) or not isinstance(
-        inputs, (Sequence, dict)
-    ):
-        raise TypeError(
-            "inputs must be a list or tuple of arrays (one per argument of fwd) or a dict "
-            f"of name -> array, got {type(inputs).__name__}; wrap a single array as [x]"
-        )
-    chosen = _resolve_wrt(inputs, wrt)
-    keys = _top_keys(inputs)
-    if isinstance(inputs, dict):
-        top = [str(k) for k in keys]
-    else:
-        top = list(names) if names is not None else [f"x{k}" for k in keys]
-    tree, raw = Tree.of(inputs, top)
-    owner = _leaf_owners(inputs, keys)
-    prep = _Inputs(tree, [None] * len(raw), isinstance(inputs, dict))
-    for i, (leaf, name) in enumerate(zip(raw, tree.names, strict=True)):
-        if owner[i] not in chosen:
-            prep.leaves[i] = _private_copy(leaf)
-            prep.consts.append(i)
-            continue
-        key = owner[i]
-        arr = _as_array(leaf, f"inputs[{key!r}]{name[len(top[keys.index(key)]):]}")
-        prep.leaves[i] = arr
-        (prep.diff if arr.dtype.kind == "f" else prep.ints).append(i)
-    return prep
-
-
-def _leaf_owners(inputs: Any, keys: list[Any]) -> list[Any]:
-    owners: list[Any] = []
-    for k in keys:
-        _, sub = Tree.of(inputs[k])
-        owners += [k] * len(sub)
-    return owners
-
-
-def _private_copy(value: Any) -> Any:
-    """A deep copy of a constant, so that the user's object is never touched."""
-    try:
-        return copy.deepcopy(value)
-    except Exception:  # uncopyable (a ctypes handle, a lock): passed as it is
-        return value
-
-
-# -- outputs -------------------------------------------------------------------------------
-def _split_forward(out: Any) -> tuple[Any, Any]:
-    if not isinstance(out, tuple) or len(out) != 2:
-        got = type(out).__name__
-        if isinstance(out, tuple):
-            got = f"a tuple of {len(out)}"
-        raise ProtocolError("bad-protocol", f"forward must return (y, cache); it returned {got}")
-    return out[0], out[1]
-
-
-@dataclass
-class _Outputs:
-    """The forward's output as leaves; only floating leaves enter ``phi``."""
-
-    tree: Tree
-    dtypes: list[np.dtype[Any]]
-    floating: list[int]
-
-    @staticmethod
-    def of(y: Any) -> tuple[_Outputs, list[np.ndarray]]:
-        tree, leaves = Tree.of(y)
-        arrays = []
-        for leaf, name in zip(leaves, tree.names, strict=True):
-            a = np.asarray(leaf)
-            if a.dtype.kind not in "fiub":
-                raise ProtocolError("bad-protocol", f"forward output y{name} must be a real "
-                                    f"array or scalar, got dtype {a.dtype}")
-            arrays.append(a)
-        floating = [k for k, a in enumerate(arrays) if a.dtype.kind == "f"] or list(
-            range(len(arrays)))
-        return _Outputs(tree, [a.dtype for a in arrays], floating), arrays
-
-    def flat(self, y: Any) -> F64:
-        _, leaves = Tree.of(y)
-        if len(leaves) != len(self.dtypes):
-            raise ProtocolError("bad-protocol", "the forward's output changed structure")
-        parts = [np.asarray(leaves[k]).reshape(-1) for k in self.floating]
-        if not parts:
-            return np.zeros(0)
-        if len(parts) == 1 and parts[0].dtype.kind != "c":
-            return np.array(parts[0], dtype=np.float64)  # one copy: the user may reuse it
-        return np.concatenate([p.astype(np.float64) if p.dtype.kind != "c" else p
-                               for p in parts])
-
-    def cotangent(self, arrays: list[np.ndarray], rng: np.random.Generator) -> list[Any]:
-        """A random signed ``dy`` per floating output: uniform, mean 0, variance 1.
-
-        Uniform rather than Gaussian: as random for every purpose here (signs and sizes
-        independent of the outputs) and several times cheaper to draw, which a cheap
-        check of a large layer feels.
-        """
-        out: list[Any] = [None] * len(arrays)
-        for k in self.floating:
-            dt = arrays[k].dtype if arrays[k].dtype.kind == "f" else np.dtype(np.float64)
-            d = rng.random(arrays[k].shape)
-            d -= 0.5
-            d *= 2.0 * np.sqrt(3.0)
-            out[k] = d.astype(dt, copy=False)
-        return out
 
 
 # -- the protocol calls ----------------------------------------------------------------------
@@ -604,24 +436,6 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
                        backward_calls=called.backward_calls, seed=opts.seed,
                        notes=[*config_note, *called.notes], name=opts.name, kind=kind)
 
-
-def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None
-                           ) -> tuple[Any, list[str]]:
-    """Without ``wrt=``, settings dicts (:func:`is_configuration`) are constants: ``wrt``
-    becomes the other inputs, and a note names them."""
-    if wrt is not None or not isinstance(inputs, (Sequence, dict)) or isinstance(
-            inputs, str):
-        return wrt, []
-    keys = _top_keys(inputs)
-    config = [k for k in keys if isinstance(inputs[k], (str, bytes)) or inputs[k] is None
-              or is_configuration(inputs[k])]
-    if not config:
-        return wrt, []
-    shown = [(names[k] if names and isinstance(k, int) and k < len(names) else
-              f"x{k}" if isinstance(k, int) else str(k)) for k in config]
-    return [k for k in keys if k not in config], [
-        f"{', '.join(shown)}: settings (holds values that are no float): passed through "
-        "as a constant, the float arrays in it too (name it in wrt= to differentiate it)"]
 
 
 def check_vjp(

@@ -43,73 +43,16 @@ wrong one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._hint_context import F64, HintContext, _near
+from ._hints_activation import derivative_hint, normalised_axis, softmax_hint
+
 __all__ = ["HintContext", "diagnose", "reduction_hint", "unreduced_hint"]
 
-F64 = NDArray[np.float64]
 _FACTORS = ((2.0, "2"), (0.5, "1/2"), (-2.0, "-2"))
-
-
-@dataclass
-class HintContext:
-    """What the checker knows about one input when it has checked every element.
-
-    Attributes
-    ----------
-    analytic, numeric : ndarray, shape of the input
-    failed : ndarray of bool, shape of the input
-    x : ndarray
-        The input (float64).
-    others : list of (name, ndarray)
-        The other inputs (integer ones included).
-    dy : list of ndarray
-        The cotangent of each floating output, shaped.
-    y : list of ndarray
-        The outputs, shaped.
-    dtype : str
-        The input's dtype (sets the precision of the analytic side).
-    """
-
-    analytic: F64
-    numeric: F64
-    failed: NDArray[np.bool_]
-    x: F64
-    others: list[tuple[str, np.ndarray]] = field(default_factory=list)
-    dy: list[F64] = field(default_factory=list)
-    y: list[F64] = field(default_factory=list)
-    dtype: str = "float64"
-
-    @property
-    def error(self) -> F64:
-        return self.analytic - self.numeric
-
-    @property
-    def scale(self) -> float:
-        return float(np.max(np.abs(self.numeric))) or float(np.max(np.abs(self.analytic))) or 1.0
-
-    @property
-    def a_tol(self) -> float:
-        """How closely the analytic side can match an exact pattern."""
-        return (1e-4 if self.dtype != "float64" else 1e-9) * self.scale
-
-    @property
-    def n_tol(self) -> float:
-        """How closely the numerical side can match an exact pattern."""
-        return (3e-3 if self.dtype != "float64" else 1e-5) * self.scale
-
-    def explains(self, residual: F64) -> bool:
-        """Whether a pattern leaves, at every element, at most 2% of the error there
-        unexplained (or less than the numerical side's precision)."""
-        bound = 0.02 * np.abs(self.error) + self.n_tol * 1e-2
-        return bool(np.all(np.abs(residual) <= bound))
-
-
-def _near(u: F64, v: F64, tol: float) -> bool:
-    return u.shape == v.shape and bool(np.all(np.abs(u - v) <= tol))
 
 
 # -- 1. zero or missing ---------------------------------------------------------------------
@@ -352,7 +295,7 @@ def _proportional(c: HintContext, axes: list[int]) -> str:
         where = _axis_word(c, axis)
         if label == "the output":
             y = next(y for y in c.y if y.shape == c.x.shape)
-            if _normalised_axis(y, 1e-9 if c.dtype == "float64" else 1e-5) != axis:
+            if normalised_axis(y, 1e-9 if c.dtype == "float64" else 1e-5) != axis:
                 return f"the error is proportional to the output along {where}: a missing " \
                        "or extra term proportional to the output"
             which = "the sum(dy * y) term of a softmax backward"
@@ -386,163 +329,6 @@ def _missing_term(c: HintContext) -> str:
             return f"the error is the input itself times {lam:.3g}: a term proportional to " \
                    "the parameter leaks into its gradient (weight decay?)"
     return _proportional(c, axes)
-
-
-# -- 5b. softmax backwards and element-wise derivatives --------------------------------------
-def _normalised_axis(p: F64, tol: float) -> int | None:
-    """The axis along which ``p`` is a probability distribution (sums to 1), if one is."""
-    if p.ndim == 0 or np.any(p < -tol):
-        return None
-    for k in (p.ndim - 1, *range(p.ndim - 1)):
-        if p.shape[k] > 1 and np.all(np.abs(p.sum(axis=k) - 1) <= tol * p.shape[k]):
-            return k
-    return None
-
-
-def _softmax_forms(d: F64, p: F64, log: bool) -> dict[str, F64]:
-    """The backward of a softmax (or log-softmax) with its sum over each axis, without its
-    sum, and with the Jacobian's diagonal alone."""
-    if log:
-        forms = {f"axis {k}": d - p * d.sum(axis=k, keepdims=True) for k in range(d.ndim)}
-        forms["none"] = d
-        forms["diag"] = d * (1 - p)
-    else:
-        forms = {f"axis {k}": p * (d - (d * p).sum(axis=k, keepdims=True))
-                 for k in range(d.ndim)}
-        forms["none"] = p * d
-        forms["diag"] = d * p * (1 - p)
-    return forms
-
-
-def _softmax(c: HintContext) -> str:
-    """A softmax backward whose sum runs over the wrong axis, is missing, or is replaced by
-    the Jacobian's diagonal ``p (1 - p)``: the output must be a softmax of this input."""
-    for d, y in zip(c.dy, c.y, strict=False):
-        if d.shape != c.x.shape or y.shape != c.x.shape or c.x.ndim == 0:
-            continue
-        tol = 1e-9 if c.dtype == "float64" else 1e-5
-        for log, p in ((False, y), (True, np.exp(np.minimum(y, 0.0)))):
-            m = _normalised_axis(p, tol)
-            if m is None or (log and np.any(y > tol)):
-                continue
-            forms = _softmax_forms(d, p, log)
-            if not _near(c.numeric, forms[f"axis {m}"], c.n_tol):
-                continue
-            at_x = _softmax_forms(d, c.x, log)[f"axis {m}"]
-            if _near(c.analytic, at_x, c.a_tol * 10) and c.explains(
-                    c.error - (at_x - forms[f"axis {m}"])):
-                return f"a {'log-softmax' if log else 'softmax'} backward evaluated at the " \
-                       "input (the logits) instead of the probabilities: the derivative of " \
-                       "the wrong tensor"
-            wrong = [k for k, v in forms.items() if k != f"axis {m}"
-                     and _near(c.analytic, v, c.a_tol * 10) and c.explains(
-                         c.error - (v - forms[f"axis {m}"]))]
-            if not wrong:
-                continue
-            name = "log-softmax" if log else "softmax"
-            if wrong[0] == "none":
-                return f"a {name} backward without its sum term: the analytic gradient " \
-                       f"matches the {name} backward with the sum over axis {m} left out"
-            if wrong[0] == "diag":
-                return f"only the diagonal of the {name} Jacobian: the analytic gradient " \
-                       "is dy times the element-wise derivative, the sum term over " \
-                       f"axis {m} is missing"
-            return f"a {name} backward whose sum runs over {wrong[0]} instead of axis " \
-                   f"{m} (the axis the {name} normalises): a sum over the wrong axis"
-    return ""
-
-
-def _sig(u: F64) -> F64:
-    return 0.5 * (1.0 + np.tanh(0.5 * u))
-
-
-def _gelu_exact(u: F64) -> F64:
-    from scipy.special import erf
-
-    return 0.5 * (1 + erf(u / np.sqrt(2.0))) + u * np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
-
-
-def _gelu_tanh(u: F64) -> F64:
-    k = np.sqrt(2 / np.pi)
-    t = np.tanh(k * (u + 0.044715 * u * u * u))
-    return 0.5 * (1 + t) + 0.5 * u * (1 - t * t) * k * (1 + 3 * 0.044715 * u * u)
-
-
-def _gelu_sigmoid(u: F64) -> F64:
-    s = _sig(1.702 * u)
-    return s + 1.702 * u * s * (1 - s)
-
-
-@dataclass(frozen=True)
-class _Derivative:
-    """One way to write an activation's derivative from its input ``x`` and output ``y``.
-
-    ``family`` groups the ways of one activation; ``flaw`` says what is wrong with this
-    way when the numerical gradient shows another of the family ("" for a right way,
-    a variant name for approximations, which are right under their own forward).
-    """
-
-    family: str
-    formula: str
-    fn: Callable[[F64, F64], F64]
-    flaw: str = ""
-
-
-_TENSOR = "the derivative of the wrong tensor: "
-_DERIVATIVES: tuple[_Derivative, ...] = (
-    _Derivative("sigmoid", "y (1 - y)", lambda x, y: y * (1 - y)),
-    _Derivative("sigmoid", "sigmoid(x) (1 - sigmoid(x))", lambda x, y: _sig(x) * (1 - _sig(x))),
-    _Derivative("sigmoid", "x (1 - x)", lambda x, y: x * (1 - x),
-                _TENSOR + "sigmoid's s (1 - s) evaluated at the input (the pre-activation) "
-                "instead of the output"),
-    _Derivative("sigmoid", "sigmoid(y) (1 - sigmoid(y))", lambda x, y: _sig(y) * (1 - _sig(y)),
-                _TENSOR + "sigmoid's derivative taken of the output instead of the input "
-                "(the output passed through sigmoid again)"),
-    _Derivative("tanh", "(1 - y^2)", lambda x, y: 1 - y * y),
-    _Derivative("tanh", "(1 - tanh(x)^2)", lambda x, y: 1 - np.tanh(x) ** 2),
-    _Derivative("tanh", "(1 - x^2)", lambda x, y: 1 - x * x,
-                _TENSOR + "tanh's 1 - t^2 evaluated at the input (the pre-activation) "
-                "instead of the output"),
-    _Derivative("tanh", "(1 - tanh(y)^2)", lambda x, y: 1 - np.tanh(y) ** 2,
-                _TENSOR + "tanh's derivative taken of the output instead of the input "
-                "(the output passed through tanh again)"),
-    _Derivative("tanh", "(1 - y)", lambda x, y: 1 - y,
-                "a wrong derivative formula: tanh's derivative written 1 - t instead of "
-                "1 - t^2"),
-    _Derivative("softplus", "sigmoid(x)", lambda x, y: _sig(x)),
-    _Derivative("softplus", "sigmoid(y)", lambda x, y: _sig(y),
-                _TENSOR + "softplus's derivative sigmoid taken of the output instead of the "
-                "input"),
-    _Derivative("GELU", "(Phi(x) + x phi(x))", lambda x, y: _gelu_exact(x), "exact GELU"),
-    _Derivative("GELU", "GELU-tanh'(x)", lambda x, y: _gelu_tanh(x),
-                "tanh approximation of GELU"),
-    _Derivative("GELU", "GELU-sigmoid'(x)", lambda x, y: _gelu_sigmoid(x),
-                "sigmoid approximation of GELU"),
-)
-
-
-def _derivative(c: HintContext) -> str:
-    """An element-wise activation whose derivative is taken of the wrong tensor (input for
-    output or the reverse), written with a wrong formula, or of another approximation."""
-    for d, y in zip(c.dy, c.y, strict=False):
-        if d.shape != c.x.shape or y.shape != c.x.shape:
-            continue
-        forms = [(w, d * w.fn(c.x, y)) for w in _DERIVATIVES]
-        for wa, va in forms:
-            if not _near(c.analytic, va, c.a_tol * 10):
-                continue
-            for wn, vn in forms:
-                if wn.family != wa.family or wn.formula == wa.formula or not (
-                        _near(c.numeric, vn, c.n_tol) and c.explains(c.error - (va - vn))):
-                    continue
-                head = f"the analytic gradient is dy * {wa.formula} where the numerical " \
-                       f"one is dy * {wn.formula}: "
-                if wa.family == "GELU":
-                    return head + f"the derivative of the {wa.flaw} under the {wn.flaw} " \
-                                  "forward: a GELU approximation mismatch"
-                if wa.flaw and not wn.flaw:
-                    return head + wa.flaw
-    return ""
 
 
 # -- 6. and 7. masks and indices ------------------------------------------------------------------
@@ -662,7 +448,7 @@ def _locality(c: HintContext) -> str:
 
 
 _RULES = (_negative_side, _zero, _factor, _sign, _transposed, _operands, _axis, _skip,
-          _softmax, _derivative, _indices, _one_hot, _mask, _missing_term, _locality)
+          softmax_hint, derivative_hint, _indices, _one_hot, _mask, _missing_term, _locality)
 
 
 def diagnose(c: HintContext) -> str:
