@@ -23,7 +23,7 @@ PROBE = '''
 import os, sys
 from pathlib import Path
 from multiprocessing import resource_tracker
-from gradcheck.diff._diffworker import Worker
+from gradcheck.diff._worker import Worker
 from gradcheck.run._interrupt import stop_tracker
 
 repo = Path(sys.argv[1])

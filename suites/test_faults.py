@@ -371,7 +371,7 @@ def test_budget_status_is_validated():
 
 
 def test_verdict_not_measured_is_incomplete():
-    from gradcheck.report.verify import verdict_of
+    from gradcheck.report._criteria import verdict_of
 
     assert verdict_of(False, [{"status": "met"}, {"status": "not measured"}]) == "incomplete"
     assert verdict_of(False, [{"status": "not met"}, {"status": "not measured"}]) == "fail"

@@ -124,8 +124,8 @@ def test_exit_status_follows_the_verdict(monkeypatch, tmp_path, verdict, strict,
 
 
 def test_verdict_has_three_states():
+    from gradcheck.report._criteria import verdict_of
     from gradcheck.report._rows import Criterion
-    from gradcheck.report.verify import verdict_of
 
     met = Criterion(1, "c", "met", "", "")
     assert verdict_of(False, [met, met]) == "pass"
@@ -561,7 +561,7 @@ def test_markdown_summary_lists_failures_and_escapes():
 
 
 def test_budget_criteria_name_the_clock_of_their_kind():
-    from gradcheck.report.verify import _budget_how
+    from gradcheck.report._criteria import _budget_how
 
     assert "tracemalloc" in _budget_how({"memory"}) and "CPU" not in _budget_how({"memory"})
     assert "thread CPU time" in _budget_how({"ratio"}) and "tracemalloc" not in _budget_how(

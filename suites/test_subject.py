@@ -86,7 +86,7 @@ def user_subjects(tmp_path, monkeypatch):
 
 
 def _criteria(subject, spec, reports):
-    from gradcheck.report.verify import _quality_criteria
+    from gradcheck.report._criteria import _quality_criteria
 
     return {c.id: c.to_dict() for c in _quality_criteria(subject, reports, spec or subject)}
 
@@ -250,7 +250,7 @@ def _budget(name, criterion, figure, threshold=2.0, kind="ratio"):
 
 
 def test_budget_criteria_follow_the_subject_not_the_reference_names():
-    from gradcheck.report.verify import _budget_criteria
+    from gradcheck.report._criteria import _budget_criteria
 
     results = [_budget("my_backward", 6, 1.5), _budget("my_memory", 7, 3.0, kind="memory")]
     subject = Subject(name="budgets, no table", budgets=lambda level: results)
@@ -265,7 +265,7 @@ def test_budget_criteria_follow_the_subject_not_the_reference_names():
 
 
 def test_budget_table_is_the_subjects_and_names_what_it_left_unmeasured(tmp_path):
-    from gradcheck.report.verify import _budget_criteria
+    from gradcheck.report._criteria import _budget_criteria
 
     table = tmp_path / "mine.toml"
     table.write_text('[my_backward]\ncriterion = 6\ntitle = "b / f"\nthreshold = 2.0\n'
@@ -296,7 +296,7 @@ def test_flow_criterion_names_a_parameter_once_and_says_no_scan_was_declared():
     once, and a subject with no flow scan is not said to have 0 zero gradients."""
     from types import SimpleNamespace as NS
 
-    from gradcheck.report.verify import _flow_criterion
+    from gradcheck.report._criteria import _flow_criterion
 
     hint = "no gradient flows to this parameter (zero or missing), numerically it is not"
     models = [NS(name="m [float32]", inputs=[NS(name="fc2.b", hint=hint),
@@ -361,7 +361,8 @@ def test_relative_budget_table_and_snapshot_dir_are_from_the_module_folder(tmp_p
                                                                           monkeypatch):
     import importlib
 
-    from gradcheck.report.verify import _budget_criteria, snapshot_task
+    from gradcheck.report._criteria import _budget_criteria
+    from gradcheck.report.verify import snapshot_task
 
     (tmp_path / "tables").mkdir()
     (tmp_path / "tables" / "mine.toml").write_text(
@@ -397,7 +398,7 @@ class _DeadBias:
 def test_flow_criterion_of_a_real_dead_gradient_in_both_dtypes():
     """check_model flags b in float64 and, through the float64 twin, in float32: the
     criterion names it once, and does not claim a flow scan the subject never declared."""
-    from gradcheck.report.verify import _flow_criterion
+    from gradcheck.report._criteria import _flow_criterion
 
     subject = Subject(name="dead", model=_DeadBias,
                       batch=lambda m, rng: (rng.standard_normal(3),))

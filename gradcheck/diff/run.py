@@ -63,239 +63,32 @@ import subprocess  # noqa: S404 - git with fixed arguments, no shell
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..check._json import plain
 from ..report.budgets import gate
-from ..report.snapshot import Drift, compare_arrays
 from ..run._interrupt import deferred_interrupt, stop_tracker
 from ..run._pool import DEFAULT_CASE_TIMEOUT, FAULT_STATUSES, Fault
 from ..subject import DEFAULT_SUBJECT
-from ._diffworker import Worker, WorkerError, WorkerFault, relabelled
+from ._changes import _case_changes, _fixed_by, _value_drift
+from ._diffworker import WorkerError
+from ._result import (
+    _LABEL_LIMIT,
+    DIFF_LEVELS,
+    SPEED_FLOOR,
+    CaseChange,
+    DiffError,
+    DiffResult,
+    NotComputed,
+    SpeedChange,
+    ValueDrift,
+)
 from ._revision import Revision, RevisionError, materialised, repo_root
+from ._worker import Worker, WorkerFault, relabelled
 
 __all__ = ["DIFF_LEVELS", "SPEED_FLOOR", "CaseChange", "DiffError", "DiffResult",
            "NotComputed", "SpeedChange", "ValueDrift", "run_diff", "subject_form_error"]
-
-#: Per level: timed pairs per call, the CPU seconds one run lasts at least, and the runs
-#: of which a sample is the least.
-DIFF_LEVELS: dict[str, tuple[int, float, int]] = {
-    "quick": (7, 0.001, 3), "default": (15, 0.001, 5), "full": (21, 0.002, 5)}
-
-#: Thread CPU seconds a call: a call whose time changed by less than this between the
-#: revisions is ``too fast`` to time (reported, never a regression), however large the
-#: ratio. Two effects of that size are not work: on tiny inputs one NumPy call costs
-#: 0.5-1.3 us of dispatch (on a Xeon: ``x * 2`` on a 4x5 array 0.5 us, ``np.where``
-#: 1.3 us), so a fix that adds a mask moves a 2 us call by 1.5-3x; and where a worker's
-#: arrays lie in memory moves calls of 16-50 us, unchanged code, by 4-14 us (1.3-1.7x)
-#: between two processes, steadily within each (the heap layout is drawn anew at each
-#: timed run, which narrows this, but not to nothing). A twelve-times slower backward of
-#: 4 us (+46 us) is still gated.
-SPEED_FLOOR = 20e-6
-
-#: The limit by which rows are labelled ``slower``/``faster`` when ``max_slowdown`` is
-#: ``inf`` (timed, never gated): the default limit, so that a 10x slowdown still reads
-#: ``slower (not gated)``, not ``same``.
-_LABEL_LIMIT = 1.25
-
-
-class DiffError(Exception):
-    """The diff cannot run (not a git tree, unknown revision, bad subject): one line."""
-
-
-@dataclass
-class CaseChange:
-    """A layer or model case's check at both revisions.
-
-    ``base`` and ``head`` are ``ok``, ``fail``, ``absent``, or the case's fault at that
-    revision: ``error`` (it raised), ``crashed`` (its worker died: the signal or exit
-    status), ``timeout`` (past ``case_timeout``); ``change`` is ``BASE -> HEAD``
-    (``ok -> fail``, ``ok -> crashed``, ``fail -> ok``...), ``new`` or ``removed``;
-    ``detail`` names the failing inputs or parameters and the hint, or the fault. A
-    case is a regression when it is bad (fail or a fault) at HEAD only, a fix when it is
-    bad at BASE and ``ok`` at HEAD.
-    """
-
-    kind: str
-    case: str
-    base: str
-    head: str
-    change: str
-    regression: bool
-    fixed: bool
-    detail: str = ""
-    base_detail: str = ""
-    seed: int = 0
-
-
-@dataclass
-class ValueDrift:
-    """An array that differs between the revisions beyond its dtype's tolerance.
-
-    ``part_of_fix``: the case's check went from bad to ``ok`` (``fixed_by`` names it);
-    ``evidence``: the case's check is a regression, of which this drift is the evidence
-    (counted once, with the check)."""
-
-    drift: Drift
-    part_of_fix: bool = False
-    fixed_by: str = ""
-    evidence: bool = False
-
-    def line(self) -> str:
-        return self.drift.line() + (f" (part of the fix: {self.fixed_by})"
-                                    if self.part_of_fix else "")
-
-
-@dataclass
-class NotComputed:
-    """A case whose values could not be computed at a revision (computing them raised):
-    counted apart from the arrays compared, never as drift, alike in both directions.
-
-    ``at``: ``BASE``, ``HEAD`` or ``both``; ``reason``: what was raised, per revision;
-    ``evidence``: the case's check is a regression, of which this is the evidence
-    (counted once, with the check). Not computed at HEAD only, with no check regression
-    to explain it (a snapshot case that now raises), is a regression of its own."""
-
-    case: str
-    at: str
-    reason: str
-    evidence: bool = False
-
-    @property
-    def regression(self) -> bool:
-        return self.at == "HEAD" and not self.evidence
-
-    def line(self) -> str:
-        return f"{self.case}: values not computed at {self.at} ({self.reason})"
-
-
-@dataclass
-class SpeedChange:
-    """One timed call: HEAD over BASE thread CPU time, median of the pair ratios.
-
-    ``status``: ``slower`` or ``faster`` (beyond the noise and the limit), ``same``, or
-    ``too fast`` (its time a call changed by less than :data:`SPEED_FLOOR`: never
-    gated);
-    ``part_of_fix``: the case's check went from bad to ``ok``, so its slowdown is part
-    of the fix, not a regression."""
-
-    case: str
-    part: str
-    ratio: float
-    se: float
-    pairs: int
-    calls: int
-    base_seconds: float
-    head_seconds: float
-    status: str  # slower, faster, same, too fast
-    busy: bool = False
-    part_of_fix: bool = False
-    #: False under ``max_slowdown=inf``: labelled by the default limit, never a regression
-    gated: bool = True
-    #: the fixed case(s) whose fix this slowdown is part of (the case itself, or another
-    #: dtype of the same layer case)
-    fixed_by: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.case} {self.part}"
-
-    @property
-    def regression(self) -> bool:
-        return self.status == "slower" and self.gated and not self.part_of_fix
-
-    @property
-    def verdict(self) -> str:
-        """The status as the tables show it (naming the fixed case when it is another
-        dtype of this one)."""
-        if not self.part_of_fix:
-            return self.status + (" (not gated)" if self.status == "slower"
-                                  and not self.gated else "")
-        other = self.fixed_by and self.fixed_by != self.case
-        return self.status + (f" (part of the fix: {self.fixed_by})" if other
-                              else " (part of the fix)")
-
-
-@dataclass
-class DiffResult:
-    """Everything ``gradcheck diff`` found; rendered by :mod:`gradcheck.diff._diffrender`."""
-
-    base: str
-    base_commit: str
-    head: str
-    head_commit: str
-    subject: str
-    level: str
-    seed: int
-    max_slowdown: float
-    case_timeout: float = DEFAULT_CASE_TIMEOUT
-    #: ``ok``, or ``borrowed``: missing at BASE, HEAD's file (or the working tree's)
-    #: ran against BASE's code (``subject_file`` names it)
-    base_subject: str = "ok"
-    subject_file: str = ""
-    #: ``borrowed``: missing at ``--head`` as well, the working tree's file ran there
-    head_subject: str = "ok"
-    #: False when no case could be checked at BASE (the subject could not be imported
-    #: there, or is new in a module of BASE's code); ``base_unchecked`` says why, and
-    #: every case is ``new``
-    base_checked: bool = True
-    base_unchecked: str = ""
-    speed_floor: float = SPEED_FLOOR
-    timed: bool = True  # False: --no-speed
-    cases: list[CaseChange] = field(default_factory=list)
-    values: list[ValueDrift] = field(default_factory=list)
-    compared_arrays: int = 0
-    #: cases whose values could not be computed at a revision (not drift)
-    not_computed: list[NotComputed] = field(default_factory=list)
-    speed: list[SpeedChange] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    environment: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    @property
-    def regressions(self) -> list[str]:
-        """One line per regression: checks (with the drift of the same case as their
-        evidence), drift outside a fix, slowdowns."""
-        out = []
-        for c in (c for c in self.cases if c.regression):
-            drift = [v.drift.parameter for v in self.values
-                     if v.evidence and v.drift.case == c.case]
-            lost = [n.at for n in self.not_computed if n.evidence and n.case == c.case]
-            out.append(f"{c.case}: {c.change}: {c.detail}".rstrip(": ")
-                       + (f" [values drifted: {', '.join(drift)}]" if drift else "")
-                       + (f" [values not computed at {lost[0]}]" if lost else ""))
-        out += [v.line() for v in self.values if not (v.part_of_fix or v.evidence)]
-        out += [n.line() for n in self.not_computed if n.regression]
-        out += [f"{s.label}: {s.ratio:.2f}x slower (+- {s.se:.2f}, limit "
-                f"{self.max_slowdown:g})" for s in self.speed if s.regression]
-        return out
-
-    @property
-    def fixes(self) -> list[CaseChange]:
-        return [c for c in self.cases if c.fixed]
-
-    @property
-    def verdict(self) -> str:
-        return "fail" if self.regressions else "pass"
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.regressions else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON types only."""
-        d = {k: v for k, v in asdict(self).items() if k != "values"}
-        d["values"] = [{**asdict(v.drift), "part_of_fix": v.part_of_fix,
-                        "fixed_by": v.fixed_by, "evidence": v.evidence} for v in self.values]
-        d["speed"] = [{**asdict(s), "regression": s.regression} for s in self.speed]
-        d.update(verdict=self.verdict, regressions=self.regressions,
-                 fixes=[c.case for c in self.fixes])
-        return dict(plain(d))
-
 
 # -- validation --------------------------------------------------------------------------------
 def _validate(level: str, seed: int, max_slowdown: float, case_timeout: float,
@@ -678,129 +471,6 @@ def _values(base: Worker, head: Worker, keys: list[str], seed: int
             got = _answer(w)
             out[key] = ("error", got.describe()) if isinstance(got, Fault) else got
     return vb, vh
-
-
-# -- correctness ---------------------------------------------------------------------------------
-def _describe(s: dict[str, Any]) -> str:
-    """The failing inputs or parameters of a check summary, with the hint."""
-    if s["passed"]:
-        return ""
-    parts = []
-    for i in s["inputs"][:4]:
-        where = f" at {tuple(i['worst'])}" if i["worst"] else ""
-        parts.append(f"{i['name']} {i['status']}{where} (max rel {i['max_rel']:.2e})"
-                     + (f", hint: {i['hint']}" if i["hint"] else ""))
-    more = len(s["inputs"]) - 4
-    text = "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-    return (text or f"[{s['status']}] {s['message']}") + f" (seed {s['seed']})"
-
-
-_BAD = {"fail", *FAULT_STATUSES}
-
-
-def _fixed_by(cases: list[CaseChange]) -> dict[str, str]:
-    """Case name -> the fix its slowdown and drift are part of: the case's own, when its
-    check went from bad to ``ok``, else those of the other dtypes of the same layer case
-    (``softmax [float64]`` -> ``softmax [float32]``: one change of the code fixed the
-    layer; its other dtype pays the same cost). A case whose check is a regression is
-    never part of a fix."""
-    fixed = [c for c in cases if c.fixed]
-    out = {c.case: c.case for c in fixed}
-    for c in cases:
-        if c.case in out or c.regression or c.kind != "layer":
-            continue
-        layer = _layer_name(c.case)
-        same = [f.case for f in fixed if f.kind == "layer" and _layer_name(f.case) == layer]
-        if same:
-            out[c.case] = ", ".join(same)
-    return out
-
-
-def _layer_name(case: str) -> str:
-    """``softmax [float32]`` -> ``softmax`` (a layer case's name without its dtype)."""
-    name, sep, _dtype = case.rpartition(" [")
-    return name if sep and case.endswith("]") else case
-
-
-def _state(s: dict[str, Any] | None) -> str:
-    """``absent``, ``ok``, a fault's status (``error``, ``crashed``, ``timeout``) or
-    ``fail``."""
-    if s is None:
-        return "absent"
-    if s["passed"]:
-        return "ok"
-    return s["status"] if s["status"] in FAULT_STATUSES else "fail"
-
-
-def _case_changes(sb: dict[str, Any], sh: dict[str, Any], base_keys: list[tuple[str, str]],
-                  head_keys: list[tuple[str, str]]) -> list[CaseChange]:
-    out = []
-    for kind, name in head_keys + [k for k in base_keys if k not in head_keys]:
-        b, h = sb.get(f"{kind}:{name}"), sh.get(f"{kind}:{name}")
-        bs, hs = _state(b), _state(h)
-        change = "new" if b is None else "removed" if h is None else f"{bs} -> {hs}"
-        out.append(CaseChange(
-            kind, name, bs, hs, change, regression=hs in _BAD and bs not in _BAD,
-            fixed=bs in _BAD and hs == "ok", detail=_describe(h) if h else "",
-            base_detail=_describe(b) if b else "", seed=int((h or b or {}).get("seed", 0))))
-    order = {"new": 1, "removed": 4}
-    out.sort(key=lambda c: (not c.regression, not c.fixed, c.head == "ok" and c.base == "ok",
-                            order.get(c.change, 2)))
-    return out
-
-
-# -- values -------------------------------------------------------------------------------------
-def _nonfinite(d: Drift, base: dict[str, Any], head: dict[str, Any]) -> Drift:
-    """A ``non-finite`` row that names the revision with the NaN/Inf (the snapshot
-    comparison's wording, "where there was none", assumes it is the new side)."""
-    if d.status != "non-finite" or d.parameter not in base or d.parameter not in head:
-        return d
-    a = np.asarray(base[d.parameter])[d.worst_index]
-    b = np.asarray(head[d.parameter])[d.worst_index]
-    if np.isfinite(a) and not np.isfinite(b):
-        d.detail = f"{b} at HEAD where BASE has {a:.6g}"
-    elif np.isfinite(b) and not np.isfinite(a):
-        d.detail = f"{a} at BASE where HEAD has {b:.6g}"
-    else:
-        d.detail = f"{a} at BASE, {b} at HEAD"
-    return d
-
-
-def _value_drift(vb: dict[str, Any], vh: dict[str, Any], result: DiffResult
-                 ) -> tuple[list[ValueDrift], int]:
-    """Compare the values; drift of a fixed case is part of the fix, that of a case
-    whose check is a regression its evidence."""
-    fixed = _fixed_by(result.cases)
-    regressed = {f"{c.kind}:{c.case}" for c in result.cases if c.regression}
-    any_fix = ", ".join(sorted(c.case for c in result.fixes))
-    rows: list[ValueDrift] = []
-    compared = 0
-    for key in [k for k in vh if k in vb]:
-        (sb, *rb), (sh, *rh) = vb[key], vh[key]
-        case = key.split(":", 1)[1]
-        if sb != "ok" or sh != "ok":
-            result.not_computed.append(_not_computed(case, (sb, rb), (sh, rh),
-                                                     key in regressed))
-            continue
-        drifts = [_nonfinite(d, rb[0], rh[0]) for d in
-                  compare_arrays(case, rb[0], rh[0], computed={**rb[1], **rh[1]})]
-        compared += len(drifts)
-        by = fixed.get(case, "") if key.startswith("layer:") else any_fix
-        rows += [ValueDrift(d, bool(by), by, evidence=key in regressed)
-                 for d in drifts if not d.ok]
-    return rows, compared
-
-
-def _not_computed(case: str, base: tuple[str, list[Any]], head: tuple[str, list[Any]],
-                  evidence: bool) -> NotComputed:
-    """The values of ``case`` raised at one revision or both (``(status, rest)`` of each
-    side, the message first in ``rest``)."""
-    bad = [(rev, rest[0]) for rev, (status, rest) in (("BASE", base), ("HEAD", head))
-           if status != "ok"]
-    if len(bad) == 1:
-        return NotComputed(case, bad[0][0], f"computing them raised {bad[0][1]}", evidence)
-    return NotComputed(case, "both", "; ".join(f"at {rev}: computing them raised {why}"
-                                               for rev, why in bad), evidence)
 
 
 # -- speed -------------------------------------------------------------------------------------
