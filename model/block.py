@@ -67,29 +67,10 @@ def block_forward(
             probe(name, op, value)
 
     def attn(u: np.ndarray) -> tuple[np.ndarray, AttentionCache]:
-        y, c = attention_forward(
-            u, p["attn.Wq"], p["attn.bq"], p["attn.Wk"], p["attn.bk"], p["attn.Wv"],
-            p["attn.bv"], p["attn.Wo"], p["attn.bo"], n_heads=n_heads, causal=causal,
-        )
-        if probe is not None:
-            for op, v in (("attention query projection", c.q),
-                          ("attention key projection", c.k),
-                          ("attention value projection", c.v), ("attention softmax", c.att),
-                          ("attention context (att @ v)", c.o_cache.x),
-                          ("attention output projection", y)):
-                look(op, v)
-        return y, c
+        return _attention_part(u, p, n_heads, causal, look if probe is not None else None)
 
     def ffn(u: np.ndarray) -> tuple[np.ndarray, FeedForwardCache]:
-        y, c = feedforward_forward(
-            u, p["ffn.W1"], p["ffn.b1"], p["ffn.W2"], p["ffn.b2"], activation=activation
-        )
-        if probe is not None:
-            for op, v in (("feed-forward first linear", c.act.x),
-                          (f"feed-forward {activation}", c.fc2.x),
-                          ("feed-forward second linear", y)):
-                look(op, v)
-        return y, c
+        return _feedforward_part(u, p, activation, look if probe is not None else None)
 
     def ln(u: np.ndarray, which: str) -> tuple[np.ndarray, LayerNormCache]:
         y, c = layernorm_forward(u, p[f"{which}.g"], p[f"{which}.b"])
@@ -115,6 +96,39 @@ def block_forward(
         y = h + f
         look("feed-forward residual add", y)
     return y, BlockCache(norm, ln1_c, attn_c, ln2_c, ffn_c)
+
+
+def _attention_part(u: np.ndarray, p: dict[str, np.ndarray], n_heads: int, causal: bool,
+                    look: Callable[[str, np.ndarray], None] | None
+                    ) -> tuple[np.ndarray, AttentionCache]:
+    """The block's attention, its intermediates shown to ``look``."""
+    y, c = attention_forward(
+        u, p["attn.Wq"], p["attn.bq"], p["attn.Wk"], p["attn.bk"], p["attn.Wv"],
+        p["attn.bv"], p["attn.Wo"], p["attn.bo"], n_heads=n_heads, causal=causal,
+    )
+    if look is not None:
+        for op, v in (("attention query projection", c.q),
+                      ("attention key projection", c.k),
+                      ("attention value projection", c.v), ("attention softmax", c.att),
+                      ("attention context (att @ v)", c.o_cache.x),
+                      ("attention output projection", y)):
+            look(op, v)
+    return y, c
+
+
+def _feedforward_part(u: np.ndarray, p: dict[str, np.ndarray], activation: str,
+                      look: Callable[[str, np.ndarray], None] | None
+                      ) -> tuple[np.ndarray, FeedForwardCache]:
+    """The block's feed-forward, its intermediates shown to ``look``."""
+    y, c = feedforward_forward(
+        u, p["ffn.W1"], p["ffn.b1"], p["ffn.W2"], p["ffn.b2"], activation=activation
+    )
+    if look is not None:
+        for op, v in (("feed-forward first linear", c.act.x),
+                      (f"feed-forward {activation}", c.fc2.x),
+                      ("feed-forward second linear", y)):
+            look(op, v)
+    return y, c
 
 
 def block_backward(

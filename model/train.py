@@ -77,6 +77,23 @@ class TrainResult:
         return 1.0 - self.losses[-1] / self.losses[0]
 
 
+def _optimizer(model: Transformer, corpus: CharCorpus, optimizer: str, lr: float,
+               momentum: float, weight_decay: float) -> SGD | Adam:
+    """The optimizer ``train`` steps with, after checking the model fits the corpus."""
+    if model.cfg.loss != "cross_entropy":
+        raise ValueError("train() needs a model with loss='cross_entropy'")
+    if corpus.vocab_size > model.cfg.vocab_size:
+        raise ValueError(
+            f"corpus has {corpus.vocab_size} characters, model vocab_size is "
+            f"{model.cfg.vocab_size}"
+        )
+    if optimizer == "sgd":
+        return SGD(lr, momentum=momentum, weight_decay=weight_decay)
+    if optimizer == "adam":
+        return Adam(lr, weight_decay=weight_decay)
+    raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+
+
 def train(
     model: Transformer,
     corpus: CharCorpus,
@@ -100,19 +117,7 @@ def train(
     would write NaN/Inf into a parameter is refused (counted in ``refused_steps``) and
     the parameters stay as they were.
     """
-    if model.cfg.loss != "cross_entropy":
-        raise ValueError("train() needs a model with loss='cross_entropy'")
-    if corpus.vocab_size > model.cfg.vocab_size:
-        raise ValueError(
-            f"corpus has {corpus.vocab_size} characters, model vocab_size is "
-            f"{model.cfg.vocab_size}"
-        )
-    if optimizer == "sgd":
-        opt: SGD | Adam = SGD(lr, momentum=momentum, weight_decay=weight_decay)
-    elif optimizer == "adam":
-        opt = Adam(lr, weight_decay=weight_decay)
-    else:
-        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    opt = _optimizer(model, corpus, optimizer, lr, momentum, weight_decay)
     tune_allocator()
     rng = np.random.default_rng(seed)
     result = TrainResult()

@@ -68,39 +68,25 @@ def check_layer(
 ) -> CheckResult:
     """Check a layer object's backward: its input gradients and its parameter gradients.
 
+    The layer is read by observing one forward and backward on copies (docs/layer-
+    objects.md: each reading in ``res.notes``), and never modified.
+
     Parameters
     ----------
     layer : object
-        ``out = layer.forward(*inputs)``, ``dx = layer.backward(dout)`` (or
-        ``layer.backward()`` for a scalar output, as loss objects do; ``backward(dh,
-        dc)`` for a tuple output). ``dx`` is one gradient per input, or one for the wrt
-        inputs only. Never modified: every evaluation runs on a deep copy (of the layer
-        after one forward, if that forward builds its weights).
+        A forward and a backward method (``forward``/``backward`` or found by name).
     *inputs : array_like
-        The arguments of ``forward`` (one may be a list of arrays). Integer ones (token
-        ids) are not differentiated. A backward that returns one array for several
-        inputs returns the gradient of the only ``wrt`` input, else (stated in the
-        notes) of the first input of its shape.
+        The forward's arguments (one may be a list of arrays); integers, flags,
+        strings and settings dicts are constants.
     forward, backward : str, optional
-        The method names. By default ``forward``/``backward``, else the one pair of
-        methods whose names read as a forward and a backward (``forward_pass`` and
-        ``backward_pass``, ``fprop``/``bprop``, ``__call__``/``backward``), stated in
-        the notes. A backward taking the forward's inputs again and the output gradient
-        (``backward(W, x, dz)``) is called so.
+        The method names, when they cannot be found.
     params, grads : dict, optional
-        name -> path (``"W"``, ``"params['W']"``, ``"blocks[1].attn.W_q"``) or callable
-        ``layer -> array`` of each parameter and of its gradient. By default found in
-        the layer and its sub-layers by the conventions of :mod:`gradcheck.read._discovery`,
-        then by observation: the gradients the backward returns beside the input's
-        (``dX, [dW, db]`` for ``self.params = [W, b]``) or stores (``self.dweights``);
-        an array the output does not depend on is state, named in the notes.
-        ``params={}`` checks the input gradients only. Float scalars: see the module.
-    output : str, optional
-        Where a forward that returns None stores its output (``"output"``); by default
-        the one array it stores that depends on the inputs.
+        name -> path (``"W"``, ``"params['W']"``) or callable ``layer -> array`` of each
+        parameter and its gradient; ``params={}`` checks the input gradients only.
     wrt : int, str or sequence of them, optional
-        Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate; the others
-        are held constant, and named in the coverage.
+        Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate.
+    output : str, optional
+        Where a forward that returns None stores its output, when several arrays could be.
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -112,8 +98,7 @@ def check_layer(
     Raises
     ------
     LayerConventionError
-        A float array the output depends on with no gradient found, or a path given
-        that leads nowhere.
+        An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
     wrt = _wrt_names(wrt, len(inputs))

@@ -147,8 +147,8 @@ def run_diff(
         HEAD/BASE time ratio beyond which (and beyond the noise) a case is slower
         (``inf``: timed, never a regression).
     case_timeout : float
-        Seconds each request to a worker may take (``inf``: no limit); past it, or
-        when its worker dies, a case is ``timeout`` or ``crashed`` at that revision.
+        Seconds a case may take (``inf``: no limit): past it, or when its worker dies,
+        the case is ``timeout`` or ``crashed`` at that revision.
     cwd, progress : path, callable, optional
         A folder in the git working tree (default: the current one); called per phase.
     speed, speed_floor : bool, float
@@ -158,9 +158,8 @@ def run_diff(
     Raises
     ------
     DiffError
-        Not a git tree, unknown revision, a subject that cannot be loaded at HEAD,
-        the repository's code imported from outside a revision's folder, or a subject
-        outside the repository whose cases imported none of its modules.
+        Not a git tree, an unknown revision, a subject that cannot be loaded at HEAD,
+        or the code under test not read from each revision.
     ValueError
         A bad option (a subject not of the form ``MODULE:NAME`` included)."""
     _validate(level, seed, max_slowdown, case_timeout, speed_floor, subject)

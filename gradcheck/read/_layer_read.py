@@ -152,6 +152,16 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         if isinstance(first, UserCodeError):
             raise first from None
         return first
+    _as_prediction(proto, found, xs, k, why, in_note)
+    return _given(proto, found, out)
+
+
+def _as_prediction(proto: Protocol, found: Any, xs: list[Any], k: int, why: str,
+                   in_note: str) -> None:
+    """The backward's argument ``k`` takes the forward's input ``k`` (a loss's
+    prediction): unless the forward stored an array of that shape it might take instead,
+    read so, the other inputs the loss's targets."""
+    layer = proto.layer
     kept = stored(float_state(layer), found.init, tuple(found.xs))
     rivals = {p: v for p, v in kept.items() if np.shape(v) == np.shape(xs[k])}
     if rivals:
@@ -169,7 +179,6 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         if targets:
             proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
                        "wrt= to differentiate them)")
-    return _given(proto, found, out)
 
 
 def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:

@@ -264,13 +264,7 @@ def run_verification(
     or ``"incomplete"`` (nothing failed, but a criterion that needs a test run was not
     run).
     """
-    if quick is not None:  # the keyword of earlier versions
-        level = "quick" if quick else level
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    if not case_timeout > 0:
-        raise ValueError(f"case_timeout must be a positive number of seconds, got "
-                         f"{case_timeout!r}")
+    level = _validated_level(level, quick, case_timeout)
     subj = _subject(subject)
     t0 = time.perf_counter()
     say = Progress(progress, 3 + int(with_tests))
@@ -301,6 +295,24 @@ def run_verification(
         f"{jobs} process(es) at a time, one per case, 1 BLAS thread each; time limit "
         f"{case_timeout:g} s a case")
     _publish(out_path, data, markdown)
+    _told(say, crit, out_path, markdown, verdict, data)
+    return verdict
+
+
+def _validated_level(level: str, quick: bool | None, case_timeout: float) -> str:
+    if quick is not None:  # the keyword of earlier versions
+        level = "quick" if quick else level
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if not case_timeout > 0:
+        raise ValueError(f"case_timeout must be a positive number of seconds, got "
+                         f"{case_timeout!r}")
+    return level
+
+
+def _told(say: Progress, crit: list[Criterion], out_path: Path, markdown: str | None,
+          verdict: str, data: dict[str, Any]) -> None:
+    """The outcome told once the report is written (a Ctrl-C now says so)."""
     try:
         from ._reportview import verdict_line
 
@@ -310,7 +322,6 @@ def run_verification(
               f"{verdict.upper()}: {'; '.join(verdict_line(data))}")
     except KeyboardInterrupt:
         raise KeyboardInterrupt(REPORT_WRITTEN) from None
-    return verdict
 
 
 #: What an interruption after the report was written carries (the CLI says so).

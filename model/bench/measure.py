@@ -81,7 +81,6 @@ def measure_memory_budgets(
     from ..attention import attention_forward
     from ..block import block_forward
     from ..feedforward import feedforward_forward
-    from .. import Config, Transformer
 
     m, tok, _ = _setup(cfg_kw, dtype)
     cfg = m.cfg
@@ -115,31 +114,35 @@ def measure_memory_budgets(
                                     t["threshold"], 0.0, ratio <= t["threshold"], kind="memory",
                                     details={"train_bytes": train_peak,
                                              "inference_bytes": infer_peak}))
-        for recompute in (False, True):
-            mm = Transformer(Config(**cfg_kw, dtype=dtype, recompute=recompute))
-            train_peak, kept = peak_memory(functools.partial(mm.forward_train, tok))
-            del kept
-            infer_peak, kept = peak_memory(functools.partial(mm.forward, tok))
-            del kept
-            ratio = train_peak / max(infer_peak, 1)
-            if recompute:
-                t = table["memory_model_recompute"]
-                out.append(BudgetResult("memory_model_recompute", t["criterion"], t["title"],
-                                        label, dtype, ratio, t["threshold"], 0.0,
-                                        ratio <= t["threshold"], kind="memory",
-                                        details={"train_bytes": train_peak,
-                                                 "inference_bytes": infer_peak}))
-            else:
-                out.append(BudgetResult("memory_model_cached", 7,
-                                        "peak traced memory, whole model cached (reported only)",
-                                        label, dtype, ratio, math.inf, 0.0, True, kind="figure",
-                                        details={"train_bytes": train_peak,
-                                                 "inference_bytes": infer_peak},
-                                        clock="tracemalloc's peak (memory: no clock)"))
+        out += [_model_memory(cfg_kw, dtype, label, tok, recompute, table)
+                for recompute in (False, True)]
     finally:
         if started:
             tracemalloc.stop()
     return out
+
+
+def _model_memory(cfg_kw: dict[str, Any], dtype: str, label: str, tok: np.ndarray,
+                  recompute: bool, table: dict[str, Any]) -> BudgetResult:
+    """The whole model's training/inference peak: gated with ``recompute``, else a figure."""
+    from .. import Config, Transformer
+
+    mm = Transformer(Config(**cfg_kw, dtype=dtype, recompute=recompute))
+    train_peak, kept = peak_memory(functools.partial(mm.forward_train, tok))
+    del kept
+    infer_peak, kept = peak_memory(functools.partial(mm.forward, tok))
+    del kept
+    ratio = train_peak / max(infer_peak, 1)
+    details = {"train_bytes": train_peak, "inference_bytes": infer_peak}
+    if recompute:
+        t = table["memory_model_recompute"]
+        return BudgetResult("memory_model_recompute", t["criterion"], t["title"], label, dtype,
+                            ratio, t["threshold"], 0.0, ratio <= t["threshold"],
+                            kind="memory", details=details)
+    return BudgetResult("memory_model_cached", 7,
+                        "peak traced memory, whole model cached (reported only)", label,
+                        dtype, ratio, math.inf, 0.0, True, kind="figure", details=details,
+                        clock="tracemalloc's peak (memory: no clock)")
 
 
 def measure_scaling(

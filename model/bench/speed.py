@@ -105,6 +105,25 @@ def _worker(side: str, cfg_kw: dict[str, Any], batch: int, threads: int, conn: A
     conn.close()
 
 
+def _interleaved(sides: dict[str, Any], pairs: int
+                 ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """Once both workers are up: three warm-up A B pairs, then ``pairs`` timed ones."""
+    for side, conn in sides.items():
+        try:
+            conn.recv()
+        except EOFError:
+            raise RuntimeError(
+                f"speed comparison: the {side} worker died while starting (its "
+                "traceback is on stderr)"
+            ) from None
+    times: dict[str, list[tuple[float, float]]] = {"numpy": [], "torch": []}
+    for _ in range(3 + pairs):  # three warm-up pairs, then the timed ones
+        for side in ("numpy", "torch"):
+            sides[side].send("step")
+            times[side].append(sides[side].recv())
+    return times["numpy"][3:], times["torch"][3:]
+
+
 def compare_with_torch(
     dtype: str, *, threads: int = 1, pairs: int = 15, batch: int = 8,
     config: dict[str, Any] | None = None,
@@ -137,20 +156,7 @@ def compare_with_torch(
             p.start()
             procs.append(p)
             sides[side] = parent
-        for side, conn in sides.items():
-            try:
-                conn.recv()
-            except EOFError:
-                raise RuntimeError(
-                    f"speed comparison: the {side} worker died while starting (its "
-                    "traceback is on stderr)"
-                ) from None
-        times: dict[str, list[tuple[float, float]]] = {"numpy": [], "torch": []}
-        for _ in range(3 + pairs):  # three warm-up pairs, then the timed ones
-            for side in ("numpy", "torch"):
-                sides[side].send("step")
-                times[side].append(sides[side].recv())
-        a, b = times["numpy"][3:], times["torch"][3:]
+        a, b = _interleaved(sides, pairs)
         timing = Timing.of([t[0] for t in a], [t[0] for t in b], [t[1] for t in a],
                            [t[1] for t in b])
     finally:
