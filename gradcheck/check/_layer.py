@@ -74,7 +74,7 @@ def check_layer(
     Parameters
     ----------
     layer : object
-        A forward and a backward method (``forward``/``backward`` or found by name).
+        A forward and a backward method (named ``forward``/``backward``, or found).
     *inputs : array_like
         The forward's arguments (one may be a list of arrays); integers, flags,
         strings and settings dicts are constants.
@@ -86,7 +86,7 @@ def check_layer(
     wrt : int, str or sequence of them, optional
         Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate.
     output : str, optional
-        Where a forward that returns None stores its output, when several arrays could be.
+        Where a forward returning None stores its output (when it stores several).
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -101,8 +101,7 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
-    wrt = _wrt_names(wrt, len(inputs))
-    draws = GlobalDraws(type(layer))
+    wrt, draws = _wrt_names(wrt, len(inputs)), GlobalDraws(type(layer))
     with np.errstate(all="ignore"):
         try:
             proto = _discover(layer, inputs, forward, backward, params, grads,
