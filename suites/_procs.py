@@ -17,7 +17,8 @@ def session(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen]:
     """``Popen(argv, **kwargs)`` in a session (and process group) of its own. On
     leaving, every process of that group still alive (the command's workers included)
     is killed, the command is waited for and its pipes are closed."""
-    with subprocess.Popen(argv, start_new_session=True, **kwargs) as proc:
+    with subprocess.Popen(argv, start_new_session=True, preexec_fn=_as_a_terminal_would,
+                          **kwargs) as proc:
         try:
             yield proc
         finally:
@@ -26,6 +27,14 @@ def session(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen]:
             except (ProcessLookupError, PermissionError):  # nothing of it is left
                 pass
             proc.wait()
+
+
+def _as_a_terminal_would() -> None:
+    """In the child, before ``exec``: SIGINT at its default and unblocked, as a shell
+    starts a foreground command, whatever this test process's own disposition and mask
+    (both are inherited through ``exec``; an ignored SIGINT stays ignored in Python)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def alive_in_group(pgid: int) -> list[int]:

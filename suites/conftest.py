@@ -87,3 +87,23 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 #: The subject of the generated tests in test_subject.py: the reference model, through
 #: the same path a user's subject takes.
 gradcheck_subject = "gradcheck_model.subject:REFERENCE"
+
+
+@pytest.fixture(autouse=True)
+def _sigint_as_it_was(request: pytest.FixtureRequest) -> Any:
+    """A test that leaves SIGINT ignored, handled otherwise or blocked in this process
+    would leave every command a later test starts deaf to Ctrl-C (the disposition and
+    the mask are inherited): put both back, and say which test it was."""
+    import signal
+    import sys
+
+    handler = signal.getsignal(signal.SIGINT)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    yield
+    now, now_mask = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(
+        signal.SIG_BLOCK, set())
+    if now is not handler or now_mask != mask:
+        print(f"\n{request.node.nodeid} left SIGINT {now!r} (mask {sorted(now_mask)}); "
+              "put back", file=sys.stderr)
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
