@@ -387,13 +387,16 @@ def run_protocol_check(
         return _protocol_check(fwd, bwd, inputs, wrt, opts, kind, origins, names,
                                wrt_given, config_note)
     finally:
-        draws.reset()  # the user's global state as it was
+        draws.restore()  # the user's global state as it was
 
 
 def _from_draws(fwd: Callable[..., Any], draws: GlobalDraws) -> Callable[..., Any]:
     def forward(*args: Any, **kwargs: Any) -> Any:
         draws.reset()
-        return fwd(*args, **kwargs)
+        try:
+            return fwd(*args, **kwargs)
+        finally:
+            draws.seen()
     return forward
 
 

@@ -112,7 +112,7 @@ def check_layer(
         else:
             res = _run(proto, len(inputs), inputs, wrt, opts)
         finally:
-            draws.reset()  # the user's global generators as they were
+            draws.restore()  # the user's global generators as they were
     record(res)
     return res
 

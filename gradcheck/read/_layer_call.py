@@ -105,6 +105,8 @@ class Protocol:
         if self.draws is not None:
             self.draws.reset()
         out = getattr(layer, self.forward)(*xs)
+        if self.draws is not None:
+            self.draws.seen()
         if out is None and self.out_path is not None:
             out = np.array(get_path(layer, self.out_path), copy=True)
         if self.reduce:
