@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import get_path, is_float_array, walk
+from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import same_but_unit
 
 __all__ = ["Handed", "attached", "find_handed", "listen"]
@@ -111,7 +111,7 @@ def attached(after: Any, missing: list[str], before: Any) -> dict[str, str]:
         except (AttributeError, KeyError, IndexError, TypeError):
             continue
         own = getattr(a, "__dict__", None)
-        old = getattr(_try(before, path), "__dict__", None) or {}
+        old = getattr(try_path(before, path), "__dict__", None) or {}
         if not isinstance(own, dict):
             continue
         fits = [k for k, v in own.items() if is_float_array(v) and same_but_unit(
@@ -119,10 +119,3 @@ def attached(after: Any, missing: list[str], before: Any) -> dict[str, str]:
         if len(fits) == 1:
             out[path] = f"{path}.{fits[0]}"
     return out
-
-
-def _try(obj: Any, path: str) -> Any:
-    try:
-        return get_path(obj, path)
-    except (AttributeError, KeyError, IndexError, TypeError):
-        return None

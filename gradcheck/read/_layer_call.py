@@ -23,7 +23,7 @@ from ._discovery import Param, get_path, try_path
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user
-from ._reading import GlobalDraws, call_backward
+from ._reading import GlobalDraws, call_backward, leaves
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
 
@@ -253,14 +253,6 @@ def times(dy: Any, scale: float) -> Any:
     if isinstance(dy, dict):
         return {k: times(d, scale) for k, d in dy.items()}
     return dy * scale
-
-
-def leaves(out: Any) -> list[Any]:
-    if isinstance(out, (list, tuple)):
-        return [v for o in out for v in leaves(o)]
-    if isinstance(out, dict):
-        return [v for o in out.values() for v in leaves(o)]
-    return [out]
 
 
 def ones_like(out: Any) -> Any:

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import get_path, is_float_array, walk
+from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user
 
-__all__ = ["GlobalDraws", "Probe", "call_backward", "call_style", "describe", "linear",
+__all__ = ["GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
            "output_path", "probe", "split_return"]
 
 
@@ -74,7 +74,7 @@ def linear(a: Probe, b: Probe) -> bool:
     """Whether ``b``, run with twice the output gradient of ``a``, returned and stored
     twice what ``a`` did: a backward is linear in its output gradient."""
     def arrays(p: Probe) -> list[np.ndarray]:
-        got = [np.asarray(v, dtype=np.float64) for v in _leaves(p.ret)
+        got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
                if isinstance(v, np.ndarray | np.generic | float)]
         return got + [np.asarray(v, dtype=np.float64) for v in p.stored.values()]
 
@@ -116,7 +116,7 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
     xs = copy.deepcopy(inputs)
     before = float_state(init)
     forward_output(init, method, xs, draws, None)
-    kept = tuple(_leaves(xs))
+    kept = tuple(leaves(xs))
     cands = stored(before, init, kept, copies=False)
     what = f"{type(layer).__name__}.{method}"
     if len(cands) > 1:  # several: not the inputs' copies, and those moving with the inputs
@@ -125,7 +125,7 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         moved = _perturbed(inputs, rng)
         again = copy.deepcopy(layer)
         forward_output(again, method, moved, draws, None)
-        cands = {p: v for p, v in cands.items() if not _same(v, _try(again, p))}
+        cands = {p: v for p, v in cands.items() if not _same(v, try_path(again, p))}
     if not cands:  # an identity: the output is an input itself, kept under another name
         kept_as = [k for k, v in vars(init).items() if any(v is x for x in kept)] if hasattr(
             init, "__dict__") else []
@@ -156,12 +156,13 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     return Probe(init, after, xs, out, out_path, ret, stored(before, after))
 
 
-def _leaves(xs: Any) -> list[Any]:
-    if isinstance(xs, (list, tuple)):
-        return [v for x in xs for v in _leaves(x)]
-    if isinstance(xs, dict):
-        return [v for x in xs.values() for v in _leaves(x)]
-    return [xs]
+def leaves(out: Any) -> list[Any]:
+    """The leaves of nested lists, tuples and dicts (anything else is one leaf)."""
+    if isinstance(out, (list, tuple)):
+        return [v for o in out for v in leaves(o)]
+    if isinstance(out, dict):
+        return [v for o in out.values() for v in leaves(o)]
+    return [out]
 
 
 def _perturbed(inputs: list[Any], rng: np.random.Generator) -> list[Any]:
@@ -173,13 +174,6 @@ def _perturbed(inputs: list[Any], rng: np.random.Generator) -> list[Any]:
             return type(x)(move(v) for v in x)
         return copy.deepcopy(x)
     return [move(x) for x in inputs]
-
-
-def _try(obj: Any, path: str) -> Any:
-    try:
-        return get_path(obj, path)
-    except (AttributeError, KeyError, IndexError, TypeError):
-        return None
 
 
 def _same(a: Any, b: Any) -> bool:
