@@ -195,19 +195,24 @@ def _borrow(spec: str, file: str) -> None:
     loader_spec.loader.exec_module(module)
 
 
-def _own(state: _State) -> list[str]:
-    """Modules of the repository imported from this revision's folder (not gradcheck,
-    not an environment kept inside it, not a subject file borrowed from elsewhere)."""
+def _modules_in(state: _State, folder: Path) -> list[tuple[str, Path]]:
+    """(name, file) of the imported modules whose file is inside ``folder``, gradcheck,
+    an environment kept inside it and a subject file borrowed from elsewhere aside."""
     out = []
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if not file:
             continue
         path = Path(str(file)).resolve()
-        if _inside(path, state.root) and not _environment(path) and \
+        if _inside(path, folder) and not _environment(path) and \
                 not _inside(path, state.gradcheck_dir) and str(path) != state.borrowed:
-            out.append(name)
-    return sorted(out)
+            out.append((name, path))
+    return out
+
+
+def _own(state: _State) -> list[str]:
+    """Modules of the repository imported from this revision's folder."""
+    return sorted(name for name, _ in _modules_in(state, state.root))
 
 
 def _imports(state: _State) -> dict[str, list[str]]:
@@ -221,17 +226,7 @@ def _strays(state: _State) -> list[str]:
     (a path or an installed package that points into the working tree)."""
     if _inside(state.repo, state.root) or _inside(state.root, state.repo):
         return []
-    out = []
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if not file:
-            continue
-        path = Path(str(file)).resolve()
-        if _inside(path, state.repo) and not _environment(path) and \
-                not _inside(path, state.gradcheck_dir) and str(path) != state.borrowed:
-            out.append(f"{name} ({path})")
-    return out
-
+    return [f"{name} ({path})" for name, path in _modules_in(state, state.repo)]
 
 def _load(state: _State, level: str, seed: int, borrow: str = "") -> dict[str, Any]:
     """Import the subject (from ``borrow``, a file, when given); list its cases (or
