@@ -52,7 +52,8 @@ class CharCorpus:
 def load_corpus(text: str | None = None) -> CharCorpus:
     """The packaged corpus (or ``text``) as a :class:`CharCorpus`."""
     if text is None:
-        text = resources.files("model").joinpath("corpus.txt").read_text(encoding="utf-8")
+        here = resources.files(__package__ or "gradcheck_model")  # installed as gradcheck_model
+        text = here.joinpath("corpus.txt").read_text(encoding="utf-8")
     if len(text) < 2:
         raise ValueError("corpus text must have at least two characters")
     chars = "".join(sorted(set(text)))

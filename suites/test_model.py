@@ -425,3 +425,17 @@ def test_a_failing_model_points_at_the_layer_nearest_the_output():
     lines = [failure_line(f) for f in failures([res.to_dict()])]
     assert len(lines) == 3 and len(set(lines)) == 3, lines  # no message said three times
     assert not any("gradient mismatch in" in line for line in lines), lines
+
+
+def test_the_corpus_loads_outside_the_repository(tmp_path):
+    """The installed package reads its own corpus: a report run from another folder
+    (where no ``model`` folder is importable) trained nothing before (the training
+    runs raised ``No module named 'model'``)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "from gradcheck_model.train import load_corpus; "
+         "print(load_corpus().vocab_size)"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and int(proc.stdout) > 10, proc.stderr[-2000:]

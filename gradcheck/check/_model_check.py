@@ -95,6 +95,8 @@ def _run_checks(model: Any, twin: Any, batch: tuple[Any, ...], names: list[str],
 
 
 _TWIN = " (float64 twin)"
+#: The phrase of the hint that points at the failing layer nearest the output.
+NEAREST = "the failing layer nearest the output"
 
 
 def layer_of(name: str) -> str:
@@ -118,10 +120,10 @@ def _point_at_layer(inputs: list[InputResult], names: list[str]) -> None:
     mine = [n for n in names if layer_of(n) == top]
     for r in failing:
         if layer_of(r.name.removesuffix(_TWIN)) == top:
-            where = (f"{top} is the failing layer nearest the output: check its backward "
+            where = (f"{top} is {NEAREST}: check its backward "
                      f"first ({', '.join(mine)})")
         else:
-            where = (f"sits below {top}, the failing layer nearest the output, whose "
+            where = (f"sits below {top}, {NEAREST}, whose "
                      "gradient reaches it: check that layer first")
         r.hint = f"{r.hint}; {where}" if r.hint else where
 

@@ -89,6 +89,44 @@ def model_task(ref: SubjectRef, level: str, index: int, seed: int) -> CheckResul
     return _subject(ref).models(level, seed)[index].check(seed)
 
 
+def explain_model_task(ref: SubjectRef, level: str, index: int,
+                       layers: list[tuple[int, str, str]], passing: list[tuple[int, str]],
+                       failing: list[str], seed: int) -> dict[str, Any]:
+    """Which ``failing`` parameters of model case ``index`` the failing ``layers``
+    explain."""
+    from ._explain import explain_task
+
+    return explain_task(_subject(ref), level, index, layers, passing, failing, seed)
+
+
+def _explain_models(ref: SubjectRef, level: str, seed: int, tasks: list[Task],
+                    by_fn: dict[str, list[Any]], jobs: int, limit: float,
+                    say: Callable[[str], None]) -> None:
+    """A failing model check whose failures a failing layer check of the subject
+    explains says so (:mod:`._explain`); when the link cannot be observed (the run
+    raised, timed out) the hints stay as the check gave them."""
+    from ..check._model_check import _TWIN
+    from ._explain import annotate, explaining_layers
+
+    args = [t.args for t in tasks if t.fn is layer_task]
+    wrong, passing = explaining_layers([(a[1], a[2], r) for a, r in
+                               zip(args, by_fn.get("layer_task", []), strict=True)])
+    models = by_fn.get("model_task", [])
+    bad = {k: [i.name.removesuffix(_TWIN) for i in r.inputs
+               if i.status == "mismatch" and not i.passed] for k, r in enumerate(models)}
+    failing = [k for k, names in bad.items() if names]
+    if not wrong or not failing:
+        return
+    say("linking the failing model checks to the failing layer checks")
+    links = [Task(f"explaining {models[k].name}", explain_model_task,
+                  (ref, level, k, wrong, passing, bad[k], seed), 1.0, limit) for k in failing]
+    for k, found in zip(failing, run_tasks(links, jobs=jobs, say=say), strict=True):
+        if isinstance(found, Fault):
+            say(f"{models[k].name}: not linked to the layer checks: {found.describe()}")
+        else:
+            annotate(models[k], found)
+
+
 def training_task(ref: SubjectRef, level: str, seed: int) -> list[TrainingRun]:
     subject = _subject(ref)
     return list(subject.training(level, seed)) if subject.training else []
@@ -280,6 +318,7 @@ def run_verification(
     say(f"checks, catalog and training in {jobs} process(es)", advance=True)
     tasks = _tasks(subj, subject, level, seed, case_timeout, faults)
     by_fn = _collect(tasks, run_tasks(tasks, jobs=jobs, say=say), seed, faults)
+    _explain_models(subject, level, seed, tasks, by_fn, jobs, case_timeout, say)
     say("performance budgets (alone, 1 BLAS thread)" if subj.budgets is not None
         else "performance budgets: none declared", advance=True)
     budget_results = _budgets(subj, subject, level, case_timeout, say, faults)

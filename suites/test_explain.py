@@ -1,0 +1,140 @@
+"""A failing model check explained by a failing layer check of the same subject
+(gradcheck/report/_explain.py, issue 31 part 5): the parameters a wrong layer's backward
+reaches say so, a model bug of its own is never put on a layer, and the observations
+underneath (gradcheck/read/_trace.py) see the user's code only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradcheck.read._trace import inputs_at, user_calls, user_codes
+from gradcheck.report._explain import annotate, explain_task, explaining_layers
+from gradcheck.subject import Subject, load_subject
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _explained(subject: Subject) -> list:
+    """Every model result of ``subject`` at the quick level, annotated as the report
+    does."""
+    layers = [(k, d, c.check(d, 0)) for k, c in enumerate(subject.layers) for d in c.dtypes]
+    wrong, passing = explaining_layers(layers)
+    out = []
+    for k, case in enumerate(subject.models("quick")):
+        res = case.check(0)
+        bad = [i.name.split(" ")[0] for i in res.inputs if not i.passed]
+        annotate(res, explain_task(subject, "quick", k, wrong, passing, bad, 0))
+        out.append(res)
+    return out
+
+
+def test_failures_below_a_failing_layer_name_it():
+    from suites.explained_subject import TANH
+
+    for res in _explained(TANH):
+        hints = {i.name.split(" ")[0]: i.hint for i in res.inputs if not i.passed}
+        assert set(hints) == {"W1", "b1"}, hints  # W2, b2 sit above the tanh
+        for hint in hints.values():
+            # the activation, not the block that wraps it: the most specific check
+            assert "explained by the failing layer check tanh [float64] (its inputs " \
+                   "depend on this parameter" in hint, hint
+            assert "nearest the output" not in hint
+        assert any(n.startswith("explained by the failing layer check tanh [float64]: W1")
+                   for n in res.notes), res.notes
+
+
+def test_a_model_bug_of_its_own_is_not_put_on_a_failing_layer():
+    from suites.explained_subject import ELSEWHERE
+
+    for res in _explained(ELSEWHERE):
+        hints = {i.name.split(" ")[0]: i.hint for i in res.inputs if not i.passed}
+        assert set(hints) == {"b2"}, hints
+        assert "explained by" not in hints["b2"] and "nearest the output" in hints["b2"]
+        assert not any("explained by" in n for n in res.notes)
+
+
+def test_layer_objects_own_and_below():
+    pytest.importorskip("examples.layer_objects")
+    for res in _explained(load_subject("examples.layer_objects:BROKEN")):
+        hints = {i.name.split(" ")[0]: i.hint for i in res.inputs if not i.passed}
+        assert "(a parameter of that layer)" in hints["attn.Wq"], hints
+        assert "(its inputs depend on this parameter" in hints["emb.W"], hints
+        assert all("SelfAttention [float64]" in h for h in hints.values()), hints
+
+
+def test_nothing_failing_in_the_layers_leaves_the_hints():
+    from suites.explained_subject import MLP, _batch, _layers, tanh_backward
+
+    subject = Subject(name="mlp, model bias doubled", layers=_layers(tanh_backward),
+                      model=lambda dtype: MLP(dtype, bias_factor=2.0), batch=_batch)
+    for res in _explained(subject):
+        assert not res.passed and not any("explained" in i.hint for i in res.inputs)
+
+
+def test_the_report_explains_the_model_failure(tmp_path):
+    out = tmp_path / "v.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradcheck.cli", "report", "--quick", "--jobs", "1",
+         "--no-progress", "--subject", "suites.explained_subject:TANH", "--out", str(out)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    model = [f for f in data["failures"] if "model" in f["check"]]
+    assert model and all("explained by the failing layer check tanh [float64]" in f["hint"]
+                         for f in model), model
+
+
+# -- the observations ---------------------------------------------------------------------
+def _double(x: np.ndarray) -> np.ndarray:
+    return 2 * x
+
+
+class _Scale:
+    def __init__(self) -> None:
+        self.W = np.ones(3)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return _double(x) * self.W
+
+
+def test_user_codes_see_the_users_functions_only():
+    layer = _Scale()
+    codes = user_codes(lambda: np.sum(layer.forward(np.arange(3.0))))
+    # the lambda (1), the method it calls (2), the function that calls (3); no NumPy
+    assert {c.co_filename for c in codes} == {__file__}
+    assert codes[_Scale.forward.__code__] == 2 and codes[_double.__code__] == 3
+
+
+def test_user_calls_find_parameters_held_by_self_and_the_hook_is_put_back():
+    layer = _Scale()
+    before = sys.getprofile()
+    calls = user_calls(lambda: layer.forward(np.arange(3.0)), {"W": layer.W})
+    assert sys.getprofile() is before
+    by_code = {c.code: c for c in calls}
+    assert by_code[_Scale.forward.__code__].params == {"W"}
+    assert by_code[_double.__code__].params == frozenset()
+    outer, inner = by_code[_Scale.forward.__code__], by_code[_double.__code__]
+    assert outer.start < inner.start < inner.end < outer.end
+
+
+def test_inputs_at_copies_the_inputs_and_the_hook_survives_an_exception():
+    layer = _Scale()
+
+    def boom() -> None:
+        layer.forward(np.arange(3.0))
+        raise ValueError("user code raised")
+
+    before = sys.getprofile()
+    with pytest.raises(ValueError, match="user code raised"):
+        inputs_at(boom, {_double.__code__}, {"W": layer.W})
+    assert sys.getprofile() is before
+    seen = inputs_at(lambda: layer.forward(np.arange(3.0)), {_double.__code__},
+                     {"W": layer.W})
+    assert [c for c, _ in seen] == [_double.__code__]
+    np.testing.assert_array_equal(seen[0][1][0], np.arange(3.0))
