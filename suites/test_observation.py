@@ -731,3 +731,43 @@ def test_a_first_layer_whose_backward_computes_no_input_gradient(broken):
     _verdict(res, broken)
     assert res.inputs[0].status == "constant" and res.inputs[1].name == "filters"
     assert any("held constant, not checked (a first layer" in n for n in res.notes)
+
+
+# -- a loss that returns the gradient of another argument ---------------------------------
+def _bce(Y, P):  # labels first, as some course code writes it
+    m = Y.shape[1]
+    return (-np.sum(Y * np.log(P) + (1 - Y) * np.log(1 - P)) / m,
+            (-(Y / P) + (1 - Y) / (1 - P)) / m)
+
+
+def _mse(P, T):  # predictions first
+    d = P - T
+    return 0.5 * float(np.sum(d * d)), d
+
+
+def _loss_points():
+    rng = np.random.default_rng(3)
+    return ((rng.random((1, 6)) > 0.5).astype(float), rng.uniform(0.1, 0.9, (1, 6)),
+            rng.standard_normal((2, 3)), rng.standard_normal((2, 3)))
+
+
+def test_a_loss_gradient_for_the_second_argument_is_checked_as_its():
+    Y, P, _, _ = _loss_points()
+    res = gradcheck.check_loss(_bce, Y, P)
+    assert res.passed, res.report()
+    assert any("gradient with respect to its argument 2 (x1), not the first" in n
+               for n in res.notes), res.notes
+
+
+def test_a_wrong_loss_gradient_for_the_second_argument_still_fails():
+    Y, P, _, _ = _loss_points()
+    res = gradcheck.check_loss(lambda y, p: (_bce(y, p)[0], 0.5 * _bce(y, p)[1]), Y, P)
+    assert res.status == "mismatch", res.report()
+
+
+def test_a_sign_flipped_squared_error_is_never_passed_as_the_targets_gradient():
+    _, _, Pr, T = _loss_points()
+    assert gradcheck.check_loss(_mse, Pr, T).passed
+    res = gradcheck.check_loss(lambda p, t: (_mse(p, t)[0], -_mse(p, t)[1]), Pr, T)
+    assert res.status == "mismatch", res.report()
+    assert "which one it is for cannot be observed; pass the predictions first" in res.hint

@@ -213,9 +213,21 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     opts = validate_options("check_loss", **options)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    args = [x, *constants]
+    with np.errstate(all="ignore"):
+        res = _loss_check(fn, args, 0, opts)
+        if res.status == "mismatch":
+            res = _for_another_argument(fn, args, opts, res)
+    record(res)
+    return res
 
-    def fwd(x_: Any, *c: Any) -> tuple[Any, Any]:
-        out = fn(x_, *c)
+
+def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
+                sign: float = 1.0) -> CheckResult:
+    """``fn``'s returned gradient (times ``sign``) checked as the gradient with respect
+    to its argument ``k``, the others held constant."""
+    def fwd(*a: Any) -> tuple[Any, Any]:
+        out = fn(*a)
         if not isinstance(out, tuple) or len(out) != 2:
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
                                 f"(loss, dx); it returned {type(out).__name__}")
@@ -226,11 +238,40 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         return np.asarray(loss, dtype=np.float64).reshape(()), np.array(dx, copy=True)
 
     def bwd(dy: Any, dx: Any) -> list[Any]:
-        return [dx * dy] + [None] * len(constants)
+        grads: list[Any] = [None] * len(args)
+        grads[k] = sign * dx * dy
+        return grads
 
-    with np.errstate(all="ignore"):
-        res = run_protocol_check(fwd, bwd, [x, *constants], [0], opts, kind="loss")
-    record(res)
+    return run_protocol_check(fwd, bwd, args, [k], opts, kind="loss")
+
+
+def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options,
+                          res: CheckResult) -> CheckResult:
+    """A gradient that is not the first argument's may be another's: a loss written
+    ``fn(labels, predictions)`` returns the predictions' gradient. Observed: it passes
+    as the gradient of a float argument of its shape, and is the check of that argument
+    (with a note). When minus it passes as the first argument's too (the loss depends
+    on their difference only, as a squared error does), which one is meant cannot be
+    observed: the mismatch stays, and the hint says so."""
+    shape = np.shape(args[0])
+    for k in range(1, len(args)):
+        a = args[k]
+        if not (isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.shape == shape):
+            continue
+        other = _loss_check(fn, args, k, opts)
+        if not other.passed:
+            continue
+        if _loss_check(fn, args, 0, opts, sign=-1.0).passed:
+            why = (f"the gradient returned is argument {k + 1}'s (x{k}) and minus it is "
+                   "x0's: the loss depends on their difference only, so which one it is "
+                   "for cannot be observed; pass the predictions first")
+            first = res.inputs[0]
+            first.hint = f"{first.hint}; {why}" if first.hint else why
+            return res
+        other.notes.append(f"fn returned the gradient with respect to its argument "
+                           f"{k + 1} (x{k}), not the first: checked as x{k}'s, every other "
+                           "argument held constant")
+        return other
     return res
 
 
