@@ -614,3 +614,54 @@ def test_check_grad_names_the_point_as_f_does(rng):
 
     res = check_grad(loss, lambda w: 3 * w, rng.standard_normal(3))
     assert [i.name for i in res.inputs] == ["w"] and not res.passed
+
+
+# -- outputs that are not new arrays: a buffer the forward reuses, a view of the input ----
+class _Buffered:
+    """A forward that writes into one output buffer it keeps (as C code often does)."""
+
+    def __init__(self, scale: float) -> None:
+        self.out: np.ndarray | None = None
+        self.scale = scale
+
+    def fwd(self, x):
+        if self.out is None or self.out.shape != x.shape:
+            self.out = np.empty_like(x)
+        np.tanh(x, out=self.out)
+        return self.out, self.out.copy()
+
+    def bwd(self, dy, y):
+        return (self.scale * dy * (1 - y * y),)
+
+
+@pytest.mark.parametrize("mode", ["full", "sampled", "directional"])
+def test_an_output_buffer_reused_by_the_forward_is_copied_per_evaluation(mode):
+    x = np.random.default_rng(0).standard_normal((6, 5))
+    good = _Buffered(1.0)
+    assert check_vjp(good.fwd, good.bwd, [x], mode=mode).passed
+    bad = _Buffered(1.001)
+    assert check_vjp(bad.fwd, bad.bwd, [x], mode=mode).status == "mismatch"
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_an_output_that_is_a_view_of_the_input_is_copied_per_evaluation(mode):
+    x = np.random.default_rng(1).standard_normal((4, 3))
+    assert check_vjp(lambda a: (a.reshape(-1), None),
+                     lambda dy, _c: (dy.reshape(4, 3),), [x], mode=mode).passed
+    res = check_vjp(lambda a: (a.reshape(-1), None),
+                    lambda dy, _c: (0.5 * dy.reshape(4, 3),), [x], mode=mode)
+    assert res.status == "mismatch"
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_nan_only_at_a_perturbed_point_is_named_whatever_the_shortcut(mode):
+    """Finite sums (yp - y0).dy say the outputs are finite only when dy has no zero; a
+    NaN reached only off the point (sqrt just below 0) is still found."""
+    x = np.abs(np.random.default_rng(2).standard_normal((3, 3)))
+    x[1, 1] = 0.0
+    def bwd(dy, a):
+        return (dy * 0.5 / np.sqrt(np.where(a > 0, a, 1.0)),)  # finite everywhere
+
+    res = check_vjp(lambda a: (np.sqrt(a), a), bwd, [x], mode=mode)
+    assert res.status == "non-finite", res.report()
+    assert "gradient" not in res.message, res.message

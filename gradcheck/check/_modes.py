@@ -477,8 +477,10 @@ def overall(
 ) -> tuple[str, str]:
     """The status and message of a whole check from its per-input results."""
     if nonfinite:
+        seen = list(dict.fromkeys(nonfinite))  # each place once, in the order met
         return "non-finite", (
-            "a perturbed forward produced NaN/Inf at " + ", ".join(nonfinite[:5])
+            "a perturbed forward produced NaN/Inf at " + ", ".join(seen[:5])
+            + (f" and {len(seen) - 5} more" if len(seen) > 5 else "")
         )
     bad = [r for r in results if not r.passed]
     wrong = [r for r in bad if r.status != "inconclusive"]

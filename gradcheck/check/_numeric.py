@@ -10,6 +10,7 @@ extrapolation at shrinking steps and one-sided differences (kinks).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +99,7 @@ class Runner:
         self.kinky = False
         #: elements kept in the last sparser direction that met no kink (0: none yet)
         self.sparse_from = 0
+        self._dy_full: bool | None = None  # dy has no zero (see _finite)
 
     # -- low level -------------------------------------------------------------------
     def _run(self) -> F64:
@@ -170,6 +172,17 @@ class Runner:
             noise = eps * float(np.sqrt(np.dot(w, w)))
         return dp + dm, dp, dm, noise
 
+    def _finite(self, yp: F64, ym: F64, dp: float, dm: float) -> bool:
+        """Are both outputs finite? When ``dy`` has no zero, finite sums
+        ``(yp - y0) . dy`` and ``(y0 - ym) . dy`` say so without a pass over the outputs
+        (a NaN or Inf output makes its sum NaN or Inf); otherwise, or when a sum is not
+        finite (an overflow of finite values), every output is looked at."""
+        if self._dy_full is None:
+            self._dy_full = bool(np.all(self.dy != 0))
+        if self._dy_full and math.isfinite(dp) and math.isfinite(dm):
+            return True
+        return bool(np.all(np.isfinite(yp)) and np.all(np.isfinite(ym)))
+
     def _all_changed_norm(self) -> float:
         """``|max(2 |y0|, rms(y0)) * |dy||``: the noise weight when every output moved."""
         if self._w_all is None:
@@ -208,7 +221,7 @@ class Runner:
         g = self.grads[i]
         a = float(g.reshape(-1)[j]) if g is not None else 0.0
         dpm, dp, dm, noise = self._diffs(yp, ym, self._eps_out(i))
-        if not (np.all(np.isfinite(yp)) and np.all(np.isfinite(ym))):
+        if not self._finite(yp, ym, dp, dm):
             self.nonfinite.append(f"{self.names[i]}[{j}]")
         return Stencil(
             d=dpm / span,
@@ -240,7 +253,7 @@ class Runner:
                 analytic += float(np.dot(g.reshape(-1), span_i.reshape(-1)))
         eps = max(self._eps_out(i) for i in parts)
         dpm, dp, dm, noise = self._diffs(yp, ym, eps)
-        if not (np.all(np.isfinite(yp)) and np.all(np.isfinite(ym))):
+        if not self._finite(yp, ym, dp, dm):
             names = "+".join(self.names[i] for i in parts)
             self.nonfinite.append(f"{names} (direction)")
         span = 2.0 * h
