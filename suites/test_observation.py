@@ -771,3 +771,45 @@ def test_a_sign_flipped_squared_error_is_never_passed_as_the_targets_gradient():
     res = gradcheck.check_loss(lambda p, t: (_mse(p, t)[0], -_mse(p, t)[1]), Pr, T)
     assert res.status == "mismatch", res.report()
     assert "which one it is for cannot be observed; pass the predictions first" in res.hint
+
+
+# -- darknet: dout written into the layer's zeroed delta, dx added into a buffer ----------
+class _DarkDense:
+    """The darknet convention: the forward leaves ``self.delta`` zero; the caller adds
+    the output gradient into it and calls ``backward(inpt, delta=buf)``, which adds the
+    input gradient into ``buf``; the parameters' gradients accumulate in ``*_update``."""
+
+    def __init__(self, rng, skew=1.0, fill=True):
+        self.weights = rng.standard_normal((4, 3))
+        self.bias = rng.standard_normal(3)
+        self.weights_update = np.zeros_like(self.weights)
+        self.bias_update = np.zeros_like(self.bias)
+        self.skew, self.fill = skew, fill
+
+    def forward(self, inpt):
+        self.output = np.tanh(inpt @ self.weights + self.bias)
+        self.delta = np.zeros_like(self.output)
+
+    def backward(self, inpt, delta=None):
+        self.delta *= 1 - self.output ** 2
+        self.bias_update += self.skew * self.delta.sum(axis=0)
+        self.weights_update += inpt.T @ self.delta
+        if delta is not None and self.fill:
+            delta += self.delta @ self.weights.T
+
+
+def test_darknet_delta_slot_is_read():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 4))
+    res = gradcheck.check_layer(_DarkDense(np.random.default_rng(1)), x)
+    assert res.passed, res.report()
+    assert {i.name for i in res.inputs} >= {"x0", "weights", "bias"}
+    assert any("reads the output gradient from delta" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize(("kw", "bad"), [({"skew": 1.5}, "bias"), ({"fill": False}, "x0")])
+def test_darknet_delta_slot_broken_twins_fail(kw, bad):
+    x = np.random.default_rng(4).standard_normal((5, 4))
+    res = gradcheck.check_layer(_DarkDense(np.random.default_rng(1), **kw), x)
+    assert res.status == "mismatch", res.report()
+    assert [i.name for i in res.inputs if not i.passed] == [bad], res.report()

@@ -44,6 +44,7 @@ from ._reading import (
     match_stored,
     output_path,
     probe,
+    slot_style,
     split_return,
 )
 
@@ -114,14 +115,18 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     layer = proto.layer
     init = copy.deepcopy(layer)
     proto.draws.reset() if proto.draws else None
-    out = call_layer(init, proto.forward, copy.deepcopy(xs))
+    before, given = float_state(init), copy.deepcopy(xs)
+    out = call_layer(init, proto.forward, given)
     if out is None and proto.out_path is not None:
         out = get_path(init, proto.out_path)
     method = getattr(init, proto.backward)
     base, note = call_style_of(method, ones_like(out), f"{type(layer).__name__}."
                              f"{proto.backward}")
-    proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
-                                                   len(xs), base)
+    proto.style, proto.order, in_note = slot_style(
+        method, getattr(init, proto.forward), len(xs), before, init, out, tuple(leaves(given)))
+    if not proto.style:
+        proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
+                                                       len(xs), base)
     proto.note(in_note or note)
     assert proto.draws is not None
     draws = proto.draws

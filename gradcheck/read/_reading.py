@@ -19,6 +19,7 @@ record:
 from __future__ import annotations
 
 import copy
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +29,8 @@ from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user
 
-__all__ = ["GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
-           "output_path", "probe", "split_return"]
+__all__ = ["SLOT", "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves",
+           "linear", "output_path", "probe", "slot_style", "split_return"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -57,8 +58,16 @@ def call_style(method: Any, forward: Any, n: int, base: str
     return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"
 
 
+#: The style of a backward that reads its output gradient from an array the forward left
+#: zero on the layer, and adds the input gradient into a buffer it is given (darknet):
+#: ``"slot:" + the array's path``.
+SLOT = "slot:"
+
+
 def call_backward(method: Any, style: str, order: list[int | None], dy: Any, xs: list[Any]
                   ) -> Any:
+    if style.startswith(SLOT):
+        return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
     if style == "spread":
         return method(*dy)
     if style == "one":
@@ -68,6 +77,49 @@ def call_backward(method: Any, style: str, order: list[int | None], dy: Any, xs:
     if style == "step":  # backward(output_error, learning_rate)
         return method(dy, 1.0)
     return method()
+
+
+def _through_slot(method: Any, path: str, order: list[int | None], dy: Any, xs: list[Any]
+                  ) -> np.ndarray:
+    """``dy`` written into the array at ``path`` of the method's object (every alias sees
+    it), the backward called with the inputs and a zero buffer of the input's shape, the
+    buffer returned: the input's gradient (zero if the backward added nothing to it)."""
+    np.copyto(get_path(method.__self__, path), np.asarray(dy), casting="unsafe")
+    x = xs[0]
+    buf = np.zeros(np.shape(x), dtype=x.dtype if is_float_array(x) else np.float64)
+    method(*[xs[k] for k in order if k is not None], buf)
+    return buf
+
+
+def slot_style(method: Any, forward: Any, n: int, before: dict[str, tuple[int, np.ndarray]],
+               after: Any, out: Any, kept: tuple[Any, ...]) -> tuple[str, list[int | None], str]:
+    """``(SLOT + path, order, note)`` when the backward reads its output gradient from an
+    array the forward left on the layer: its required arguments are the forward's one
+    input (by name), one more optional argument defaults to None (the buffer the input
+    gradient is added into), and the forward created exactly one all-zero array of the
+    output's shape. Else ``("", [], "")``."""
+    req, every = positional_names(method, required=True), positional_names(method)
+    f_names = (positional_names(forward) or [])[:n]
+    if n != 1 or not req or req != f_names or not every or len(every) <= len(req):
+        return "", [], ""
+    extra = every[len(req)]
+    if _default(method, extra) is not None or not isinstance(out, np.ndarray):
+        return "", [], ""
+    zeros = [p for p, v in stored(before, after, kept, copies=False).items()
+             if v.shape == out.shape and v.dtype.kind == "f" and not v.any()]
+    if len(zeros) != 1:
+        return "", [], ""
+    what = f"{type(after).__name__}"
+    return SLOT + zeros[0], [0], (
+        f"{what}'s backward reads the output gradient from {zeros[0]}, which its forward "
+        f"left zero, and adds the input gradient into its argument {extra!r}: called so")
+
+
+def _default(method: Any, name: str) -> Any:
+    try:
+        return inspect.signature(method).parameters[name].default
+    except (TypeError, ValueError, KeyError):
+        return inspect.Parameter.empty
 
 
 def linear(a: Probe, b: Probe) -> bool:
