@@ -643,6 +643,35 @@ def test_an_output_buffer_reused_by_the_forward_is_copied_per_evaluation(mode):
     assert check_vjp(bad.fwd, bad.bwd, [x], mode=mode).status == "mismatch"
 
 
+class _Ring:
+    """A forward that writes into two output buffers in turn: two calls return different
+    arrays, yet a third overwrites the first's."""
+
+    def __init__(self, scale: float) -> None:
+        self.bufs: list[np.ndarray] = []
+        self.i, self.scale = 0, scale
+
+    def fwd(self, x):
+        if not self.bufs:
+            self.bufs = [np.empty_like(x), np.empty_like(x)]
+        b = self.bufs[self.i]
+        self.i ^= 1
+        np.tanh(x, out=b)
+        return b, np.tanh(x)
+
+    def bwd(self, dy, y):
+        return (self.scale * dy * (1 - y * y),)
+
+
+@pytest.mark.parametrize("mode", ["full", "sampled", "directional"])
+@pytest.mark.parametrize("scale", [0.0, 1.5])
+def test_output_buffers_used_in_turn_never_hide_a_wrong_gradient(mode, scale):
+    x = np.random.default_rng(3).standard_normal((6, 5))
+    assert check_vjp(_Ring(1.0).fwd, _Ring(1.0).bwd, [x], mode=mode).passed
+    ring = _Ring(scale)
+    assert check_vjp(ring.fwd, ring.bwd, [x], mode=mode).status == "mismatch"
+
+
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_an_output_that_is_a_view_of_the_input_is_copied_per_evaluation(mode):
     x = np.random.default_rng(1).standard_normal((4, 3))

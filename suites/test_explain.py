@@ -59,6 +59,42 @@ def test_a_model_bug_of_its_own_is_not_put_on_a_failing_layer():
         assert not any("explained by" in n for n in res.notes)
 
 
+def test_a_model_running_a_correct_backward_is_not_put_on_the_failing_layer():
+    """W1 sits below the failing tanh case, but the model's backward runs the correct
+    tanh backward: its own bug (W1's gradient tripled) is not explained."""
+    from suites.explained_subject import OWN_BELOW
+
+    for res in _explained(OWN_BELOW):
+        hints = {i.name.split(" ")[0]: i.hint for i in res.inputs if not i.passed}
+        assert set(hints) == {"W1"}, hints
+        assert "explained by" not in hints["W1"], hints
+
+
+def test_a_layer_wrong_only_in_its_own_parameter_explains_nothing_below():
+    """The linear case fails in its bias gradient only (its input gradient is right):
+    the model's own bug in W1, which the model's linear receives, is not its doing."""
+    from suites.explained_subject import (
+        MLP,
+        _batch,
+        _layers,
+        linear_backward_db_doubled,
+        tanh_backward,
+    )
+
+    subject = Subject(name="linear db doubled; model W1 tripled",
+                      layers=_layers(tanh_backward, linear_backward_db_doubled),
+                      model=lambda dtype: MLP(dtype, w1_factor=3.0,
+                                              linear_bwd=linear_backward_db_doubled),
+                      batch=_batch)
+    results = _explained(subject)
+    for res in results:
+        hints = {i.name.split(" ")[0]: i.hint for i in res.inputs if not i.passed}
+        assert "W1" in hints and "explained by" not in hints["W1"], hints
+        for b in ("b1", "b2"):  # the linear layer's own wrong bias gradients
+            assert "explained by the failing layer check linear [float64] (a parameter " \
+                   "of that layer)" in hints[b], hints
+
+
 def test_layer_objects_own_and_below():
     pytest.importorskip("examples.layer_objects")
     for res in _explained(load_subject("examples.layer_objects:BROKEN")):
@@ -136,5 +172,22 @@ def test_inputs_at_copies_the_inputs_and_the_hook_survives_an_exception():
     assert sys.getprofile() is before
     seen = inputs_at(lambda: layer.forward(np.arange(3.0)), {_double.__code__},
                      {"W": layer.W})
-    assert [c for c, _ in seen] == [_double.__code__]
-    np.testing.assert_array_equal(seen[0][1][0], np.arange(3.0))
+    assert [s.code for s in seen] == [_double.__code__]
+    (pos, arr), = seen[0].inputs
+    assert pos == 0 and seen[0].params == {}
+    np.testing.assert_array_equal(arr, np.arange(3.0))
+    np.testing.assert_array_equal(seen[0].outputs[0], 2 * np.arange(3.0))
+
+
+def test_a_running_profiler_is_left_alone_and_said():
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        with pytest.raises(RuntimeError, match="a profiler .* is running"):
+            user_codes(lambda: _double(np.ones(2)))
+        running = sys.getprofile()
+    finally:
+        prof.disable()
+    assert running is prof  # still the profiler's hook

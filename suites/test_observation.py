@@ -765,6 +765,18 @@ def test_a_wrong_loss_gradient_for_the_second_argument_still_fails():
     assert res.status == "mismatch", res.report()
 
 
+@pytest.mark.parametrize("fn", [
+    lambda p, t: (-np.sum(t * np.log(p)), -np.log(p)),  # the targets' gradient returned
+    lambda x, w: (float(np.sum(w * x)), x.copy()),       # the weights' gradient returned
+])
+def test_the_gradient_of_another_argument_is_no_pass_when_the_first_holds_no_labels(fn):
+    rng = np.random.default_rng(5)
+    p, t = rng.uniform(0.1, 0.9, (3, 4)), rng.uniform(0.1, 0.9, (3, 4))
+    res = gradcheck.check_loss(fn, p, t)
+    assert res.status == "mismatch", res.report()
+    assert "x0 holds no labels" in res.hint
+
+
 def test_a_sign_flipped_squared_error_is_never_passed_as_the_targets_gradient():
     _, _, Pr, T = _loss_points()
     assert gradcheck.check_loss(_mse, Pr, T).passed

@@ -99,19 +99,8 @@ def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
     ):
         raise ProtocolError("nondeterministic", "forward gave different outputs for the same "
                             "inputs")
-    outputs.fresh = _fresh(arrays, again, prep.leaves)
     return outputs, arrays, cache
 
-
-def _fresh(first: list[np.ndarray], again: list[Any], inputs: list[Any]) -> bool:
-    """Did two calls of the forward return new arrays, no view of an input or of each
-    other? Then what an evaluation returns stays as it was through the next one."""
-    held = [np.asarray(v) for v in inputs if isinstance(v, np.ndarray)]
-    for a, b in zip(first, again, strict=True):
-        b = np.asarray(b)
-        if np.may_share_memory(a, b) or any(np.may_share_memory(b, x) for x in held):
-            return False
-    return True
 
 
 def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[Any]:

@@ -254,6 +254,7 @@ def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options
     on their difference only, as a squared error does), which one is meant cannot be
     observed: the mismatch stays, and the hint says so."""
     shape = np.shape(args[0])
+    labels = _label_like(args[0])
     for k in range(1, len(args)):
         a = args[k]
         if not (isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.shape == shape):
@@ -268,11 +269,23 @@ def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options
             first = res.inputs[0]
             first.hint = f"{first.hint}; {why}" if first.hint else why
             return res
+        if not labels:  # a prediction first and the gradient of another argument: a bug
+            why = (f"the gradient returned is argument {k + 1}'s (x{k}), not x0's; x0 holds "
+                   "no labels (values not all whole numbers), so it is the one differentiated")
+            first = res.inputs[0]
+            first.hint = f"{first.hint}; {why}" if first.hint else why
+            return res
         other.notes.append(f"fn returned the gradient with respect to its argument "
-                           f"{k + 1} (x{k}), not the first: checked as x{k}'s, every other "
-                           "argument held constant")
+                           f"{k + 1} (x{k}), not the first, which holds labels (whole "
+                           f"numbers): checked as x{k}'s, every other argument held constant")
         return other
     return res
+
+
+def _label_like(x: Any) -> bool:
+    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets)."""
+    a = np.asarray(x)
+    return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
 
 
 def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:

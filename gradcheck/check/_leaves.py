@@ -157,9 +157,6 @@ class _Outputs:
     tree: Tree
     dtypes: list[np.dtype[Any]]
     floating: list[int]
-    #: observed: every call returns new float64 arrays that are no view of an input
-    #: (then an evaluation's output needs no copy of its own)
-    fresh: bool = False
 
     @staticmethod
     def of(y: Any) -> tuple[_Outputs, list[np.ndarray]]:
@@ -183,8 +180,6 @@ class _Outputs:
         if not parts:
             return np.zeros(0)
         if len(parts) == 1 and parts[0].dtype.kind != "c":
-            if self.fresh and parts[0].dtype == np.float64:
-                return parts[0]
             return np.array(parts[0], dtype=np.float64)  # one copy: the user may reuse it
         return np.concatenate([p.astype(np.float64) if p.dtype.kind != "c" else p
                                for p in parts])

@@ -117,7 +117,8 @@ def _point_at_layer(inputs: list[InputResult], names: list[str]) -> None:
     top = next((lay for lay in reversed(order) if lay in bad_layers), None)
     if top is None:
         return
-    mine = [n for n in names if layer_of(n) == top]
+    mine = [r.name.removesuffix(_TWIN) for r in failing
+            if layer_of(r.name.removesuffix(_TWIN)) == top]  # its failing parameters
     for r in failing:
         if layer_of(r.name.removesuffix(_TWIN)) == top:
             where = (f"{top} is {NEAREST}: check its backward "

@@ -26,33 +26,44 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Call", "inputs_at", "user_calls", "user_codes"]
+__all__ = ["Call", "Seen", "inputs_at", "lines_run", "user_calls", "user_codes"]
 
 
-def _library_roots() -> tuple[str, ...]:
-    """Folders whose code is not the user's: the standard library, NumPy, SciPy and
-    this package."""
-    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
-    roots.add(str(Path(str(np.__file__)).parent))
-    roots.add(str(Path(__file__).parents[1]))
+def _library_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Folders whose code is not the user's (NumPy, SciPy, this package, the standard
+    library), and the folders of installed packages under the standard library's that
+    are the user's unless under one of the first (site-packages)."""
+    def folder(path: str) -> str:
+        return str(Path(path)) + "/"
+
+    lib = {folder(str(Path(str(np.__file__)).parent)), folder(str(Path(__file__).parents[1]))}
     scipy_file = getattr(sys.modules.get("scipy"), "__file__", None)
     if scipy_file:
-        roots.add(str(Path(scipy_file).parent))
-    return tuple(str(Path(r)) + "/" for r in roots if r)
+        lib.add(folder(str(Path(scipy_file).parent)))
+    paths = sysconfig.get_paths()
+    std = {folder(paths[k]) for k in ("stdlib", "platstdlib") if paths.get(k)}
+    installed = {folder(paths[k]) for k in ("purelib", "platlib") if paths.get(k)}
+    installed |= {folder(p) for p in sys.path if "-packages" in p}
+    return tuple(lib | std), tuple(installed)
 
 
 class _Filter:
     """Is a code object the user's? Answered once per code object."""
 
     def __init__(self) -> None:
-        self.roots = _library_roots()
+        self.roots, self.installed = _library_roots()
+        self.numeric = tuple(r for r in self.roots if r.startswith(self.installed))
         self.seen: dict[CodeType, bool] = {}
 
     def __call__(self, code: CodeType) -> bool:
         known = self.seen.get(code)
         if known is None:
             name = code.co_filename
-            known = not name.startswith("<") and not name.startswith(self.roots)
+            if name.startswith("<") or name.startswith(self.numeric) or \
+                    code.co_name == "<module>":  # an import, not a function
+                known = False
+            else:
+                known = name.startswith(self.installed) or not name.startswith(self.roots)
             self.seen[code] = known
         return known
 
@@ -61,6 +72,9 @@ def _profiled(run: Callable[[], Any], hook: Callable[[FrameType, str, Any], None
     """``run()`` with ``hook`` as this thread's profile function; the previous one (a
     debugger's, a profiler's) is put back whatever happens."""
     before = sys.getprofile()
+    if before is not None and not callable(before):  # cProfile's: it could not be put back
+        raise RuntimeError(f"a profiler ({type(before).__name__}) is running: the calls are "
+                           "not observed beside it")
     sys.setprofile(hook)
     try:
         run()
@@ -154,19 +168,77 @@ def _attributes(obj: Any) -> list[Any]:
     return list(held.values()) if isinstance(held, dict) else []
 
 
-def inputs_at(run: Callable[[], Any], codes: set[CodeType], params: dict[str, np.ndarray]
-              ) -> list[tuple[CodeType, list[np.ndarray]]]:
-    """For every call of a function in ``codes`` during ``run()``, in order: copies of
-    the float arrays it received as arguments that are not ``params`` (its inputs)."""
-    held = {id(a) for a in params.values()}
-    seen: list[tuple[CodeType, list[np.ndarray]]] = []
+@dataclass
+class Seen:
+    """One call of a watched function: its array arguments that are not parameters (its
+    inputs: position among the array arguments, copy), the positions of the parameters
+    it received directly, and copies of the arrays it returned."""
 
-    def hook(frame: FrameType, event: str, _arg: Any) -> None:
-        if event == "call" and frame.f_code in codes:
-            seen.append((frame.f_code, [
-                np.array(v) for v in frame.f_locals.values()
-                if isinstance(v, np.ndarray) and v.dtype.kind in "fc"
-                and id(v) not in held and id(v.base) not in held]))
+    code: CodeType
+    inputs: list[tuple[int, np.ndarray]]
+    params: dict[str, int]
+    outputs: list[np.ndarray]
+
+
+def inputs_at(run: Callable[[], Any], codes: set[CodeType], params: dict[str, np.ndarray]
+              ) -> list[Seen]:
+    """Every call of a function in ``codes`` during ``run()``, in the order they began:
+    what it received and what it returned (:class:`Seen`)."""
+    by_id = {id(a): n for n, a in params.items()}
+    seen: list[Seen] = []
+    open_: dict[int, Seen] = {}
+
+    def hook(frame: FrameType, event: str, arg: Any) -> None:
+        if frame.f_code not in codes:
+            return
+        if event == "call":
+            arrays = [v for v in frame.f_locals.values() if isinstance(v, np.ndarray)]
+            got = Seen(frame.f_code, [], {}, [])
+            for k, v in enumerate(arrays):
+                name = by_id.get(id(v), by_id.get(id(v.base)))
+                if name is None:
+                    got.inputs.append((k, np.array(v)))
+                else:
+                    got.params.setdefault(name, k)
+            seen.append(got)
+            open_[id(frame)] = got
+        elif event == "return" and id(frame) in open_:
+            open_.pop(id(frame)).outputs.extend(
+                np.array(v) for v in _returned(arg) if isinstance(v, np.ndarray))
 
     _profiled(run, hook)
+    return seen
+
+
+def _returned(value: Any) -> list[Any]:
+    """A returned value's arrays: itself, or the items of a returned tuple or list (and
+    of tuples and lists inside it: a cache)."""
+    if isinstance(value, (tuple, list)):
+        return [v for item in value[:64] for v in _returned(item)]
+    return [value]
+
+
+def lines_run(run: Callable[[], Any], codes: set[CodeType]) -> set[tuple[CodeType, int]]:
+    """The lines of the functions ``codes`` that ``run()`` executes. A line trace of
+    those functions only (another tracer, a debugger's or coverage's, is put back
+    after)."""
+    seen: set[tuple[CodeType, int]] = set()
+
+    def local(frame: FrameType, event: str, _arg: Any) -> Any:
+        if event == "line":
+            seen.add((frame.f_code, frame.f_lineno))
+        return local
+
+    def calls(frame: FrameType, _event: str, _arg: Any) -> Any:
+        return local if frame.f_code in codes else None
+
+    before = sys.gettrace()
+    if before is not None and not callable(before):
+        raise RuntimeError(f"a tracer ({type(before).__name__}) is running: the lines are "
+                           "not observed beside it")
+    sys.settrace(calls)
+    try:
+        run()
+    finally:
+        sys.settrace(before)
     return seen

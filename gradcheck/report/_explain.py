@@ -5,14 +5,20 @@ bug fails the model check in many parameters. When a layer check of the subject 
 too, the report says which model failures it explains, from what the code does:
 
 1. the layer case's check runs under a profile hook: the user functions it calls, and
-   how deep (the case's own ``fwd`` is 1, a model function it wraps 2);
+   how deep (the case's own ``fwd`` is 1, a model function it wraps 2); functions a
+   passing case runs too are left out (unless that leaves none);
 2. the model's loss runs under the hook: every call of a user function and the
    parameter arrays it received. The layer's calls in the model are those of its
    shallowest functions that the model calls; the parameters received inside them are
    the layer's own;
-3. a failing parameter sits below the layer when the layer's inputs in the model
+3. the model's backward (``loss_and_grads``) must run the failing check's backward: of
+   the lines the check executed in its functions that the forward does not call, the
+   model executes every one in the functions it calls, and at least one (a model that
+   calls a correct backward of its own, or runs another branch, is not explained);
+4. a failing parameter sits below the layer when the layer's inputs in the model
    change as that parameter is perturbed (the loss run again, the parameter restored
-   bit for bit): its gradient comes through the layer's backward, bug included.
+   bit for bit), and the layer's check failed in such an input (not only in its own
+   parameters): its gradient comes through the layer's backward, bug included.
 
 A failing parameter explained by several failing layers is given the one whose check
 runs the fewest functions (the activation before the feed-forward before the block).
@@ -22,15 +28,17 @@ output stays.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType
+from typing import Any
 
 import numpy as np
 
 from ..check._model_check import _TWIN, NEAREST, failure_message
 from ..check._result import CheckResult
-from ..read._trace import Call, inputs_at, user_calls, user_codes
+from ..read._trace import Call, Seen, inputs_at, lines_run, user_calls, user_codes
 from ..subject import Subject
 
 __all__ = ["Explanation", "annotate", "explain_task", "explaining_layers"]
@@ -49,17 +57,18 @@ class Explanation:
 
 
 def explaining_layers(layers: list[tuple[int, str, CheckResult]]
-                      ) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
-    """``(case index, dtype, label)`` of each layer check whose gradient is wrong, one
-    per case (its first failing dtype), and ``(case index, dtype)`` of each case that
-    passed in every dtype, in the subject's order; ``layers`` holds the report's layer
-    results with their case index and dtype."""
-    wrong: dict[int, tuple[int, str, str]] = {}
+                      ) -> tuple[list[tuple[int, str, str, list[int]]], list[tuple[int, str]]]:
+    """``(case index, dtype, label, positions of its failing inputs)`` of each layer
+    check whose gradient is wrong, one per case (its first failing dtype), and ``(case
+    index, dtype)`` of each case that passed in every dtype, in the subject's order;
+    ``layers`` holds the report's layer results with their case index and dtype."""
+    wrong: dict[int, tuple[int, str, str, list[int]]] = {}
     failed = {k for k, _, r in layers if not r.passed}
     passing: dict[int, tuple[int, str]] = {}
     for k, dtype, r in layers:
         if not r.passed and r.status in _WRONG and k not in wrong:
-            wrong[k] = (k, dtype, r.name)
+            bad = [j for j, i in enumerate(r.inputs) if not i.passed]
+            wrong[k] = (k, dtype, r.name, bad)
         elif k not in failed and k not in passing:
             passing[k] = (k, dtype)
     return list(wrong.values()), list(passing.values())
@@ -72,12 +81,12 @@ class _Layer:
     label: str
     size: int  # user functions its check runs: fewer is more specific
     entry: frozenset[CodeType]  # its shallowest functions that the model calls
-    own: frozenset[str]  # parameters received inside those calls
+    bad: frozenset[int]  # positions of the inputs its check failed in
 
 
-def explain_task(subject: Subject, level: str, model: int, layers: list[tuple[int, str, str]],
-                 passing: list[tuple[int, str]], failing: list[str], seed: int
-                 ) -> dict[str, Explanation]:
+def explain_task(subject: Subject, level: str, model: int,
+                 layers: list[tuple[int, str, str, list[int]]], passing: list[tuple[int, str]],
+                 failing: list[str], seed: int) -> dict[str, Explanation]:
     """Which of model case ``model``'s ``failing`` parameters the failing layer cases
     ``layers`` explain (see the module's doc); the functions the ``passing`` cases run
     are not where a failing case's bug is (unless they are all it runs). Run in a case
@@ -92,23 +101,66 @@ def explain_task(subject: Subject, level: str, model: int, layers: list[tuple[in
     with np.errstate(all="ignore"):
         calls = user_calls(run, params)
         sound = set().union(*(_codes(subject, k, dtype, seed) for k, dtype in passing))
-        placed = [lay for k, dtype, label in layers
-                  if (lay := _in_model(label, _suspect(_codes(subject, k, dtype, seed), sound),
-                                       calls))]
-        below = _below(run, placed, [n for n in failing if n in params], params, seed)
+        placed = []
+        for k, dtype, label, bad in layers:
+            check = _cheap(subject, k, dtype, seed)
+            every = _codes(subject, k, dtype, seed)
+            codes = _suspect(every, sound)
+            lay = _in_model(label, codes, calls, bad, len(codes)) or _in_model(
+                label, every, calls, bad, len(codes))  # its own functions are backward only
+            if lay is not None and _runs_its_backward(built, batch, check, codes, calls):
+                placed.append(lay)
+        placing = _placed(run, placed, [n for n in failing if n in params], params, seed)
     found: dict[str, tuple[int, Explanation]] = {}
     for lay in placed:
+        at = placing[lay.label]
         for name in failing:
-            own = name in lay.own
-            if (own or name in below[lay.label]) and (
-                    name not in found or lay.size < found[name][0]):
+            own = name in at.own and _explains_own(lay, at, name)
+            below = name in at.below and bool(lay.bad & at.inputs)
+            if (own or below) and (name not in found or lay.size < found[name][0]):
                 found[name] = (lay.size, Explanation(lay.label, own))
     return {n: e for n, (_, e) in found.items()}
 
 
+def _explains_own(lay: _Layer, at: _Placing, name: str) -> bool:
+    """A parameter of the layer is explained when its check failed in that parameter
+    (received at the same position among the array arguments), or, for a parameter the
+    layer holds rather than receives, in some parameter."""
+    where = at.positions.get(name)
+    if where is not None:
+        return where in lay.bad
+    return bool(lay.bad - at.inputs)
+
+
+def _runs_its_backward(built: Any, batch: tuple[Any, ...], check: Callable[[], Any],
+                       codes: dict[CodeType, int], calls: list[Call]) -> bool:
+    """Does the model's backward run the failing check's backward? Of the lines the
+    check runs in its functions that the model's forward does not call, those in the
+    functions the model's backward calls: at least one, and the model runs them all."""
+    forward = {c.code for c in calls}
+    back = set(codes) - forward
+    if not back:
+        return False
+    theirs = lines_run(lambda: built.loss_and_grads(*batch), back)
+    mine = lines_run(check, back)
+    called = {c for c, _ in theirs}
+    needed = {(c, n) for c, n in mine if c in called}
+    return bool(needed) and needed <= theirs
+
+
 def _codes(subject: Subject, k: int, dtype: str, seed: int) -> dict[CodeType, int]:
+    """The user functions case ``k``'s check runs, once it has run once untraced (what
+    a first run imports is not the case's code)."""
+    check = _cheap(subject, k, dtype, seed)
+    check()
+    return user_codes(check)
+
+
+def _cheap(subject: Subject, k: int, dtype: str, seed: int) -> Callable[[], Any]:
+    """Case ``k``'s check in directional mode: the same code run, a few evaluations."""
     case = subject.layers[k]
-    return user_codes(lambda: case.check(dtype, seed))
+    cheap = dataclasses.replace(case, options={**case.options, "mode": "directional"})
+    return lambda: cheap.check(dtype, seed)
 
 
 def _suspect(codes: dict[CodeType, int], sound: set[CodeType]) -> dict[CodeType, int]:
@@ -118,55 +170,79 @@ def _suspect(codes: dict[CodeType, int], sound: set[CodeType]) -> dict[CodeType,
     return left or codes
 
 
-def _in_model(label: str, codes: dict[CodeType, int], calls: list[Call]) -> _Layer | None:
+def _in_model(label: str, codes: dict[CodeType, int], calls: list[Call], bad: list[int],
+              size: int) -> _Layer | None:
     """The layer whose check runs ``codes``, as the model's ``calls`` run it (None: the
     model runs none of its functions)."""
     used = [c for c in calls if c.code in codes]
     if not used:
         return None
     top = min(codes[c.code] for c in used)
-    mine = [c for c in used if codes[c.code] == top]
-    own = {p for m in mine for c in calls if m.start <= c.start and c.end <= m.end
-           for p in c.params}
-    return _Layer(label, len(codes), frozenset(c.code for c in mine), frozenset(own))
+    entry = frozenset(c.code for c in used if codes[c.code] == top)
+    return _Layer(label, size, entry, frozenset(bad))
 
 
-def _below(run: Callable[[], None], layers: list[_Layer], names: list[str],
-           params: dict[str, np.ndarray], seed: int) -> dict[str, set[str]]:
-    """For each layer, the parameters among ``names`` whose perturbation changes the
-    layer's inputs in the model (inputs that differ between two plain runs say
-    nothing)."""
+@dataclass
+class _Placing:
+    """Where the model's failing parameters sit with respect to one layer."""
+
+    below: set[str] = field(default_factory=set)  # its inputs move with them
+    own: set[str] = field(default_factory=set)  # its outputs move with them, not its inputs
+    inputs: set[int] = field(default_factory=set)  # positions of its inputs
+    positions: dict[str, int] = field(default_factory=dict)  # of parameters it receives
+
+
+def _placed(run: Callable[[], None], layers: list[_Layer], names: list[str],
+            params: dict[str, np.ndarray], seed: int) -> dict[str, _Placing]:
+    """For each layer: the parameters among ``names`` whose perturbation changes its
+    inputs in the model (below it), or its outputs and not its inputs (its own). What
+    differs between two plain runs says nothing."""
     codes = set().union(*(lay.entry for lay in layers)) if layers else set()
     base = inputs_at(run, codes, params)
-    steady = _same_calls(base, inputs_at(run, codes, params)) or []
-    out: dict[str, set[str]] = {lay.label: set() for lay in layers}
+    steady = _changed(base, inputs_at(run, codes, params))
+    out = {lay.label: _Placing() for lay in layers}
+    for lay in layers:
+        mine = [s for s in base if s.code in lay.entry]
+        out[lay.label].inputs = {k for s in mine for k, _ in s.inputs}
+        out[lay.label].positions = {n: k for s in mine for n, k in s.params.items()}
     rng = np.random.default_rng(seed)
     for name in names:
         p = params[name]
         kept = p.copy()
         try:
             p += (0.01 * (np.abs(p) + 1) * rng.choice([-1.0, 1.0], p.shape)).astype(p.dtype)
-            moved = _same_calls(base, inputs_at(run, codes, params))
+            moved = _changed(base, inputs_at(run, codes, params))
         finally:
             np.copyto(p, kept)
-        if moved is None:  # the model ran other calls: no evidence either way
+        if moved is None or steady is None:  # other calls: no evidence either way
             continue
+        # a layer call whose inputs moved has the parameter below it; one whose outputs
+        # moved and not its inputs, as its own (calls unsteady between plain runs: none)
         for lay in layers:
-            if any(code in lay.entry and ok and not same
-                   for (code, _), ok, same in zip(base, steady, moved, strict=False)):
-                out[lay.label].add(name)
+            for s, (i0, o0), (i1, o1) in zip(base, steady, moved, strict=True):
+                if s.code not in lay.entry or i0 or o0:
+                    continue
+                if i1:
+                    out[lay.label].below.add(name)
+                elif o1:
+                    out[lay.label].own.add(name)
     return out
 
 
-def _same_calls(a: list[tuple[CodeType, list[np.ndarray]]],
-                b: list[tuple[CodeType, list[np.ndarray]]]) -> list[bool] | None:
-    """Call by call: did ``b``'s call receive the same inputs as ``a``'s? (None: not
-    the same calls)"""
-    if [c for c, _ in a] != [c for c, _ in b]:
+def _changed(a: list[Seen], b: list[Seen]) -> list[tuple[bool, bool]] | None:
+    """Call by call: did ``b``'s inputs, and its outputs, differ from ``a``'s? (None:
+    not the same calls)"""
+    if [s.code for s in a] != [s.code for s in b]:
         return None
-    return [len(x) == len(y) and all(u.shape == v.shape and np.array_equal(u, v, equal_nan=True)
-                                     for u, v in zip(x, y, strict=True))
-            for (_, x), (_, y) in zip(a, b, strict=True)]
+    return [(not _same([v for _, v in x.inputs], [v for _, v in y.inputs])
+             or [k for k, _ in x.inputs] != [k for k, _ in y.inputs],
+             not _same(x.outputs, y.outputs)) for x, y in zip(a, b, strict=True)]
+
+
+def _same(xs: list[np.ndarray], ys: list[np.ndarray]) -> bool:
+    return len(xs) == len(ys) and all(
+        u.shape == v.shape and np.array_equal(u, v, equal_nan=True)
+        for u, v in zip(xs, ys, strict=True))
 
 
 def annotate(result: CheckResult, found: dict[str, Explanation]) -> None:

@@ -90,8 +90,9 @@ def model_task(ref: SubjectRef, level: str, index: int, seed: int) -> CheckResul
 
 
 def explain_model_task(ref: SubjectRef, level: str, index: int,
-                       layers: list[tuple[int, str, str]], passing: list[tuple[int, str]],
-                       failing: list[str], seed: int) -> dict[str, Any]:
+                       layers: list[tuple[int, str, str, list[int]]],
+                       passing: list[tuple[int, str]], failing: list[str], seed: int
+                       ) -> dict[str, Any]:
     """Which ``failing`` parameters of model case ``index`` the failing ``layers``
     explain."""
     from ._explain import explain_task
@@ -101,10 +102,20 @@ def explain_model_task(ref: SubjectRef, level: str, index: int,
 
 def _explain_models(ref: SubjectRef, level: str, seed: int, tasks: list[Task],
                     by_fn: dict[str, list[Any]], jobs: int, limit: float,
-                    say: Callable[[str], None]) -> None:
+                    say: Progress) -> None:
     """A failing model check whose failures a failing layer check of the subject
-    explains says so (:mod:`._explain`); when the link cannot be observed (the run
-    raised, timed out) the hints stay as the check gave them."""
+    explains says so (:mod:`._explain`); when the link cannot be observed (its run
+    raised, crashed, timed out) the hints stay as the check gave them, and a note of
+    the model check and a line on the terminal say why."""
+    try:
+        _explain(ref, level, seed, tasks, by_fn, jobs, limit, say)
+    except Exception as exc:  # never the end of the report: the hints stay as they are
+        say.always(f"the failing model checks were not linked to the layer checks: "
+                   f"{fault_of(exc).describe()}")
+
+
+def _explain(ref: SubjectRef, level: str, seed: int, tasks: list[Task],
+             by_fn: dict[str, list[Any]], jobs: int, limit: float, say: Progress) -> None:
     from ..check._model_check import _TWIN
     from ._explain import annotate, explaining_layers
 
@@ -122,7 +133,9 @@ def _explain_models(ref: SubjectRef, level: str, seed: int, tasks: list[Task],
                   (ref, level, k, wrong, passing, bad[k], seed), 1.0, limit) for k in failing]
     for k, found in zip(failing, run_tasks(links, jobs=jobs, say=say), strict=True):
         if isinstance(found, Fault):
-            say(f"{models[k].name}: not linked to the layer checks: {found.describe()}")
+            why = f"not linked to the failing layer checks: {found.describe()}"
+            models[k].notes.append(why)
+            say.always(f"{models[k].name}: {why}")
         else:
             annotate(models[k], found)
 
