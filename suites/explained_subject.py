@@ -6,9 +6,9 @@ The model is ``linear -> tanh -> linear -> mse``, written as ``*_forward`` /
 its activation). ``TANH``: the tanh backward drops its ``1 - y**2`` factor, in the layer
 cases and in the model: the model's failures sit below (``W1``, ``b1``) the failing
 ``tanh`` layer. ``OWN_BELOW``: the same wrong ``tanh`` case, a model running the correct
-tanh with a bug of its own below it. ``ELSEWHERE``: the ``tanh`` layer case is just as wrong, but the model
-runs the correct tanh and has a bug of its own (the output bias gradient doubled): no
-layer check explains that.
+tanh with a bug of its own below it. ``ELSEWHERE``: the ``tanh`` layer case is just as
+wrong, but the model runs the correct tanh and has a bug of its own (the output bias
+gradient doubled): no layer check explains that.
 """
 
 from __future__ import annotations
