@@ -825,3 +825,86 @@ def test_darknet_delta_slot_broken_twins_fail(kw, bad):
     res = gradcheck.check_layer(_DarkDense(np.random.default_rng(1), **kw), x)
     assert res.status == "mismatch", res.report()
     assert [i.name for i in res.inputs if not i.passed] == [bad], res.report()
+
+
+# -- a step size with a default; a cached copy of the input; an optimizer built on use ----
+class _StepDefault:
+    """``backward(grad, lr=0.01)`` updating its weights in place (bias folded in W)."""
+
+    def __init__(self, rng, skew=1.0):
+        self.W = rng.standard_normal((4, 3))
+        self.skew = skew
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, grad, lr=0.01):
+        dx = grad @ self.W.T
+        self.W -= lr * self.skew * (self.x.T @ grad)
+        return dx
+
+
+class _CachedCopy:
+    """Keeps ``self.x`` (zeros at first) overwritten with a flat copy of the input, and
+    stores ``grad_x`` beside ``grad_W``: ``x`` is a cache, not a parameter."""
+
+    def __init__(self, rng, skew=1.0):
+        self.W = rng.standard_normal((4, 3))
+        self.x = np.zeros(4)
+        self.skew = skew
+
+    def forward(self, x):
+        self.x = x.ravel().copy()
+        return self.x @ self.W
+
+    def backward(self, dy):
+        self.grad_W = self.skew * np.outer(self.x, dy)
+        self.grad_x = self.W @ dy
+        return self.grad_x
+
+
+class _Adamish:
+    def __init__(self):
+        self.t = 0
+
+    def update(self, params, grads):
+        self.t += 1
+        for p, g in zip(params, grads, strict=True):
+            p -= 0.01 * g
+
+
+class _LazyOptimizer:
+    """Hands ``[W, b]`` and ``[dW, db]`` to an optimizer it builds on first use."""
+
+    def __init__(self, rng, skew=1.0):
+        self.W, self.b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+        self._opt = None
+        self.skew = skew
+
+    @property
+    def optimizer(self):
+        if self._opt is None:
+            self._opt = _Adamish()
+        return self._opt
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dy):
+        dx = dy @ self.W.T
+        self.optimizer.update([self.W, self.b], [self.x.T @ dy, self.skew * dy.sum(0)])
+        return dx
+
+
+@pytest.mark.parametrize(("cls", "x_shape", "bad"), [
+    (_StepDefault, (5, 4), "W"), (_CachedCopy, (4,), "W"), (_LazyOptimizer, (5, 4), "b")])
+def test_more_conventions_read_by_observation(cls, x_shape, bad):
+    x = np.random.default_rng(6).standard_normal(x_shape)
+    res = gradcheck.check_layer(cls(np.random.default_rng(2)), x)
+    assert res.passed, res.report()
+    assert {i.name for i in res.inputs} >= {"x0", bad}
+    broken = gradcheck.check_layer(cls(np.random.default_rng(2), skew=1.5), x)
+    assert broken.status == "mismatch", broken.report()
+    assert [i.name for i in broken.inputs if not i.passed] == [bad], broken.report()

@@ -24,7 +24,7 @@ import numpy as np
 from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import same_but_unit
 
-__all__ = ["Handed", "attached", "find_handed", "listen"]
+__all__ = ["Handed", "attached", "find_handed", "held_objects", "listen"]
 
 Log = dict[tuple[str, str], list[tuple[Any, ...]]]
 
@@ -37,18 +37,27 @@ class Handed:
     method: str
     call: int
     arg: int
+    item: int | None = None  # its place in a list or tuple argument (update([W, b], [dW, db]))
 
     def read(self, log: Log) -> Any:
         calls = log.get((self.owner, self.method), [])
         if self.call >= len(calls):
             return None
-        return np.array(calls[self.call][self.arg], copy=True)
+        value = calls[self.call][self.arg]
+        if self.item is not None:
+            value = value[self.item]
+        return np.array(value, copy=True)
 
 
 def _user_object(v: Any) -> bool:
     mod = type(v).__module__ or ""
     return hasattr(v, "__dict__") and not isinstance(v, (type, np.ndarray)) and not (
         mod == "builtins" or mod.split(".")[0] in ("numpy", "scipy", "gradcheck"))
+
+
+def held_objects(layer: Any) -> set[str]:
+    """Paths of the user objects ``layer`` holds (an optimizer, a sub-layer)."""
+    return {p for p, v in walk(layer) if _user_object(v)}
 
 
 def _methods(obj: Any) -> list[str]:
@@ -89,16 +98,32 @@ def find_handed(layer: Any, xs: list[Any], missing: list[str],
     log = listen(layer, owners)
     backward(layer, xs)
     found: dict[str, Handed] = {}
+    held = [a for a in params.values()]
     for (owner, method), calls in log.items():
         for i, args in enumerate(calls):
+            flat = _flat(args)
             for path, a in params.items():
-                if path in found or not any(x is a for x in args):
+                at = next((w for w, x in flat if x is a), None)
+                if path in found or at is None:
                     continue
-                fits = [j for j, x in enumerate(args) if x is not a and is_float_array(x)
-                        and same_but_unit(x.shape, a.shape)]
+                fits = [w for w, x in flat if is_float_array(x) and same_but_unit(
+                    x.shape, a.shape) and not any(x is h for h in held)]
+                if len(fits) > 1 and at[1] is not None:  # lists side by side: same place
+                    fits = [w for w in fits if w[1] == at[1]]
                 if len(fits) == 1:
-                    found[path] = Handed(owner, method, i, fits[0])
+                    found[path] = Handed(owner, method, i, fits[0][0], fits[0][1])
     return found
+
+
+def _flat(args: tuple[Any, ...]) -> list[tuple[tuple[int, int | None], Any]]:
+    """A call's arguments, and the items of its list and tuple arguments, each with its
+    place: ``((argument, item or None), value)``."""
+    out: list[tuple[tuple[int, int | None], Any]] = []
+    for j, x in enumerate(args):
+        out.append(((j, None), x))
+        if isinstance(x, (list, tuple)):
+            out += [((j, k), v) for k, v in enumerate(x[:64])]
+    return out
 
 
 def attached(after: Any, missing: list[str], before: Any) -> dict[str, str]:

@@ -13,6 +13,7 @@ does not depend on is state; one it does depend on with no gradient found is a
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,7 @@ from ._discovery import (
     unmatched,
     walk,
 )
-from ._handed import attached, find_handed
+from ._handed import Handed, attached, find_handed, held_objects
 from ._layer_call import Protocol, call_layer, call_style_of, leaves, ones_like, times
 from ._observe import float_state, grad_of, method_pair, positional_names, stored
 from ._protocol import ProtocolError, UserCodeError, call_user
@@ -190,7 +191,12 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     """Whether the backward takes a second argument that only scales the change it makes
     to arrays the layer holds (``backward(output_error, learning_rate)`` updating its
     weights): then it is called with 1.0 and a parameter's gradient is minus its change."""
-    names = positional_names(getattr(proto.layer, proto.backward), required=True)
+    method = getattr(proto.layer, proto.backward)
+    names = positional_names(method, required=True)
+    every = positional_names(method)
+    if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
+            and _numeric_default(method, every[1]):
+        names = every[:2]  # backward(grad, lr=0.01): a step size with a default
     if names is None or len(names) != 2 or proto.draws is None:
         return False
     seen = []
@@ -219,6 +225,15 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         "their gradients read as minus that change" if moved else
         "changes nothing it returns or holds: called with 1.0"))
     return True
+
+
+def _numeric_default(method: Any, name: str) -> bool:
+    """Whether the parameter ``name`` of ``method`` defaults to a (non-bool) number."""
+    try:
+        default = inspect.signature(method).parameters[name].default
+    except (TypeError, ValueError, KeyError):
+        return False
+    return isinstance(default, (int, float)) and not isinstance(default, bool)
 
 
 def _same_return(a: Any, b: Any) -> bool:
@@ -324,13 +339,20 @@ def _misshapen(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None
 
 
 def _keeps_input(first: Any, p: Param | str) -> bool:
-    """Whether the forward rebinds the array at ``p`` to one of its inputs: a cache left
-    by an earlier call (``self.inputs``), not a parameter."""
+    """Whether the forward leaves at ``p`` one of its inputs, or a copy of its values
+    (``self.x = x.ravel()``, ``x.copy()``): a cache of the input, not a parameter."""
     path = p.value if isinstance(p, Param) else p
     if not isinstance(path, str):
         return False
     now = try_path(first.init, path)
-    return any(now is x for x in first.xs)
+    return any(now is x or _copy_of(now, x) for x in first.xs)
+
+
+def _copy_of(a: Any, x: Any) -> bool:
+    """``a`` holds the float values of the input ``x`` (in any shape of the same size)."""
+    return (is_float_array(a) and isinstance(x, np.ndarray) and x.dtype.kind == "f"
+            and a.size == x.size and a.size > 0
+            and np.array_equal(np.ravel(a), np.ravel(x), equal_nan=True))
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
@@ -364,12 +386,33 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     if left:
         handed = find_handed(*copy.deepcopy((first.init, first.xs)), left,
                              _backward_of(proto, first.out))
+        if not handed and held_objects(first.after) - held_objects(first.init):
+            handed = _handed_to_made(proto, first, left)
         for p, h in handed.items():
             out.append(Param(p, p, _no_grad))
             proto.handed[p] = h
             proto.note(f"the gradient of {p} is what the backward hands to {h.owner}."
                        f"{h.method} beside it (argument {h.arg}): an update it makes itself")
     return out
+
+
+def _handed_to_made(proto: Protocol, first: Any, left: list[str]) -> dict[str, Handed]:
+    """Gradients handed to an object the first backward created (an optimizer built on
+    first use): looked for on a layer that ran one forward and backward, then a forward;
+    found, every evaluation starts from such a layer (its parameters written anew)."""
+    warmed = copy.deepcopy(first.after)
+    xs = copy.deepcopy(first.xs)
+    try:
+        call_layer(warmed, proto.forward, xs)
+    except Exception:  # the reading stays as it was: no gradient found
+        return {}
+    handed = find_handed(*copy.deepcopy((warmed, xs)), left, _backward_of(proto, first.out))
+    if handed:
+        proto.layer = copy.deepcopy(first.after)
+        proto.note(f"{type(proto.layer).__name__}'s first backward creates "
+                   f"{', '.join(sorted(held_objects(first.after) - held_objects(first.init)))}"
+                   ": every evaluation starts from a layer that ran once")
+    return handed
 
 
 def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
