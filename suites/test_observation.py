@@ -908,3 +908,30 @@ def test_more_conventions_read_by_observation(cls, x_shape, bad):
     broken = gradcheck.check_layer(cls(np.random.default_rng(2), skew=1.5), x)
     assert broken.status == "mismatch", broken.report()
     assert [i.name for i in broken.inputs if not i.passed] == [bad], broken.report()
+
+
+class _StepRebinds:
+    """``backward(dz, learning_rate)`` rebinding its weights to new arrays; the broken
+    twin sums the bias gradient over the wrong axis, which widens ``b`` in the update."""
+
+    def __init__(self, rng, axis=0):
+        self.W, self.b = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
+        self.axis = axis
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dz, learning_rate):
+        dx = dz @ self.W.T
+        db = dz.sum(axis=self.axis, keepdims=True)
+        self.W, self.b = self.W - learning_rate * self.x.T @ dz, self.b - learning_rate * db
+        return dx
+
+
+def test_a_step_that_widens_a_parameter_is_a_shape_mismatch():
+    x = np.random.default_rng(7).standard_normal((5, 4))
+    assert gradcheck.check_layer(_StepRebinds(np.random.default_rng(2)), x).passed
+    res = gradcheck.check_layer(_StepRebinds(np.random.default_rng(2), axis=1), x)
+    assert res.status == "shape-mismatch", res.report()
+    assert "b" in res.message, res.message

@@ -213,7 +213,7 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
             return False
         now = {p: v for p, v in walk(layer) if is_float_array(v)}
         seen.append((ret, {p: now[p] - old for p, (_, old) in before.items()
-                           if p in now and now[p].shape == old.shape}))
+                           if p in now and _broadcasts(now[p].shape, old.shape)}))
     (r1, d1), (r2, d2) = seen
     moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
     if not _same_return(r1, r2) or not all(
@@ -224,6 +224,16 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
         "their gradients read as minus that change" if moved else
         "changes nothing it returns or holds: called with 1.0"))
+    return True
+
+
+def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether arrays of shapes ``a`` and ``b`` broadcast together (an update whose
+    gradient had a wrong shape can widen its parameter: then that is its verdict)."""
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
     return True
 
 
