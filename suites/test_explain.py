@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradcheck.read._trace import inputs_at, user_calls, user_codes
+from gradcheck.read._trace import inputs_at, user_codes
 from gradcheck.report._explain import annotate, explain_task, explaining_layers
 from gradcheck.subject import Subject, load_subject
 
@@ -147,16 +147,15 @@ def test_user_codes_see_the_users_functions_only():
     assert codes[_Scale.forward.__code__] == 2 and codes[_double.__code__] == 3
 
 
-def test_user_calls_find_parameters_held_by_self_and_the_hook_is_put_back():
+def test_inputs_at_finds_parameters_held_by_self_and_the_hook_is_put_back():
     layer = _Scale()
     before = sys.getprofile()
-    calls = user_calls(lambda: layer.forward(np.arange(3.0)), {"W": layer.W})
+    seen = inputs_at(lambda: layer.forward(np.arange(3.0)),
+                     {_Scale.forward.__code__, _double.__code__}, {"W": layer.W})
     assert sys.getprofile() is before
-    by_code = {c.code: c for c in calls}
-    assert by_code[_Scale.forward.__code__].params == {"W"}
-    assert by_code[_double.__code__].params == frozenset()
-    outer, inner = by_code[_Scale.forward.__code__], by_code[_double.__code__]
-    assert outer.start < inner.start < inner.end < outer.end
+    assert [s.code for s in seen] == [_Scale.forward.__code__, _double.__code__]
+    assert [k for k, _ in seen[0].inputs] == [0] and seen[1].params == {}
+    np.testing.assert_array_equal(seen[0].outputs[0], 2 * np.arange(3.0))
 
 
 def test_inputs_at_copies_the_inputs_and_the_hook_survives_an_exception():

@@ -1,32 +1,31 @@
-"""Which of the user's functions a call runs, and which parameters each of their calls
-receives: observed with a profile hook, never read from names.
-
-Two facts serve the report's link between a failing model check and a failing layer
-check of the same subject:
+"""Which of the user's functions a call runs, what their calls receive and return, and
+which of their lines run: observed with a profile hook and a line trace, never read
+from names. The facts the report's link between a failing model check and a failing
+layer check of the same subject rests on:
 
 - :func:`user_codes`: the functions of the user's code (not NumPy's, SciPy's, the
   standard library's or this package's) that ``run()`` calls, each with the least number
   of user frames beneath it (1: called straight from library code, as a layer case's
   ``fwd`` is by the checker; 2: called by such a function...);
-- :func:`user_calls`: every call of a user function during ``run()`` (a model's loss),
-  with when it started and ended on one clock, and which of the model's parameter
-  arrays it received: as an argument, inside a dict, list or tuple argument, or as an
-  attribute of one (``self.W`` of a layer object).
+- :func:`inputs_at`: every call of some of those functions during ``run()`` (a model's
+  loss): copies of the arrays it received that are not parameters (its inputs), where
+  it received parameters, and copies of what it returned;
+- :func:`lines_run`: the lines of some of those functions that ``run()`` executes.
 """
 
 from __future__ import annotations
 
 import sys
 import sysconfig
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import CodeType, FrameType, FunctionType, ModuleType
+from types import CodeType, FrameType
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Call", "Seen", "inputs_at", "lines_run", "user_calls", "user_codes"]
+__all__ = ["Seen", "inputs_at", "lines_run", "user_codes"]
 
 
 def _library_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -101,71 +100,6 @@ def user_codes(run: Callable[[], Any]) -> dict[CodeType, int]:
 
     _profiled(run, hook)
     return depth
-
-
-@dataclass(frozen=True)
-class Call:
-    """One call of a user function: its code, when it started and ended (one clock for
-    the whole run: calls inside it start and end between the two) and the names of the
-    parameters it received."""
-
-    code: CodeType
-    start: int
-    end: int
-    params: frozenset[str]
-
-
-def user_calls(run: Callable[[], Any], params: dict[str, np.ndarray]) -> list[Call]:
-    """Every call of a user function during ``run()``, with the parameters (by identity,
-    or as the base of a view) found among its arguments."""
-    by_id = {id(a): n for n, a in params.items()}
-    mine = _Filter()
-    open_: list[tuple[CodeType, int, frozenset[str]] | None] = []
-    calls: list[Call] = []
-    clock = 0
-
-    def hook(frame: FrameType, event: str, _arg: Any) -> None:
-        nonlocal clock
-        if event == "call":
-            if not mine(frame.f_code):
-                open_.append(None)
-                return
-            clock += 1
-            found = frozenset(_params_in(frame.f_locals.values(), by_id))
-            open_.append((frame.f_code, clock, found))
-        elif event == "return" and open_:
-            top = open_.pop()
-            if top is not None:
-                clock += 1
-                calls.append(Call(top[0], top[1], clock, top[2]))
-
-    _profiled(run, hook)
-    return calls
-
-
-_OPAQUE = (ModuleType, FunctionType, type, str, bytes)
-
-
-def _params_in(values: Any, by_id: dict[int, str], depth: int = 0) -> Iterator[str]:
-    """Names of the parameters among ``values``, looking two levels into containers
-    and objects (at most 64 items each)."""
-    for k, v in enumerate(values):
-        if k >= 64:
-            return
-        if isinstance(v, np.ndarray):
-            for a in (v, v.base):
-                if a is not None and id(a) in by_id:
-                    yield by_id[id(a)]
-        elif depth < 2 and not isinstance(v, _OPAQUE):
-            inner = (v.values() if isinstance(v, dict) else v
-                     if isinstance(v, (list, tuple)) else _attributes(v))
-            yield from _params_in(inner, by_id, depth + 1)
-
-
-def _attributes(obj: Any) -> list[Any]:
-    """An object's own attribute values, or nothing (slots, builtins)."""
-    held = getattr(obj, "__dict__", None)
-    return list(held.values()) if isinstance(held, dict) else []
 
 
 @dataclass

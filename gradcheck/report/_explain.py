@@ -7,10 +7,8 @@ too, the report says which model failures it explains, from what the code does:
 1. the layer case's check runs under a profile hook: the user functions it calls, and
    how deep (the case's own ``fwd`` is 1, a model function it wraps 2); functions a
    passing case runs too are left out (unless that leaves none);
-2. the model's loss runs under the hook: every call of a user function and the
-   parameter arrays it received. The layer's calls in the model are those of its
-   shallowest functions that the model calls; the parameters received inside them are
-   the layer's own;
+2. the model's loss runs under the hook: the user functions it calls. The layer's
+   calls in the model are those of its shallowest functions that the model calls;
 3. the model's backward (``loss_and_grads``) must run the failing check's backward: of
    the lines the check executed in its functions that the forward does not call, the
    model executes every one in the functions it calls, and at least one (a model that
@@ -38,7 +36,7 @@ import numpy as np
 
 from ..check._model_check import _TWIN, NEAREST, failure_message
 from ..check._result import CheckResult
-from ..read._trace import Call, Seen, inputs_at, lines_run, user_calls, user_codes
+from ..read._trace import Seen, inputs_at, lines_run, user_codes
 from ..subject import Subject
 
 __all__ = ["Explanation", "annotate", "explain_task", "explaining_layers"]
@@ -99,17 +97,21 @@ def explain_task(subject: Subject, level: str, model: int,
         built.loss(*batch)
 
     with np.errstate(all="ignore"):
-        calls = user_calls(run, params)
+        forward = set(user_codes(run))  # the user functions the model's loss calls
         sound = set().union(*(_codes(subject, k, dtype, seed) for k, dtype in passing))
-        placed = []
+        cands = []
         for k, dtype, label, bad in layers:
-            check = _cheap(subject, k, dtype, seed)
             every = _codes(subject, k, dtype, seed)
             codes = _suspect(every, sound)
-            lay = _in_model(label, codes, calls, bad, len(codes)) or _in_model(
-                label, every, calls, bad, len(codes))  # its own functions are backward only
-            if lay is not None and _runs_its_backward(built, batch, check, codes, calls):
-                placed.append(lay)
+            lay = _in_model(label, codes, forward, bad, len(codes)) or _in_model(
+                label, every, forward, bad, len(codes))  # its own functions: backward only
+            if lay is not None and set(codes) - forward:
+                cands.append((lay, _cheap(subject, k, dtype, seed), set(codes) - forward))
+        # the model's backward, line traced once in every candidate's backward functions
+        theirs = lines_run(lambda: built.loss_and_grads(*batch),
+                           set().union(*(back for _, _, back in cands))) if cands else set()
+        placed = [lay for lay, check, back in cands
+                  if _runs_its_backward(lines_run(check, back), theirs)]
         placing = _placed(run, placed, [n for n in failing if n in params], params, seed)
     found: dict[str, tuple[int, Explanation]] = {}
     for lay in placed:
@@ -132,17 +134,12 @@ def _explains_own(lay: _Layer, at: _Placing, name: str) -> bool:
     return bool(lay.bad - at.inputs)
 
 
-def _runs_its_backward(built: Any, batch: tuple[Any, ...], check: Callable[[], Any],
-                       codes: dict[CodeType, int], calls: list[Call]) -> bool:
+def _runs_its_backward(mine: set[tuple[CodeType, int]],
+                       theirs: set[tuple[CodeType, int]]) -> bool:
     """Does the model's backward run the failing check's backward? Of the lines the
-    check runs in its functions that the model's forward does not call, those in the
-    functions the model's backward calls: at least one, and the model runs them all."""
-    forward = {c.code for c in calls}
-    back = set(codes) - forward
-    if not back:
-        return False
-    theirs = lines_run(lambda: built.loss_and_grads(*batch), back)
-    mine = lines_run(check, back)
+    check ran (``mine``) in its functions that the model's forward does not call, those
+    in the functions the model's backward calls: at least one, and the model ran them
+    all (``theirs``)."""
     called = {c for c, _ in theirs}
     needed = {(c, n) for c, n in mine if c in called}
     return bool(needed) and needed <= theirs
@@ -170,16 +167,15 @@ def _suspect(codes: dict[CodeType, int], sound: set[CodeType]) -> dict[CodeType,
     return left or codes
 
 
-def _in_model(label: str, codes: dict[CodeType, int], calls: list[Call], bad: list[int],
-              size: int) -> _Layer | None:
-    """The layer whose check runs ``codes``, as the model's ``calls`` run it (None: the
-    model runs none of its functions)."""
-    used = [c for c in calls if c.code in codes]
+def _in_model(label: str, codes: dict[CodeType, int], forward: set[CodeType],
+              bad: list[int], size: int) -> _Layer | None:
+    """The layer whose check runs ``codes``, placed by its shallowest functions that
+    the model's ``forward`` calls (None: it calls none of them)."""
+    used = [c for c in codes if c in forward]
     if not used:
         return None
-    top = min(codes[c.code] for c in used)
-    entry = frozenset(c.code for c in used if codes[c.code] == top)
-    return _Layer(label, size, entry, frozenset(bad))
+    top = min(codes[c] for c in used)
+    return _Layer(label, size, frozenset(c for c in used if codes[c] == top), frozenset(bad))
 
 
 @dataclass
