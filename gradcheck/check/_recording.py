@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._result import CheckResult
@@ -32,15 +32,22 @@ _PURPOSE: ContextVar[str] = ContextVar("gradcheck_purpose", default="check")
 
 
 @contextmanager
+def _bound(var: ContextVar[Any], value: Any) -> Iterator[None]:
+    """``var`` set to ``value`` inside the ``with`` block, put back after."""
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+@contextmanager
 def recording_to(recorder: Recorder) -> Iterator[None]:
     """Send the result of every check made inside the ``with`` block to ``recorder``."""
     if not callable(recorder):
         raise TypeError(f"recorder must be callable, got {type(recorder).__name__}")
-    token = _RECORDER.set(recorder)
-    try:
+    with _bound(_RECORDER, recorder):
         yield
-    finally:
-        _RECORDER.reset(token)
 
 
 @contextmanager
@@ -48,11 +55,8 @@ def purpose(name: str) -> Iterator[None]:
     """Mark the checks made inside the ``with`` block as made for ``name`` (``"fuzz"``)."""
     if name not in PURPOSES:
         raise ValueError(f"purpose must be one of {', '.join(PURPOSES)}; got {name!r}")
-    token = _PURPOSE.set(name)
-    try:
+    with _bound(_PURPOSE, name):
         yield
-    finally:
-        _PURPOSE.reset(token)
 
 
 def record(result: CheckResult) -> None:

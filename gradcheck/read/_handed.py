@@ -98,7 +98,7 @@ def find_handed(layer: Any, xs: list[Any], missing: list[str],
     log = listen(layer, owners)
     backward(layer, xs)
     found: dict[str, Handed] = {}
-    held = [a for a in params.values()]
+    held = list(params.values())
     for (owner, method), calls in log.items():
         for i, args in enumerate(calls):
             flat = _flat(args)

@@ -13,7 +13,6 @@ does not depend on is state; one it does depend on with no gradient found is a
 from __future__ import annotations
 
 import copy
-import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +33,7 @@ from ._discovery import (
 )
 from ._handed import Handed, attached, find_handed, held_objects
 from ._layer_call import Protocol, call_layer, call_style_of, leaves, ones_like, times
-from ._observe import float_state, grad_of, method_pair, positional_names, stored
+from ._observe import default_of, float_state, grad_of, method_pair, positional_names, stored
 from ._protocol import ProtocolError, UserCodeError, call_user
 from ._reading import (
     GlobalDraws,
@@ -195,7 +194,7 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     names = positional_names(method, required=True)
     every = positional_names(method)
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
-            and _numeric_default(method, every[1]):
+            and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
     if names is None or len(names) != 2 or proto.draws is None:
         return False
@@ -237,13 +236,8 @@ def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return True
 
 
-def _numeric_default(method: Any, name: str) -> bool:
-    """Whether the parameter ``name`` of ``method`` defaults to a (non-bool) number."""
-    try:
-        default = inspect.signature(method).parameters[name].default
-    except (TypeError, ValueError, KeyError):
-        return False
-    return isinstance(default, (int, float)) and not isinstance(default, bool)
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _same_return(a: Any, b: Any) -> bool:

@@ -145,6 +145,15 @@ def positional_names(method: Any, required: bool = False) -> list[str] | None:
             and not (required and p.default is not p.empty)]
 
 
+def default_of(method: Any, name: str) -> Any:
+    """The default of ``method``'s parameter ``name`` (``inspect.Parameter.empty``: none,
+    or the signature cannot be read)."""
+    try:
+        return inspect.signature(method).parameters[name].default
+    except (TypeError, ValueError, KeyError):
+        return inspect.Parameter.empty
+
+
 # -- what a call stored ----------------------------------------------------------------------
 def float_state(obj: Any) -> dict[str, tuple[int, np.ndarray]]:
     """path -> (identity, copy) of every float array reachable from ``obj``."""

@@ -19,14 +19,13 @@ record:
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
+from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user
 
 __all__ = ["SLOT", "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves",
@@ -103,7 +102,7 @@ def slot_style(method: Any, forward: Any, n: int, before: dict[str, tuple[int, n
     if n != 1 or not req or req != f_names or not every or len(every) <= len(req):
         return "", [], ""
     extra = every[len(req)]
-    if _default(method, extra) is not None or not isinstance(out, np.ndarray):
+    if default_of(method, extra) is not None or not isinstance(out, np.ndarray):
         return "", [], ""
     zeros = [p for p, v in stored(before, after, kept, copies=False).items()
              if v.shape == out.shape and v.dtype.kind == "f" and not v.any()]
@@ -113,13 +112,6 @@ def slot_style(method: Any, forward: Any, n: int, before: dict[str, tuple[int, n
     return SLOT + zeros[0], [0], (
         f"{what}'s backward reads the output gradient from {zeros[0]}, which its forward "
         f"left zero, and adds the input gradient into its argument {extra!r}: called so")
-
-
-def _default(method: Any, name: str) -> Any:
-    try:
-        return inspect.signature(method).parameters[name].default
-    except (TypeError, ValueError, KeyError):
-        return inspect.Parameter.empty
 
 
 def linear(a: Probe, b: Probe) -> bool:
