@@ -785,6 +785,43 @@ def test_a_sign_flipped_squared_error_is_never_passed_as_the_targets_gradient():
     assert "which one it is for cannot be observed; pass the predictions first" in res.hint
 
 
+def _mse_labels_first(Y, P):  # (cost, dP): labels first, a squared error
+    return 0.5 * float(np.sum((Y - P) ** 2)), -(Y - P)
+
+
+def test_a_squared_error_written_labels_first_is_checked_as_the_predictions():
+    Y, P, _, _ = _loss_points()
+    res = gradcheck.check_loss(_mse_labels_first, Y, P)
+    assert res.passed, res.report()
+    assert res.inputs[1].checked == P.size and res.inputs[0].status == "constant"
+    assert any("which holds labels (whole numbers) while x1 does not" in n for n in res.notes)
+
+
+def test_a_sign_flipped_squared_error_written_labels_first_fails_with_a_hint():
+    Y, P, _, _ = _loss_points()
+    res = gradcheck.check_loss(lambda y, p: (_mse_labels_first(y, p)[0],
+                                             -_mse_labels_first(y, p)[1]), Y, P)
+    assert res.status == "mismatch", res.report()
+    assert "it is the gradient with respect to x0, the labels" in res.inputs[1].hint
+
+
+def test_whole_number_scores_before_soft_targets_are_still_the_point_checked():
+    rng = np.random.default_rng(7)
+    scores = rng.integers(-3, 4, (3, 4)).astype(float)
+    targets = rng.dirichlet(np.ones(4), 3)
+
+    def ce(s, t, scale=1.0):
+        p = np.exp(s - s.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        return -float(np.sum(t * np.log(p))), scale * (p - t)
+
+    res = gradcheck.check_loss(ce, scores, targets)
+    assert res.passed and res.inputs[0].checked == scores.size, res.report()
+    assert any("checked as x0's" in n for n in res.notes), res.notes
+    bad = gradcheck.check_loss(lambda s, t: ce(s, t, 0.5), scores, targets)
+    assert bad.status == "mismatch", bad.report()
+
+
 # -- darknet: dout written into the layer's zeroed delta, dx added into a buffer ----------
 class _DarkDense:
     """The darknet convention: the forward leaves ``self.delta`` zero; the caller adds

@@ -215,9 +215,13 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     args = [x, *constants]
     with np.errstate(all="ignore"):
-        res = _loss_check(fn, args, 0, opts)
-        if res.status == "mismatch":
-            res = _for_another_argument(fn, args, opts, res)
+        k = _prediction_after_labels(args)
+        if k:
+            res = _labels_first(fn, args, k, opts)
+        else:
+            res = _loss_check(fn, args, 0, opts)
+            if res.status == "mismatch":
+                res = _for_another_argument(fn, args, opts, res)
     record(res)
     return res
 
@@ -280,6 +284,47 @@ def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options
                            f"numbers): checked as x{k}'s, every other argument held constant")
         return other
     return res
+
+
+def _prediction_after_labels(args: list[Any]) -> int:
+    """The argument a loss called ``fn(labels, predictions)`` differentiates: when the
+    first holds labels (whole numbers) and exactly one other is a float array that does
+    not, its position; else 0."""
+    if not _label_like(args[0]):
+        return 0
+    found = [k for k, a in enumerate(args) if k and isinstance(a, np.ndarray)
+             and a.dtype.kind == "f" and not _label_like(a)]
+    return found[0] if len(found) == 1 else 0
+
+
+def _labels_first(fn: Callable[..., Any], args: list[Any], k: int,
+                  opts: Options) -> CheckResult:
+    """``fn(labels, predictions)``: the gradient checked as argument ``k``'s. When it is
+    not, but is the labels' instead, a loss of the difference only (a squared error)
+    returned minus the predictions' gradient: that mismatch stays, with a hint; any other
+    loss returned the first argument's, whole numbers as they are, and is checked so."""
+    res = _loss_check(fn, args, k, opts)
+    note = (f"fn returned the gradient with respect to its argument {k + 1} (x{k}), not "
+            f"the first, which holds labels (whole numbers) while x{k} does not: checked "
+            f"as x{k}'s, every other argument held constant")
+    if res.passed:
+        res.notes.append(note)
+        return res
+    first = _loss_check(fn, args, 0, opts)
+    if not first.passed:
+        res.notes.append(note)
+        return res
+    if _loss_check(fn, args, k, opts, sign=-1.0).passed:
+        why = (f"minus the gradient returned is x{k}'s: it is the gradient with respect "
+               "to x0, the labels (the loss depends on their difference only), so its "
+               f"sign is wrong for x{k}")
+        mine = res.inputs[k]
+        mine.hint = f"{mine.hint}; {why}" if mine.hint else why
+        res.notes.append(note)
+        return res
+    first.notes.append(f"the gradient returned is x0's, though x0 holds whole numbers "
+                       f"only and x{k} does not: checked as x0's")
+    return first
 
 
 def _label_like(x: Any) -> bool:
