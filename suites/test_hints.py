@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck import check_vjp
+from gradcheck import check_loss, check_vjp
 from gradcheck.catalog.bugs import CASES
 from gradcheck.check._hints import HintContext, diagnose, unreduced_hint
 
@@ -316,3 +316,38 @@ def test_no_locality_hint_when_every_element_is_wrong():
     res = check_vjp(fwd, lambda dy, _c: (dy[::-1] * 0.5 + 1.0,), [np.arange(3.0) + 1])
     assert not res.passed
     assert "correct elsewhere" not in res.hint
+
+
+def _guarded_ce(eps: float, guard_in_backward: bool):
+    """Softmax cross-entropy with ``log(p + eps)`` in the forward; the backward either
+    leaves the guard out (the usual ``p - onehot``) or differentiates it too."""
+    def fn(s, t):
+        e = np.exp(s - s.max(1, keepdims=True))
+        p = e / e.sum(1, keepdims=True)
+        rows = np.arange(len(t))
+        loss = -float(np.sum(np.log(p[rows, t] + eps)))
+        onehot = np.eye(s.shape[1])[t]
+        if not guard_in_backward:
+            return loss, p - onehot
+        w = p[rows, t] / (p[rows, t] + eps)
+        return loss, w[:, None] * (p - onehot)
+    return fn
+
+
+def test_an_epsilon_guard_left_out_of_the_backward_is_named_and_still_fails():
+    rng = np.random.default_rng(21)
+    s, t = rng.standard_normal((4, 6)), rng.integers(0, 6, 4)
+    res = check_loss(_guarded_ce(1e-7, False), s, t)
+    assert res.status == "mismatch", res.report()
+    assert "every error is tiny" in res.inputs[0].hint
+    assert check_loss(_guarded_ce(1e-7, True), s, t).passed
+    assert check_loss(_guarded_ce(1e-7, False), s, t, rtol=1e-5).passed
+
+
+def test_a_small_real_error_gets_no_epsilon_hint():
+    rng = np.random.default_rng(22)
+    s, t = rng.standard_normal((4, 6)), rng.integers(0, 6, 4)
+    fn = _guarded_ce(0.0, False)
+    res = check_loss(lambda a, b: (fn(a, b)[0], fn(a, b)[1] * (1 + 1e-4 * a)), s, t)
+    assert res.status == "mismatch", res.report()
+    assert "every error is tiny" not in res.inputs[0].hint

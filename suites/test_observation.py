@@ -972,3 +972,75 @@ def test_a_step_that_widens_a_parameter_is_a_shape_mismatch():
     res = gradcheck.check_layer(_StepRebinds(np.random.default_rng(2), axis=1), x)
     assert res.status == "shape-mismatch", res.report()
     assert "b" in res.message, res.message
+
+
+# -- a loss layer whose forward hands its input back and adds the loss into an attribute --
+class _PassThroughLoss:
+    """forward(x, t) returns x itself and adds the loss per element into ``self.loss``;
+    backward() takes no output gradient (maideas/numpy-neural-network's LossLayerV2)."""
+
+    def __init__(self, n, scale=1.0):
+        self.loss = np.zeros(n)
+        self.scale = scale
+
+    def forward(self, x, t):
+        self.x, self.t = x, t
+        self.loss += 0.5 * np.square(x - t)
+        return x
+
+    def backward(self):
+        return self.scale * (self.x - self.t)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_that_returns_its_input_is_checked_on_the_loss_it_stores(broken):
+    rng = np.random.default_rng(11)
+    x, t = rng.standard_normal(5), rng.standard_normal(5)
+    layer = _PassThroughLoss(5, 0.5 if broken else 1.0)
+    res = gradcheck.check_layer(layer, x, t)
+    _verdict(res, broken)
+    assert any("returns its input x0 unchanged" in n and "stores in loss" in n
+               for n in res.notes), res.notes
+    assert np.all(layer.loss == 0), "the user's layer was modified"
+
+
+class _Identity:
+    def forward(self, x):
+        self.doubled = 2 * x  # stored, but the output is x itself
+        return x
+
+    def backward(self, dout):
+        return dout
+
+
+def test_an_identity_layer_keeps_its_returned_input_as_the_output():
+    x = np.random.default_rng(12).standard_normal((2, 3))
+    res = gradcheck.check_layer(_Identity(), x)
+    assert res.passed, res.report()
+    assert not any("unchanged" in n for n in res.notes), res.notes
+
+
+# -- an output layer whose backward needs the targets the forward never saw ---------------
+def _logged(method):  # a decorator without functools.wraps hides the signature
+    def inner(*args, **kwargs):
+        return method(*args, **kwargs)
+    return inner
+
+
+class _SoftmaxOutput:
+    def forward(self, x):
+        e = np.exp(x - x.max(1, keepdims=True))
+        self.p = e / e.sum(1, keepdims=True)
+        return self.p
+
+    @_logged
+    def backward(self, upstream, y_true=None):
+        return self.p - y_true
+
+
+def test_a_backward_that_needs_targets_gets_an_error_that_says_what_to_check_instead():
+    x = np.random.default_rng(13).standard_normal((3, 4))
+    res = gradcheck.check_layer(_SoftmaxOutput(), x)
+    assert res.status == "error", res.report()
+    assert "its argument(s) y_true were None" in res.message
+    assert "check_loss(lambda x: (loss(x), gradient(x)), x)" in res.message

@@ -34,7 +34,9 @@ wrong one.
 8. a missing term constant along any axis (softmax's sum and LayerNorm's mean along the
    last, BatchNorm's along the batch), or proportional, slice by slice along an axis, to
    the output or the centred input, or to the input itself (softmax's ``sum(dy y)``, a
-   normalisation's variance term, a weight-decay term).
+   normalisation's variance term, a weight-decay term);
+9. a tiny error, at most a relative 1e-5 in float64: an epsilon guard's size, stated
+   with the tolerance that would accept it (the verdict stays).
 
 :func:`unreduced_hint` serves a shape mismatch: a gradient not reduced over the batch
 (summing its leading axes gives the expected shape) or transposed.
@@ -447,8 +449,25 @@ def _locality(c: HintContext) -> str:
     return ""
 
 
+def _tiny(c: HintContext) -> str:
+    """Every error at most a relative 1e-5 in float64: the size a small constant in the
+    forward (an epsilon guard) leaves when the backward omits it. Stated, not excused."""
+    if c.dtype != "float64":
+        return ""
+    f = c.failed
+    rel = np.abs(c.error[f]) / np.maximum(np.abs(c.numeric[f]), 1e-3 * c.scale)
+    worst = float(np.max(rel))
+    if not worst <= 1e-5:
+        return ""
+    return (f"every error is tiny, at most a relative {worst:.1e}: the size a small constant "
+            "in the forward leaves when the backward omits it (an epsilon guard such as "
+            "log(y + 1e-7)); if that is the cause, the backward is the gradient of the "
+            "unguarded function, and rtol=1e-5 accepts it")
+
+
 _RULES = (_negative_side, _zero, _factor, _sign, _transposed, _operands, _axis, _skip,
-          softmax_hint, derivative_hint, _indices, _one_hot, _mask, _missing_term, _locality)
+          softmax_hint, derivative_hint, _indices, _one_hot, _mask, _missing_term, _tiny,
+          _locality)
 
 
 def diagnose(c: HintContext) -> str:

@@ -86,7 +86,8 @@ def check_layer(
     wrt : int, str or sequence of them, optional
         Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate.
     output : str, optional
-        Where a forward returning None stores its output (when it stores several).
+        Where the forward stores its output, when it returns None (or hands an input back)
+        and stores several arrays; it is read from there whatever the forward returns.
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -177,6 +178,7 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
     if exc.ours and isinstance(exc.exc, TypeError) and "positional argument" in exc.text:
         hint = ("; check_layer passes its inputs to the method positionally: give every "
                 "argument it takes, e.g. check_layer(layer, x, True) for a training flag")
+    hint = hint or exc.advice
     res = CheckResult(passed=False, status="error",
                       message=f"{exc.what} raised {exc.type}: {exc.text}{hint}", inputs=[],
                       method="", mode="", evaluations=1, backward_calls=0, seed=seed,

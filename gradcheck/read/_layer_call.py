@@ -42,6 +42,15 @@ def _positional(method: Any) -> tuple[list[inspect.Parameter], bool] | None:
     return pos, any(p.kind is p.VAR_POSITIONAL for p in ps)
 
 
+def takes_no_gradient(method: Any) -> bool:
+    """A method that can be called with no argument at all (a loss's backward)."""
+    sig = _positional(method)
+    if sig is None:
+        return False
+    pos, varargs = sig
+    return not varargs and all(p.default is not p.empty for p in pos)
+
+
 def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
     """How backward takes the output gradient: ``"one"`` (``backward(dout)``),
     ``"spread"`` (``backward(dh, dc)`` for a tuple output) or ``"none"``
@@ -107,7 +116,7 @@ class Protocol:
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
-        if out is None and self.out_path is not None:
+        if self.out_path is not None:
             out = np.array(get_path(layer, self.out_path), copy=True)
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))

@@ -32,7 +32,15 @@ from ._discovery import (
     walk,
 )
 from ._handed import Handed, attached, find_handed, held_objects
-from ._layer_call import Protocol, call_layer, call_style_of, leaves, ones_like, times
+from ._layer_call import (
+    Protocol,
+    call_layer,
+    call_style_of,
+    leaves,
+    ones_like,
+    takes_no_gradient,
+    times,
+)
 from ._observe import default_of, float_state, grad_of, method_pair, positional_names, stored
 from ._protocol import ProtocolError, UserCodeError, call_user
 from ._reading import (
@@ -94,10 +102,19 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     xs = list(inputs)
     proto.out_path = output
     what = f"{type(layer).__name__}.{forward}"
-    if output is None and call_layer(copy.deepcopy(layer), forward, copy.deepcopy(xs)) is None:
-        proto.out_path, text = output_path(layer, forward, xs, draws, rng)
-        proto.note(text)
-    first = probe_style(proto, xs, what)
+    if output is None:
+        given = copy.deepcopy(xs)
+        returned = call_layer(copy.deepcopy(layer), forward, given)
+        if returned is None:
+            proto.out_path, text = output_path(layer, forward, xs, draws, rng)
+            proto.note(text)
+        elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
+            _loss_stored(proto, xs, rng, [i for i, x in enumerate(given) if returned is x][0])
+    try:
+        first = probe_style(proto, xs, what)
+    except UserCodeError as exc:
+        exc.advice = _left_at_none(proto, exc)
+        raise
     if named == []:
         _inputs_read(proto, first, {})
         return proto
@@ -110,6 +127,53 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     return proto
 
 
+def _left_at_none(proto: Protocol, exc: UserCodeError) -> str:
+    """Advice for a backward that raised when given the output gradient alone while
+    further arguments of it were None (a loss's targets), read from its frame."""
+    what = f"{type(proto.layer).__name__}.{proto.backward}"
+    if exc.what != what or proto.style != "one":
+        return ""
+    left = _none_arguments(exc.exc, proto.backward)
+    if not left:
+        return ""
+    return (f"; {what} was given the output gradient alone and its argument(s) "
+            f"{', '.join(left)} were None: a backward that needs more (a loss's targets) "
+            "differentiates something the forward does not return, so check_layer cannot "
+            "check it; check that loss as a function, its targets fixed inside: "
+            "check_loss(lambda x: (loss(x), gradient(x)), x)")
+
+
+def _none_arguments(exc: BaseException, name: str) -> list[str]:
+    """The arguments after the first (the output gradient) that were None in the frame
+    of the function ``name`` the traceback passes through (a decorator hides them from
+    its signature, not from its frame)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code, local = tb.tb_frame.f_code, tb.tb_frame.f_locals
+        if code.co_name == name:
+            args = list(code.co_varnames[:code.co_argcount])
+            if args and args[0] == "self":
+                args = args[1:]
+            return [a for a in args[1:] if a in local and local[a] is None]
+        tb = tb.tb_next
+    return []
+
+
+def _loss_stored(proto: Protocol, xs: list[Any], rng: np.random.Generator, k: int) -> None:
+    """A forward that hands its input ``k`` back unchanged while its backward takes no
+    output gradient (a loss's): the loss is what the forward stored, when one array it
+    stored depends on the inputs; else the returned input stays the output."""
+    what = f"{type(proto.layer).__name__}.{proto.forward}"
+    try:
+        path, _ = output_path(proto.layer, proto.forward, xs, proto.draws or GlobalDraws(),
+                              rng)
+    except ProtocolError:
+        return
+    proto.out_path = path
+    proto.note(f"{what} returns its input x{k} unchanged and {proto.backward} takes no "
+               f"output gradient (a loss's): its output is the loss it stores in {path}")
+
+
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer = proto.layer
@@ -117,7 +181,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     proto.draws.reset() if proto.draws else None
     before, given = float_state(init), copy.deepcopy(xs)
     out = call_layer(init, proto.forward, given)
-    if out is None and proto.out_path is not None:
+    if proto.out_path is not None:
         out = get_path(init, proto.out_path)
     method = getattr(init, proto.backward)
     base, note = call_style_of(method, ones_like(out), f"{type(layer).__name__}."
@@ -204,7 +268,7 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         proto.draws.reset()
         try:
             out = getattr(layer, proto.forward)(*copy.deepcopy(xs))
-            if out is None and proto.out_path is not None:
+            if proto.out_path is not None:
                 out = get_path(layer, proto.out_path)
             before = float_state(layer)
             ret = getattr(layer, proto.backward)(ones_like(out), a)
@@ -304,6 +368,10 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                        "starts from it")
         missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
     proto.layer = base
+    if proto.out_path in missing:  # a forward adding into its output: a buffer it reads
+        missing = [p for p in missing if p != proto.out_path]
+        proto.note(f"{proto.out_path} holds the output, which the forward adds into: its "
+                   "value before the call is no parameter (not checked)")
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in first.stored.items() if k not in used}
     if any(not is_float_array(try_path(base, p)) for p in missing):
@@ -472,7 +540,7 @@ def _moves_output(proto: Protocol, xs: list[Any], path: str,
         if proto.draws is not None:
             proto.draws.reset()
         out = call_layer(layer, proto.forward, copy.deepcopy(xs))
-        if out is None and proto.out_path is not None:
+        if proto.out_path is not None:
             out = get_path(layer, proto.out_path)
         return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
 

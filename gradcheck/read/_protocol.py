@@ -115,6 +115,7 @@ class UserCodeError(Exception):
                         for f in traceback.extract_tb(exc.__traceback__))
         self.type = type(exc).__name__
         self.text = str(exc)
+        self.advice = ""  # what was observed around the call, and what fixes it
         super().__init__(f"{what} raised {self.type}: {self.text}"
                          + (f" (at {self.where})" if self.where else ""))
 

@@ -147,7 +147,7 @@ def forward_output(layer: Any, method: str, xs: list[Any], draws: GlobalDraws,
                    out_path: str | None) -> Any:
     draws.reset()
     out = call_user(getattr(layer, method), *xs, what=f"{type(layer).__name__}.{method}")
-    if out is None and out_path is not None:
+    if out_path is not None:
         return np.array(get_path(layer, out_path), copy=True)
     return out
 
