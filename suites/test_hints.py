@@ -44,7 +44,7 @@ NAMED = [
     ("softmax_sum_wrong_axis", "sum runs over axis 0 instead of axis 1"),
     ("softmax_diagonal_only", "only the diagonal of the softmax Jacobian"),
     ("log_softmax_missing_sum", "log-softmax backward without its sum term"),
-    ("cross_entropy_missing_onehot", "missing one-hot term"),
+    ("cross_entropy_missing_onehot", "a one-hot term missing"),
     ("linear_bias_unreduced", "not reduced over the batch"),
     ("layernorm_gain_unreduced", "not reduced over the batch"),
     ("sigmoid_of_preactivation", "evaluated at the input (the pre-activation)"),
@@ -231,7 +231,7 @@ def test_one_hot_hint_needs_several_rows():
     assert "one-hot" not in diagnose(_context(e2))
     e3 = np.zeros((4, 8))
     e3[np.arange(4), [1, 5, 2, 2]] = 0.5
-    assert "missing one-hot term" in diagnose(_context(e3))
+    assert "a one-hot term missing" in diagnose(_context(e3))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -351,3 +351,20 @@ def test_a_small_real_error_gets_no_epsilon_hint():
     res = check_loss(lambda a, b: (fn(a, b)[0], fn(a, b)[1] * (1 + 1e-4 * a)), s, t)
     assert res.status == "mismatch", res.report()
     assert "every error is tiny" not in res.inputs[0].hint
+
+
+def test_a_sign_error_on_inputs_that_are_all_negative_is_no_leaky_relu_slope():
+    rng = np.random.default_rng(23)
+    logp = np.log(rng.dirichlet(np.ones(5), 6))  # log-probabilities: every one negative
+    t = rng.integers(0, 5, 6)
+    rows = np.arange(6)
+
+    def nll(lp, tt, sign=1.0):
+        g = np.zeros_like(lp)
+        g[rows, tt] = -1.0 / len(tt)
+        return -float(np.mean(lp[rows, tt])), sign * g
+
+    assert check_loss(nll, logp, t).passed
+    res = check_loss(lambda a, b: nll(a, b, -1.0), logp, t)
+    assert res.status == "mismatch", res.report()
+    assert "leaky ReLU" not in res.inputs[0].hint, res.inputs[0].hint

@@ -26,7 +26,7 @@ wrong one.
    for output or the reverse), written with a wrong formula or of another approximation
    (a table of ways to write sigmoid's, tanh's, softplus's and GELU's);
 6. repeated indices: the wrong rows are exactly those an integer input indexes twice; a
-   missing one-hot term: one constant at one element of every row;
+   one-hot term missing or of the wrong sign: one constant at one element of every row;
 7. a mask: the error lives exactly where the input is negative / positive, where the
    true gradient is zero (a mask missing), everywhere with the supports swapped (a mask
    inverted), or where the numerical gradient exceeds the value the analytic one is
@@ -372,7 +372,8 @@ def _negative_side(c: HintContext) -> str:
     # whose true gradient is not zero failed, and nearly every wrong element there failed
     # (one whose stencil straddles the kink may pass with its wide tolerance)
     live = neg & (np.abs(c.numeric) > c.n_tol) & ~_near_kink(c)  # a true gradient there
-    if f.sum() < 3 or f.all() or not np.array_equal(f & neg, f) or \
+    right = ~neg & ~f & (np.abs(c.numeric) > c.n_tol) & ~_near_kink(c)  # seen right there
+    if f.sum() < 3 or f.all() or not np.array_equal(f & neg, f) or not right.any() or \
             f.sum() < 0.9 * np.sum(neg & wrong) or np.any(live & ~f):
         return ""
     a, n = c.analytic[f], c.numeric[f]
@@ -423,8 +424,9 @@ def _one_hot(c: HintContext) -> str:
         if t.dtype.kind in "iu" and t.shape == c.x.shape[:-1] and np.array_equal(
                 np.argmax(f, axis=-1), t):
             where = f"exactly the element of each row that {name} names"
-    return f"the error is {v:.4g} at {where} and zero elsewhere: a missing one-hot " \
-           "term (the - onehot(target) of a softmax cross-entropy gradient p - onehot)"
+    return f"the error is {v:.4g} at {where} and zero elsewhere: a one-hot term missing " \
+           "or of the wrong sign (the - onehot(target) of a softmax cross-entropy " \
+           "gradient p - onehot)"
 
 
 def _indices(c: HintContext) -> str:
