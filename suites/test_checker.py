@@ -390,13 +390,33 @@ def test_nondeterministic_backward(rng):
     assert res.status == "nondeterministic" and "backward" in res.message
 
 
-def test_backward_mutating_dy(rng):
+@pytest.mark.parametrize("broken", [False, True])
+def test_backward_writing_into_dy_is_checked_and_warned_of(rng, broken):
     def bwd(dy, y):
-        dy *= 1 - y * y
+        dy *= 1 - y * y if not broken else 1 + y * y
         return (dy,)
 
     res = check_vjp(tanh_fwd, bwd, [rng.standard_normal(4)])
-    assert res.status == "mutation" and "dy" in res.message
+    assert res.status == ("mismatch" if broken else "ok"), res.report()
+    assert any(n.startswith("warning: backward wrote into dy") for n in res.notes), res.notes
+
+
+def test_a_backward_writing_into_dy_fails_where_dy_is_shared_by_a_residual(rng):
+    def relu_bwd(dout, x):  # the in-place idiom of a popular textbook
+        dout[x <= 0] = 0
+        return dout
+
+    def fwd(x):
+        return x + np.maximum(x, 0), x
+
+    def bwd(dout, x):  # y = x + relu(x): dout reaches x by both branches
+        return (dout + relu_bwd(dout, x),)
+
+    x = rng.standard_normal(8)
+    x[np.abs(x) < 0.1] = 0.5
+    res = check_vjp(fwd, bwd, [x])
+    assert res.status == "mismatch", res.report()
+    assert check_vjp(fwd, lambda d, c: (d + relu_bwd(d.copy(), c),), [x]).passed
 
 
 def test_backward_mutating_cache(rng):

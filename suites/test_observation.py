@@ -360,21 +360,42 @@ def test_a_loss_whose_backward_takes_the_prediction(broken):
     assert res.inputs[1].status == "constant"  # the float target
 
 
-def test_a_loss_backward_that_may_take_the_input_or_the_stored_output_is_an_error():
-    class SoftmaxCE:
-        def forward(self, inputs, y_true):
-            e = np.exp(inputs - inputs.max(axis=1, keepdims=True))
-            self.output = e / e.sum(axis=1, keepdims=True)
-            return np.mean(-np.log(self.output[range(len(inputs)), y_true]))
+class _SoftmaxCE:
+    """nnfs's combined softmax and cross-entropy: backward(dvalues, y_true) takes the
+    softmax output the forward stored (or its input, which has the same shape)."""
 
-        def backward(self, dvalues, y_true):
-            self.dinputs = dvalues.copy()
-            self.dinputs[range(len(dvalues)), y_true] -= 1
-            self.dinputs = self.dinputs / len(dvalues)
+    def __init__(self, broken=False, raises=False):
+        self.broken, self.raises = broken, raises
 
-    res = gradcheck.check_layer(SoftmaxCE(), X, LABELS)
-    assert res.status == "bad-protocol" and "cannot tell which" in res.message
-    assert "output (4, 3) float64" in res.message and "check_loss" in res.message
+    def forward(self, inputs, y_true):
+        e = np.exp(inputs - inputs.max(axis=1, keepdims=True))
+        self.output = e / e.sum(axis=1, keepdims=True)
+        return np.mean(-np.log(self.output[range(len(inputs)), y_true]))
+
+    def backward(self, dvalues, y_true):
+        if self.raises:
+            raise RuntimeError("no gradient today")
+        self.dinputs = dvalues.copy()
+        self.dinputs[range(len(dvalues)), y_true] -= 0.5 if self.broken else 1
+        self.dinputs = self.dinputs / len(dvalues)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_backward_that_may_take_the_input_or_the_stored_output_tries_each(broken):
+    res = gradcheck.check_layer(_SoftmaxCE(broken), X, LABELS)
+    _verdict(res, broken)
+    assert any("takes what the forward stored in output" in n for n in res.notes), res.notes
+    if broken:
+        assert any("the gradient is wrong under each reading (shown: output, the nearest)"
+                   in n for n in res.notes), res.notes
+    else:
+        assert any("read as x0 instead, the check does not pass" in n for n in res.notes)
+
+
+def test_a_loss_backward_no_reading_of_which_gives_a_verdict_stays_an_error():
+    res = gradcheck.check_layer(_SoftmaxCE(raises=True), X, LABELS)
+    assert res.status in ("bad-protocol", "error"), res.report()
+    assert not res.passed
 
 
 # -- gradients handed to an optimizer, or attached to the parameter -----------------------------

@@ -161,6 +161,14 @@ def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
     return ga.astype(np.float64, copy=False)  # the snapshot `first` guards its values
 
 
+# A backward that writes into dy is checked all the same (every call gets its own dy):
+# its gradient can be right, and the hazard is the caller's, stated.
+_WROTE_DY = ("warning: backward wrote into dy (the output gradient) in place; its gradients "
+             "were checked on a fresh dy per call. That is harmless in a chain of layers, but "
+             "where dy is shared (a residual connection, a branch) the other consumer reads "
+             "the overwritten values: copy dy first, or check the model that uses it")
+
+
 def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inputs,
                     chosen: set[Any], rng: np.random.Generator) -> _Called:
     """Forward twice, backward twice: every protocol rule, then the gradients."""
@@ -178,15 +186,14 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     dy_arg = copy.deepcopy(dy_struct)
     cache_snap = snapshot(cache)
     grads_raw = call_user(bwd, dy_arg, cache, what="backward")
-    if changed_at(snapshot(dy_struct), dy_arg) is not None:
-        raise ProtocolError("mutation", "backward modified dy (the output gradient)")
+    wrote_dy = changed_at(snapshot(dy_struct), dy_arg) is not None
     where = changed_at(cache_snap, cache)
     if where is not None:
         raise ProtocolError("mutation", f"backward modified the cache (at cache{where})")
     _check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
     leaves = _gradient_leaves(grads_raw, prep, chosen)
-    notes: list[str] = []
+    notes: list[str] = [_WROTE_DY] if wrote_dy else []
     grads: list[F64 | None] = [None] * len(prep.leaves)
     computed: dict[int, str] = {}
     for i in prep.diff:

@@ -44,7 +44,7 @@ from ..read._discovery import LayerConventionError
 from ..read._layer_call import Protocol
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
-from ..read._protocol import ProtocolError, UserCodeError
+from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError
 from ..read._reading import GlobalDraws
 from ._core import raise_unless_passed, run_protocol_check
 from ._options import Options, validate_options
@@ -104,14 +104,17 @@ def check_layer(
     opts = validate_options("check_layer", **options)
     wrt, draws = _wrt_names(wrt, len(inputs)), GlobalDraws(type(layer))
     with np.errstate(all="ignore"):
+        def read(reading: int | str | None = None) -> Protocol:
+            return _discover(layer, inputs, forward, backward, params, grads,
+                             _wanted(inputs, wrt), output, opts.seed, draws,
+                             wrt is not None, reading)
+
         try:
-            proto = _discover(layer, inputs, forward, backward, params, grads,
-                              _wanted(inputs, wrt), output, opts.seed, draws,
-                              wrt is not None)
+            res = _run(read(), len(inputs), inputs, wrt, opts)
+        except AmbiguousReading as amb:
+            res = _each_reading(amb, read, inputs, wrt, opts)
         except (UserCodeError, ProtocolError) as exc:
             res = _error_result(exc, opts.seed, opts.name, "layer")
-        else:
-            res = _run(proto, len(inputs), inputs, wrt, opts)
         finally:
             draws.restore()  # the user's global generators as they were
     record(res)
@@ -137,6 +140,36 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
                              kind="layer")
     res.notes = list(res.notes) + [t for t in proto.notes if t not in res.notes]
     return res
+
+
+def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Protocol],
+                  inputs: tuple[Any, ...], wrt: Any, opts: Options) -> CheckResult:
+    """A loss's backward whose prediction argument may be the forward's input or an array
+    the forward stored: checked under each reading. The first that passes is the one
+    (the others named in a note); when none passes but each ends in a gradient verdict,
+    the gradient is wrong whichever is meant; else the ambiguity stays an error."""
+    said = {r: f"x{r}" if isinstance(r, int) else r for r in amb.readings}
+    results: list[tuple[int | str, CheckResult]] = []
+    for r in amb.readings:
+        try:
+            results.append((r, _run(read(r), len(inputs), inputs, wrt, opts)))
+        except (UserCodeError, ProtocolError):
+            continue
+    for r, res in results:
+        if res.passed:
+            others = ", ".join(said[o] for o in amb.readings if o != r)
+            res.notes.append(f"the backward's prediction argument read as {said[r]}: read as "
+                             f"{others} instead, the check does not pass")
+            return res
+    if results and len(results) == len(amb.readings) and all(
+            res.status in ("mismatch", "shape-mismatch") for _, res in results):
+        r, res = min(results, key=lambda rr: max(
+            (i.max_abs_error for i in rr[1].inputs), default=np.inf))  # one forward: same scale
+        res.notes.append("the backward's prediction argument may be any of "
+                         f"{', '.join(said.values())}: the gradient is wrong under each "
+                         f"reading (shown: {said[r]}, the nearest)")
+        return res
+    return _error_result(amb, opts.seed, opts.name, "layer")
 
 
 def _wrt_names(wrt: Any, n: int) -> Any:

@@ -22,7 +22,7 @@ STATUSES: dict[str, str] = {
     "shape-mismatch": "the backward returned the wrong number of gradients or a wrong shape",
     "non-finite": "NaN or Inf in the output, a gradient, or a numerical derivative",
     "nondeterministic": "two calls with the same arguments gave different results",
-    "mutation": "the forward or backward modified its inputs, the cotangent or the cache",
+    "mutation": "the forward or backward modified its inputs, or the backward its cache",
     "bad-protocol": "the forward or backward did not follow the (y, cache) / grads protocol",
     "aliasing": "the backward handed out views of arrays that it changed afterwards",
     "error": "the forward or backward raised an exception (type, message and the innermost "

@@ -93,7 +93,7 @@ class Protocol:
     notes: list[str] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
     style: str = ""
-    order: list[int | None] = field(default_factory=list)  # style "inputs": the arguments
+    order: list[Any] = field(default_factory=list)  # style "inputs": the arguments
     out_path: str | None = None  # where a forward returning None stores its output
     draws: GlobalDraws | None = None
     returned: tuple[int, dict[str, Any]] | None = None  # (dX, [dW, db]): index, name -> key
@@ -102,6 +102,7 @@ class Protocol:
     stepped: list[str] = field(default_factory=list)  # style "step": minus their change
     reduce: str = ""  # a loss per sample: "mean" or "sum", what its backward differentiates
     wrt_given: bool = False
+    reading: int | str | None = None  # a loss's prediction argument: an input or a path
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:

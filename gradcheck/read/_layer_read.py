@@ -42,7 +42,7 @@ from ._layer_call import (
     times,
 )
 from ._observe import default_of, float_state, grad_of, method_pair, positional_names, stored
-from ._protocol import ProtocolError, UserCodeError, call_user
+from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, call_user
 from ._reading import (
     GlobalDraws,
     call_backward,
@@ -85,9 +85,11 @@ def _default_grad_path(path: Any) -> str:
 def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
               backward: str | None, params: Any, grads: Any, wanted: list[int],
               output: str | None = None, seed: int = 0,
-              draws: GlobalDraws | None = None, wrt_given: bool = False) -> Protocol:
+              draws: GlobalDraws | None = None, wrt_given: bool = False,
+              reading: int | str | None = None) -> Protocol:
     """Read the layer by running it once (:mod:`gradcheck.read._reading`): its methods, how
-    its backward is called, where its output and gradients are, which arrays are state."""
+    its backward is called, where its output and gradients are, which arrays are state.
+    ``reading`` settles an :class:`AmbiguousReading` (one of its ``readings``)."""
     forward, backward, found_note = method_pair(
         layer, None if forward == "forward" else forward,
         None if backward == "backward" else backward, inputs)
@@ -96,7 +98,7 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     named = _explicit(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
-                      draws=draws, wrt_given=wrt_given)
+                      draws=draws, wrt_given=wrt_given, reading=reading)
     proto.note(found_note)
     rng = np.random.default_rng(seed)
     xs = list(inputs)
@@ -221,33 +223,42 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         if isinstance(first, UserCodeError):
             raise first from None
         return first
-    _as_prediction(proto, found, xs, k, why, in_note)
+    if _as_prediction(proto, found, xs, order.index(None), k, why, in_note):
+        found = run(1.0)  # the stored array given instead of the input
     return _given(proto, found, out)
 
 
-def _as_prediction(proto: Protocol, found: Any, xs: list[Any], k: int, why: str,
-                   in_note: str) -> None:
-    """The backward's argument ``k`` takes the forward's input ``k`` (a loss's
-    prediction): unless the forward stored an array of that shape it might take instead,
-    read so, the other inputs the loss's targets."""
+def _as_prediction(proto: Protocol, found: Any, xs: list[Any], slot: int, k: int,
+                   why: str, in_note: str) -> bool:
+    """The backward's argument ``slot`` takes the forward's input ``k`` (a loss's
+    prediction), the other inputs the loss's targets. When the forward stored arrays of
+    that shape the backward might take instead, an :class:`AmbiguousReading` lists them
+    (the check tries each) unless ``proto.reading`` settled it; True when a stored array
+    is read (the probe must run again)."""
     layer = proto.layer
     kept = stored(float_state(layer), found.init, tuple(found.xs))
     rivals = {p: v for p, v in kept.items() if np.shape(v) == np.shape(xs[k])}
-    if rivals:
-        raise ProtocolError("bad-protocol", (
-            f"{type(layer).__name__}.{proto.backward}: its argument {k} is no output "
+    if rivals and proto.reading is None:
+        raise AmbiguousReading((
+            f"{type(layer).__name__}.{proto.backward}: its argument {slot} is no output "
             f"gradient ({why}); it may take the forward's input {k} or what the forward "
             f"stored of that shape ({describe(rivals)}): cannot tell which. Check the loss "
-            "as a function: check_loss(lambda x, y: (loss of x, gradient of x), x, y)"))
+            "as a function: check_loss(lambda x, y: (loss of x, gradient of x), x, y)"),
+            [k, *rivals])
     proto.notes = [t for t in proto.notes if t != in_note]
-    proto.note(f"backward's argument {k} takes the forward's input {k}, not an output "
-               f"gradient ({why}): read as a loss's gradient")
+    path = proto.reading if isinstance(proto.reading, str) else None
+    if path is not None:
+        proto.order = [path if j == slot else o for j, o in enumerate(proto.order)]
+    taken = f"what the forward stored in {path}" if path else f"the forward's input {k}"
+    proto.note(f"backward's argument {slot} takes {taken}, not an output gradient ({why}): "
+               "read as a loss's gradient")
     if proto.wanted != [k] and proto.wrt_given is False:
         targets = [f"x{j}" for j in proto.wanted if j != k]
         proto.wanted = [k] if k in proto.wanted else []
         if targets:
             proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
                        "wrt= to differentiate them)")
+    return path is not None
 
 
 def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:

@@ -102,6 +102,16 @@ class ProtocolError(Exception):
         self.message = message
 
 
+class AmbiguousReading(ProtocolError):
+    """A backward's argument that may take any of several things (a loss's prediction:
+    the forward's input, or an array the forward stored of its shape): ``readings`` lists
+    them, an input's position or a stored array's path, for the check to try each."""
+
+    def __init__(self, message: str, readings: list[int | str]) -> None:
+        super().__init__("bad-protocol", message)
+        self.readings = readings
+
+
 class UserCodeError(Exception):
     """The user's forward or backward raised; ``where`` names its innermost frame."""
 

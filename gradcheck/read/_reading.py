@@ -19,6 +19,7 @@ record:
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,30 +64,31 @@ def call_style(method: Any, forward: Any, n: int, base: str
 SLOT = "slot:"
 
 
-def call_backward(method: Any, style: str, order: list[int | None], dy: Any, xs: list[Any]
-                  ) -> Any:
+def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
+                  xs: list[Any]) -> Any:
     if style.startswith(SLOT):
         return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
     if style == "spread":
         return method(*dy)
     if style == "one":
         return method(dy)
-    if style in ("inputs", "given"):
-        return method(*[dy if k is None else xs[k] for k in order])
+    if style in ("inputs", "given"):  # a path: what the forward stored there
+        return method(*[dy if k is None else xs[k] if isinstance(k, int)
+                        else get_path(method.__self__, k) for k in order])
     if style == "step":  # backward(output_error, learning_rate)
         return method(dy, 1.0)
     return method()
 
 
-def _through_slot(method: Any, path: str, order: list[int | None], dy: Any, xs: list[Any]
-                  ) -> np.ndarray:
+def _through_slot(method: Any, path: str, order: Sequence[int | str | None], dy: Any,
+                  xs: list[Any]) -> np.ndarray:
     """``dy`` written into the array at ``path`` of the method's object (every alias sees
     it), the backward called with the inputs and a zero buffer of the input's shape, the
     buffer returned: the input's gradient (zero if the backward added nothing to it)."""
     np.copyto(get_path(method.__self__, path), np.asarray(dy), casting="unsafe")
     x = xs[0]
     buf = np.zeros(np.shape(x), dtype=x.dtype if is_float_array(x) else np.float64)
-    method(*[xs[k] for k in order if k is not None], buf)
+    method(*[xs[k] for k in order if isinstance(k, int)], buf)
     return buf
 
 
@@ -187,7 +189,7 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
 
 
 def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: GlobalDraws,
-          style: tuple[str, list[int | None]], out_path: str | None,
+          style: tuple[str, Sequence[int | str | None]], out_path: str | None,
           ones: Any) -> Probe:
     init = copy.deepcopy(layer)
     xs = copy.deepcopy(inputs)
