@@ -35,6 +35,7 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -103,12 +104,9 @@ def check_layer(
     """
     opts = validate_options("check_layer", **options)
     wrt, draws = _wrt_names(wrt, len(inputs)), GlobalDraws(type(layer))
+    read = partial(_discover, layer, inputs, forward, backward, params, grads,
+                   _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)
     with np.errstate(all="ignore"):
-        def read(reading: int | str | None = None) -> Protocol:
-            return _discover(layer, inputs, forward, backward, params, grads,
-                             _wanted(inputs, wrt), output, opts.seed, draws,
-                             wrt is not None, reading)
-
         try:
             res = _run(read(), len(inputs), inputs, wrt, opts)
         except AmbiguousReading as amb:

@@ -41,8 +41,9 @@ from ._layer_call import (
     takes_no_gradient,
     times,
 )
-from ._observe import default_of, float_state, grad_of, method_pair, positional_names, stored
-from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, call_user
+from ._loss_read import as_prediction, given_loss, left_at_none, loss_stored
+from ._observe import default_of, float_state, grad_of, method_pair, positional_names
+from ._protocol import ProtocolError, UserCodeError, call_user
 from ._reading import (
     GlobalDraws,
     call_backward,
@@ -111,11 +112,11 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.out_path, text = output_path(layer, forward, xs, draws, rng)
             proto.note(text)
         elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
-            _loss_stored(proto, xs, rng, [i for i, x in enumerate(given) if returned is x][0])
+            loss_stored(proto, xs, rng, [i for i, x in enumerate(given) if returned is x][0])
     try:
         first = probe_style(proto, xs, what)
     except UserCodeError as exc:
-        exc.advice = _left_at_none(proto, exc)
+        exc.advice = left_at_none(proto, exc)
         raise
     if named == []:
         _inputs_read(proto, first, {})
@@ -127,53 +128,6 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         return proto
     _read_parameters(proto, first, xs, rng)
     return proto
-
-
-def _left_at_none(proto: Protocol, exc: UserCodeError) -> str:
-    """Advice for a backward that raised when given the output gradient alone while
-    further arguments of it were None (a loss's targets), read from its frame."""
-    what = f"{type(proto.layer).__name__}.{proto.backward}"
-    if exc.what != what or proto.style != "one":
-        return ""
-    left = _none_arguments(exc.exc, proto.backward)
-    if not left:
-        return ""
-    return (f"; {what} was given the output gradient alone and its argument(s) "
-            f"{', '.join(left)} were None: a backward that needs more (a loss's targets) "
-            "differentiates something the forward does not return, so check_layer cannot "
-            "check it; check that loss as a function, its targets fixed inside: "
-            "check_loss(lambda x: (loss(x), gradient(x)), x)")
-
-
-def _none_arguments(exc: BaseException, name: str) -> list[str]:
-    """The arguments after the first (the output gradient) that were None in the frame
-    of the function ``name`` the traceback passes through (a decorator hides them from
-    its signature, not from its frame)."""
-    tb = exc.__traceback__
-    while tb is not None:
-        code, local = tb.tb_frame.f_code, tb.tb_frame.f_locals
-        if code.co_name == name:
-            args = list(code.co_varnames[:code.co_argcount])
-            if args and args[0] == "self":
-                args = args[1:]
-            return [a for a in args[1:] if a in local and local[a] is None]
-        tb = tb.tb_next
-    return []
-
-
-def _loss_stored(proto: Protocol, xs: list[Any], rng: np.random.Generator, k: int) -> None:
-    """A forward that hands its input ``k`` back unchanged while its backward takes no
-    output gradient (a loss's): the loss is what the forward stored, when one array it
-    stored depends on the inputs; else the returned input stays the output."""
-    what = f"{type(proto.layer).__name__}.{proto.forward}"
-    try:
-        path, _ = output_path(proto.layer, proto.forward, xs, proto.draws or GlobalDraws(),
-                              rng)
-    except ProtocolError:
-        return
-    proto.out_path = path
-    proto.note(f"{what} returns its input x{k} unchanged and {proto.backward} takes no "
-               f"output gradient (a loss's): its output is the loss it stores in {path}")
 
 
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
@@ -205,7 +159,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     if proto.style == "one" and _takes_a_step(proto, xs):
         return run(1.0)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
-        return _given(proto, run(1.0), out)
+        return given_loss(proto, run(1.0), out)
     try:
         first = run(1.0)
         if linear(first, run(2.0)):
@@ -223,42 +177,9 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         if isinstance(first, UserCodeError):
             raise first from None
         return first
-    if _as_prediction(proto, found, xs, order.index(None), k, why, in_note):
+    if as_prediction(proto, found, xs, order.index(None), k, why, in_note):
         found = run(1.0)  # the stored array given instead of the input
-    return _given(proto, found, out)
-
-
-def _as_prediction(proto: Protocol, found: Any, xs: list[Any], slot: int, k: int,
-                   why: str, in_note: str) -> bool:
-    """The backward's argument ``slot`` takes the forward's input ``k`` (a loss's
-    prediction), the other inputs the loss's targets. When the forward stored arrays of
-    that shape the backward might take instead, an :class:`AmbiguousReading` lists them
-    (the check tries each) unless ``proto.reading`` settled it; True when a stored array
-    is read (the probe must run again)."""
-    layer = proto.layer
-    kept = stored(float_state(layer), found.init, tuple(found.xs))
-    rivals = {p: v for p, v in kept.items() if np.shape(v) == np.shape(xs[k])}
-    if rivals and proto.reading is None:
-        raise AmbiguousReading((
-            f"{type(layer).__name__}.{proto.backward}: its argument {slot} is no output "
-            f"gradient ({why}); it may take the forward's input {k} or what the forward "
-            f"stored of that shape ({describe(rivals)}): cannot tell which. Check the loss "
-            "as a function: check_loss(lambda x, y: (loss of x, gradient of x), x, y)"),
-            [k, *rivals])
-    proto.notes = [t for t in proto.notes if t != in_note]
-    path = proto.reading if isinstance(proto.reading, str) else None
-    if path is not None:
-        proto.order = [path if j == slot else o for j, o in enumerate(proto.order)]
-    taken = f"what the forward stored in {path}" if path else f"the forward's input {k}"
-    proto.note(f"backward's argument {slot} takes {taken}, not an output gradient ({why}): "
-               "read as a loss's gradient")
-    if proto.wanted != [k] and proto.wrt_given is False:
-        targets = [f"x{j}" for j in proto.wanted if j != k]
-        proto.wanted = [k] if k in proto.wanted else []
-        if targets:
-            proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
-                       "wrt= to differentiate them)")
-    return path is not None
+    return given_loss(proto, found, out)
 
 
 def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
@@ -321,41 +242,6 @@ def _same_return(a: Any, b: Any) -> bool:
         (u is None and v is None) or (u is not None and v is not None and np.shape(u) ==
                                       np.shape(v) and np.array_equal(u, v, equal_nan=True))
         for u, v in zip(xa, xb, strict=True))
-
-
-def _given(proto: Protocol, first: Any, out: Any) -> Any:
-    """A loss's backward (no output gradient) of a forward returning one loss per sample
-    differentiates their mean, if a method of the layer reduces the forward's output so
-    (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
-    if proto.style in ("given", "none") and np.size(out) > 1:
-        proto.reduce, how = _reduction(proto, first, out)
-        proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
-                   f"backward takes no output gradient: checked as the gradient of their "
-                   f"{proto.reduce} ({how})")
-    return first
-
-
-def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
-    """``("mean", why)`` when a method taking the forward's inputs returns the mean of
-    its output; ``("sum", why)`` otherwise."""
-    layer, n = proto.layer, len(first.xs)
-    y = np.asarray(out, dtype=np.float64)
-    for name in dir(type(layer)):
-        if name.startswith("_") or name in (proto.forward, proto.backward):
-            continue
-        method = getattr(layer, name, None)
-        if not callable(method) or len(positional_names(method, required=True) or []) != n:
-            continue
-        try:
-            if proto.draws is not None:
-                proto.draws.reset()
-            value = getattr(copy.deepcopy(layer), name)(*copy.deepcopy(first.xs))
-        except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
-            continue
-        if np.size(value) == 1 and np.isclose(float(np.asarray(value).reshape(())),
-                                              float(y.mean()), rtol=1e-9, atol=0):
-            return "mean", f"{name} returns their mean"
-    return "sum", "each one's upstream gradient is one; no method returns their mean"
 
 
 def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
