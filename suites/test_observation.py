@@ -1065,3 +1065,24 @@ def test_a_backward_that_needs_targets_gets_an_error_that_says_what_to_check_ins
     assert res.status == "error", res.report()
     assert "its argument(s) y_true were None" in res.message
     assert "check_loss(lambda x: (loss(x), gradient(x)), x)" in res.message
+
+
+def test_the_call_an_unread_parameter_error_suggests_is_valid_python():
+    import ast
+    import re
+
+    class DictHeld:
+        def __init__(self):
+            self.p = {"W": np.random.default_rng(14).standard_normal((3, 2))}
+
+        def forward(self, x):
+            return x @ self.p["W"]
+
+        def backward(self, dout):  # the weight's gradient is kept nowhere
+            return dout @ self.p["W"].T
+
+    with pytest.raises(gradcheck.LayerConventionError) as err:
+        gradcheck.check_layer(DictHeld(), np.ones((2, 3)))
+    call = re.search(r"check_layer\(layer, x, params=.*?\}\)", str(err.value))
+    assert call is not None, str(err.value)
+    ast.parse(call.group(0))

@@ -458,7 +458,7 @@ def _observed_error(layer: Any, left: list[str], first: Any,
         f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was found "
         f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
         f" and stored {describe(cands) or 'no other array'}. Name them: check_layer(layer, "
-        f"x, params={{'{left[0]}': '{left[0]}'}}, grads={{'{left[0]}': '...'}}) (paths "
+        f"x, params={{{left[0]!r}: {left[0]!r}}}, grads={{{left[0]!r}: '...'}}) (paths "
         "like \"params['W']\" or callables layer -> array); params={} checks the input "
         "gradients only.")
 
