@@ -1086,3 +1086,35 @@ def test_the_call_an_unread_parameter_error_suggests_is_valid_python():
     call = re.search(r"check_layer\(layer, x, params=.*?\}\)", str(err.value))
     assert call is not None, str(err.value)
     ast.parse(call.group(0))
+
+
+# -- the gradient of a list input returned stacked in one array ---------------------------
+class _SumOfProducts:
+    """forward([a, b, c]) = (a * b * c) @ W; the backward returns the three input
+    gradients stacked by ``np.sum(list_of_tuples, axis=0)`` (rziga/numpy-is-all-you-need)."""
+
+    def __init__(self, broken=False):
+        self.W = np.random.default_rng(15).standard_normal((4, 2))
+        self.broken = broken
+
+    def forward(self, xs):
+        self.xs = xs
+        a, b, c = xs
+        return (a * b * c) @ self.W
+
+    def backward(self, dout):
+        a, b, c = self.xs
+        g = dout @ self.W.T
+        self.dW = (a * b * c).T @ dout
+        per_input = [(g * b * c,), (g * a * c * (0.5 if self.broken else 1),), (g * a * b,)]
+        return np.sum([per_input], axis=(0, 2))  # one array (3, 3, 4), as np.sum stacks
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_list_input_whose_gradient_comes_stacked_is_split(broken):
+    rng = np.random.default_rng(16)
+    xs = [rng.standard_normal((3, 4)) for _ in range(3)]
+    res = gradcheck.check_layer(_SumOfProducts(broken), xs)
+    _verdict(res, broken)
+    assert any("the gradient of the sequence input x0 came as one array stacked" in n
+               for n in res.notes), res.notes

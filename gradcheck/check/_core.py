@@ -103,8 +103,15 @@ def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
 
 
 
-def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[Any]:
-    """The backward's gradients matched to the input leaves (None where absent)."""
+def _bare(name: str) -> str:
+    """``['x0']`` as ``x0``: an input's name in a note."""
+    return name.strip("[]'\" ") or "x0"
+
+
+def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
+                     stacked: list[str] | None = None) -> list[Any]:
+    """The backward's gradients matched to the input leaves (None where absent); the
+    names of input lists whose gradient came stacked in one array go to ``stacked``."""
     n_top = len(prep.tree.skeleton)
     if prep.as_kwargs:
         if not isinstance(grads_raw, dict):
@@ -115,7 +122,7 @@ def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[An
                                 "gradients under the inputs' names; "
                                 + key_mismatch(prep.tree.skeleton, grads_raw))
         masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
-        return prep.tree.match(masked, "gradient ")
+        return prep.tree.match(masked, "gradient ", stacked)
     if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
         raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
                             f"gradients, one per input; got {type(grads_raw).__name__}")
@@ -123,7 +130,7 @@ def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any]) -> list[An
         raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} gradient(s) "
                             f"for {n_top} input(s)")
     masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
-    return prep.tree.match(masked, "gradient ")
+    return prep.tree.match(masked, "gradient ", stacked)
 
 
 class _Unreduced(ProtocolError):
@@ -192,8 +199,11 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         raise ProtocolError("mutation", f"backward modified the cache (at cache{where})")
     _check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
-    leaves = _gradient_leaves(grads_raw, prep, chosen)
+    stacked: list[str] = []
+    leaves = _gradient_leaves(grads_raw, prep, chosen, stacked)
     notes: list[str] = [_WROTE_DY] if wrote_dy else []
+    notes += [f"the gradient of the sequence input {_bare(n)} came as one array stacked "
+              "along its first axis: split into its parts" for n in stacked]
     grads: list[F64 | None] = [None] * len(prep.leaves)
     computed: dict[int, str] = {}
     for i in prep.diff:

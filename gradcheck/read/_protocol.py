@@ -290,9 +290,11 @@ class Tree:
 
         return fill(self.skeleton)
 
-    def match(self, other: Any, what: str) -> list[Any]:
+    def match(self, other: Any, what: str, stacked: list[str] | None = None) -> list[Any]:
         """The leaves of ``other``, which must have this structure; ``None`` for a whole
-        missing (``None``) sub-structure."""
+        missing (``None``) sub-structure. A sequence of arrays may come as one array
+        stacked along its first axis (``np.sum(list_of_tuples, axis=0)``): split, its name
+        added to ``stacked``."""
         out: list[Any] = [None] * len(self.names)
 
         def walk(s: Any, o: Any, name: str) -> None:
@@ -301,6 +303,11 @@ class Tree:
                 return
             if o is None:
                 return
+            if isinstance(s, (list, tuple)) and isinstance(o, np.ndarray) and o.ndim > 1 \
+                    and len(o) == len(s) and all(isinstance(v, int) for v in s) \
+                    and stacked is not None:
+                stacked.append(name)
+                o = list(o)
             if isinstance(s, (list, tuple)):
                 if not isinstance(o, (list, tuple)) or len(o) != len(s):
                     got = f"{type(o).__name__} of {len(o)}" if isinstance(o, (list, tuple)) \
