@@ -1118,3 +1118,74 @@ def test_a_list_input_whose_gradient_comes_stacked_is_split(broken):
     _verdict(res, broken)
     assert any("the gradient of the sequence input x0 came as one array stacked" in n
                for n in res.notes), res.notes
+
+
+# -- a backward completed by a second call that stores the parameters' gradients ----------
+class _TwoStepDense:
+    """EpyNN's convention: backward(dX) returns the input gradient and caches dZ; the
+    network then calls compute_gradients(), which fills ``self.g``."""
+
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(17)
+        self.p = {"W": rng.standard_normal((4, 3)), "b": rng.standard_normal((1, 3))}
+        self.g, self.fc, self.bc, self.broken = {}, {}, {}, broken
+
+    def forward(self, A):
+        self.fc["X"] = A
+        self.fc["Z"] = A @ self.p["W"] + self.p["b"]
+        return np.tanh(self.fc["Z"])
+
+    def backward(self, dX):
+        self.bc["dZ"] = dX * (1 - np.tanh(self.fc["Z"]) ** 2)
+        return self.bc["dZ"] @ self.p["W"].T
+
+    def compute_gradients(self):
+        self.g["dW"] = self.fc["X"].T @ self.bc["dZ"]
+        self.g["db"] = self.bc["dZ"].sum(axis=0) * (2 if self.broken else 1)
+
+    def update_parameters(self):  # never called by the check
+        raise AssertionError("the check must not update the parameters")
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_completed_by_a_method_that_stores_the_gradients(broken):
+    x = np.random.default_rng(18).standard_normal((5, 4))
+    res = gradcheck.check_layer(_TwoStepDense(broken), x)
+    _verdict(res, broken)
+    assert any("compute_gradients() completes the backward" in n for n in res.notes)
+    assert {i.name for i in res.inputs} >= {"p['W']", "p['b']"}
+
+
+def test_a_layer_whose_gradients_no_method_stores_names_what_it_tried():
+    class NoGrad(_TwoStepDense):
+        def compute_gradients(self):
+            return None
+
+    with pytest.raises(gradcheck.LayerConventionError, match=r"tried compute_gradients\(\)"):
+        gradcheck.check_layer(NoGrad(), np.ones((5, 4)))
+
+
+# -- a loss whose forward has a name of its own: the one other method --------------------
+class _Crossentropy:
+    """rziga's loss object: calculate(true, predicted) and backward()."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def calculate(self, true, predicted):
+        self.true, self.pred = true, predicted
+        return -np.log(predicted[range(len(true)), true]).mean()
+
+    def backward(self):
+        D = np.zeros_like(self.pred)
+        D[range(len(self.true)), self.true] = -1 / self.pred[range(len(self.true)), self.true]
+        return D / (1 if self.broken else len(self.true))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_one_method_taking_the_inputs_beside_the_backward_is_the_forward(broken):
+    rng = np.random.default_rng(19)
+    p = rng.dirichlet(np.ones(4), 5)
+    res = gradcheck.check_layer(_Crossentropy(broken), np.array([0, 3, 1, 1, 2]), p)
+    _verdict(res, broken)
+    assert any("forward found as the one method taking 2 argument(s)" in n for n in res.notes)

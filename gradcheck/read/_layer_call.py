@@ -103,6 +103,7 @@ class Protocol:
     reduce: str = ""  # a loss per sample: "mean" or "sum", what its backward differentiates
     wrt_given: bool = False
     reading: int | str | None = None  # a loss's prediction argument: an input or a path
+    then: str | None = None  # a method completing the backward (``compute_gradients()``)
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -140,7 +141,7 @@ class Protocol:
             owners.setdefault(h.owner, []).append(h.method)
         log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
-        ret = call_backward(method, self.style, self.order, dy, xs)
+        ret = call_backward(method, self.style, self.order, dy, xs, self.then)
         dx, pgrads = ret, None
         if self.returned is not None:
             j, _ = self.returned

@@ -42,7 +42,14 @@ from ._layer_call import (
     times,
 )
 from ._loss_read import as_prediction, given_loss, left_at_none, loss_stored
-from ._observe import default_of, float_state, grad_of, method_pair, positional_names
+from ._observe import (
+    completing_methods,
+    default_of,
+    float_state,
+    grad_of,
+    method_pair,
+    positional_names,
+)
 from ._protocol import ProtocolError, UserCodeError, call_user
 from ._reading import (
     GlobalDraws,
@@ -84,13 +91,37 @@ def _default_grad_path(path: Any) -> str:
 
 
 def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
-              backward: str | None, params: Any, grads: Any, wanted: list[int],
-              output: str | None = None, seed: int = 0,
-              draws: GlobalDraws | None = None, wrt_given: bool = False,
-              reading: int | str | None = None) -> Protocol:
+             backward: str | None, params: Any, grads: Any, wanted: list[int],
+             output: str | None = None, seed: int = 0,
+             draws: GlobalDraws | None = None, wrt_given: bool = False,
+             reading: int | str | None = None) -> Protocol:
     """Read the layer by running it once (:mod:`gradcheck.read._reading`): its methods, how
     its backward is called, where its output and gradients are, which arrays are state.
-    ``reading`` settles an :class:`AmbiguousReading` (one of its ``readings``)."""
+    ``reading`` settles an :class:`AmbiguousReading` (one of its ``readings``). When no
+    gradient is found for arrays the output depends on, a method that completes the
+    backward (called with no argument right after it, its name speaking of gradients:
+    EpyNN's ``compute_gradients()``) is tried."""
+    args = (layer, inputs, forward, backward, params, grads, wanted, output, seed, draws,
+            wrt_given, reading)
+    try:
+        return _discover(*args)
+    except LayerConventionError as exc:
+        tried = completing_methods(layer, forward, backward)
+        for then in tried:
+            try:
+                return _discover(*args, then=then)
+            except LayerConventionError:
+                continue
+        if tried:
+            raise LayerConventionError(f"{exc} (tried {', '.join(tried)}() right after the "
+                                       "backward: no gradient found either)") from None
+        raise
+
+
+def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+              backward: str | None, params: Any, grads: Any, wanted: list[int],
+              output: str | None, seed: int, draws: GlobalDraws | None, wrt_given: bool,
+              reading: int | str | None, then: str | None = None) -> Protocol:
     forward, backward, found_note = method_pair(
         layer, None if forward == "forward" else forward,
         None if backward == "backward" else backward, inputs)
@@ -99,8 +130,11 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     named = _explicit(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
-                      draws=draws, wrt_given=wrt_given, reading=reading)
+                      draws=draws, wrt_given=wrt_given, reading=reading, then=then)
     proto.note(found_note)
+    if then is not None:
+        proto.note(f"{type(layer).__name__}.{then}() completes the backward: called right "
+                   "after it, it stores the parameters' gradients")
     rng = np.random.default_rng(seed)
     xs = list(inputs)
     proto.out_path = output
@@ -154,7 +188,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     def run(scale: float) -> Any:
         return probe(layer, proto.forward, proto.backward, xs, draws,
                      (proto.style, proto.order), proto.out_path,
-                     lambda o: times(ones_like(o), scale))
+                     lambda o: times(ones_like(o), scale), proto.then)
 
     if proto.style == "one" and _takes_a_step(proto, xs):
         return run(1.0)
@@ -388,7 +422,7 @@ def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
     def run(layer: Any, xs: list[Any]) -> Any:
         method = getattr(layer, proto.backward)
         return call_user(call_backward, method, proto.style, proto.order, ones_like(out),
-                         xs, what=f"{type(layer).__name__}.{proto.backward}")
+                         xs, proto.then, what=f"{type(layer).__name__}.{proto.backward}")
     return run
 
 

@@ -89,6 +89,13 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
             return x, y, (f"methods found by what they return: {x} a scalar (the forward: a "
                           f"loss) and {y} an array of the first input's shape (its gradient), "
                           "both taking the same arguments")
+    if not fwds and len(bwds) == 1 and inputs:
+        takers = [n for n in _public(layer) if n != bwds[0] and len(
+            positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
+        if len(takers) == 1:  # rziga's calculate(true, pred) beside backward()
+            return takers[0], bwds[0], (
+                f"forward found as the one method taking {len(inputs)} argument(s) beside "
+                f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
     if not fwds or not bwds:
         what = "forward" if not fwds else "backward"
         raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "
@@ -143,6 +150,23 @@ def positional_names(method: Any, required: bool = False) -> list[str] | None:
         return None
     return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             and not (required and p.default is not p.empty)]
+
+
+def completing_methods(layer: Any, forward: str | None, backward: str | None) -> list[str]:
+    """The layer's public methods, other than its forward and backward, that take no
+    argument and whose name speaks of gradients (``compute_gradients``): candidates to
+    complete a backward that leaves the parameters' gradients to a second call."""
+    found = []
+    for name in dir(type(layer)):
+        if name.startswith("_") or name in (forward, backward, "forward", "backward") or \
+                "grad" not in name.lower():
+            continue
+        method = getattr(layer, name, None)
+        names = positional_names(method) if callable(method) else None
+        if names is not None and all(default_of(method, n) is not inspect.Parameter.empty
+                                     for n in names):
+            found.append(name)
+    return found
 
 
 def default_of(method: Any, name: str) -> Any:

@@ -65,7 +65,17 @@ SLOT = "slot:"
 
 
 def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
-                  xs: list[Any]) -> Any:
+                  xs: list[Any], then: str | None = None) -> Any:
+    """The backward called in ``style``; ``then`` names a method of its object that
+    completes it (``compute_gradients()``), called right after."""
+    ret = _call_backward(method, style, order, dy, xs)
+    if then is not None:
+        getattr(method.__self__, then)()
+    return ret
+
+
+def _call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
+                   xs: list[Any]) -> Any:
     if style.startswith(SLOT):
         return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
     if style == "spread":
@@ -190,14 +200,14 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
 
 def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: GlobalDraws,
           style: tuple[str, Sequence[int | str | None]], out_path: str | None,
-          ones: Any) -> Probe:
+          ones: Any, then: str | None = None) -> Probe:
     init = copy.deepcopy(layer)
     xs = copy.deepcopy(inputs)
     out = forward_output(init, method_f, xs, draws, out_path)
     after = copy.deepcopy(init)
     before = float_state(after)
     method = getattr(after, method_b)
-    ret = call_user(call_backward, method, style[0], style[1], ones(out), xs,
+    ret = call_user(call_backward, method, style[0], style[1], ones(out), xs, then,
                     what=f"{type(layer).__name__}.{method_b}")
     return Probe(init, after, xs, out, out_path, ret, stored(before, after))
 
