@@ -11,6 +11,8 @@ method names, losses whose backward takes the prediction instead of an output gr
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -1189,3 +1191,21 @@ def test_the_one_method_taking_the_inputs_beside_the_backward_is_the_forward(bro
     res = gradcheck.check_layer(_Crossentropy(broken), np.array([0, 3, 1, 1, 2]), p)
     _verdict(res, broken)
     assert any("forward found as the one method taking 2 argument(s)" in n for n in res.notes)
+
+
+# -- a loss that returns its derivative when a flag is set --------------------------------
+def _mse_flag(A, Y, deriv=False, scale=2.0):
+    if not deriv:
+        return np.sum((Y - A) ** 2, axis=1) / A.shape[1]
+    return -scale / A.shape[1] * (Y - A)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_with_a_derivative_flag_is_refused_with_the_call_that_checks_it(broken):
+    rng = np.random.default_rng(20)
+    A, Y = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    res = gradcheck.check_loss(_mse_flag, A, Y)
+    assert res.status == "bad-protocol" and "it takes deriv=False" in res.message
+    fn = partial(_mse_flag, scale=1.0 if broken else 2.0)
+    _verdict(gradcheck.check_loss(
+        lambda x, *c: (fn(x, *c).sum(), fn(x, *c, deriv=True)), A, Y), broken)

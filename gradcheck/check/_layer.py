@@ -34,6 +34,7 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -267,7 +268,8 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         out = fn(*a)
         if not isinstance(out, tuple) or len(out) != 2:
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
-                                f"(loss, dx); it returned {type(out).__name__}")
+                                f"(loss, dx); it returned {type(out).__name__}"
+                                + _flag_advice(fn))
         loss, dx = out
         if np.size(loss) != 1:
             raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
@@ -280,6 +282,22 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         return grads
 
     return run_protocol_check(fwd, bwd, args, [k], opts, kind="loss")
+
+
+def _flag_advice(fn: Callable[..., Any]) -> str:
+    """For a loss that returns one array: when it takes a flag that defaults to False
+    (``deriv=False``), how to check it (its derivative is what the flag returns)."""
+    try:
+        flags = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.default is False]
+    except (TypeError, ValueError):
+        return ""
+    if len(flags) != 1:
+        return ""
+    f = flags[0]
+    return (f"; it takes {f}=False, so {f}=True presumably returns the gradient: check it "
+            f"as check_loss(lambda x, *c: (fn(x, *c).sum(), fn(x, *c, {f}=True)), x, ...), "
+            "the predictions first")
 
 
 def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options,
