@@ -1209,3 +1209,15 @@ def test_a_loss_with_a_derivative_flag_is_refused_with_the_call_that_checks_it(b
     fn = partial(_mse_flag, scale=1.0 if broken else 2.0)
     _verdict(gradcheck.check_loss(
         lambda x, *c: (fn(x, *c).sum(), fn(x, *c, deriv=True)), A, Y), broken)
+
+
+def test_a_gradient_named_method_that_raises_leaves_the_reading_error_as_it_was():
+    class Clipping(_TwoStepDense):
+        def compute_gradients(self):
+            return None
+
+        def clip_gradients(self, limit=1.0):
+            raise RuntimeError("nothing to clip")
+
+    with pytest.raises(gradcheck.LayerConventionError, match="clip_gradients, compute_gradients"):
+        gradcheck.check_layer(Clipping(), np.ones((5, 4)))

@@ -110,8 +110,8 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         for then in tried:
             try:
                 return _discover(*args, then=then)
-            except LayerConventionError:
-                continue
+            except (LayerConventionError, UserCodeError, ProtocolError):
+                continue  # not the method that completes it
         if tried:
             raise LayerConventionError(f"{exc} (tried {', '.join(tried)}() right after the "
                                        "backward: no gradient found either)") from None
