@@ -31,8 +31,8 @@ _EXPORTS = {
     "check_model": ".check._model_check",
     "check_layer": ".check._layer",
     "assert_layer": ".check._layer",
-    "check_loss": ".check._layer",
-    "assert_loss": ".check._layer",
+    "check_loss": ".check._loss",
+    "assert_loss": ".check._loss",
     "LayerConventionError": ".check._layer",
     "check_elementwise": ".check._elementwise",
     "assert_elementwise": ".check._elementwise",
@@ -78,13 +78,8 @@ __all__ = [
 if TYPE_CHECKING:
     from .check._core import assert_vjp, check_grad, check_vjp
     from .check._elementwise import assert_elementwise, check_elementwise
-    from .check._layer import (
-        LayerConventionError,
-        assert_layer,
-        assert_loss,
-        check_layer,
-        check_loss,
-    )
+    from .check._layer import LayerConventionError, assert_layer, check_layer
+    from .check._loss import assert_loss, check_loss
     from .check._model_check import check_model
     from .check._options import DEFAULT_RTOL, Options
     from .check._result import STATUSES, CheckResult, ElementReport, GradientMismatch, InputResult

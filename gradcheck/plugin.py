@@ -279,14 +279,14 @@ class GradcheckFixture:
 
     def check_loss(self, fn: Any, x: Any, *constants: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_loss` with the test's defaults."""
-        from .check._layer import check_loss
+        from .check._loss import check_loss
 
         return check_loss(fn, x, *constants, **self._opts(kwargs, "check_loss"))
 
     def assert_loss(self, fn: Any, x: Any, *constants: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.assert_loss` with the test's defaults."""
         __tracebackhide__ = True
-        from .check._layer import assert_loss
+        from .check._loss import assert_loss
 
         return assert_loss(fn, x, *constants, **self._opts(kwargs, "check_loss"))
 

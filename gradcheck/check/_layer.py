@@ -1,4 +1,5 @@
-"""Checks of code as people write it: layer objects, and losses that return ``(loss, dx)``.
+"""Checks of code as people write it: layer objects (losses returning ``(loss, dx)``:
+:mod:`gradcheck.check._loss`).
 
 A layer object has ``out = layer.forward(*inputs)`` and ``dx = layer.backward(dout)``
 (method names settable) and keeps its parameters and their gradients on itself, or on
@@ -34,7 +35,6 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -53,7 +53,7 @@ from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
 
-__all__ = ["LayerConventionError", "assert_layer", "assert_loss", "check_layer", "check_loss"]
+__all__ = ["LayerConventionError", "assert_layer", "check_layer"]
 
 
 # -- entry points ----------------------------------------------------------------------------
@@ -144,9 +144,10 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
 def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Protocol],
                   inputs: tuple[Any, ...], wrt: Any, opts: Options) -> CheckResult:
     """A loss's backward whose prediction argument may be the forward's input or an array
-    the forward stored: checked under each reading. The first that passes is the one
-    (the others named in a note); when none passes but each ends in a gradient verdict,
-    the gradient is wrong whichever is meant; else the ambiguity stays an error."""
+    the forward stored: checked under each reading. Passing under every one is a pass;
+    failing under every one (each a gradient verdict) is that mismatch, the nearest shown;
+    passing under some only is no verdict, since the caller's reading cannot be observed:
+    the error says which passed."""
     said = {r: f"x{r}" if isinstance(r, int) else r for r in amb.readings}
     results: list[tuple[int | str, CheckResult]] = []
     for r in amb.readings:
@@ -154,20 +155,21 @@ def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Prot
             results.append((r, _run(read(r), len(inputs), inputs, wrt, opts)))
         except (UserCodeError, ProtocolError):
             continue
-    for r, res in results:
-        if res.passed:
-            others = ", ".join(said[o] for o in amb.readings if o != r)
-            res.notes.append(f"the backward's prediction argument read as {said[r]}: read as "
-                             f"{others} instead, the check does not pass")
-            return res
-    if results and len(results) == len(amb.readings) and all(
-            res.status in ("mismatch", "shape-mismatch") for _, res in results):
+    complete = len(results) == len(amb.readings)
+    if complete and all(res.passed for _, res in results):
+        return results[0][1]
+    if complete and all(res.status in ("mismatch", "shape-mismatch") for _, res in results):
         r, res = min(results, key=lambda rr: max(
             (i.max_abs_error for i in rr[1].inputs), default=np.inf))  # one forward: same scale
         res.notes.append("the backward's prediction argument may be any of "
                          f"{', '.join(said.values())}: the gradient is wrong under each "
                          f"reading (shown: {said[r]}, the nearest)")
         return res
+    passing = [said[r] for r, res in results if res.passed]
+    if passing:
+        amb.message += (f" It passes when given {', '.join(passing)} and not when given "
+                        f"{', '.join(v for v in said.values() if v not in passing)}: which "
+                        "one your code passes cannot be observed.")
     return _error_result(amb, opts.seed, opts.name, "layer")
 
 
@@ -224,168 +226,3 @@ def assert_layer(layer: Any, *inputs: Any, **options: Any) -> CheckResult:
     passed."""
     __tracebackhide__ = True
     return raise_unless_passed(check_layer(layer, *inputs, **options))
-
-
-def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:
-    """Check a loss written as ``loss, dx = fn(x, *constants)`` (the cs231n style).
-
-    Parameters
-    ----------
-    fn : callable
-        Returns the scalar loss and its gradient with respect to ``x``.
-    x : array_like
-        The point (scores, predictions).
-    *constants
-        Further arguments of any type (labels, float targets), held constant.
-    **options
-        The option set of every check (:class:`gradcheck.Options`).
-
-    Returns
-    -------
-    CheckResult
-    """
-    opts = validate_options("check_loss", **options)
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    args = [x, *constants]
-    with np.errstate(all="ignore"):
-        k = _prediction_after_labels(args)
-        if k:
-            res = _labels_first(fn, args, k, opts)
-        else:
-            res = _loss_check(fn, args, 0, opts)
-            if res.status == "mismatch":
-                res = _for_another_argument(fn, args, opts, res)
-    record(res)
-    return res
-
-
-def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
-                sign: float = 1.0) -> CheckResult:
-    """``fn``'s returned gradient (times ``sign``) checked as the gradient with respect
-    to its argument ``k``, the others held constant."""
-    def fwd(*a: Any) -> tuple[Any, Any]:
-        out = fn(*a)
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise ProtocolError("bad-protocol", "forward: the loss function must return "
-                                f"(loss, dx); it returned {type(out).__name__}"
-                                + _flag_advice(fn))
-        loss, dx = out
-        if np.size(loss) != 1:
-            raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
-                                f"shape {np.shape(loss)}")
-        return np.asarray(loss, dtype=np.float64).reshape(()), np.array(dx, copy=True)
-
-    def bwd(dy: Any, dx: Any) -> list[Any]:
-        grads: list[Any] = [None] * len(args)
-        grads[k] = sign * dx * dy
-        return grads
-
-    return run_protocol_check(fwd, bwd, args, [k], opts, kind="loss")
-
-
-def _flag_advice(fn: Callable[..., Any]) -> str:
-    """For a loss that returns one array: when it takes a flag that defaults to False
-    (``deriv=False``), how to check it (its derivative is what the flag returns)."""
-    try:
-        flags = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.default is False]
-    except (TypeError, ValueError):
-        return ""
-    if len(flags) != 1:
-        return ""
-    f = flags[0]
-    return (f"; it takes {f}=False, so {f}=True presumably returns the gradient: check it "
-            f"as check_loss(lambda x, *c: (fn(x, *c).sum(), fn(x, *c, {f}=True)), x, ...), "
-            "the predictions first")
-
-
-def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options,
-                          res: CheckResult) -> CheckResult:
-    """A gradient that is not the first argument's may be another's: a loss written
-    ``fn(labels, predictions)`` returns the predictions' gradient. Observed: it passes
-    as the gradient of a float argument of its shape, and is the check of that argument
-    (with a note). When minus it passes as the first argument's too (the loss depends
-    on their difference only, as a squared error does), which one is meant cannot be
-    observed: the mismatch stays, and the hint says so."""
-    shape = np.shape(args[0])
-    labels = _label_like(args[0])
-    for k in range(1, len(args)):
-        a = args[k]
-        if not (isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.shape == shape):
-            continue
-        other = _loss_check(fn, args, k, opts)
-        if not other.passed:
-            continue
-        if _loss_check(fn, args, 0, opts, sign=-1.0).passed:
-            why = (f"the gradient returned is argument {k + 1}'s (x{k}) and minus it is "
-                   "x0's: the loss depends on their difference only, so which one it is "
-                   "for cannot be observed; pass the predictions first")
-            first = res.inputs[0]
-            first.hint = f"{first.hint}; {why}" if first.hint else why
-            return res
-        if not labels:  # a prediction first and the gradient of another argument: a bug
-            why = (f"the gradient returned is argument {k + 1}'s (x{k}), not x0's; x0 holds "
-                   "no labels (values not all whole numbers), so it is the one differentiated")
-            first = res.inputs[0]
-            first.hint = f"{first.hint}; {why}" if first.hint else why
-            return res
-        other.notes.append(f"fn returned the gradient with respect to its argument "
-                           f"{k + 1} (x{k}), not the first, which holds labels (whole "
-                           f"numbers): checked as x{k}'s, every other argument held constant")
-        return other
-    return res
-
-
-def _prediction_after_labels(args: list[Any]) -> int:
-    """The argument a loss called ``fn(labels, predictions)`` differentiates: when the
-    first holds labels (whole numbers) and exactly one other is a float array that does
-    not, its position; else 0."""
-    if not _label_like(args[0]):
-        return 0
-    found = [k for k, a in enumerate(args) if k and isinstance(a, np.ndarray)
-             and a.dtype.kind == "f" and not _label_like(a)]
-    return found[0] if len(found) == 1 else 0
-
-
-def _labels_first(fn: Callable[..., Any], args: list[Any], k: int,
-                  opts: Options) -> CheckResult:
-    """``fn(labels, predictions)``: the gradient checked as argument ``k``'s. When it is
-    not, but is the labels' instead, a loss of the difference only (a squared error)
-    returned minus the predictions' gradient: that mismatch stays, with a hint; any other
-    loss returned the first argument's, whole numbers as they are, and is checked so."""
-    res = _loss_check(fn, args, k, opts)
-    note = (f"fn returned the gradient with respect to its argument {k + 1} (x{k}), not "
-            f"the first, which holds labels (whole numbers) while x{k} does not: checked "
-            f"as x{k}'s, every other argument held constant")
-    if res.passed:
-        res.notes.append(note)
-        return res
-    first = _loss_check(fn, args, 0, opts)
-    if not first.passed:
-        res.notes.append(note)
-        return res
-    if _loss_check(fn, args, k, opts, sign=-1.0).passed:
-        why = (f"minus the gradient returned is x{k}'s: it is the gradient with respect "
-               "to x0, the labels (the loss depends on their difference only), so its "
-               f"sign is wrong for x{k}")
-        mine = res.inputs[k]
-        mine.hint = f"{mine.hint}; {why}" if mine.hint else why
-        res.notes.append(note)
-        return res
-    first.notes.append(f"the gradient returned is x0's, though x0 holds whole numbers "
-                       f"only and x{k} does not: checked as x0's")
-    return first
-
-
-def _label_like(x: Any) -> bool:
-    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets)."""
-    a = np.asarray(x)
-    return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
-
-
-def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:
-    """Like :func:`check_loss`, but raise :class:`~gradcheck.GradientMismatch` unless it
-    passed."""
-    __tracebackhide__ = True
-    return raise_unless_passed(check_loss(fn, x, *constants, **options))

@@ -109,13 +109,28 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         tried = completing_methods(layer, forward, backward)
         for then in tried:
             try:
-                return _discover(*args, then=then)
+                proto = _discover(*args, then=then)
+                if _leaves_gradients(proto, list(inputs)):
+                    return proto
             except (LayerConventionError, UserCodeError, ProtocolError):
                 continue  # not the method that completes it
         if tried:
             raise LayerConventionError(f"{exc} (tried {', '.join(tried)}() right after the "
                                        "backward: no gradient found either)") from None
         raise
+
+
+def _leaves_gradients(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the parameters' gradients read after ``proto.then`` are gradients: not all
+    zero, and twice as large for twice the output gradient (a ``zero_grad()`` is not)."""
+    values = [np.asarray(p.read(proto.layer)) for p in proto.params]
+    out, cache = proto.run_forward(copy.deepcopy(xs), values)
+    one = proto.run_backward(ones_like(out), copy.deepcopy(cache))[len(xs):]
+    two = proto.run_backward(times(ones_like(out), 2.0), copy.deepcopy(cache))[len(xs):]
+    pairs = [(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+             for a, b in zip(one, two, strict=True) if a is not None and b is not None]
+    return bool(pairs) and any(np.any(a != 0) for a, _ in pairs) and all(
+        np.allclose(b, 2 * a, rtol=1e-6, atol=1e-12) for a, b in pairs)
 
 
 def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,

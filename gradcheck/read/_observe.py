@@ -152,14 +152,21 @@ def positional_names(method: Any, required: bool = False) -> list[str] | None:
             and not (required and p.default is not p.empty)]
 
 
+# A method that computes gradients, by a verb that says so (compute_gradients, calc_grads,
+# accumulate_grad): only such a method is called unasked, never zero_grad or save_grads.
+_COMPUTES_GRADIENTS = re.compile(r"^(compute|calc(ulate)?|accumulate|backprop|get)_?\w*grad",
+                                 re.I)
+
+
 def completing_methods(layer: Any, forward: str | None, backward: str | None) -> list[str]:
     """The layer's public methods, other than its forward and backward, that take no
-    argument and whose name speaks of gradients (``compute_gradients``): candidates to
-    complete a backward that leaves the parameters' gradients to a second call."""
+    argument and whose name says it computes gradients (``compute_gradients``):
+    candidates to complete a backward that leaves the parameters' gradients to a second
+    call."""
     found = []
     for name in dir(type(layer)):
         if name.startswith("_") or name in (forward, backward, "forward", "backward") or \
-                "grad" not in name.lower():
+                not _COMPUTES_GRADIENTS.match(name):
             continue
         method = getattr(layer, name, None)
         names = positional_names(method) if callable(method) else None

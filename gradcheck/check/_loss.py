@@ -1,0 +1,228 @@
+"""Losses written ``loss, dx = fn(x, *constants)`` (the cs231n style), whatever the order
+of their arguments.
+
+``check_loss`` checks the gradient ``fn`` returns as the first argument's. A loss written
+labels first, ``fn(labels, predictions)``, is observed: the first argument holds whole
+numbers (class ids, one-hot rows, 0/1 targets) and exactly one other float argument does
+not. Its gradient is then checked as that argument's, unless the loss depends on their
+difference only (a squared error): then which one is the prediction cannot be observed,
+and a gradient that matches either is no verdict (whole-number predictions read the same
+as labels); one that matches neither is a mismatch.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..read._protocol import ProtocolError
+from ._core import raise_unless_passed, run_protocol_check
+from ._layer import _error_result
+from ._options import Options, validate_options
+from ._recording import record
+from ._result import CheckResult
+
+__all__ = ["assert_loss", "check_loss"]
+
+
+def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:
+    """Check a loss written as ``loss, dx = fn(x, *constants)`` (the cs231n style).
+
+    Parameters
+    ----------
+    fn : callable
+        Returns the scalar loss and its gradient with respect to ``x``.
+    x : array_like
+        The point (scores, predictions).
+    *constants
+        Further arguments of any type (labels, float targets), held constant.
+    **options
+        The option set of every check (:class:`gradcheck.Options`).
+
+    Returns
+    -------
+    CheckResult
+    """
+    opts = validate_options("check_loss", **options)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    args = [x, *constants]
+    with np.errstate(all="ignore"):
+        k = _prediction_after_labels(args)
+        if k and _difference_only(fn, args, k):
+            res = _either_argument(fn, args, k, opts)
+        elif k:
+            res = _labels_first(fn, args, k, opts)
+        else:
+            res = _loss_check(fn, args, 0, opts)
+            if res.status == "mismatch":
+                res = _for_another_argument(fn, args, opts, res)
+    record(res)
+    return res
+
+
+def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
+                sign: float = 1.0) -> CheckResult:
+    """``fn``'s returned gradient (times ``sign``) checked as the gradient with respect
+    to its argument ``k``, the others held constant."""
+    def fwd(*a: Any) -> tuple[Any, Any]:
+        out = fn(*a)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise ProtocolError("bad-protocol", "forward: the loss function must return "
+                                f"(loss, dx); it returned {type(out).__name__}"
+                                + _flag_advice(fn))
+        loss, dx = out
+        if np.size(loss) != 1:
+            raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
+                                f"shape {np.shape(loss)}")
+        return np.asarray(loss, dtype=np.float64).reshape(()), np.array(dx, copy=True)
+
+    def bwd(dy: Any, dx: Any) -> list[Any]:
+        grads: list[Any] = [None] * len(args)
+        grads[k] = sign * dx * dy
+        return grads
+
+    return run_protocol_check(fwd, bwd, args, [k], opts, kind="loss")
+
+
+def _flag_advice(fn: Callable[..., Any]) -> str:
+    """For a loss that returns one array: when it takes a flag that defaults to False
+    (``deriv=False``), how to check it (its derivative is what the flag returns)."""
+    try:
+        flags = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.default is False]
+    except (TypeError, ValueError):
+        return ""
+    if len(flags) != 1:
+        return ""
+    f = flags[0]
+    return (f"; it takes {f}=False, so {f}=True presumably returns the gradient: check it "
+            f"as check_loss(lambda x, *c: (fn(x, *c).sum(), fn(x, *c, {f}=True)), x, ...), "
+            "the predictions first")
+
+
+def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options,
+                          res: CheckResult) -> CheckResult:
+    """A gradient that is not the first argument's may be another's: a loss written
+    ``fn(labels, predictions)`` returns the predictions' gradient. Observed: it passes
+    as the gradient of a float argument of its shape, and is the check of that argument
+    (with a note). When minus it passes as the first argument's too (the loss depends
+    on their difference only, as a squared error does), which one is meant cannot be
+    observed: the mismatch stays, and the hint says so."""
+    shape = np.shape(args[0])
+    labels = _label_like(args[0])
+    for k in range(1, len(args)):
+        a = args[k]
+        if not (isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.shape == shape):
+            continue
+        other = _loss_check(fn, args, k, opts)
+        if not other.passed:
+            continue
+        if _loss_check(fn, args, 0, opts, sign=-1.0).passed:
+            why = (f"the gradient returned is argument {k + 1}'s (x{k}) and minus it is "
+                   "x0's: the loss depends on their difference only, so which one it is "
+                   "for cannot be observed; pass the predictions first")
+            first = res.inputs[0]
+            first.hint = f"{first.hint}; {why}" if first.hint else why
+            return res
+        if not labels:  # a prediction first and the gradient of another argument: a bug
+            why = (f"the gradient returned is argument {k + 1}'s (x{k}), not x0's; x0 holds "
+                   "no labels (values not all whole numbers), so it is the one differentiated")
+            first = res.inputs[0]
+            first.hint = f"{first.hint}; {why}" if first.hint else why
+            return res
+        other.notes.append(f"fn returned the gradient with respect to its argument "
+                           f"{k + 1} (x{k}), not the first, which holds labels (whole "
+                           f"numbers): checked as x{k}'s, every other argument held constant")
+        return other
+    return res
+
+
+def _prediction_after_labels(args: list[Any]) -> int:
+    """The argument a loss called ``fn(labels, predictions)`` differentiates: when the
+    first holds labels (whole numbers) and exactly one other is a float array that does
+    not, its position; else 0."""
+    if not _label_like(args[0]):
+        return 0
+    found = [k for k, a in enumerate(args) if k and isinstance(a, np.ndarray)
+             and a.dtype.kind == "f" and not _label_like(a)]
+    return found[0] if len(found) == 1 else 0
+
+
+def _labels_first(fn: Callable[..., Any], args: list[Any], k: int,
+                  opts: Options) -> CheckResult:
+    """``fn(labels, predictions)``: the gradient checked as argument ``k``'s; when it is
+    not but is the first argument's (whole-number scores before soft targets), so."""
+    res = _loss_check(fn, args, k, opts)
+    if res.passed:
+        res.notes.append(f"fn returned the gradient with respect to its argument {k + 1} "
+                         f"(x{k}), not the first, which holds labels (whole numbers) while "
+                         f"x{k} does not: checked as x{k}'s, every other argument held "
+                         "constant")
+        return res
+    first = _loss_check(fn, args, 0, opts)
+    if not first.passed:
+        res.notes.append(f"x0 holds labels (whole numbers) and x{k} does not: the gradient "
+                         f"was checked as x{k}'s (and fails as x0's too)")
+        return res
+    first.notes.append(f"the gradient returned is x0's, though x0 holds whole numbers "
+                       f"only and x{k} does not: checked as x0's")
+    return first
+
+
+def _difference_only(fn: Callable[..., Any], args: list[Any], k: int) -> bool:
+    """Whether the loss depends on ``x0 - xk`` only (a squared error): moving both by the
+    same amount leaves it unchanged, moving ``x0`` alone does not."""
+    if np.shape(args[k]) != np.shape(args[0]):
+        return False
+    x0 = np.asarray(args[0], dtype=np.float64)
+    step = 1e-2 * (1.0 + np.abs(x0)) * np.random.default_rng(0).choice([-1.0, 1.0], x0.shape)
+
+    def loss(a0: Any, ak: Any) -> float:
+        a = list(args)
+        a[0], a[k] = a0, ak
+        return float(np.asarray(fn(*a)[0], dtype=np.float64).reshape(()))
+
+    try:
+        here = loss(x0, args[k])
+        both = loss(x0 + step, args[k] + step)
+        alone = loss(x0 + step, args[k])
+    except Exception:  # noqa: BLE001 - the check itself reports what the loss does wrong
+        return False
+    size = max(1.0, abs(here))
+    return abs(both - here) <= 1e-9 * size < abs(alone - here)
+
+
+def _either_argument(fn: Callable[..., Any], args: list[Any], k: int,
+                     opts: Options) -> CheckResult:
+    """A loss of ``x0 - xk`` only, ``x0`` holding whole numbers: a gradient that passes as
+    either argument's cannot be told right or wrong; one that passes as neither fails."""
+    mine, first = _loss_check(fn, args, k, opts), _loss_check(fn, args, 0, opts)
+    if not (mine.passed or first.passed):
+        mine.notes.append(f"the loss depends on x0 - x{k} only and fails as either one's "
+                          f"gradient (shown: x{k}'s, x0 holding whole numbers)")
+        return mine
+    which = f"x{k}'s" if mine.passed else "x0's"
+    return _error_result(ProtocolError("bad-protocol", (
+        f"the loss depends on x0 - x{k} only, x0 holds whole numbers and x{k} does not, "
+        f"and the gradient fn returns is {which}: right if x{k if mine.passed else 0} is "
+        f"the prediction, of the wrong sign if it is the other. Which one is cannot be "
+        f"observed (whole-number predictions read as labels): pass the predictions first, "
+        f"check_loss(lambda p, y: fn(y, p), x{k}, x0), or predictions that are not whole "
+        "numbers")), opts.seed, opts.name, "loss")
+
+
+def _label_like(x: Any) -> bool:
+    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets)."""
+    a = np.asarray(x)
+    return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
+
+
+def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:
+    """Like :func:`check_loss`, but raise :class:`~gradcheck.GradientMismatch` unless it
+    passed."""
+    __tracebackhide__ = True
+    return raise_unless_passed(check_loss(fn, x, *constants, **options))
