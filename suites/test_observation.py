@@ -1213,9 +1213,9 @@ def test_a_loss_with_a_derivative_flag_is_refused_with_the_call_that_checks_it(b
     A, Y = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
     res = gradcheck.check_loss(_mse_flag, A, Y)
     assert res.status == "bad-protocol" and "it takes deriv=False" in res.message
+    assert "lambda *a: (fn(*a).sum(), fn(*a, deriv=True))" in res.message
     fn = partial(_mse_flag, scale=1.0 if broken else 2.0)
-    _verdict(gradcheck.check_loss(
-        lambda x, *c: (fn(x, *c).sum(), fn(x, *c, deriv=True)), A, Y), broken)
+    _verdict(gradcheck.check_loss(lambda *a: (fn(*a).sum(), fn(*a, deriv=True)), A, Y), broken)
 
 
 def test_a_gradient_named_method_that_raises_leaves_the_reading_error_as_it_was():
@@ -1253,3 +1253,39 @@ def test_a_zero_grad_method_is_never_read_as_completing_the_backward():
 
     with pytest.raises(gradcheck.LayerConventionError, match="weight_delta"):
         gradcheck.check_layer(Momentum(), np.ones((4, 3)))
+
+
+class _ScalarPassThroughLoss:
+    """forward(x, t) keeps x - t for its backward, stores the scalar loss, returns x."""
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def forward(self, x, t):
+        self.diff = x - t
+        self.loss = 0.5 * np.sum(self.diff * self.diff)
+        return x
+
+    def backward(self):
+        return self.scale * self.diff
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_that_returns_its_input_and_stores_a_scalar_loss(broken):
+    rng = np.random.default_rng(22)
+    x, t = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    res = gradcheck.check_layer(_ScalarPassThroughLoss(2.0 if broken else 1.0), x, t)
+    _verdict(res, broken)
+    assert any("its output is the loss it stores in loss" in n for n in res.notes), res.notes
+
+
+def test_a_pass_through_loss_whose_loss_cannot_be_told_asks_for_output():
+    class TwoLosses(_ScalarPassThroughLoss):
+        def forward(self, x, t):
+            self.l1, self.l2 = float(np.sum(np.abs(x - t))), float(np.sum((x - t) ** 2))
+            self.diff = x - t
+            return x
+
+    rng = np.random.default_rng(23)
+    res = gradcheck.check_layer(TwoLosses(), rng.standard_normal(3), rng.standard_normal(3))
+    assert res.status == "bad-protocol" and "output='...'" in res.message, res.report()

@@ -33,12 +33,11 @@ from ..read._protocol import (
     call_user,
     changed_at,
     defined_at,
-    key_mismatch,
     snapshot,
 )
 from ._complex import complex_checks, complex_ok
 from ._dispatch import run_checks
-from ._hints import unreduced_hint
+from ._gradients import Unreduced, bare_name, gradient_leaves, plain_result, validated
 from ._leaves import (
     _Inputs,
     _Outputs,
@@ -102,78 +101,9 @@ def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
     return outputs, arrays, cache
 
 
-
-def _bare(name: str) -> str:
-    """``['x0']`` as ``x0``: an input's name in a note."""
-    return name.strip("[]'\" ") or "x0"
-
-
-def _gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
-                     stacked: list[str] | None = None) -> list[Any]:
-    """The backward's gradients matched to the input leaves (None where absent); the
-    names of input lists whose gradient came stacked in one array go to ``stacked``."""
-    n_top = len(prep.tree.skeleton)
-    if prep.as_kwargs:
-        if not isinstance(grads_raw, dict):
-            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return a "
-                                f"dict of gradients by name, got {type(grads_raw).__name__}")
-        if set(grads_raw) - set(prep.tree.skeleton):
-            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return the "
-                                "gradients under the inputs' names; "
-                                + key_mismatch(prep.tree.skeleton, grads_raw))
-        masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
-        return prep.tree.match(masked, "gradient ", stacked)
-    if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
-        raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
-                            f"gradients, one per input; got {type(grads_raw).__name__}")
-    if len(grads_raw) != n_top:
-        raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} gradient(s) "
-                            f"for {n_top} input(s)")
-    masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
-    return prep.tree.match(masked, "gradient ", stacked)
-
-
-class _Unreduced(ProtocolError):
-    """A shape mismatch with a hint (a sum over the batch axes or a transpose fixes it),
-    carried by the input's result so that ``CheckResult.hint`` shows it."""
-
-    def __init__(self, message: str, entry: InputResult) -> None:
-        super().__init__("shape-mismatch", message)
-        self.entry = entry
-
-
-def _validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
-    try:
-        ga = np.asarray(g)
-    except (ValueError, TypeError):
-        kinds = ", ".join(type(v).__name__ for v in g) if isinstance(g, (list, tuple)) else ""
-        raise ProtocolError("bad-protocol", (
-            f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
-            + f", not an array of shape {x.shape}; return one array per input (and the "
-            "parameters' gradients apart, as dX, [dW, db])")) from None
-    if ga.shape != x.shape:
-        message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
-        hint = unreduced_hint(ga.shape, x.shape)
-        if hint:
-            entry = _plain_result(name, x, "shape-mismatch", message)
-            entry.hint = hint
-            raise _Unreduced(f"{message}; {hint}", entry)
-        raise ProtocolError("shape-mismatch", message)
-    if ga.dtype.kind not in "fiub":
-        raise ProtocolError("bad-protocol", f"gradient of {name} has dtype {ga.dtype}")
-    if not np.all(np.isfinite(ga)):
-        raise ProtocolError("non-finite", f"gradient of {name} contains NaN/Inf")
-    if ga.dtype.kind == "f" and ga.dtype != x.dtype:
-        notes.append(f"gradient of {name} is {ga.dtype}, input is {x.dtype}")
-    return ga.astype(np.float64, copy=False)  # the snapshot `first` guards its values
-
-
-# A backward that writes into dy is checked all the same (every call gets its own dy):
-# its gradient can be right, and the hazard is the caller's, stated.
-_WROTE_DY = ("warning: backward wrote into dy (the output gradient) in place; its gradients "
-             "were checked on a fresh dy per call. That is harmless in a chain of layers, but "
-             "where dy is shared (a residual connection, a branch) the other consumer reads "
-             "the overwritten values: copy dy first, or check the model that uses it")
+# A backward writing into dy is checked all the same (each call gets its own dy), then
+# fails as a mutation with what its gradients were: a masked dout corrupts its caller's.
+_WROTE_DY = "backward modified dy (the output gradient) in place"
 
 
 def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inputs,
@@ -200,15 +130,15 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     _check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
     stacked: list[str] = []
-    leaves = _gradient_leaves(grads_raw, prep, chosen, stacked)
+    leaves = gradient_leaves(grads_raw, prep, chosen, stacked)
     notes: list[str] = [_WROTE_DY] if wrote_dy else []
-    notes += [f"the gradient of the sequence input {_bare(n)} came as one array stacked "
+    notes += [f"the gradient of the sequence input {bare_name(n)} came as one array stacked "
               "along its first axis: split into its parts" for n in stacked]
     grads: list[F64 | None] = [None] * len(prep.leaves)
     computed: dict[int, str] = {}
     for i in prep.diff:
         if leaves[i] is not None:
-            grads[i] = _validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes)
+            grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes)
             computed[i] = np.asarray(leaves[i]).dtype.name
     for i in prep.ints:
         if leaves[i] is not None:
@@ -283,11 +213,11 @@ def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[An
             start += size
         raw = call_user(bwd, outputs.tree.build(dy_leaves), called.cache, what="backward")
         called.backward_calls += 1
-        leaves = _gradient_leaves(raw, prep, chosen)
+        leaves = gradient_leaves(raw, prep, chosen)
         grads: list[F64 | None] = [None] * len(prep.leaves)
         for i in prep.diff:
             if leaves[i] is not None:
-                grads[i] = _validated(leaves[i], prep.leaves[i], prep.tree.names[i], [])
+                grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], [])
         return grads
 
     return vjp
@@ -305,14 +235,6 @@ def _none_gradient(runner: Runner, i: int) -> InputResult:
     res.hint = ("backward returned None for an input named in wrt=: return its gradient, "
                 "or, if it is a constant, leave it out of wrt=")
     return res
-
-
-def _plain_result(name: str, x: Any, status: str, message: str) -> InputResult:
-    arr = np.asarray(x) if isinstance(x, np.ndarray | np.generic | int | float) else None
-    shape = tuple(arr.shape) if arr is not None else ()
-    dtype = arr.dtype.name if arr is not None else type(x).__name__
-    return InputResult(name=name, shape=shape, dtype=dtype, status=status, mode="none",
-                       message=message)
 
 
 def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opts: Options,
@@ -347,17 +269,17 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
         method = method_label(method, [prep.leaves[i] for i in checked])
     by_leaf = dict(zip(checked, results, strict=True))
     for i in called.none_grads:
-        by_leaf[i] = _none_gradient(runner, i) if wrt_given else _plain_result(
+        by_leaf[i] = _none_gradient(runner, i) if wrt_given else plain_result(
             prep.tree.names[i], prep.leaves[i], "constant",
             "backward returned None for it: a constant (not checked; name it in wrt= "
             "to check its gradient)")
     for i in prep.ints:
         flag = np.asarray(prep.leaves[i]).dtype.kind == "b"
-        by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "skipped",
+        by_leaf[i] = plain_result(prep.tree.names[i], prep.leaves[i], "skipped",
                                    "a flag (bool): passed through, not differentiated"
                                    if flag else "integer input: not differentiable, not checked")
     for i in prep.consts:
-        by_leaf[i] = _plain_result(prep.tree.names[i], prep.leaves[i], "constant",
+        by_leaf[i] = plain_result(prep.tree.names[i], prep.leaves[i], "constant",
                                    "not in wrt: passed as a constant, not checked")
     return [by_leaf[i] for i in range(len(prep.leaves))], runner, method, mode
 
@@ -441,7 +363,7 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
             fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
     except ProtocolError as exc:
         res = early(exc.status, exc.message, 2)
-        if isinstance(exc, _Unreduced):
+        if isinstance(exc, Unreduced):
             res.inputs = [exc.entry]
         return res
     except UserCodeError as exc:
@@ -452,11 +374,16 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
         return early("error", f"{exc.what} raised {exc.type}: {exc.text}", 2, exc.as_dict(),
                      exc.exc)
     status, message = overall(results, runner.nonfinite)
+    if status == "ok" and _WROTE_DY in called.notes:
+        called.notes.remove(_WROTE_DY)
+        status, message = "mutation", (
+            f"{_WROTE_DY}: the gradients it returns are right (checked on a fresh dy per "
+            "call), but a caller that reads dy again (a residual connection, a branch) gets "
+            "the overwritten values; return a new array (dout * mask) instead")
     return CheckResult(passed=status == "ok", status=status, message=message, inputs=results,
                        method=method, mode=mode, evaluations=runner.evaluations,
                        backward_calls=called.backward_calls, seed=opts.seed,
                        notes=[*config_note, *called.notes], name=opts.name, kind=kind)
-
 
 
 def check_vjp(

@@ -461,10 +461,11 @@ def _tiny(c: HintContext) -> str:
     worst = float(np.max(rel))
     if not worst <= 1e-5:
         return ""
+    accepts = bool(np.all(np.abs(c.error[f]) <= 1e-5 * np.abs(c.numeric[f])))
     return (f"every error is tiny, at most a relative {worst:.1e}: the size a small constant "
             "in the forward leaves when the backward omits it (an epsilon guard such as "
             "log(y + 1e-7)); if that is the cause, the backward is the gradient of the "
-            "unguarded function, and rtol=1e-5 accepts it")
+            "unguarded function" + (", and rtol=1e-5 accepts it" if accepts else ""))
 
 
 _RULES = (_negative_side, _zero, _factor, _sign, _transposed, _operands, _axis, _skip,

@@ -70,8 +70,8 @@ def check_layer(
 ) -> CheckResult:
     """Check a layer object's backward: its input gradients and its parameter gradients.
 
-    The layer is read by observing one forward and backward on copies (docs/layer-
-    objects.md: each reading in ``res.notes``), and never modified.
+    Read by observing a forward and backward on copies, never the layer given (each
+    reading in ``res.notes``; docs/layer-objects.md).
 
     Parameters
     ----------
@@ -88,8 +88,7 @@ def check_layer(
     wrt : int, str or sequence of them, optional
         Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate.
     output : str, optional
-        Where the forward stores its output, when it returns None (or hands an input back)
-        and stores several arrays; it is read from there whatever the forward returns.
+        Where the forward stores its output (read from there whatever it returns).
     **options
         The option set of every check (:class:`gradcheck.Options`).
 

@@ -100,8 +100,8 @@ def _flag_advice(fn: Callable[..., Any]) -> str:
         return ""
     f = flags[0]
     return (f"; it takes {f}=False, so {f}=True presumably returns the gradient: check it "
-            f"as check_loss(lambda x, *c: (fn(x, *c).sum(), fn(x, *c, {f}=True)), x, ...), "
-            "the predictions first")
+            f"as check_loss(lambda *a: (fn(*a).sum(), fn(*a, {f}=True)), <the same "
+            "arguments>)")
 
 
 def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options,

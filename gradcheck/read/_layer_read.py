@@ -161,7 +161,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.out_path, text = output_path(layer, forward, xs, draws, rng)
             proto.note(text)
         elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
-            loss_stored(proto, xs, rng, [i for i, x in enumerate(given) if returned is x][0])
+            loss_stored(proto, xs, next(i for i, x in enumerate(given) if returned is x))
     try:
         first = probe_style(proto, xs, what)
     except UserCodeError as exc:

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from ._discovery import float_scalars, try_path
 from ._layer_call import Protocol
 from ._observe import float_state, positional_names, stored
-from ._protocol import AmbiguousReading, GlobalDraws, ProtocolError, UserCodeError
-from ._reading import describe, output_path
+from ._protocol import AmbiguousReading, ProtocolError, UserCodeError
+from ._reading import describe, leaves
 
 __all__ = ["as_prediction", "given_loss", "left_at_none", "loss_stored"]
 
@@ -51,16 +52,29 @@ def _none_arguments(exc: BaseException, name: str) -> list[str]:
     return []
 
 
-def loss_stored(proto: Protocol, xs: list[Any], rng: np.random.Generator, k: int) -> None:
+def loss_stored(proto: Protocol, xs: list[Any], k: int) -> None:
     """A forward that hands its input ``k`` back unchanged while its backward takes no
-    output gradient (a loss's): the loss is what the forward stored, when one array it
-    stored depends on the inputs; else the returned input stays the output."""
+    output gradient (a loss's): the loss is what the forward stored, the one value (a
+    float scalar, else an array) it created or changed, never an input it kept; else a
+    :class:`ProtocolError` that asks for ``output=``."""
+    layer = copy.deepcopy(proto.layer)
+    given = copy.deepcopy(xs)
+    arrays, scalars = float_state(layer), {p: try_path(layer, p) for p in float_scalars(layer)}
+    if proto.draws is not None:
+        proto.draws.reset()
+    getattr(layer, proto.forward)(*given)
+    found = stored(arrays, layer, tuple(leaves(given)))
+    new = {p: try_path(layer, p) for p in float_scalars(layer)}
+    ones = {p: v for p, v in new.items() if p not in scalars or v != scalars[p]}
+    cands = ones if len(ones) == 1 else found if not ones and len(found) == 1 else {}
     what = f"{type(proto.layer).__name__}.{proto.forward}"
-    try:
-        path, _ = output_path(proto.layer, proto.forward, xs, proto.draws or GlobalDraws(),
-                              rng)
-    except ProtocolError:
-        return
+    if not cands:
+        raise ProtocolError("bad-protocol", (
+            f"{what} returns its input x{k} unchanged and {proto.backward} takes no output "
+            "gradient (a loss's), but which value it stores is the loss cannot be told: it "
+            f"stored {describe({**found, **ones}) or 'nothing'}; name it: "
+            "check_layer(layer, x, t, output='...')"))
+    (path,) = cands
     proto.out_path = path
     proto.note(f"{what} returns its input x{k} unchanged and {proto.backward} takes no "
                f"output gradient (a loss's): its output is the loss it stores in {path}")

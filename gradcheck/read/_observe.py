@@ -92,7 +92,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     if not fwds and len(bwds) == 1 and inputs:
         takers = [n for n in _public(layer) if n != bwds[0] and len(
             positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
-        if len(takers) == 1:  # rziga's calculate(true, pred) beside backward()
+        if len(takers) == 1 and _returns_a_value(layer, takers[0], inputs):  # calculate()
             return takers[0], bwds[0], (
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
                 f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
@@ -106,6 +106,18 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
                     f"apart ({found}); name them: check_layer(layer, x, forward='...', "
                     "backward='...')")
+
+
+def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``name``, called on a copy with the inputs, returns a float array or
+    scalar (a forward does; an ``update(lr)`` step does not)."""
+    import copy
+
+    try:
+        out = getattr(copy.deepcopy(layer), name)(*copy.deepcopy(inputs))
+    except Exception:  # noqa: BLE001 - the user's method raised: not a forward of these
+        return False
+    return isinstance(out, (float, np.floating, np.ndarray)) and np.asarray(out).dtype.kind == "f"
 
 
 def _by_returns(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:

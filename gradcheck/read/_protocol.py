@@ -290,11 +290,12 @@ class Tree:
 
         return fill(self.skeleton)
 
-    def match(self, other: Any, what: str, stacked: list[str] | None = None) -> list[Any]:
+    def match(self, other: Any, what: str, stacked: list[str] | None = None,
+              shapes: list[tuple[int, ...]] | None = None) -> list[Any]:
         """The leaves of ``other``, which must have this structure; ``None`` for a whole
         missing (``None``) sub-structure. A sequence of arrays may come as one array
-        stacked along its first axis (``np.sum(list_of_tuples, axis=0)``): split, its name
-        added to ``stacked``."""
+        stacked along its first axis (``np.sum(list_of_tuples, axis=0)``), each part of
+        the shape ``shapes`` gives its leaf: split, its name added to ``stacked``."""
         out: list[Any] = [None] * len(self.names)
 
         def walk(s: Any, o: Any, name: str) -> None:
@@ -304,8 +305,8 @@ class Tree:
             if o is None:
                 return
             if isinstance(s, (list, tuple)) and isinstance(o, np.ndarray) and o.ndim > 1 \
-                    and len(o) == len(s) and all(isinstance(v, int) for v in s) \
-                    and stacked is not None:
+                    and len(o) == len(s) and stacked is not None and shapes is not None \
+                    and all(isinstance(v, int) and shapes[v] == o.shape[1:] for v in s):
                 stacked.append(name)
                 o = list(o)
             if isinstance(s, (list, tuple)):

@@ -1,0 +1,91 @@
+"""The gradients a backward returned: matched to the input leaves (a stacked array split
+for a list input), validated (shape, dtype, finite) with a hint when a sum over the batch
+axes or a transpose would fix a shape, and the result row of an input not compared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..read._protocol import ProtocolError, key_mismatch
+from ._hints import unreduced_hint
+from ._leaves import _Inputs
+from ._numeric import F64
+from ._result import InputResult
+
+__all__ = ["Unreduced", "bare_name", "gradient_leaves", "plain_result", "validated"]
+
+
+def bare_name(name: str) -> str:
+    """``['x0']`` as ``x0``: an input's name in a note."""
+    return name.strip("[]'\" ") or "x0"
+
+
+def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
+                     stacked: list[str] | None = None) -> list[Any]:
+    """The backward's gradients matched to the input leaves (None where absent); the
+    names of input lists whose gradient came stacked in one array go to ``stacked``."""
+    n_top = len(prep.tree.skeleton)
+    if prep.as_kwargs:
+        if not isinstance(grads_raw, dict):
+            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return a "
+                                f"dict of gradients by name, got {type(grads_raw).__name__}")
+        if set(grads_raw) - set(prep.tree.skeleton):
+            raise ProtocolError("bad-protocol", "inputs were a dict: backward must return the "
+                                "gradients under the inputs' names; "
+                                + key_mismatch(prep.tree.skeleton, grads_raw))
+        masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
+        return prep.tree.match(masked, "gradient ", stacked, [np.shape(v) for v in prep.leaves])
+    if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
+        raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
+                            f"gradients, one per input; got {type(grads_raw).__name__}")
+    if len(grads_raw) != n_top:
+        raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} gradient(s) "
+                            f"for {n_top} input(s)")
+    masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
+    return prep.tree.match(masked, "gradient ", stacked, [np.shape(v) for v in prep.leaves])
+
+
+class Unreduced(ProtocolError):
+    """A shape mismatch with a hint (a sum over the batch axes or a transpose fixes it),
+    carried by the input's result so that ``CheckResult.hint`` shows it."""
+
+    def __init__(self, message: str, entry: InputResult) -> None:
+        super().__init__("shape-mismatch", message)
+        self.entry = entry
+
+
+def validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
+    try:
+        ga = np.asarray(g)
+    except (ValueError, TypeError):
+        kinds = ", ".join(type(v).__name__ for v in g) if isinstance(g, (list, tuple)) else ""
+        raise ProtocolError("bad-protocol", (
+            f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
+            + f", not an array of shape {x.shape}; return one array per input (and the "
+            "parameters' gradients apart, as dX, [dW, db])")) from None
+    if ga.shape != x.shape:
+        message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
+        hint = unreduced_hint(ga.shape, x.shape)
+        if hint:
+            entry = plain_result(name, x, "shape-mismatch", message)
+            entry.hint = hint
+            raise Unreduced(f"{message}; {hint}", entry)
+        raise ProtocolError("shape-mismatch", message)
+    if ga.dtype.kind not in "fiub":
+        raise ProtocolError("bad-protocol", f"gradient of {name} has dtype {ga.dtype}")
+    if not np.all(np.isfinite(ga)):
+        raise ProtocolError("non-finite", f"gradient of {name} contains NaN/Inf")
+    if ga.dtype.kind == "f" and ga.dtype != x.dtype:
+        notes.append(f"gradient of {name} is {ga.dtype}, input is {x.dtype}")
+    return ga.astype(np.float64, copy=False)  # the snapshot `first` guards its values
+
+
+def plain_result(name: str, x: Any, status: str, message: str) -> InputResult:
+    arr = np.asarray(x) if isinstance(x, np.ndarray | np.generic | int | float) else None
+    shape = tuple(arr.shape) if arr is not None else ()
+    dtype = arr.dtype.name if arr is not None else type(x).__name__
+    return InputResult(name=name, shape=shape, dtype=dtype, status=status, mode="none",
+                       message=message)
