@@ -1289,3 +1289,106 @@ def test_a_pass_through_loss_whose_loss_cannot_be_told_asks_for_output():
     rng = np.random.default_rng(23)
     res = gradcheck.check_layer(TwoLosses(), rng.standard_normal(3), rng.standard_normal(3))
     assert res.status == "bad-protocol" and "output='...'" in res.message, res.report()
+
+
+# -- losses whose methods have names of their own: read by what they return ---------------
+class _CallGradCost:
+    """mlpractical's cost: __call__(y, t) returns the loss, grad(y, t) its gradient."""
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def __call__(self, y, t):
+        return 0.5 * float(np.sum((y - t) ** 2))
+
+    def grad(self, y, t):
+        return self.scale * (y - t)
+
+
+class _CalcLoss:
+    """naive-net's loss: calc_loss(x, y) returns the loss, calc_dloss() its gradient."""
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def calc_loss(self, x, y):
+        self.x, self.y = x, y
+        return 0.5 * float(np.sum((x - y) ** 2)) / len(x)
+
+    def calc_dloss(self):
+        return self.scale * (self.x - self.y) / len(self.x)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.parametrize("cls", [_CallGradCost, _CalcLoss])
+def test_a_loss_found_by_what_its_methods_return(cls, broken):
+    rng = np.random.default_rng(24)
+    y, t = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    res = gradcheck.check_layer(cls(0.5 if broken else 1.0), y, t)
+    _verdict(res, broken)
+    assert any("methods found by what they return" in n for n in res.notes), res.notes
+
+
+# -- parameters as objects holding .value and .gradient ------------------------------------
+class _Param:
+    def __init__(self, value):
+        self.value, self.gradient = value, np.zeros_like(value)
+
+
+class _ScaleShift:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(25)
+        self.gamma, self.beta = _Param(rng.standard_normal(3)), _Param(rng.standard_normal(3))
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x * self.gamma.value + self.beta.value
+
+    def backward(self, dout):
+        self.gamma.gradient = (dout * self.x).sum(0) * (2 if self.broken else 1)
+        self.beta.gradient = dout.sum(0)
+        return dout * self.gamma.value
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_parameter_objects_of_one_shape_each_pair_with_their_own_gradient(broken):
+    x = np.random.default_rng(26).standard_normal((5, 3))
+    res = gradcheck.check_layer(_ScaleShift(broken), x)
+    _verdict(res, broken)
+    assert {i.name for i in res.inputs} >= {"gamma.value", "beta.value"}
+
+
+def test_a_class_given_instead_of_an_object_says_so():
+    class Cost:
+        @staticmethod
+        def fn(a, y):
+            return 0.5 * float(np.sum((a - y) ** 2))
+
+    with pytest.raises(TypeError, match=r"given the class Cost, not an object of it.*\(fn\)"):
+        gradcheck.check_layer(Cost, np.ones(3), np.zeros(3))
+
+
+def test_a_backward_taking_more_than_dout_gets_advice_for_it_not_for_a_forward_flag():
+    class Bprop:
+        def fprop(self, x):
+            return 2 * x
+
+        def bprop(self, h, igrads):
+            return 2 * igrads
+
+    res = gradcheck.check_layer(Bprop(), np.ones(3))
+    assert res.status == "error" and "takes more than the output gradient" in res.message
+    assert "training flag" not in res.message
+
+
+def test_too_many_inputs_for_the_forward_says_to_pass_only_its_arguments():
+    class Net:
+        def forward(self, x):
+            return 2 * x
+
+        def backward(self, d):
+            return 2 * d
+
+    res = gradcheck.check_layer(Net(), np.ones(3), np.ones(3))
+    assert res.status == "error" and "pass only the forward's own arguments" in res.message

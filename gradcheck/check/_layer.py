@@ -207,11 +207,13 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
         return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=[],
                            method="", mode="", evaluations=1, backward_calls=0, seed=seed,
                            name=name, kind=kind)
-    hint = ""
-    if exc.ours and isinstance(exc.exc, TypeError) and "positional argument" in exc.text:
-        hint = ("; check_layer passes its inputs to the method positionally: give every "
+    hint = exc.advice
+    if not hint and exc.ours and isinstance(exc.exc, TypeError) and "were given" in exc.text:
+        hint = ("; check_layer gives the forward every input, positionally: pass only the "
+                "forward's own arguments (the targets of a cost it never computes are not)")
+    elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
+        hint = ("; check_layer passes its inputs to the forward positionally: give every "
                 "argument it takes, e.g. check_layer(layer, x, True) for a training flag")
-    hint = hint or exc.advice
     res = CheckResult(passed=False, status="error",
                       message=f"{exc.what} raised {exc.type}: {exc.text}{hint}", inputs=[],
                       method="", mode="", evaluations=1, backward_calls=0, seed=seed,

@@ -26,6 +26,10 @@ def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
     what = f"{type(proto.layer).__name__}.{proto.backward}"
     if exc.what != what or proto.style != "one":
         return ""
+    if exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
+        return (f"; {what} takes more than the output gradient, and no plain call can say "
+                "what: check it with check_vjp(fwd, bwd, inputs), bwd calling it as your "
+                "code does")
     left = _none_arguments(exc.exc, proto.backward)
     if not left:
         return ""

@@ -64,6 +64,13 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     """The names of the forward and backward methods, and a note when they were found
     (not given and not ``forward``/``backward``): by their names, else by what they
     return (:func:`_by_returns`)."""
+    if isinstance(layer, type):
+        methods = ", ".join(n for n in vars(layer) if not n.startswith("_")) or "(none)"
+        raise TypeError(f"check_layer was given the class {layer.__name__}, not an object of "
+                        f"it: pass an instance, {layer.__name__}(...); a class of static "
+                        f"methods ({methods}) is checked as functions, e.g. check_loss("
+                        "lambda a, y: (loss(a, y), gradient(a, y)), a, y)")
+
     def has(n: str | None) -> bool:
         return n is not None and callable(getattr(layer, n, None))
 
@@ -86,9 +93,11 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         by_returns = _by_returns(layer, inputs)
         if by_returns is not None:
             x, y = by_returns
+            how = ("taking no argument, after it ran" if positional_names(
+                getattr(layer, y), required=True) == [] else "taking the same arguments")
             return x, y, (f"methods found by what they return: {x} a scalar (the forward: a "
                           f"loss) and {y} an array of the first input's shape (its gradient), "
-                          "both taking the same arguments")
+                          f"{how}")
     if not fwds and len(bwds) == 1 and inputs:
         takers = [n for n in _public(layer) if n != bwds[0] and len(
             positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
@@ -121,28 +130,35 @@ def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
 
 
 def _by_returns(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
-    """The one pair of methods taking the same arguments (as many as ``inputs``) of which
-    one returns a scalar and the other an array of the first input's shape: a loss and
-    its gradient (``loss(predicted, actual)``, ``grad(predicted, actual)``)."""
+    """The one pair of methods of which the first takes the inputs and returns a scalar
+    (a loss; ``__call__`` included) and the second returns an array of the first input's
+    shape (its gradient), taking the same arguments (``loss(predicted, actual)``,
+    ``grad(predicted, actual)``) or none, after the first ran (``calc_loss(x, y)``,
+    ``calc_dloss()``)."""
+    names = _public(layer) + (["__call__"] if callable(layer) else [])
+    sigs = {n: positional_names(getattr(layer, n), required=True) for n in names}
+    found = [(f, g) for f, fa in sigs.items() if fa is not None and len(fa) == len(inputs)
+             for g, ga in sigs.items() if g != f and (ga == fa or ga == [])
+             and _loss_and_gradient(layer, f, g, inputs, after=ga == [])]
+    return found[0] if len(found) == 1 else None
+
+
+def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
+                       after: bool) -> bool:
+    """Whether ``f(*inputs)`` returns a scalar and ``g`` (given the inputs too, or
+    nothing, on the object ``f`` ran on) an array of the first input's shape."""
     import copy
 
     shape = np.shape(inputs[0])
-    sigs = {n: positional_names(getattr(layer, n), required=True) for n in _public(layer)}
-    sigs = {n: a for n, a in sigs.items() if a is not None and len(a) == len(inputs)}
-    found = []
-    for f, fa in sigs.items():
-        for g, ga in sigs.items():
-            if f == g or fa != ga:
-                continue
-            try:
-                y = getattr(copy.deepcopy(layer), f)(*copy.deepcopy(list(inputs)))
-                d = getattr(copy.deepcopy(layer), g)(*copy.deepcopy(list(inputs)))
-            except Exception:  # noqa: S112 - not this pair: the user's code raised
-                continue
-            if np.size(y) == 1 and isinstance(d, np.ndarray) and d.shape == shape and \
-                    d.dtype.kind == "f" and shape != ():
-                found.append((f, g))
-    return found[0] if len(found) == 1 else None
+    try:
+        obj = copy.deepcopy(layer)
+        y = getattr(obj, f)(*copy.deepcopy(list(inputs)))
+        d = getattr(obj if after else copy.deepcopy(layer), g)(
+            *([] if after else copy.deepcopy(list(inputs))))
+    except Exception:  # noqa: BLE001 - not this pair: the user's code raised
+        return False
+    return np.size(y) == 1 and isinstance(d, np.ndarray) and d.shape == shape and \
+        d.dtype.kind == "f" and shape != ()
 
 
 def _public(layer: Any) -> list[str]:

@@ -320,13 +320,15 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
     wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
+    def home(key: tuple[str, Any]) -> str:
+        return _parent(str(key[1])) if key[0] == "p" else ""
+
     for key, shape in wanting:
-        home = _parent(str(key[1])) if key[0] == "p" else ""
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
-                and _parent(c) == home]  # nor an array of another object (an optimizer's)
-        rivals = [w for w, s in wanting if w != key and any(
-            same_but_unit(left[c].shape, s) for c in fits)]
+                and _parent(c) == home(key)]  # nor an array of another object's
+        rivals = [w for w, s in wanting if w != key and home(w) == home(key) and any(
+            same_but_unit(left[c].shape, s) for c in fits)]  # (gamma.value: gamma.gradient)
         if len(fits) == 1 and not rivals:
             (c,) = fits
             left.pop(c)
