@@ -124,8 +124,11 @@ def spawning_fwd(x: np.ndarray, W: np.ndarray) -> Any:
 
 
 def spawning_budgets(level: str) -> list[BudgetResult]:
+    """Budgets that start a process; their verdict is not what the suite tests (timing
+    never decides a functional test), so the threshold is far from the figure (~2)."""
     start_a_process()
-    return budgets(level)
+    timing = time_pairs(lambda: _spin(600), lambda: _spin(300), pairs=7, warmup=1)
+    return [judge("backward_cost", TABLE, "spin", "float64", timing, threshold=50.0)]
 
 
 def broken_budgets(level: str) -> list[BudgetResult]:

@@ -1392,3 +1392,59 @@ def test_too_many_inputs_for_the_forward_says_to_pass_only_its_arguments():
 
     res = gradcheck.check_layer(Net(), np.ones(3), np.ones(3))
     assert res.status == "error" and "pass only the forward's own arguments" in res.message
+
+
+# -- function pairs returning a dict of 'd'-named gradients (the Coursera style) -----------
+def _cell_forward(xt, a_prev, parameters):
+    z = parameters["Wax"] @ xt + parameters["Waa"] @ a_prev + parameters["ba"]
+    a_next = np.tanh(z)
+    yt = parameters["Wya"] @ a_next
+    return a_next, yt, (a_next, xt, a_prev, parameters)
+
+
+def _cell_backward(da_next, cache, broken=False):
+    a_next, xt, a_prev, p = cache
+    dz = da_next * (1 - (a_next if broken else a_next ** 2))
+    return {"dxt": p["Wax"].T @ dz, "da_prev": p["Waa"].T @ dz, "dWax": dz @ xt.T,
+            "dWaa": dz @ a_prev.T, "dba": dz.sum(axis=1, keepdims=True)}
+
+
+def _cell_inputs():
+    rng = np.random.default_rng(27)
+    p = {"Wax": rng.standard_normal((5, 3)), "Waa": rng.standard_normal((5, 5)),
+         "Wya": rng.standard_normal((2, 5)), "ba": rng.standard_normal((5, 1))}
+    return [rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), p]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_dict_of_d_named_gradients_is_read_by_name(broken):
+    def first_output(xt, a_prev, parameters):
+        y = _cell_forward(xt, a_prev, parameters)
+        return y[0], y[-1]
+
+    res = gradcheck.check_vjp(first_output, partial(_cell_backward, broken=broken),
+                              _cell_inputs())
+    _verdict(res, broken)
+    assert any("read by name, 'd' + each input's name" in n for n in res.notes), res.notes
+    assert {i.name for i in res.inputs if i.checked} >= {"xt", "a_prev", "parameters['Wax']"}
+
+
+def test_a_dict_gradient_naming_no_input_is_an_error_that_lists_the_names_read():
+    def first_output(xt, a_prev, parameters):
+        y = _cell_forward(xt, a_prev, parameters)
+        return y[0], y[-1]
+
+    def renamed(da, cache):
+        g = _cell_backward(da, cache)
+        g["dx"] = g.pop("dxt")
+        return g
+
+    res = gradcheck.check_vjp(first_output, renamed, _cell_inputs())
+    assert res.status == "bad-protocol" and "['dx'] name no input" in res.message
+    assert "dxt, da_prev, dWax, dWaa, dWya, dba" in res.message
+
+
+def test_a_backward_given_several_outputs_gradients_says_to_check_those_it_takes():
+    res = gradcheck.check_vjp(_cell_forward, _cell_backward, _cell_inputs())
+    assert res.status == "error", res.report()
+    assert "given the gradients of the forward's 2 outputs as one tuple" in res.message

@@ -37,7 +37,7 @@ from ..read._protocol import (
 )
 from ._complex import complex_checks, complex_ok
 from ._dispatch import run_checks
-from ._gradients import Unreduced, bare_name, gradient_leaves, plain_result, validated
+from ._gradients import Unreduced, gradient_leaves, plain_result, validated
 from ._leaves import (
     _Inputs,
     _Outputs,
@@ -104,6 +104,11 @@ def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
 # A backward writing into dy is checked all the same (each call gets its own dy), then
 # fails as a mutation with what its gradients were: a masked dout corrupts its caller's.
 _WROTE_DY = "backward modified dy (the output gradient) in place"
+_SOME_OUTPUTS = ("; it was given the gradients of the forward's {n} outputs as one tuple: "
+                 "if it differentiates only some of them (a_next, not yt_pred), check a "
+                 "forward that returns those and the cache, with the same argument names: "
+                 "def f(x, a_prev, parameters): y = fwd(x, a_prev, parameters); return "
+                 "y[0], y[-1]")
 
 
 def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inputs,
@@ -122,18 +127,20 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     dy_struct = outputs.tree.build(dy_leaves)
     dy_arg = copy.deepcopy(dy_struct)
     cache_snap = snapshot(cache)
-    grads_raw = call_user(bwd, dy_arg, cache, what="backward")
+    try:
+        grads_raw = call_user(bwd, dy_arg, cache, what="backward")
+    except UserCodeError as exc:
+        if isinstance(dy_struct, tuple) and len(dy_struct) > 1:
+            exc.advice = _SOME_OUTPUTS.format(n=len(dy_struct))
+        raise
     wrote_dy = changed_at(snapshot(dy_struct), dy_arg) is not None
     where = changed_at(cache_snap, cache)
     if where is not None:
         raise ProtocolError("mutation", f"backward modified the cache (at cache{where})")
     _check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
-    stacked: list[str] = []
-    leaves = gradient_leaves(grads_raw, prep, chosen, stacked)
     notes: list[str] = [_WROTE_DY] if wrote_dy else []
-    notes += [f"the gradient of the sequence input {bare_name(n)} came as one array stacked "
-              "along its first axis: split into its parts" for n in stacked]
+    leaves = gradient_leaves(grads_raw, prep, chosen, notes)
     grads: list[F64 | None] = [None] * len(prep.leaves)
     computed: dict[int, str] = {}
     for i in prep.diff:
@@ -371,8 +378,8 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
             where = defined_at(origins.get(exc.what.split(" ", 1)[0]))
             if where:
                 exc.where = f"{where} (raised on calling it: does its signature match?)"
-        return early("error", f"{exc.what} raised {exc.type}: {exc.text}", 2, exc.as_dict(),
-                     exc.exc)
+        return early("error", f"{exc.what} raised {exc.type}: {exc.text}{exc.advice}", 2,
+                     exc.as_dict(), exc.exc)
     status, message = overall(results, runner.nonfinite)
     if status == "ok" and _WROTE_DY in called.notes:
         called.notes.remove(_WROTE_DY)

@@ -15,19 +15,21 @@ from ._leaves import _Inputs
 from ._numeric import F64
 from ._result import InputResult
 
-__all__ = ["Unreduced", "bare_name", "gradient_leaves", "plain_result", "validated"]
+__all__ = ["Unreduced", "gradient_leaves", "plain_result", "validated"]
 
 
-def bare_name(name: str) -> str:
+def _bare(name: str) -> str:
     """``['x0']`` as ``x0``: an input's name in a note."""
     return name.strip("[]'\" ") or "x0"
 
 
 def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
-                     stacked: list[str] | None = None) -> list[Any]:
-    """The backward's gradients matched to the input leaves (None where absent); the
-    names of input lists whose gradient came stacked in one array go to ``stacked``."""
-    n_top = len(prep.tree.skeleton)
+                    notes: list[str] | None = None) -> list[Any]:
+    """The backward's gradients matched to the input leaves (None where absent). Into
+    ``notes`` (the first call's) go the readings: a list input's gradient stacked in one
+    array, a dict of gradients named ``d`` + each input's name."""
+    shapes = [np.shape(v) for v in prep.leaves]
+    stacked: list[str] = []
     if prep.as_kwargs:
         if not isinstance(grads_raw, dict):
             raise ProtocolError("bad-protocol", "inputs were a dict: backward must return a "
@@ -37,15 +39,56 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
                                 "gradients under the inputs' names; "
                                 + key_mismatch(prep.tree.skeleton, grads_raw))
         masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
-        return prep.tree.match(masked, "gradient ", stacked, [np.shape(v) for v in prep.leaves])
-    if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
-        raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
-                            f"gradients, one per input; got {type(grads_raw).__name__}")
-    if len(grads_raw) != n_top:
-        raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} gradient(s) "
-                            f"for {n_top} input(s)")
-    masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
-    return prep.tree.match(masked, "gradient ", stacked, [np.shape(v) for v in prep.leaves])
+        leaves = prep.tree.match(masked, "gradient ", stacked, shapes)
+    else:
+        if isinstance(grads_raw, dict):
+            grads_raw = _by_name(grads_raw, prep, notes)
+        if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
+            raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
+                                f"gradients, one per input; got {type(grads_raw).__name__}")
+        n_top = len(prep.tree.skeleton)
+        if len(grads_raw) != n_top:
+            raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} "
+                                f"gradient(s) for {n_top} input(s)")
+        masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
+        leaves = prep.tree.match(masked, "gradient ", stacked, shapes)
+    if notes is not None:
+        notes += [f"the gradient of the sequence input {_bare(n)} came as one array stacked "
+                  "along its first axis: split into its parts" for n in stacked]
+    return leaves
+
+
+def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> list[Any]:
+    """A dict of gradients for positional inputs, read by name: ``d`` + an input's name
+    (``dxt`` for ``xt``), and for a dict input ``d`` + each key (``dWax`` for
+    ``parameters['Wax']``); an input with none is None. A key naming no input is an
+    error, so no gradient is left unread."""
+    out: list[Any] = []
+    used: set[Any] = set()
+    for s in prep.tree.skeleton:
+        if isinstance(s, int):
+            name = prep.tree.names[s]
+            key = next((k for k in (f"d{name}", name) if k in grads), None)
+            out.append(None if key is None else grads[key])
+            used.add(key)
+        elif isinstance(s, dict):
+            sub = {k: grads[f"d{k}"] for k in s if f"d{k}" in grads}
+            out.append(sub or None)
+            used |= {f"d{k}" for k in sub}
+        else:
+            out.append(None)
+    extra = sorted(str(k) for k in set(grads) - used)
+    if extra or not used - {None}:
+        wanted = [f"d{prep.tree.names[s]}" if isinstance(s, int) else ", ".join(
+            f"d{k}" for k in s) for s in prep.tree.skeleton if isinstance(s, (int, dict))]
+        raise ProtocolError("bad-protocol", (
+            f"backward returned a dict of gradients whose keys {extra or sorted(map(str, grads))} "
+            "name no input: for positional inputs its keys are read as 'd' + each input's "
+            f"name ({', '.join(wanted)})"))
+    if notes is not None:
+        notes.append("backward returned a dict of gradients: read by name, 'd' + each "
+                     "input's name (an input with none is held constant)")
+    return out
 
 
 class Unreduced(ProtocolError):
