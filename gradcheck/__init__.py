@@ -20,7 +20,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._startup import install_if_command
 from ._version import __version__
+
+install_if_command()  # the command's own process only: a Ctrl-C while it imports
 
 _EXPORTS = {
     "DEFAULT_RTOL": ".check._options",

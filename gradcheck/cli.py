@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._startup import starting_interrupt
 from ._version import __version__
 from .subject import DEFAULT_SUBJECT
 
@@ -314,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gradcheck`` command; returns the exit status (130 when
     interrupted, at any moment: the commands stop their workers and remove their
     temporary files before the interruption reaches here)."""
+    if signal.getsignal(signal.SIGINT) is starting_interrupt:  # Python's handler again
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = _main(argv)
         if argv is None:  # done: a Ctrl-C while the interpreter exits changes nothing

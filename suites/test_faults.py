@@ -375,3 +375,39 @@ def test_verdict_not_measured_is_incomplete():
 
     assert verdict_of(False, [{"status": "met"}, {"status": "not measured"}]) == "incomplete"
     assert verdict_of(False, [{"status": "not met"}, {"status": "not measured"}]) == "fail"
+
+
+_INTERRUPT_ON_IMPORT = """
+import importlib.abc, os, signal, sys
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == os.environ["GRADCHECK_TEST_INTERRUPT_AT"]:  # a Ctrl-C lands right here
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+"""
+
+
+@pytest.mark.parametrize("module", ["gradcheck.cli", "gradcheck.subject"])
+def test_ctrl_c_while_the_command_imports_ends_it_with_130_and_no_traceback(tmp_path, module):
+    (tmp_path / "sitecustomize.py").write_text(_INTERRUPT_ON_IMPORT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+           "GRADCHECK_TEST_INTERRUPT_AT": module}
+    proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "--version"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    env["GRADCHECK_TEST_INTERRUPT_AT"] = "no.such.module"
+    proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "--version"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stdout.startswith("gradcheck "), proc.stderr
+
+
+def test_importing_the_cli_leaves_the_sigint_handler_alone():
+    code = ("import signal, gradcheck, gradcheck.cli; "
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
