@@ -56,6 +56,7 @@ from ._reading import (
     call_backward,
     call_style,
     describe,
+    forward_output,
     linear,
     match_stored,
     output_path,
@@ -183,11 +184,9 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer = proto.layer
     init = copy.deepcopy(layer)
-    proto.draws.reset() if proto.draws else None
+    assert proto.draws is not None  # discover always sets them
     before, given = float_state(init), copy.deepcopy(xs)
-    out = call_layer(init, proto.forward, given)
-    if proto.out_path is not None:
-        out = get_path(init, proto.out_path)
+    out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
     method = getattr(init, proto.backward)
     base, note = call_style_of(method, ones_like(out), f"{type(layer).__name__}."
                              f"{proto.backward}")
@@ -197,7 +196,6 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
                                                        len(xs), base)
     proto.note(in_note or note)
-    assert proto.draws is not None
     draws = proto.draws
 
     def run(scale: float) -> Any:
@@ -483,11 +481,9 @@ def _moves_output(proto: Protocol, xs: list[Any], path: str,
         if shift:
             a = get_path(layer, path)
             a += (1e-3 * (np.abs(a) + 1) * rng.choice([-1.0, 1.0], a.shape)).astype(a.dtype)
-        if proto.draws is not None:
-            proto.draws.reset()
-        out = call_layer(layer, proto.forward, copy.deepcopy(xs))
-        if proto.out_path is not None:
-            out = get_path(layer, proto.out_path)
+        assert proto.draws is not None  # discover always sets them
+        out = forward_output(layer, proto.forward, copy.deepcopy(xs), proto.draws,
+                             proto.out_path)
         return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
 
     a, b = output(False), output(True)
