@@ -1444,7 +1444,113 @@ def test_a_dict_gradient_naming_no_input_is_an_error_that_lists_the_names_read()
     assert "dxt, da_prev, dWax, dWaa, dWya, dba" in res.message
 
 
-def test_a_backward_given_several_outputs_gradients_says_to_check_those_it_takes():
-    res = gradcheck.check_vjp(_cell_forward, _cell_backward, _cell_inputs())
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_taking_the_first_outputs_gradient_only_is_read_so(broken):
+    res = gradcheck.check_vjp(_cell_forward, partial(_cell_backward, broken=broken),
+                              _cell_inputs())
+    _verdict(res, broken)
+    assert any("takes the gradient of the first 1 only" in n for n in res.notes), res.notes
+    wya = next(i for i in res.inputs if i.name == "parameters['Wya']")
+    assert wya.status == "constant" and "does not depend on it" in wya.message
+
+
+def test_a_dict_of_gradients_missing_a_key_the_output_depends_on_fails_in_that_input():
+    def no_dba(da, cache):
+        g = _cell_backward(da, cache)
+        del g["dba"]
+        return g
+
+    res = gradcheck.check_vjp(_cell_forward, no_dba, _cell_inputs())
+    assert res.status == "mismatch", res.report()
+    ba = next(i for i in res.inputs if i.name == "parameters['ba']")
+    assert ba.status == "mismatch" and "no key for it" in ba.message
+
+
+def _two_state_forward(x, h, c, W):
+    z = W @ np.concatenate([x, h])
+    c_next = c * np.tanh(z)
+    h_next = np.tanh(c_next)
+    return h_next, c_next, 2.0 * h_next, (x, h, c, W, z, c_next)
+
+
+def _two_state_backward(dh, dc, cache, broken=False):
+    x, h, c, W, z, c_next = cache
+    dc = dc + dh * (1 - np.tanh(c_next) ** 2)
+    dz = dc * c * (1 - np.tanh(z) ** 2)
+    dxh = W.T @ dz
+    n = x.shape[0]
+    return {"dx": dxh[:n], "dh": dxh[n:], "dc": dc * (1 if broken else np.tanh(z)),
+            "dW": dz @ np.concatenate([x, h]).T}
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_taking_two_of_three_outputs_gradients_gets_them_as_arguments(broken):
+    rng = np.random.default_rng(31)
+    inputs = [rng.standard_normal((3, 4)), rng.standard_normal((2, 4)),
+              rng.standard_normal((2, 4)), rng.standard_normal((2, 5))]
+    res = gradcheck.check_vjp(_two_state_forward, partial(_two_state_backward, broken=broken),
+                              inputs)
+    _verdict(res, broken)
+    assert any("first 2 only" in n for n in res.notes), res.notes
+    if broken:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] == ["c"]
+
+
+def test_a_backward_raising_under_every_reading_says_to_check_the_outputs_it_takes():
+    def raises(da_next, cache):
+        raise ValueError("not this way")
+
+    res = gradcheck.check_vjp(_cell_forward, raises, _cell_inputs())
     assert res.status == "error", res.report()
     assert "given the gradients of the forward's 2 outputs as one tuple" in res.message
+
+
+# -- the mlpractical convention: bprop(inputs, outputs, grads_wrt_outputs), and the
+# parameters' gradients returned by grads_wrt_params(inputs, grads_wrt_outputs) ------------
+class _Affine:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(41)
+        self.weights, self.biases = rng.standard_normal((2, 3)), rng.standard_normal(2)
+        self.broken = broken
+
+    def fprop(self, inputs):
+        return inputs @ self.weights.T + self.biases
+
+    def bprop(self, inputs, outputs, grads_wrt_outputs):
+        return grads_wrt_outputs @ self.weights
+
+    def grads_wrt_params(self, inputs, grads_wrt_outputs):
+        db = grads_wrt_outputs.sum(axis=0)
+        return [grads_wrt_outputs.T @ inputs, db * (0.5 if self.broken else 1.0)]
+
+    @property
+    def params(self):
+        return [self.weights, self.biases]
+
+
+class _Sigmoid:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def fprop(self, inputs):
+        return 1.0 / (1.0 + np.exp(-inputs))
+
+    def bprop(self, inputs, outputs, grads_wrt_outputs):
+        return grads_wrt_outputs * outputs * (1.0 if self.broken else 1.0 - outputs)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_given_the_inputs_the_output_and_dout_is_called_so(broken):
+    res = gradcheck.check_layer(_Sigmoid(broken), X)
+    _verdict(res, broken)
+    assert any("called as (inputs, the output, dout)" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_parameter_gradients_returned_by_a_method_taking_the_backwards_arguments(broken):
+    res = gradcheck.check_layer(_Affine(broken), X)
+    _verdict(res, broken)
+    assert any("grads_wrt_params(inputs, grads_wrt_outputs) completes the backward" in n
+               for n in res.notes), res.notes
+    if broken:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] == ["biases"]

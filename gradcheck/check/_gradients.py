@@ -87,7 +87,8 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
             f"name ({', '.join(wanted)})"))
     if notes is not None:
         notes.append("backward returned a dict of gradients: read by name, 'd' + each "
-                     "input's name (an input with none is held constant)")
+                     "input's name (an input with none is checked to leave the output "
+                     "unchanged)")
     return out
 
 

@@ -103,6 +103,8 @@ class Conventions:
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
         self._required = _required_positional(bwd)
+        self.outputs = 0  # the outputs a forward returning several and the cache last has
+        self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
     def _wrt_order(self, wrt: Any) -> list[int] | None:
         if wrt is None or not self._listed:
@@ -128,9 +130,30 @@ class Conventions:
                        f"(the one container) and {len(out) - j - 1} value(s) after it that "
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
+        self.outputs = len(out) - 1
+        if self.leading:
+            k = self.leading
+            self._note(f"forward returned {len(out)} values, {len(out) - 1} outputs and the "
+                       f"cache last; the backward takes the gradient of the first {k} only: "
+                       f"the other {len(out) - 1 - k} output(s) are not differentiated by it "
+                       "and not checked")
+            return (out[0] if k == 1 else tuple(out[:k])), out[-1]
         self._note(f"forward returned {len(out)} values: read as {len(out) - 1} outputs "
                    "and the cache last")
         return tuple(out[:-1]), out[-1]
+
+    def first_outputs(self) -> Conventions | None:
+        """The same functions read with the backward taking the gradients of the first
+        outputs only, as many as it takes positional arguments before the cache
+        (``rnn_cell_backward(da_next, cache)`` for ``a_next, yt_pred, cache``); None
+        when the forward returned no several outputs or the signature allows no fewer."""
+        k = (self._required or 0) - 1
+        if not 1 <= k < self.outputs:
+            return None
+        other = Conventions(self._fwd, self._bwd, self._inputs if self._listed else [],
+                            self._wanted)
+        other.leading = k
+        return other
 
     def backward(self, dy: Any, cache: Any) -> Any:
         if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:

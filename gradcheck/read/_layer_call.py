@@ -23,7 +23,7 @@ from ._discovery import Param, get_path, try_path
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user
-from ._reading import GlobalDraws, call_backward, leaves
+from ._reading import OUTPUT, GlobalDraws, call_backward, leaves
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
 
@@ -118,15 +118,16 @@ class Protocol:
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
+        returned = copy.deepcopy(out) if OUTPUT in self.order else None
         if self.out_path is not None:
             out = np.array(get_path(layer, self.out_path), copy=True)
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))
         shared = self.draws.now() if self.draws is not None else []
-        return out, (layer, xs, shared)
+        return out, (layer, xs, shared, returned)
 
     def run_backward(self, dy: Any, cache: Any) -> list[Any]:
-        fresh, xs, shared = copy.deepcopy(cache)  # its own copy: += stays local
+        fresh, xs, shared, returned = copy.deepcopy(cache)  # its own copy: += stays local
         if self.draws is not None:
             self.draws.put(shared)  # what this evaluation's forward left on the class
         method = getattr(fresh, self.backward)
@@ -141,7 +142,7 @@ class Protocol:
             owners.setdefault(h.owner, []).append(h.method)
         log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
-        ret = call_backward(method, self.style, self.order, dy, xs, self.then)
+        ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned)
         dx, pgrads = ret, None
         if self.returned is not None:
             j, _ = self.returned

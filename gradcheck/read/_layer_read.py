@@ -107,7 +107,9 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     try:
         return _discover(*args)
     except LayerConventionError as exc:
-        tried = completing_methods(layer, forward, backward)
+        found = method_pair(layer, None if forward == "forward" else forward,
+                            None if backward == "backward" else backward, inputs)
+        tried = completing_methods(layer, found[0], found[1])
         for then in tried:
             try:
                 proto = _discover(*args, then=then)
@@ -149,8 +151,12 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
                       draws=draws, wrt_given=wrt_given, reading=reading, then=then)
     proto.note(found_note)
     if then is not None:
-        proto.note(f"{type(layer).__name__}.{then}() completes the backward: called right "
-                   "after it, it stores the parameters' gradients")
+        wants = positional_names(getattr(layer, then), required=True)
+        proto.note(f"{type(layer).__name__}.{then}({', '.join(wants or [])}) completes the "
+                   "backward: called right after it" + (
+                       ", with the backward's arguments of those names, it returns the "
+                       "parameters' gradients" if wants else
+                       ", it stores the parameters' gradients"))
     rng = np.random.default_rng(seed)
     xs = list(inputs)
     proto.out_path = output
@@ -435,7 +441,7 @@ def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
     def run(layer: Any, xs: list[Any]) -> Any:
         method = getattr(layer, proto.backward)
         return call_user(call_backward, method, proto.style, proto.order, ones_like(out),
-                         xs, proto.then, what=f"{type(layer).__name__}.{proto.backward}")
+                         xs, proto.then, out, what=f"{type(layer).__name__}.{proto.backward}")
     return run
 
 

@@ -187,19 +187,24 @@ _COMPUTES_GRADIENTS = re.compile(r"^(compute|calc(ulate)?|accumulate|backprop|ge
 
 
 def completing_methods(layer: Any, forward: str | None, backward: str | None) -> list[str]:
-    """The layer's public methods, other than its forward and backward, that take no
-    argument and whose name says it computes gradients (``compute_gradients``):
-    candidates to complete a backward that leaves the parameters' gradients to a second
-    call."""
+    """The layer's public methods, other than its forward and backward, that name
+    gradients and either take no argument and say they compute them
+    (``compute_gradients()``) or take some of the backward's arguments, by name
+    (``grads_wrt_params(inputs, grads_wrt_outputs)``): candidates to complete a backward
+    that leaves the parameters' gradients to a second call."""
     found = []
+    bwd = getattr(layer, backward or "backward", None)
+    given = set(positional_names(bwd) or []) if callable(bwd) else set()
     for name in dir(type(layer)):
         if name.startswith("_") or name in (forward, backward, "forward", "backward") or \
-                not _COMPUTES_GRADIENTS.match(name):
+                "grad" not in name.lower():
             continue
         method = getattr(layer, name, None)
         names = positional_names(method) if callable(method) else None
-        if names is not None and all(default_of(method, n) is not inspect.Parameter.empty
-                                     for n in names):
+        if names is None:
+            continue
+        wants = [n for n in names if default_of(method, n) is inspect.Parameter.empty]
+        if (not wants and _COMPUTES_GRADIENTS.match(name)) or (wants and set(wants) <= given):
             found.append(name)
     return found
 

@@ -29,13 +29,13 @@ from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user
 
-__all__ = ["SLOT", "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves",
-           "linear", "output_path", "probe", "slot_style", "split_return"]
+__all__ = ["OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style", "describe",
+           "leaves", "linear", "output_path", "probe", "slot_style", "split_return"]
 
 
 # -- how backward is called --------------------------------------------------------------------
 def call_style(method: Any, forward: Any, n: int, base: str
-               ) -> tuple[str, list[int | None], str]:
+               ) -> tuple[str, list[int | str | None], str]:
     """``("inputs", order, note)`` when ``method`` takes the forward's inputs again and
     the output gradient (``order[k]`` is the input at argument ``k``, None the output
     gradient): its required arguments are named as the forward's, but one;
@@ -45,17 +45,27 @@ def call_style(method: Any, forward: Any, n: int, base: str
     f_names = (positional_names(forward) or [])[:n]
     if not names or n == 0 or len(names) < 2:
         return base, [], ""
-    by_name = [f_names.index(a) if a in f_names else None for a in names]
-    order: list[int | None]
+    by_name: list[int | str | None] = [f_names.index(a) if a in f_names else None
+                                       for a in names]
     if None not in by_name and sorted(by_name) == list(range(n)):  # type: ignore[type-var]
         return "given", by_name, (f"backward takes the forward's inputs ({', '.join(names)}) "
                                   "and no output gradient: read as a loss's gradient")
-    if by_name.count(None) != 1 or len(set(by_name)) != len(by_name):
+    named = [k for k in by_name if k is not None]
+    if by_name.count(None) == 2 and sorted(named) == list(range(n)) and by_name[-1] is None:
+        # the inputs, then the forward's output, then dout (mlpractical's
+        # bprop(inputs, outputs, grads_wrt_outputs)): the time order of the values
+        first = by_name.index(None)
+        by_name = [OUTPUT if i == first else k for i, k in enumerate(by_name)]
+    elif by_name.count(None) != 1 or len(set(by_name)) != len(by_name):
         return base, [], ""  # a count alone says nothing (backward(d_out, learning_rate))
     order = by_name
-    shown = ", ".join("dout" if k is None else (f_names[k] if k < len(f_names) else f"x{k}")
-                      for k in order)
+    shown = ", ".join("dout" if k is None else "the output" if k == OUTPUT else (
+        f_names[k] if isinstance(k, int) and k < len(f_names) else f"x{k}") for k in order)
     return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"
+
+
+#: In a call order, the forward's output (what it returned) as an argument of the backward.
+OUTPUT = "<output>"
 
 
 #: The style of a backward that reads its output gradient from an array the forward left
@@ -65,26 +75,43 @@ SLOT = "slot:"
 
 
 def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
-                  xs: list[Any], then: str | None = None) -> Any:
+                  xs: list[Any], then: str | None = None, out: Any = None) -> Any:
     """The backward called in ``style``; ``then`` names a method of its object that
-    completes it (``compute_gradients()``), called right after."""
-    ret = _call_backward(method, style, order, dy, xs)
-    if then is not None:
-        getattr(method.__self__, then)()
-    return ret
+    completes it (``compute_gradients()``), called right after; ``out`` is what the
+    forward returned (an argument when ``order`` holds :data:`OUTPUT`)."""
+    ret = _call_backward(method, style, order, dy, xs, out)
+    if then is None:
+        return ret
+    done = getattr(method.__self__, then)
+    wants = positional_names(done, required=True)
+    if not wants:
+        done()
+        return ret
+    # it takes some of the backward's arguments, by name (grads_wrt_params(inputs,
+    # grads_wrt_outputs)): what it returns is read beside what the backward returned
+    args = _arguments(style, order, dy, xs, out, method.__self__)
+    given = dict(zip((positional_names(method) or [])[:len(args)], args, strict=False))
+    extra = done(*[given[n] for n in wants])
+    return ret if extra is None else (ret, extra)
+
+
+def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],
+               out: Any, obj: Any) -> list[Any]:
+    """The arguments a backward of ``style`` is given (``one``, ``inputs``, ``given``)."""
+    if style == "one":
+        return [dy]
+    if style == "spread":
+        return list(dy)
+    return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
+            else get_path(obj, k) for k in order]
 
 
 def _call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
-                   xs: list[Any]) -> Any:
+                   xs: list[Any], out: Any) -> Any:
     if style.startswith(SLOT):
         return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
-    if style == "spread":
-        return method(*dy)
-    if style == "one":
-        return method(dy)
-    if style in ("inputs", "given"):  # a path: what the forward stored there
-        return method(*[dy if k is None else xs[k] if isinstance(k, int)
-                        else get_path(method.__self__, k) for k in order])
+    if style in ("one", "spread", "inputs", "given"):  # a path: what the forward stored
+        return method(*_arguments(style, order, dy, xs, out, method.__self__))
     if style == "step":  # backward(output_error, learning_rate)
         return method(dy, 1.0)
     return method()
@@ -204,11 +231,12 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     init = copy.deepcopy(layer)
     xs = copy.deepcopy(inputs)
     out = forward_output(init, method_f, xs, draws, out_path)
+    returned = copy.deepcopy(out) if out_path is None else None
     after = copy.deepcopy(init)
     before = float_state(after)
     method = getattr(after, method_b)
     ret = call_user(call_backward, method, style[0], style[1], ones(out), xs, then,
-                    what=f"{type(layer).__name__}.{method_b}")
+                    returned, what=f"{type(layer).__name__}.{method_b}")
     return Probe(init, after, xs, out, out_path, ret, stored(before, after))
 
 
@@ -245,14 +273,27 @@ def describe(arrays: dict[str, Any]) -> str:
 
 # -- the returned gradients --------------------------------------------------------------------
 def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
-    """Lists, tuples and dicts held by the layer whose items are all its float arrays."""
+    """Lists, tuples and dicts held by the layer, or that a property of its class builds
+    (``params`` returning ``[self.weights, self.biases]``), whose items are all its float
+    arrays."""
     out = []
-    for p, v in walk(layer):
+    for p, v in [*walk(layer), *_properties(layer)]:
         items = list(v.values()) if isinstance(v, dict) else v if isinstance(
             v, (list, tuple)) else None
         if items and all(is_float_array(a) and id(a) in arrays for a in items):
             out.append((p, v))
     return out
+
+
+def _properties(layer: Any) -> list[tuple[str, Any]]:
+    found = []
+    for name in dir(type(layer)):
+        if not name.startswith("_") and isinstance(getattr(type(layer), name, None), property):
+            try:
+                found.append((name, getattr(layer, name)))
+            except Exception:  # noqa: S112 - a property that cannot be read holds no list
+                continue
+    return found
 
 
 def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
