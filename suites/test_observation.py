@@ -1554,3 +1554,83 @@ def test_parameter_gradients_returned_by_a_method_taking_the_backwards_arguments
                for n in res.notes), res.notes
     if broken:
         assert [i.name for i in res.inputs if i.status == "mismatch"] == ["biases"]
+
+
+# -- a layer holding the array module (self.xp = np), and one holding what cannot be copied --
+class _ModuleHeld:
+    def __init__(self, broken=False):
+        self.xp, self.broken = np, broken
+        self.W = np.random.default_rng(43).standard_normal((3, 2))
+
+    def forward(self, x):
+        self.x = x
+        return self.xp.tanh(x @ self.W)
+
+    def backward(self, dout):
+        dz = dout * (1 - self.xp.tanh(self.x @ self.W) ** (1 if self.broken else 2))
+        self.dW = self.x.T @ dz
+        return dz @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_layer_holding_its_array_module_is_copied_with_the_module_shared(broken):
+    res = gradcheck.check_layer(_ModuleHeld(broken), X)
+    _verdict(res, broken)
+
+
+def test_a_layer_holding_what_cannot_be_copied_is_an_error_naming_it():
+    import threading
+
+    layer = _ModuleHeld()
+    layer.lock = threading.Lock()
+    res = gradcheck.check_layer(layer, X)
+    assert res.status == "bad-protocol", res.report()
+    assert "cannot be copied" in res.message and "lock" in res.message
+
+
+# -- backward(input, learning_rate) whose first argument, named as the forward's input, is
+# the output gradient: a reading by names that is not linear in its last argument is dropped
+class _NamedLikeInput:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, input):
+        e = np.exp(input - input.max())
+        self.output = e / e.sum()
+        return self.output
+
+    def backward(self, input, learning_rate):
+        p = self.output
+        jac = np.diag(p) - (0 if self.broken else np.outer(p, p))
+        return jac @ input
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_last_argument_the_result_is_not_linear_in_is_no_output_gradient(broken):
+    x = np.random.default_rng(19).standard_normal(5)
+    res = gradcheck.check_layer(_NamedLikeInput(broken), x)
+    _verdict(res, broken)
+    assert not any("called as (input, dout)" in n for n in res.notes), res.notes
+
+
+# -- a loss layer written labels first: forward(y_true, y_pred), backward(y_true, y_pred) ----
+class _LabelsFirst:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, y_true, y_pred):
+        return -np.sum(y_true * np.log(y_pred))
+
+    def backward(self, y_true, y_pred):
+        return -y_true / (y_pred if not self.broken else y_pred ** 2)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_layer_written_labels_first_is_checked_in_its_predictions(broken):
+    t = np.eye(5)[2]
+    p = np.random.default_rng(22).uniform(0.1, 0.9, 5)
+    res = gradcheck.check_layer(_LabelsFirst(broken), t, p)
+    _verdict(res, broken)
+    assert any("x0 holds labels (whole numbers) and x1 does not" in n for n in res.notes)
+    if broken:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] == ["x1"]

@@ -464,8 +464,9 @@ def _tiny(c: HintContext) -> str:
     accepts = bool(np.all(np.abs(c.error[f]) <= 1e-5 * np.abs(c.numeric[f])))
     return (f"every error is tiny, at most a relative {worst:.1e}: the size a small constant "
             "in the forward leaves when the backward omits it (an epsilon guard such as "
-            "log(y + 1e-7)); if that is the cause, the backward is the gradient of the "
-            "unguarded function" + (", and rtol=1e-5 accepts it" if accepts else ""))
+            "log(y + 1e-7)), or constants rounded in one of the two (0.797885 for "
+            "sqrt(2/pi)); if that is the cause, the backward is the gradient of a slightly "
+            "different function" + (", and rtol=1e-5 accepts it" if accepts else ""))
 
 
 _RULES = (_negative_side, _zero, _factor, _sign, _transposed, _operands, _axis, _skip,

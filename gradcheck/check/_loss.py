@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..read._conventions import label_like as _label_like
 from ..read._protocol import ProtocolError
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
@@ -213,12 +214,6 @@ def _either_argument(fn: Callable[..., Any], args: list[Any], k: int,
         f"observed (whole-number predictions read as labels): pass the predictions first, "
         f"check_loss(lambda p, y: fn(y, p), x{k}, x0), or predictions that are not whole "
         "numbers")), opts.seed, opts.name, "loss")
-
-
-def _label_like(x: Any) -> bool:
-    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets)."""
-    a = np.asarray(x)
-    return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
 
 
 def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) -> CheckResult:

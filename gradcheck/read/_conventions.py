@@ -27,7 +27,7 @@ import numpy as np
 
 from ._protocol import ProtocolError
 
-__all__ = ["Conventions", "differentiable", "has_float", "is_configuration"]
+__all__ = ["Conventions", "differentiable", "has_float", "is_configuration", "label_like"]
 
 
 def _required_positional(fn: Callable[..., Any]) -> int | None:
@@ -54,6 +54,12 @@ def has_float(x: Any) -> bool:
         return np.asarray(x).dtype.kind == "f"
     except Exception:  # an object NumPy cannot read: not an array
         return False
+
+
+def label_like(x: Any) -> bool:
+    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets)."""
+    a = np.asarray(x)
+    return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
 
 
 def is_configuration(x: Any) -> bool:

@@ -11,7 +11,6 @@ the output and each gradient are, how the backward is called) is carried by the
 
 from __future__ import annotations
 
-import copy
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ import numpy as np
 from ._discovery import Param, get_path, try_path
 from ._handed import Handed, listen
 from ._observe import same_but_unit
-from ._protocol import ProtocolError, call_user
+from ._protocol import ProtocolError, call_user, clone
 from ._reading import OUTPUT, GlobalDraws, call_backward, leaves
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
@@ -92,6 +91,7 @@ class Protocol:
     wanted: list[int]  # the inputs in wrt (without wrt: those holding a float array)
     notes: list[str] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
+    labels: list[bool] = field(default_factory=list)  # which inputs hold whole numbers
     style: str = ""
     order: list[Any] = field(default_factory=list)  # style "inputs": the arguments
     out_path: str | None = None  # where a forward returning None stores its output
@@ -110,7 +110,7 @@ class Protocol:
             self.notes.append(text)
 
     def run_forward(self, xs: list[Any], ps: list[np.ndarray]) -> tuple[Any, Any]:
-        layer = copy.deepcopy(self.layer)
+        layer = clone(self.layer)
         for p, value in zip(self.params, ps, strict=True):
             p.write(layer, value)
         if self.draws is not None:
@@ -118,7 +118,7 @@ class Protocol:
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
-        returned = copy.deepcopy(out) if OUTPUT in self.order else None
+        returned = clone(out) if OUTPUT in self.order else None
         if self.out_path is not None:
             out = np.array(get_path(layer, self.out_path), copy=True)
         if self.reduce:
@@ -127,7 +127,7 @@ class Protocol:
         return out, (layer, xs, shared, returned)
 
     def run_backward(self, dy: Any, cache: Any) -> list[Any]:
-        fresh, xs, shared, returned = copy.deepcopy(cache)  # its own copy: += stays local
+        fresh, xs, shared, returned = clone(cache)  # its own copy: += stays local
         if self.draws is not None:
             self.draws.put(shared)  # what this evaluation's forward left on the class
         method = getattr(fresh, self.backward)
@@ -210,10 +210,17 @@ class Protocol:
         if len(self.wanted) == 1:
             out[self.wanted[0]] = dx
             return out
-        k = next((k for k in self.wanted if np.shape(self.shapes[k]) == np.shape(dx)),
-                 self.wanted[0] if self.wanted else 0)
-        self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
-                  f"gradient of x{k} (name the input it belongs to with wrt=)")
+        fits = [k for k in self.wanted if self.shapes[k] == np.shape(dx)]
+        k = next(iter(fits), self.wanted[0] if self.wanted else 0)
+        soft = [j for j in fits if j and not self.labels[j]]
+        if fits and fits[0] == 0 and self.labels[0] and len(soft) == 1:
+            k = soft[0]  # fn(labels, predictions): the gradient is the predictions'
+            self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
+                      f"gradient of x{k}, since x0 holds labels (whole numbers) and x{k} "
+                      "does not")
+        else:
+            self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
+                      f"gradient of x{k} (name the input it belongs to with wrt=)")
         out[k] = dx
         return out
 

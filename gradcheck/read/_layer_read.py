@@ -12,13 +12,13 @@ does not depend on is state; one it does depend on with no gradient found is a
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ._conventions import label_like
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -50,7 +50,7 @@ from ._observe import (
     method_pair,
     positional_names,
 )
-from ._protocol import ProtocolError, UserCodeError, call_user
+from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     GlobalDraws,
     call_backward,
@@ -127,9 +127,9 @@ def _leaves_gradients(proto: Protocol, xs: list[Any]) -> bool:
     """Whether the parameters' gradients read after ``proto.then`` are gradients: not all
     zero, and twice as large for twice the output gradient (a ``zero_grad()`` is not)."""
     values = [np.asarray(p.read(proto.layer)) for p in proto.params]
-    out, cache = proto.run_forward(copy.deepcopy(xs), values)
-    one = proto.run_backward(ones_like(out), copy.deepcopy(cache))[len(xs):]
-    two = proto.run_backward(times(ones_like(out), 2.0), copy.deepcopy(cache))[len(xs):]
+    out, cache = proto.run_forward(clone(xs), values)
+    one = proto.run_backward(ones_like(out), clone(cache))[len(xs):]
+    two = proto.run_backward(times(ones_like(out), 2.0), clone(cache))[len(xs):]
     pairs = [(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
              for a, b in zip(one, two, strict=True) if a is not None and b is not None]
     return bool(pairs) and any(np.any(a != 0) for a, _ in pairs) and all(
@@ -148,7 +148,8 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     named = _explicit(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
-                      draws=draws, wrt_given=wrt_given, reading=reading, then=then)
+                     labels=[isinstance(x, np.ndarray) and label_like(x) for x in inputs],
+                     draws=draws, wrt_given=wrt_given, reading=reading, then=then)
     proto.note(found_note)
     if then is not None:
         wants = positional_names(getattr(layer, then), required=True)
@@ -162,8 +163,8 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     proto.out_path = output
     what = f"{type(layer).__name__}.{forward}"
     if output is None:
-        given = copy.deepcopy(xs)
-        returned = call_layer(copy.deepcopy(layer), forward, given)
+        given = clone(xs)
+        returned = call_layer(clone(layer), forward, given)
         if returned is None:
             proto.out_path, text = output_path(layer, forward, xs, draws, rng)
             proto.note(text)
@@ -189,9 +190,9 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer = proto.layer
-    init = copy.deepcopy(layer)
+    init = clone(layer)
     assert proto.draws is not None  # discover always sets them
-    before, given = float_state(init), copy.deepcopy(xs)
+    before, given = float_state(init), clone(xs)
     out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
     method = getattr(init, proto.backward)
     base, note = call_style_of(method, ones_like(out), f"{type(layer).__name__}."
@@ -209,6 +210,15 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
                      (proto.style, proto.order), proto.out_path,
                      lambda o: times(ones_like(o), scale), proto.then)
 
+    if proto.style == "inputs" and proto.order.index(None) >= len(xs):
+        first = run(1.0)
+        if linear(first, run(2.0)):
+            return given_loss(proto, first, out)
+        # its last argument is no output gradient (backward(input, learning_rate) whose
+        # 'input' is the output gradient): the reading by names is dropped
+        proto.notes.remove(in_note)
+        proto.style, proto.order = base, []
+        proto.note(note)
     if proto.style == "one" and _takes_a_step(proto, xs):
         return run(1.0)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
@@ -249,10 +259,10 @@ def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         return False
     seen = []
     for a in (1.0, 2.0):
-        layer = copy.deepcopy(proto.layer)
+        layer = clone(proto.layer)
         proto.draws.reset()
         try:
-            out = getattr(layer, proto.forward)(*copy.deepcopy(xs))
+            out = getattr(layer, proto.forward)(*clone(xs))
             if proto.out_path is not None:
                 out = get_path(layer, proto.out_path)
             before = float_state(layer)
@@ -406,7 +416,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         proto.note(f"the gradient of {p} is what the backward attached to it: {g}")
     left = [p for p in left if p not in on_array]
     if left:
-        handed = find_handed(*copy.deepcopy((first.init, first.xs)), left,
+        handed = find_handed(*clone((first.init, first.xs)), left,
                              _backward_of(proto, first.out))
         if not handed and held_objects(first.after) - held_objects(first.init):
             handed = _handed_to_made(proto, first, left)
@@ -422,15 +432,15 @@ def _handed_to_made(proto: Protocol, first: Any, left: list[str]) -> dict[str, H
     """Gradients handed to an object the first backward created (an optimizer built on
     first use): looked for on a layer that ran one forward and backward, then a forward;
     found, every evaluation starts from such a layer (its parameters written anew)."""
-    warmed = copy.deepcopy(first.after)
-    xs = copy.deepcopy(first.xs)
+    warmed = clone(first.after)
+    xs = clone(first.xs)
     try:
         call_layer(warmed, proto.forward, xs)
     except Exception:  # the reading stays as it was: no gradient found
         return {}
-    handed = find_handed(*copy.deepcopy((warmed, xs)), left, _backward_of(proto, first.out))
+    handed = find_handed(*clone((warmed, xs)), left, _backward_of(proto, first.out))
     if handed:
-        proto.layer = copy.deepcopy(first.after)
+        proto.layer = clone(first.after)
         proto.note(f"{type(proto.layer).__name__}'s first backward creates "
                    f"{', '.join(sorted(held_objects(first.after) - held_objects(first.init)))}"
                    ": every evaluation starts from a layer that ran once")
@@ -483,12 +493,12 @@ def _moves_output(proto: Protocol, xs: list[Any], path: str,
                   rng: np.random.Generator) -> bool:
     """Whether perturbing the array at ``path`` changes the forward's output."""
     def output(shift: bool) -> np.ndarray:
-        layer = copy.deepcopy(proto.layer)
+        layer = clone(proto.layer)
         if shift:
             a = get_path(layer, path)
             a += (1e-3 * (np.abs(a) + 1) * rng.choice([-1.0, 1.0], a.shape)).astype(a.dtype)
         assert proto.draws is not None  # discover always sets them
-        out = forward_output(layer, proto.forward, copy.deepcopy(xs), proto.draws,
+        out = forward_output(layer, proto.forward, clone(xs), proto.draws,
                              proto.out_path)
         return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
 
@@ -550,12 +560,12 @@ def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]
     """Paths of arrays created by the first forward that a second forward leaves as they
     were (the same object, the same values): weights and buffers, not caches (a cache is
     rebuilt, or added to a list or dict that grows)."""
-    again = copy.deepcopy(init)
+    again = clone(init)
     first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
     if not first:
         return set()
     lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
-    call_layer(again, forward, copy.deepcopy(list(inputs)))
+    call_layer(again, forward, clone(list(inputs)))
     grown = [p for p, (v, n) in lists.items() if len(v) != n]
     now = {p: a for p, a in float_arrays(again).values()}
     return {p for p, (a, values) in first.items()

@@ -6,7 +6,6 @@ sample its backward differentiates, and the advice for a backward that needs tar
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from ._discovery import float_scalars, try_path
 from ._layer_call import Protocol
 from ._observe import float_state, positional_names, stored
-from ._protocol import AmbiguousReading, ProtocolError, UserCodeError
+from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import describe, leaves
 
 __all__ = ["as_prediction", "given_loss", "left_at_none", "loss_stored"]
@@ -61,8 +60,8 @@ def loss_stored(proto: Protocol, xs: list[Any], k: int) -> None:
     output gradient (a loss's): the loss is what the forward stored, the one value (a
     float scalar, else an array) it created or changed, never an input it kept; else a
     :class:`ProtocolError` that asks for ``output=``."""
-    layer = copy.deepcopy(proto.layer)
-    given = copy.deepcopy(xs)
+    layer = clone(proto.layer)
+    given = clone(xs)
     arrays, scalars = float_state(layer), {p: try_path(layer, p) for p in float_scalars(layer)}
     if proto.draws is not None:
         proto.draws.reset()
@@ -143,7 +142,7 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
         try:
             if proto.draws is not None:
                 proto.draws.reset()
-            value = getattr(copy.deepcopy(layer), name)(*copy.deepcopy(first.xs))
+            value = getattr(clone(layer), name)(*clone(first.xs))
         except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
             continue
         if np.size(value) == 1 and np.isclose(float(np.asarray(value).reshape(())),

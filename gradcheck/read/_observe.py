@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import is_float_array, walk
+from ._protocol import clone
 
 __all__ = ["float_state", "grad_of", "method_pair", "positional_names", "same_but_unit",
            "stored"]
@@ -120,10 +121,9 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
 def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
     """Whether ``name``, called on a copy with the inputs, returns a float array or
     scalar (a forward does; an ``update(lr)`` step does not)."""
-    import copy
 
     try:
-        out = getattr(copy.deepcopy(layer), name)(*copy.deepcopy(inputs))
+        out = getattr(clone(layer), name)(*clone(inputs))
     except Exception:  # noqa: BLE001 - the user's method raised: not a forward of these
         return False
     return isinstance(out, (float, np.floating, np.ndarray)) and np.asarray(out).dtype.kind == "f"
@@ -147,14 +147,13 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
                        after: bool) -> bool:
     """Whether ``f(*inputs)`` returns a scalar and ``g`` (given the inputs too, or
     nothing, on the object ``f`` ran on) an array of the first input's shape."""
-    import copy
 
     shape = np.shape(inputs[0])
     try:
-        obj = copy.deepcopy(layer)
-        y = getattr(obj, f)(*copy.deepcopy(list(inputs)))
-        d = getattr(obj if after else copy.deepcopy(layer), g)(
-            *([] if after else copy.deepcopy(list(inputs))))
+        obj = clone(layer)
+        y = getattr(obj, f)(*clone(list(inputs)))
+        d = getattr(obj if after else clone(layer), g)(
+            *([] if after else clone(list(inputs))))
     except Exception:  # noqa: BLE001 - not this pair: the user's code raised
         return False
     return np.size(y) == 1 and isinstance(d, np.ndarray) and d.shape == shape and \

@@ -14,17 +14,18 @@ import copy
 import inspect
 import os
 import random
+import sys
 import traceback
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["GlobalDraws", "ProtocolError", "Tree", "UserCodeError", "call_user", "defined_at",
-           "key_mismatch",
-           "same", "snapshot"]
+__all__ = ["GlobalDraws", "ProtocolError", "Tree", "UserCodeError", "call_user", "clone",
+           "defined_at", "key_mismatch", "same", "snapshot"]
 
 _DEPTH = 6
+_T = TypeVar("_T")
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package
 _LIB_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or ""))
                   for m in (np, __import__("scipy")))
@@ -100,6 +101,24 @@ class ProtocolError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def clone(obj: _T) -> _T:
+    """A deep copy of ``obj`` in which modules stay themselves (a layer holding
+    ``self.xp = np`` to run on NumPy or CuPy): a module cannot be copied and holds no
+    state of the layer. Anything else that cannot be copied is a ``bad-protocol`` that
+    names it, since every evaluation runs on a copy."""
+    try:
+        return copy.deepcopy(obj)
+    except TypeError:
+        memo: dict[int, Any] = {id(m): m for m in list(sys.modules.values()) if m is not None}
+        try:
+            return copy.deepcopy(obj, memo)
+        except Exception as exc:
+            raise ProtocolError("bad-protocol", f"{type(obj).__name__} holds an object that "
+                                f"cannot be copied ({type(exc).__name__}: {exc}); every "
+                                "evaluation runs on a copy, so that none leaks into the "
+                                "next: keep such objects outside the layer") from None
 
 
 class AmbiguousReading(ProtocolError):

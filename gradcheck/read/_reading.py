@@ -18,7 +18,6 @@ record:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
-from ._protocol import GlobalDraws, ProtocolError, call_user
+from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 
 __all__ = ["OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style", "describe",
            "leaves", "linear", "output_path", "probe", "slot_style", "split_return"]
@@ -195,8 +194,8 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
                 rng: np.random.Generator) -> tuple[str, str]:
     """The attribute holding the output of a forward that returned None, and the note
     saying so; a :class:`ProtocolError` when there is none, or several."""
-    init = copy.deepcopy(layer)
-    xs = copy.deepcopy(inputs)
+    init = clone(layer)
+    xs = clone(inputs)
     before = float_state(init)
     forward_output(init, method, xs, draws, None)
     kept = tuple(leaves(xs))
@@ -206,7 +205,7 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         cands = {p: v for p, v in cands.items() if p in stored(before, init, kept)}
     if len(cands) > 1:
         moved = _perturbed(inputs, rng)
-        again = copy.deepcopy(layer)
+        again = clone(layer)
         forward_output(again, method, moved, draws, None)
         cands = {p: v for p, v in cands.items() if not _same(v, try_path(again, p))}
     if not cands:  # an identity: the output is an input itself, kept under another name
@@ -228,11 +227,11 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
 def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: GlobalDraws,
           style: tuple[str, Sequence[int | str | None]], out_path: str | None,
           ones: Any, then: str | None = None) -> Probe:
-    init = copy.deepcopy(layer)
-    xs = copy.deepcopy(inputs)
+    init = clone(layer)
+    xs = clone(inputs)
     out = forward_output(init, method_f, xs, draws, out_path)
-    returned = copy.deepcopy(out) if out_path is None else None
-    after = copy.deepcopy(init)
+    returned = clone(out) if out_path is None else None
+    after = clone(init)
     before = float_state(after)
     method = getattr(after, method_b)
     ret = call_user(call_backward, method, style[0], style[1], ones(out), xs, then,
@@ -256,7 +255,7 @@ def _perturbed(inputs: list[Any], rng: np.random.Generator) -> list[Any]:
                 x.dtype)
         if isinstance(x, (list, tuple)):
             return type(x)(move(v) for v in x)
-        return copy.deepcopy(x)
+        return clone(x)
     return [move(x) for x in inputs]
 
 
