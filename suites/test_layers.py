@@ -264,7 +264,7 @@ def test_wrt_makes_constants_of_any_type():
     none_for_w = lambda d, c: (*bwd(d, c)[:2], None, None)  # noqa: E731
     res = gradcheck.check_vjp(fwd, none_for_w, [X, W, "tanh", 0.5])
     assert res.passed and res.inputs[1].status == "constant", res.report()
-    assert "backward returned None for it" in res.inputs[1].message
+    assert "backward returned no gradient for it (None" in res.inputs[1].message
     assert any(n.startswith("mode: settings") for n in res.notes), res.notes
     res = gradcheck.check_vjp(fwd, none_for_w, [X, W, "tanh", 0.5], wrt=[0, 1])
     assert not res.passed and res.inputs[1].status == "mismatch"

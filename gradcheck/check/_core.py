@@ -162,7 +162,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         [d if d is not None else np.zeros(a.shape) for d, a in zip(dy_leaves, arrays,
                                                                      strict=True)]))
     none = [i for i in prep.diff if grads[i] is None]
-    unnamed = none if isinstance(grads_raw, dict) and not prep.as_kwargs else []
+    unnamed = _unnamed(prep, grads, none) if isinstance(grads_raw, dict) else []
     shapes = [tuple(arrays[k].shape) for k in outputs.floating]
     arith = _narrowest_output(outputs, prep, notes)
     for i, name in arith.items():  # the gradient's tolerance: the narrower of the two
@@ -170,6 +170,16 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
             computed[i] = name
     return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed, arith,
                    unnamed)
+
+
+def _unnamed(prep: _Inputs, grads: list[F64 | None], none: list[int]) -> list[int]:
+    """The parts a dict of gradients has no key for, of inputs whose other parts have one
+    (parameters['ba'] beside dWax): checked to leave the output unchanged. A whole input
+    without one is a constant, as None is."""
+    if prep.as_kwargs:
+        return []
+    given = {prep.owner[i] for i in prep.diff if grads[i] is not None}
+    return [i for i in none if prep.owner[i] in given]
 
 
 def _narrowest_output(outputs: _Outputs, prep: _Inputs, notes: list[str]) -> dict[int, str]:
@@ -293,8 +303,8 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
         else:
             by_leaf[i] = plain_result(
                 prep.tree.names[i], prep.leaves[i], "constant",
-                "backward returned None for it: a constant (not checked; name it in wrt= "
-                "to check its gradient)")
+                "backward returned no gradient for it (None, or no key for it in a dict): "
+                "a constant (not checked; name it in wrt= to check its gradient)")
     for i in prep.ints:
         flag = np.asarray(prep.leaves[i]).dtype.kind == "b"
         by_leaf[i] = plain_result(prep.tree.names[i], prep.leaves[i], "skipped",
@@ -459,7 +469,7 @@ def check_vjp(
             raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
     conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
     res = _run_read(conv, fwd, bwd, inputs, wrt, opts)
-    fewer = conv.first_outputs() if res.status == "error" and (
+    fewer = conv.first_outputs(res.error) if res.status == "error" and (
         res.error or {}).get("in") == "backward" else None
     if fewer is not None:  # it raised given every output's gradient: try the first ones
         again = _run_read(fewer, fwd, bwd, inputs, wrt, opts)

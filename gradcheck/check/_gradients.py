@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..read._observe import same_but_unit
 from ..read._protocol import ProtocolError, key_mismatch
 from ._hints import unreduced_hint
 from ._leaves import _Inputs
@@ -87,8 +88,9 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
             f"name ({', '.join(wanted)})"))
     if notes is not None:
         notes.append("backward returned a dict of gradients: read by name, 'd' + each "
-                     "input's name (an input with none is checked to leave the output "
-                     "unchanged)")
+                     "input's name (an input with none is a constant; a part of a dict "
+                     "input with none, beside parts with one, is checked to leave the "
+                     "output unchanged)")
     return out
 
 
@@ -110,6 +112,11 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
             f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
             + f", not an array of shape {x.shape}; return one array per input (and the "
             "parameters' gradients apart, as dX, [dW, db])")) from None
+    if ga.shape != x.shape and ga.size == x.size and same_but_unit(ga.shape, x.shape):
+        notes.append(f"the gradient of {name} has shape {ga.shape}, {name} has {x.shape}: "
+                     "compared after reshaping (they differ by size-1 axes only, and it "
+                     "broadcasts in an update)")
+        ga = ga.reshape(x.shape)
     if ga.shape != x.shape:
         message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
         hint = unreduced_hint(ga.shape, x.shape)

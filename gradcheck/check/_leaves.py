@@ -35,6 +35,7 @@ class _Inputs:
     diff: list[int] = field(default_factory=list)  # float leaves to differentiate
     ints: list[int] = field(default_factory=list)  # integer leaves (not differentiable)
     consts: list[int] = field(default_factory=list)  # leaves outside wrt
+    owner: list[Any] = field(default_factory=list)  # leaf -> the input it belongs to
 
     def args(self) -> tuple[list[Any], dict[str, Any]]:
         built = self.tree.build(self.leaves)
@@ -111,7 +112,7 @@ def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inpu
         top = list(names) if names is not None else [f"x{k}" for k in keys]
     tree, raw = Tree.of(inputs, top)
     owner = _leaf_owners(inputs, keys)
-    prep = _Inputs(tree, [None] * len(raw), isinstance(inputs, dict))
+    prep = _Inputs(tree, [None] * len(raw), isinstance(inputs, dict), owner=owner)
     for i, (leaf, name) in enumerate(zip(raw, tree.names, strict=True)):
         if owner[i] not in chosen:
             prep.leaves[i] = _private_copy(leaf)

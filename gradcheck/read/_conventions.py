@@ -42,6 +42,38 @@ def _required_positional(fn: Callable[..., Any]) -> int | None:
                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
+def _positional_count(fn: Callable[..., Any]) -> int | None:
+    """How many positional parameters ``fn`` has, required or not (None with ``*args``
+    or when its signature cannot be read)."""
+    try:
+        ps = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in ps):
+        return None
+    return sum(1 for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+#: What a backward raises when it uses a tuple of gradients as one array, or when the
+#: call's arguments do not fit its signature.
+_MISREAD = ("tuple", "sequence", "inhomogeneous", "positional argument")
+
+
+def _misread(error: dict[str, str]) -> bool:
+    return error.get("type") in ("TypeError", "ValueError", "AttributeError") and any(
+        w in error.get("message", "") for w in _MISREAD)
+
+
+def _array_leaves(x: Any) -> list[np.ndarray]:
+    if isinstance(x, np.ndarray):
+        return [x]
+    if isinstance(x, dict):
+        x = list(x.values())
+    if isinstance(x, (list, tuple)):
+        return [a for v in x for a in _array_leaves(v)]
+    return []
+
+
 def has_float(x: Any) -> bool:
     """Whether ``x`` (an array, or lists, tuples and dicts of them) holds a float."""
     if isinstance(x, (list, tuple)):
@@ -105,6 +137,8 @@ class Conventions:
         self._n = len(inputs) if self._listed else 0
         self._first = inputs[0] if self._listed and self._n == 1 else None
         self._inputs = list(inputs) if self._listed else []
+        self._given = inputs
+        self._shapes: list[tuple[int, ...]] = []  # of the outputs, cache left out
         self._wanted = self._wrt_order(wrt)
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
@@ -137,6 +171,7 @@ class Conventions:
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
         self.outputs = len(out) - 1
+        self._shapes = [np.shape(v) for v in out[:-1]]
         if self.leading:
             k = self.leading
             self._note(f"forward returned {len(out)} values, {len(out) - 1} outputs and the "
@@ -148,16 +183,23 @@ class Conventions:
                    "and the cache last")
         return tuple(out[:-1]), out[-1]
 
-    def first_outputs(self) -> Conventions | None:
+    def first_outputs(self, error: dict[str, str] | None) -> Conventions | None:
         """The same functions read with the backward taking the gradients of the first
         outputs only, as many as it takes positional arguments before the cache
-        (``rnn_cell_backward(da_next, cache)`` for ``a_next, yt_pred, cache``); None
-        when the forward returned no several outputs or the signature allows no fewer."""
+        (``rnn_cell_backward(da_next, cache)`` for ``a_next, yt_pred, cache``), after it
+        raised ``error`` given every output's gradient. None unless the error is one of
+        a tuple used as an array or of the call's arguments, the backward has no optional
+        positional parameter (one could take the other gradients) and no output left out
+        has the shape of an input (a recurrent state such as ``c_next``, whose gradient
+        a backward must take)."""
         k = (self._required or 0) - 1
-        if not 1 <= k < self.outputs:
+        if not 1 <= k < self.outputs or error is None or not _misread(error) or \
+                _positional_count(self._bwd) != self._required:
             return None
-        other = Conventions(self._fwd, self._bwd, self._inputs if self._listed else [],
-                            self._wanted)
+        shapes = {np.shape(v) for v in _array_leaves(self._given)}
+        if any(s in shapes for s in self._shapes[k:]):
+            return None
+        other = Conventions(self._fwd, self._bwd, self._given, self._wanted)
         other.leading = k
         return other
 

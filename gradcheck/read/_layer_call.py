@@ -149,7 +149,7 @@ class Protocol:
             pgrads = ret[j]
             rest = [r for i, r in enumerate(ret) if i != j]
             dx = rest[0] if len(rest) == 1 else tuple(rest) if rest else None
-        dxs = self._input_grads(dx)
+        dxs = self._input_grads(dx, np.size(dy) == 1)
         for k, path in self.stored_inputs.items():
             dxs[k] = np.array(get_path(fresh, path), copy=True)
         dxs = [self._unit(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
@@ -184,7 +184,7 @@ class Protocol:
                   "compared after reshaping (they differ by size-1 axes only)")
         return g.reshape(shape)
 
-    def _input_grads(self, dx: Any) -> list[Any]:
+    def _input_grads(self, dx: Any, scalar: bool) -> list[Any]:
         n = self.n_inputs
         if dx is None:
             return [None] * n
@@ -203,21 +203,24 @@ class Protocol:
             raise ProtocolError("shape-mismatch", f"backward returned {len(dx)} gradients for "
                                 f"{n} inputs ({len(self.wanted)} in wrt); return one per "
                                 "forward argument, or one per wrt input")
-        return self._single(dx)
+        return self._single(dx, scalar)
 
-    def _single(self, dx: Any) -> list[Any]:
+    def _single(self, dx: Any, scalar: bool) -> list[Any]:
+        """One array for several inputs: the first's gradient; for a loss (a scalar output)
+        whose first input holds labels (0/1: one-hot rows, binary targets) and exactly one
+        other input of the array's shape does not, that one's (``fn(y_true, y_pred)``)."""
         out: list[Any] = [None] * self.n_inputs
         if len(self.wanted) == 1:
             out[self.wanted[0]] = dx
             return out
-        fits = [k for k in self.wanted if self.shapes[k] == np.shape(dx)]
-        k = next(iter(fits), self.wanted[0] if self.wanted else 0)
-        soft = [j for j in fits if j and not self.labels[j]]
-        if fits and fits[0] == 0 and self.labels[0] and len(soft) == 1:
-            k = soft[0]  # fn(labels, predictions): the gradient is the predictions'
+        k = self.wanted[0] if self.wanted else 0
+        soft = [j for j in self.wanted if j and self.shapes[j] == np.shape(dx)
+                and not self.labels[j]]
+        if scalar and k == 0 and self.labels[0] and len(soft) == 1:
+            k = soft[0]
             self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
-                      f"gradient of x{k}, since x0 holds labels (whole numbers) and x{k} "
-                      "does not")
+                      f"gradient of x{k}, since the output is a loss, x0 holds labels (0 and "
+                      f"1 only) and x{k} does not")
         else:
             self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
                       f"gradient of x{k} (name the input it belongs to with wrt=)")

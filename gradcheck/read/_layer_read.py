@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ._conventions import label_like
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -148,7 +147,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     named = _explicit(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
-                     labels=[isinstance(x, np.ndarray) and label_like(x) for x in inputs],
+                     labels=[isinstance(x, np.ndarray) and _zero_one(x) for x in inputs],
                      draws=draws, wrt_given=wrt_given, reading=reading, then=then)
     proto.note(found_note)
     if then is not None:
@@ -212,7 +211,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
 
     if proto.style == "inputs" and proto.order.index(None) >= len(xs):
         first = run(1.0)
-        if linear(first, run(2.0)):
+        if linear(first, run(2.0), created=True):
             return given_loss(proto, first, out)
         # its last argument is no output gradient (backward(input, learning_rate) whose
         # 'input' is the output gradient): the reading by names is dropped
@@ -243,6 +242,13 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     if as_prediction(proto, found, xs, order.index(None), k, why, in_note):
         found = run(1.0)  # the stored array given instead of the input
     return given_loss(proto, found, out)
+
+
+def _zero_one(x: np.ndarray) -> bool:
+    """Values that read as labels of a loss: 0 and 1 only, not all 0 (one-hot rows, binary
+    targets)."""
+    return x.size > 0 and x.dtype.kind in "biuf" and bool(np.all((x == 0) | (x == 1))) \
+        and bool(x.any())
 
 
 def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
@@ -341,8 +347,10 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     # the arrays the output depends on are the parameters; the others are state (or
     # gradient buffers: a gradient may be stored in an array that existed before)
     moving = [p for p in missing if _moves_output(proto, xs, p, rng)]
-    observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands)
-    found += observed
+    # found by name, but the backward left that gradient as it was and returned one
+    stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
+    observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)
+    found = [p for p in found if p.value not in {q.value for q in observed}] + observed
     grads = {g for q in observed for g in (q.grad,) if isinstance(g, str)}
     grads |= set(proto.stored_inputs.values())
     state = [p for p in missing if p not in moving and p not in grads]
@@ -388,14 +396,16 @@ def _copy_of(a: Any, x: Any) -> bool:
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
-              cands: dict[str, np.ndarray]) -> list[Param]:
+              cands: dict[str, np.ndarray], stale: set[Any]) -> list[Param]:
     """Parameters whose gradients the backward returned beside the input gradients
-    (``dX, [dW, db]``) or stored (``self.dweights``); the inputs' stored gradients."""
+    (``dX, [dW, db]``; also for ``stale`` ones, found by name with a gradient the
+    backward left as it was) or stored (``self.dweights``); the inputs' stored
+    gradients."""
     out: list[Param] = []
     split = split_return(first.ret, proto.layer)
     if split is not None:
         j, keys = split
-        mine = {p: k for p, k in keys.items() if p in arrays}
+        mine = {p: k for p, k in keys.items() if p in arrays or p in stale}
         proto.returned = (j, mine)
         out += [Param(p, p, _no_grad) for p in mine]
         proto.note(f"backward returns the parameters' gradients as item {j} of what it "

@@ -251,8 +251,15 @@ def _last(path: str) -> str:
 
 
 def same_but_unit(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    """Whether two shapes differ at most by axes of size 1 (``(3,)`` and ``(1, 3)``)."""
-    return tuple(d for d in a if d != 1) == tuple(d for d in b if d != 1)
+    """Whether a gradient of shape ``a`` differs from its array's ``b`` by axes of size 1
+    only, and broadcasts to ``b`` in an update (``(3,)`` for ``(1, 3)``; not ``(3, 1)``,
+    which would widen it to ``(3, 3)``)."""
+    if tuple(d for d in a if d != 1) != tuple(d for d in b if d != 1):
+        return False
+    try:
+        return np.broadcast_shapes(a, b) == tuple(b)
+    except ValueError:
+        return False
 
 
 def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.ndarray]

@@ -91,7 +91,9 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     args = _arguments(style, order, dy, xs, out, method.__self__)
     given = dict(zip((positional_names(method) or [])[:len(args)], args, strict=False))
     extra = done(*[given[n] for n in wants])
-    return ret if extra is None else (ret, extra)
+    if extra is None:  # it stores what it computes: a step the backward itself must take
+        raise ProtocolError("bad-protocol", f"{then}() returned nothing")
+    return ret, extra
 
 
 def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],
@@ -152,13 +154,16 @@ def slot_style(method: Any, forward: Any, n: int, before: dict[str, tuple[int, n
         f"left zero, and adds the input gradient into its argument {extra!r}: called so")
 
 
-def linear(a: Probe, b: Probe) -> bool:
+def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
     """Whether ``b``, run with twice the output gradient of ``a``, returned and stored
-    twice what ``a`` did: a backward is linear in its output gradient."""
+    twice what ``a`` did: a backward is linear in its output gradient. ``created``: of
+    the stored arrays, only those the backward created (a step it takes on the weights
+    is not linear in the gradient)."""
     def arrays(p: Probe) -> list[np.ndarray]:
         got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
                if isinstance(v, np.ndarray | np.generic | float)]
-        return got + [np.asarray(v, dtype=np.float64) for v in p.stored.values()]
+        return got + [np.asarray(v, dtype=np.float64) for k, v in p.stored.items()
+                      if not created or try_path(p.init, k) is None]
 
     xa, xb = arrays(a), arrays(b)
     return len(xa) == len(xb) and all(
@@ -272,11 +277,9 @@ def describe(arrays: dict[str, Any]) -> str:
 
 # -- the returned gradients --------------------------------------------------------------------
 def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
-    """Lists, tuples and dicts held by the layer, or that a property of its class builds
-    (``params`` returning ``[self.weights, self.biases]``), whose items are all its float
-    arrays."""
+    """Lists, tuples and dicts held by the layer whose items are all its float arrays."""
     out = []
-    for p, v in [*walk(layer), *_properties(layer)]:
+    for p, v in walk(layer):
         items = list(v.values()) if isinstance(v, dict) else v if isinstance(
             v, (list, tuple)) else None
         if items and all(is_float_array(a) and id(a) in arrays for a in items):
@@ -284,14 +287,23 @@ def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
     return out
 
 
-def _properties(layer: Any) -> list[tuple[str, Any]]:
+def _properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
+    """The lists of the layer's own float arrays that properties of its class build,
+    those of zeros left out (gradients made ready before any backward: ``grads``
+    returning ``[self.dW, self.db]``)."""
     found = []
     for name in dir(type(layer)):
-        if not name.startswith("_") and isinstance(getattr(type(layer), name, None), property):
-            try:
-                found.append((name, getattr(layer, name)))
-            except Exception:  # noqa: S112 - a property that cannot be read holds no list
-                continue
+        if name.startswith("_") or not isinstance(getattr(type(layer), name, None), property):
+            continue
+        try:
+            v = getattr(layer, name)
+        except Exception:  # noqa: S112 - a property that cannot be read holds no list
+            continue
+        items = list(v.values()) if isinstance(v, dict) else v if isinstance(
+            v, (list, tuple)) else None
+        if items and all(is_float_array(a) and id(a) in arrays for a in items) and any(
+                np.any(a) for a in items):
+            found.append((name, v))
     return found
 
 
@@ -314,6 +326,10 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
         for _, arrays in _param_lists(layer, set(held)):
             if _keys(arrays) == _keys(part):
                 return j, {held[id(a)]: k for k, a in _pairs(arrays)}
+        built = [arrays for _, arrays in _properties(layer, set(held))
+                 if _keys(arrays) == _keys(part)]
+        if len(built) == 1:  # a property's list (params returning [self.W, self.b])
+            return j, {held[id(a)]: k for k, a in _pairs(built[0])}
     return None
 
 
