@@ -266,3 +266,51 @@ def test_a_gradient_that_would_widen_its_array_is_still_a_shape_mismatch():
               rng.standard_normal((1, 5))]
     res = gradcheck.check_vjp(_fc_forward, partial(_fc_backward, column=True), inputs)
     assert res.status == "shape-mismatch", res.report()
+
+
+# -- a layer returning several outputs whose backward takes the first one's gradient ----------
+class _Recurrent:
+    """forward(x) -> (ys, h_last); backward(dys) -> dx, weight gradients stored."""
+
+    def __init__(self, broken=False, hidden=4):
+        rng = np.random.default_rng(16)
+        self.Wx = rng.standard_normal((3, hidden)) * 0.5
+        self.Wh = rng.standard_normal((hidden, hidden)) * 0.5
+        self.broken, self.hidden = broken, hidden
+
+    def forward(self, x):
+        h, self.hs, self.x = np.zeros(self.hidden), [np.zeros(self.hidden)], x
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] @ self.Wx + h @ self.Wh)
+            self.hs.append(h)
+        return np.stack(self.hs[1:]), h
+
+    def backward(self, dys):
+        dh, dx = np.zeros(self.hidden), np.zeros_like(self.x)
+        self.dWx, self.dWh = np.zeros_like(self.Wx), np.zeros_like(self.Wh)
+        for t in reversed(range(self.x.shape[0])):
+            dz = (dh + dys[t]) * (1 - self.hs[t + 1] ** (1 if self.broken else 2))
+            self.dWx += np.outer(self.x[t], dz)
+            self.dWh += np.outer(self.hs[t], dz)
+            dx[t], dh = dz @ self.Wx.T, dz @ self.Wh.T
+        return dx
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_layer_whose_backward_takes_its_first_outputs_gradient_is_checked_in_it(broken):
+    res = gradcheck.check_layer(_Recurrent(broken),
+                                np.random.default_rng(17).standard_normal((5, 3)))
+    _verdict(res, broken)
+    assert any("it differentiates the first, which is checked" in n for n in res.notes)
+
+
+def test_no_first_output_reading_when_another_output_has_an_inputs_shape():
+    class WithState(_Recurrent):
+        def forward(self, x, h0):
+            ys, h = super().forward(x)
+            return ys, h + 0 * h0
+
+    rng = np.random.default_rng(18)
+    res = gradcheck.check_layer(WithState(), rng.standard_normal((5, 3)),
+                                rng.standard_normal(4))
+    assert not res.passed and res.status == "error", res.report()

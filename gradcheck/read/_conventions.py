@@ -27,7 +27,8 @@ import numpy as np
 
 from ._protocol import ProtocolError
 
-__all__ = ["Conventions", "differentiable", "has_float", "is_configuration", "label_like"]
+__all__ = ["Conventions", "differentiable", "has_float", "is_configuration", "label_like",
+           "misread"]
 
 
 def _required_positional(fn: Callable[..., Any]) -> int | None:
@@ -59,8 +60,10 @@ def _positional_count(fn: Callable[..., Any]) -> int | None:
 _MISREAD = ("tuple", "sequence", "inhomogeneous", "positional argument")
 
 
-def _misread(error: dict[str, str]) -> bool:
-    return error.get("type") in ("TypeError", "ValueError", "AttributeError") and any(
+def misread(error: dict[str, str]) -> bool:
+    """Whether a user's error reads as one of a tuple used as an array or of a call's
+    arguments that do not fit."""
+    return error.get("type") in ("TypeError", "ValueError", "AttributeError", "IndexError") and any(
         w in error.get("message", "") for w in _MISREAD)
 
 
@@ -193,7 +196,7 @@ class Conventions:
         has the shape of an input (a recurrent state such as ``c_next``, whose gradient
         a backward must take)."""
         k = (self._required or 0) - 1
-        if not 1 <= k < self.outputs or error is None or not _misread(error) or \
+        if not 1 <= k < self.outputs or error is None or not misread(error) or \
                 _positional_count(self._bwd) != self._required:
             return None
         shapes = {np.shape(v) for v in _array_leaves(self._given)}

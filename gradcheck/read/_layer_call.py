@@ -22,7 +22,7 @@ from ._discovery import Param, get_path, try_path
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user, clone
-from ._reading import OUTPUT, GlobalDraws, call_backward, leaves
+from ._reading import OUTPUT, GlobalDraws, call_backward, leaves, read_output
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
 
@@ -119,8 +119,7 @@ class Protocol:
         if self.draws is not None:
             self.draws.seen()
         returned = clone(out) if OUTPUT in self.order else None
-        if self.out_path is not None:
-            out = np.array(get_path(layer, self.out_path), copy=True)
+        out = read_output(layer, out, self.out_path)
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))
         shared = self.draws.now() if self.draws is not None else []

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._conventions import misread
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -43,7 +44,6 @@ from ._layer_call import (
 from ._loss_read import as_prediction, given_loss, left_at_none, loss_stored
 from ._observe import (
     completing_methods,
-    default_of,
     float_state,
     grad_of,
     method_pair,
@@ -51,6 +51,7 @@ from ._observe import (
 )
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
+    FIRST,
     GlobalDraws,
     call_backward,
     call_style,
@@ -63,6 +64,7 @@ from ._reading import (
     slot_style,
     split_return,
 )
+from ._step import takes_a_step
 
 __all__ = ["discover"]
 
@@ -169,11 +171,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.note(text)
         elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
             loss_stored(proto, xs, next(i for i, x in enumerate(given) if returned is x))
-    try:
-        first = probe_style(proto, xs, what)
-    except UserCodeError as exc:
-        exc.advice = left_at_none(proto, exc)
-        raise
+    first = _probe(proto, xs, what, returned if output is None else None)
     if named == []:
         _inputs_read(proto, first, {})
         return proto
@@ -184,6 +182,47 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         return proto
     _read_parameters(proto, first, xs, rng)
     return proto
+
+
+def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
+    """:func:`probe_style`; when the forward returned several arrays and the backward,
+    taking one output gradient, raised on their tuple as one (a recurrent layer's
+    ``ys, h_last`` with ``backward(dys)``), again with the first output only."""
+    try:
+        return probe_style(proto, xs, what)
+    except UserCodeError as exc:
+        exc.advice = left_at_none(proto, exc)
+        if not _first_of_several(proto, xs, returned, exc):
+            raise
+        saved = (list(proto.notes), proto.style, proto.order)
+        proto.out_path, proto.notes = FIRST, [n for n in proto.notes if n]
+        proto.note(f"{what} returned {len(returned)} arrays and its backward takes one "
+                   "output gradient: it differentiates the first, which is checked; the "
+                   "others are not")
+        try:
+            return probe_style(proto, xs, what)
+        except UserCodeError:
+            proto.out_path = None
+            proto.notes, proto.style, proto.order = saved
+            raise exc from None
+
+
+def _first_of_several(proto: Protocol, xs: list[Any], returned: Any,
+                      exc: UserCodeError) -> bool:
+    """Whether a first-output reading may be tried: the forward returned a tuple of
+    several float arrays, the backward raised as on a tuple used as an array, it takes
+    one required argument, and no output left out has the shape of an input (a
+    recurrent state whose gradient it must take)."""
+    if not isinstance(returned, tuple) or len(returned) < 2 or hasattr(returned, "_fields") \
+            or not all(is_float_array(r) for r in returned) or proto.out_path is not None:
+        return False
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
+            exc.as_dict()):
+        return False
+    if len(positional_names(getattr(proto.layer, proto.backward), required=True) or []) != 1:
+        return False
+    shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
+    return not any(np.shape(r) in shapes for r in returned[1:])
 
 
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
@@ -218,7 +257,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         proto.notes.remove(in_note)
         proto.style, proto.order = base, []
         proto.note(note)
-    if proto.style == "one" and _takes_a_step(proto, xs):
+    if proto.style == "one" and takes_a_step(proto, xs):
         return run(1.0)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
         return given_loss(proto, run(1.0), out)
@@ -249,68 +288,6 @@ def _zero_one(x: np.ndarray) -> bool:
     targets)."""
     return x.size > 0 and x.dtype.kind in "biuf" and bool(np.all((x == 0) | (x == 1))) \
         and bool(x.any())
-
-
-def _takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
-    """Whether the backward takes a second argument that only scales the change it makes
-    to arrays the layer holds (``backward(output_error, learning_rate)`` updating its
-    weights): then it is called with 1.0 and a parameter's gradient is minus its change."""
-    method = getattr(proto.layer, proto.backward)
-    names = positional_names(method, required=True)
-    every = positional_names(method)
-    if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
-            and _is_number(default_of(method, every[1])):
-        names = every[:2]  # backward(grad, lr=0.01): a step size with a default
-    if names is None or len(names) != 2 or proto.draws is None:
-        return False
-    seen = []
-    for a in (1.0, 2.0):
-        layer = clone(proto.layer)
-        proto.draws.reset()
-        try:
-            out = getattr(layer, proto.forward)(*clone(xs))
-            if proto.out_path is not None:
-                out = get_path(layer, proto.out_path)
-            before = float_state(layer)
-            ret = getattr(layer, proto.backward)(ones_like(out), a)
-        except Exception:  # not a step size: the reading of the call is left as it was
-            return False
-        now = {p: v for p, v in walk(layer) if is_float_array(v)}
-        seen.append((ret, {p: now[p] - old for p, (_, old) in before.items()
-                           if p in now and _broadcasts(now[p].shape, old.shape)}))
-    (r1, d1), (r2, d2) = seen
-    moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
-    if not _same_return(r1, r2) or not all(
-            np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12) for p in moved):
-        return False
-    proto.style, proto.stepped = "step", moved
-    proto.note(f"backward's argument {names[1]} " + (
-        f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
-        "their gradients read as minus that change" if moved else
-        "changes nothing it returns or holds: called with 1.0"))
-    return True
-
-
-def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    """Whether arrays of shapes ``a`` and ``b`` broadcast together (an update whose
-    gradient had a wrong shape can widen its parameter: then that is its verdict)."""
-    try:
-        np.broadcast_shapes(a, b)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _same_return(a: Any, b: Any) -> bool:
-    xa, xb = leaves(a), leaves(b)
-    return len(xa) == len(xb) and all(
-        (u is None and v is None) or (u is not None and v is not None and np.shape(u) ==
-                                      np.shape(v) and np.array_equal(u, v, equal_nan=True))
-        for u, v in zip(xa, xb, strict=True))
 
 
 def _read_parameters(proto: Protocol, first: Any, xs: list[Any],

@@ -28,8 +28,10 @@ from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 
-__all__ = ["OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style", "describe",
-           "leaves", "linear", "output_path", "probe", "slot_style", "split_return"]
+__all__ = ["FIRST", "OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style",
+           "describe",
+           "leaves", "linear", "output_path", "probe", "read_output", "slot_style",
+           "split_return"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -186,13 +188,26 @@ class Probe:
     notes: list[str] = field(default_factory=list)
 
 
+#: The ``out_path`` of a forward returning several outputs whose backward takes the
+#: first one's gradient only (a recurrent layer's ``ys, h_last`` and ``backward(dys)``).
+FIRST = "<returned>[0]"
+
+
+def read_output(layer: Any, out: Any, out_path: str | None) -> Any:
+    """The output the check differentiates: what the forward returned, its first part
+    (:data:`FIRST`) or a copy of what it stored at ``out_path``."""
+    if out_path is None:
+        return out
+    if out_path == FIRST:
+        return np.array(out[0], copy=True)
+    return np.array(get_path(layer, out_path), copy=True)
+
+
 def forward_output(layer: Any, method: str, xs: list[Any], draws: GlobalDraws,
                    out_path: str | None) -> Any:
     draws.reset()
     out = call_user(getattr(layer, method), *xs, what=f"{type(layer).__name__}.{method}")
-    if out_path is not None:
-        return np.array(get_path(layer, out_path), copy=True)
-    return out
+    return read_output(layer, out, out_path)
 
 
 def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,

@@ -1,0 +1,80 @@
+"""A backward that takes a step on the layer's weights itself: ``backward(output_error,
+learning_rate)`` (or ``lr=0.01``, a number by default) whose second argument only scales
+the change it makes to the arrays the layer holds. It is called with 1.0, and a
+parameter's gradient is read as minus its change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._discovery import is_float_array, walk
+from ._layer_call import Protocol, ones_like
+from ._observe import default_of, float_state, positional_names
+from ._protocol import clone
+from ._reading import leaves, read_output
+
+__all__ = ["takes_a_step"]
+
+
+def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the backward takes a second argument that only scales the change it makes
+    to arrays the layer holds (``backward(output_error, learning_rate)`` updating its
+    weights): then it is called with 1.0 and a parameter's gradient is minus its change."""
+    method = getattr(proto.layer, proto.backward)
+    names = positional_names(method, required=True)
+    every = positional_names(method)
+    if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
+            and _is_number(default_of(method, every[1])):
+        names = every[:2]  # backward(grad, lr=0.01): a step size with a default
+    if names is None or len(names) != 2 or proto.draws is None:
+        return False
+    seen = []
+    for a in (1.0, 2.0):
+        layer = clone(proto.layer)
+        proto.draws.reset()
+        try:
+            out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)),
+                              proto.out_path)
+            before = float_state(layer)
+            ret = getattr(layer, proto.backward)(ones_like(out), a)
+        except Exception:  # not a step size: the reading of the call is left as it was
+            return False
+        now = {p: v for p, v in walk(layer) if is_float_array(v)}
+        seen.append((ret, {p: now[p] - old for p, (_, old) in before.items()
+                           if p in now and _broadcasts(now[p].shape, old.shape)}))
+    (r1, d1), (r2, d2) = seen
+    moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
+    if not _same_return(r1, r2) or not all(
+            np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12) for p in moved):
+        return False
+    proto.style, proto.stepped = "step", moved
+    proto.note(f"backward's argument {names[1]} " + (
+        f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
+        "their gradients read as minus that change" if moved else
+        "changes nothing it returns or holds: called with 1.0"))
+    return True
+
+
+def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether arrays of shapes ``a`` and ``b`` broadcast together (an update whose
+    gradient had a wrong shape can widen its parameter: then that is its verdict)."""
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same_return(a: Any, b: Any) -> bool:
+    xa, xb = leaves(a), leaves(b)
+    return len(xa) == len(xb) and all(
+        (u is None and v is None) or (u is not None and v is not None and np.shape(u) ==
+                                      np.shape(v) and np.array_equal(u, v, equal_nan=True))
+        for u, v in zip(xa, xb, strict=True))
