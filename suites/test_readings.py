@@ -314,3 +314,176 @@ def test_no_first_output_reading_when_another_output_has_an_inputs_shape():
     res = gradcheck.check_layer(WithState(), rng.standard_normal((5, 3)),
                                 rng.standard_normal(4))
     assert not res.passed and res.status == "error", res.report()
+
+
+# -- a second review: states as tuples, numerical helpers, scalars in dicts, copies ----------
+_H = 3
+
+
+def _sig(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def _lstm_step(x, state, W):  # y, the next state (h, c), cache
+    h, c = state
+    z = np.concatenate([x, h], 1) @ W
+    i, f, o, g = _sig(z[:, :_H]), _sig(z[:, _H:2 * _H]), _sig(z[:, 2 * _H:3 * _H]), np.tanh(
+        z[:, 3 * _H:])
+    c2 = f * c + i * g
+    h2 = o * np.tanh(c2)
+    return h2 @ np.ones((_H, 2)), (h2, c2), (x, h, c, W, z, c2)
+
+
+def _lstm_step_ignoring_the_state(dy, cache):  # broken: the next state's gradient is needed
+    x, h, c, W, z, c2 = cache
+    i, f, o, g = _sig(z[:, :_H]), _sig(z[:, _H:2 * _H]), _sig(z[:, 2 * _H:3 * _H]), np.tanh(
+        z[:, 3 * _H:])
+    dh2 = dy @ np.ones((_H, 2)).T
+    dc2 = dh2 * o * (1 - np.tanh(c2) ** 2)
+    dz = np.concatenate([dc2 * g * i * (1 - i), dc2 * c * f * (1 - f),
+                         dh2 * np.tanh(c2) * o * (1 - o), dc2 * i * (1 - g ** 2)], 1)
+    dxh = dz @ W.T
+    return dxh[:, :5], (dxh[:, 5:], dc2 * f), np.concatenate([x, h], 1).T @ dz
+
+
+def test_a_state_left_out_as_a_tuple_of_arrays_still_refuses_the_first_outputs_reading():
+    rng = np.random.default_rng(19)
+    inputs = [rng.standard_normal((4, 5)), (rng.standard_normal((4, _H)),
+                                            rng.standard_normal((4, _H))),
+              rng.standard_normal((5 + _H, 4 * _H))]
+    res = gradcheck.check_vjp(_lstm_step, _lstm_step_ignoring_the_state, inputs)
+    assert not res.passed, res.report()
+
+
+def test_an_output_that_is_a_tuple_of_arrays_of_different_shapes_is_read():
+    def fwd(x, W1, W2):
+        h1 = np.tanh(x @ W1)
+        h2 = np.tanh(h1 @ W2)
+        return h2.sum(1), (h1, h2), (x, W1, W2, h1, h2)
+
+    def bwd(dy, dstates, cache):
+        x, W1, W2, h1, h2 = cache
+        dh1, dh2 = dstates
+        dz2 = (dy[:, None] + dh2) * (1 - h2 ** 2)
+        dz1 = (dz2 @ W2.T + dh1) * (1 - h1 ** 2)
+        return dz1 @ W1.T, x.T @ dz1, h1.T @ dz2
+
+    rng = np.random.default_rng(20)
+    res = gradcheck.check_vjp(fwd, bwd, [rng.standard_normal((4, 3)),
+                                         rng.standard_normal((3, 5)), rng.standard_normal((5, 2))])
+    assert res.passed, res.report()
+
+
+class _WithNumericalHelper:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(21)
+        self.W, self.b, self.broken = rng.standard_normal((3, 2)), rng.standard_normal(2), broken
+
+    def forward(self, x):
+        return x @ self.W + self.b
+
+    def backward(self, x, grad_output):
+        if not self.broken:
+            self.grad_W, self.grad_b = x.T @ grad_output, grad_output.sum(axis=0)
+        return grad_output @ self.W.T
+
+    def numerical_grads(self, x, grad_output, eps=1e-6):
+        out = []
+        for p in (self.W, self.b):
+            g = np.zeros_like(p)
+            for i in np.ndindex(p.shape):
+                p[i] += eps
+                up = np.sum(self.forward(x) * grad_output)
+                p[i] -= 2 * eps
+                g[i] = (up - np.sum(self.forward(x) * grad_output)) / (2 * eps)
+                p[i] += eps
+            out.append(g)
+        return out
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_method_that_runs_the_layer_never_completes_the_backward(broken):
+    x = np.random.default_rng(22).standard_normal((4, 3))
+    try:
+        res = gradcheck.check_layer(_WithNumericalHelper(broken), x)
+    except gradcheck.LayerConventionError:
+        assert broken
+        return
+    _verdict(res, broken)
+    assert not any("numerical_grads" in n for n in res.notes), res.notes
+
+
+def test_a_float_scalar_in_a_dict_input_with_no_key_is_a_constant():
+    def fwd(x, p):
+        mu, var = x.mean(0), x.var(0)
+        xh = (x - mu) / np.sqrt(var + p["eps"])
+        return p["gamma"] * xh + p["beta"], (xh, var, p)
+
+    def bwd(dout, cache):
+        xh, var, p = cache
+        n = xh.shape[0]
+        dxh = dout * p["gamma"]
+        dx = (n * dxh - dxh.sum(0) - xh * (dxh * xh).sum(0)) / (n * np.sqrt(var + p["eps"]))
+        return {"dx": dx, "dgamma": (dout * xh).sum(0), "dbeta": dout.sum(0)}
+
+    rng = np.random.default_rng(23)
+    p = {"gamma": rng.standard_normal(3), "beta": rng.standard_normal(3), "eps": 0.5}
+    res = gradcheck.check_vjp(fwd, bwd, [rng.standard_normal((5, 3)), p])
+    assert res.passed, res.report()
+    assert next(i for i in res.inputs if i.name == "p['eps']").status == "constant"
+
+
+class _Aliased(_PropertyDense):
+    """Two properties building the same list; one of them touches the layer."""
+
+    @property
+    def parameters(self):
+        self.touched = True  # a side effect: never on the caller's object
+        return [self.W, self.b]
+
+
+def test_parameter_properties_run_on_a_copy_and_agreeing_ones_are_read():
+    layer = _Aliased()
+    res = gradcheck.check_layer(layer, np.random.default_rng(24).standard_normal((4, 3)))
+    assert res.passed, res.report()
+    assert not hasattr(layer, "touched")
+
+
+def test_a_batch_of_one_keeps_the_shape_of_the_data_gradient_as_evidence():
+    def fwd(x, W):
+        return x @ W, (x, W)
+
+    def bwd(dout, cache):  # dx summed over the batch: right for a batch of one only
+        x, W = cache
+        return (dout @ W.T).sum(axis=0), x.T @ dout
+
+    rng = np.random.default_rng(25)
+    res = gradcheck.check_vjp(fwd, bwd, [rng.standard_normal((1, 3)), rng.standard_normal((3, 2))])
+    assert res.status == "shape-mismatch", res.report()
+
+
+def test_a_layer_holding_a_delegating_wrapper_is_an_error_naming_it():
+    class Wrap:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    layer = _ModuleHeldLike()
+    layer.holder = Wrap(np.random.default_rng(26))
+    res = gradcheck.check_layer(layer, np.random.default_rng(27).standard_normal((4, 3)))
+    assert res.status == "bad-protocol" and "cannot be copied" in res.message, res.report()
+
+
+class _ModuleHeldLike:
+    def __init__(self):
+        self.W = np.random.default_rng(28).standard_normal((3, 2))
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        return dout @ self.W.T

@@ -146,7 +146,8 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     computed: dict[int, str] = {}
     for i in prep.diff:
         if leaves[i] is not None:
-            grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes)
+            grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes,
+                                 unit=_not_data(prep, i))
             computed[i] = np.asarray(leaves[i]).dtype.name
     for i in prep.ints:
         if leaves[i] is not None:
@@ -172,14 +173,21 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                    unnamed)
 
 
+def _not_data(prep: _Inputs, i: int) -> bool:
+    """Whether leaf ``i`` is no part of the first positional input (the data a batch of
+    one leaves no other evidence for than its gradient's shape): a gradient of it that
+    differs by size-1 axes is compared after reshaping."""
+    return prep.as_kwargs or prep.owner[i] != prep.owner[0]
+
+
 def _unnamed(prep: _Inputs, grads: list[F64 | None], none: list[int]) -> list[int]:
-    """The parts a dict of gradients has no key for, of inputs whose other parts have one
-    (parameters['ba'] beside dWax): checked to leave the output unchanged. A whole input
-    without one is a constant, as None is."""
+    """The array parts a dict of gradients has no key for, of inputs whose other parts
+    have one (parameters['ba'] beside dWax): checked to leave the output unchanged. A
+    whole input or a float scalar part (eps) without one is a constant, as None is."""
     if prep.as_kwargs:
         return []
     given = {prep.owner[i] for i in prep.diff if grads[i] is not None}
-    return [i for i in none if prep.owner[i] in given]
+    return [i for i in none if prep.owner[i] in given and np.ndim(prep.leaves[i]) > 0]
 
 
 def _narrowest_output(outputs: _Outputs, prep: _Inputs, notes: list[str]) -> dict[int, str]:
@@ -237,7 +245,8 @@ def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[An
         grads: list[F64 | None] = [None] * len(prep.leaves)
         for i in prep.diff:
             if leaves[i] is not None:
-                grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], [])
+                grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], [],
+                                     unit=_not_data(prep, i))
         return grads
 
     return vjp

@@ -103,7 +103,11 @@ class Unreduced(ProtocolError):
         self.entry = entry
 
 
-def validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
+def validated(g: Any, x: np.ndarray, name: str, notes: list[str], *, unit: bool = True
+              ) -> F64:
+    """The gradient ``g`` of input ``x`` as float64, after the protocol's rules (shape,
+    dtype, finite); ``unit``: one that differs by size-1 axes and broadcasts to ``x`` is
+    reshaped, with a note (a bias's ``(H,)`` for ``(1, H)``)."""
     try:
         ga = np.asarray(g)
     except (ValueError, TypeError):
@@ -112,7 +116,7 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str]) -> F64:
             f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
             + f", not an array of shape {x.shape}; return one array per input (and the "
             "parameters' gradients apart, as dX, [dW, db])")) from None
-    if ga.shape != x.shape and ga.size == x.size and same_but_unit(ga.shape, x.shape):
+    if unit and ga.shape != x.shape and ga.size == x.size and same_but_unit(ga.shape, x.shape):
         notes.append(f"the gradient of {name} has shape {ga.shape}, {name} has {x.shape}: "
                      "compared after reshaping (they differ by size-1 axes only, and it "
                      "broadcasts in an update)")

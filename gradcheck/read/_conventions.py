@@ -141,7 +141,7 @@ class Conventions:
         self._first = inputs[0] if self._listed and self._n == 1 else None
         self._inputs = list(inputs) if self._listed else []
         self._given = inputs
-        self._shapes: list[tuple[int, ...]] = []  # of the outputs, cache left out
+        self._shapes: list[list[tuple[int, ...]]] = []  # each output's array leaves
         self._wanted = self._wrt_order(wrt)
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
@@ -174,7 +174,7 @@ class Conventions:
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
         self.outputs = len(out) - 1
-        self._shapes = [np.shape(v) for v in out[:-1]]
+        self._shapes = [[a.shape for a in _array_leaves(v)] for v in out[:-1]]
         if self.leading:
             k = self.leading
             self._note(f"forward returned {len(out)} values, {len(out) - 1} outputs and the "
@@ -200,7 +200,7 @@ class Conventions:
                 _positional_count(self._bwd) != self._required:
             return None
         shapes = {np.shape(v) for v in _array_leaves(self._given)}
-        if any(s in shapes for s in self._shapes[k:]):
+        if any(s in shapes for out in self._shapes[k:] for s in out):
             return None
         other = Conventions(self._fwd, self._bwd, self._given, self._wanted)
         other.leading = k

@@ -151,8 +151,6 @@ class Protocol:
         dxs = self._input_grads(dx, np.size(dy) == 1)
         for k, path in self.stored_inputs.items():
             dxs[k] = np.array(get_path(fresh, path), copy=True)
-        dxs = [self._unit(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
-               for k, d in enumerate(dxs)]
         scale = np.asarray(dy) if self.style in ("none", "given") else None
         grads = []
         keys = self.returned[1] if self.returned is not None else {}

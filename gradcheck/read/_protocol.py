@@ -110,7 +110,7 @@ def clone(obj: _T) -> _T:
     names it, since every evaluation runs on a copy."""
     try:
         return copy.deepcopy(obj)
-    except TypeError:
+    except Exception:  # a module, or what cannot be copied: said below
         memo: dict[int, Any] = {id(m): m for m in list(sys.modules.values()) if m is not None}
         try:
             return copy.deepcopy(obj, memo)

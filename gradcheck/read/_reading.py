@@ -18,7 +18,9 @@ record:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import inspect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,10 +94,38 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     # grads_wrt_outputs)): what it returns is read beside what the backward returned
     args = _arguments(style, order, dy, xs, out, method.__self__)
     given = dict(zip((positional_names(method) or [])[:len(args)], args, strict=False))
-    extra = done(*[given[n] for n in wants])
+    with _watched(method.__self__, {then, method.__name__}) as ran:
+        extra = done(*[given[n] for n in wants])
+    if ran:  # it runs the layer: a numerical gradient, not the backward's
+        raise ProtocolError("bad-protocol", f"{then}() runs {ran[0]}()")
     if extra is None:  # it stores what it computes: a step the backward itself must take
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")
     return ret, extra
+
+
+@contextlib.contextmanager
+def _watched(obj: Any, skip: set[str]) -> Iterator[list[str]]:
+    """The names of the object's other methods called inside the block, in order (each
+    shadowed on the instance meanwhile, then put back)."""
+    ran: list[str] = []
+    names = [n for n in dir(type(obj)) if not n.startswith("__") and n not in skip
+             and inspect.isfunction(getattr(type(obj), n, None)) and n not in vars(obj)]
+
+    def watch(name: str) -> Any:
+        bound = getattr(obj, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            ran.append(name)
+            return bound(*args, **kwargs)
+        return call
+
+    for n in names:
+        setattr(obj, n, watch(n))
+    try:
+        yield ran
+    finally:
+        for n in names:
+            vars(obj).pop(n, None)
 
 
 def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],
@@ -330,6 +360,7 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
     None when the return is not so split."""
     if not isinstance(ret, (tuple, list)) or len(ret) < 2:
         return None
+    layer = clone(layer)  # its properties run on a copy
     held = {id(v): p for p, v in walk(layer) if is_float_array(v)}
     for j in range(len(ret) - 1, -1, -1):
         part = ret[j]
@@ -341,10 +372,10 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
         for _, arrays in _param_lists(layer, set(held)):
             if _keys(arrays) == _keys(part):
                 return j, {held[id(a)]: k for k, a in _pairs(arrays)}
-        built = [arrays for _, arrays in _properties(layer, set(held))
-                 if _keys(arrays) == _keys(part)]
-        if len(built) == 1:  # a property's list (params returning [self.W, self.b])
-            return j, {held[id(a)]: k for k, a in _pairs(built[0])}
+        built = [{held[id(a)]: k for k, a in _pairs(arrays)}
+                 for _, arrays in _properties(layer, set(held)) if _keys(arrays) == _keys(part)]
+        if built and all(b == built[0] for b in built):  # params returning [self.W, self.b]
+            return j, built[0]
     return None
 
 
