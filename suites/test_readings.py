@@ -487,3 +487,111 @@ class _ModuleHeldLike:
     def backward(self, dout):
         self.dW = self.x.T @ dout
         return dout @ self.W.T
+
+
+# -- a third evaluator corpus: gradients in a dict by attribute, a loss given its labels back,
+# the output gradient fed by another method ----------------------------------------------------
+class _DictLinear:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(29)
+        self.W, self.b, self.broken = rng.standard_normal((3, 4)), rng.standard_normal(4), broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, g):
+        db = g.sum(axis=0) * (0.5 if self.broken else 1.0)
+        return g @ self.W.T, {"W": self.x.T @ g, "b": db}
+
+
+class _DictFeedForward:
+    def __init__(self, broken=False):
+        self.w1, self.w2 = _DictLinear(), _DictLinear(broken)
+        self.w2.W = np.random.default_rng(30).standard_normal((4, 4))
+
+    def forward(self, x):
+        self.h = np.tanh(self.w1.forward(x))
+        return self.w2.forward(self.h)
+
+    def backward(self, g):
+        gh, g2 = self.w2.backward(g)
+        gx, g1 = self.w1.backward(gh * (1 - self.h ** 2))
+        return gx, {**{f"w1_{k}": v for k, v in g1.items()},
+                    **{f"w2_{k}": v for k, v in g2.items()}}
+
+
+@pytest.mark.parametrize("layer", [_DictLinear, _DictFeedForward])
+@pytest.mark.parametrize("broken", [False, True])
+def test_parameter_gradients_returned_in_a_dict_keyed_by_attribute(layer, broken):
+    res = gradcheck.check_layer(layer(broken), np.random.default_rng(31).standard_normal((5, 3)))
+    _verdict(res, broken)
+    if broken:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] in (["b"], ["w2.b"])
+
+
+class _CrossEntropy:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, prediction_tensor, label_tensor):
+        self.p = prediction_tensor
+        return -np.sum(np.log(self.p[label_tensor == 1]))
+
+    def backward(self, label_tensor):
+        return (1 if self.broken else -1) * label_tensor / self.p
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_whose_backward_takes_the_labels_back_is_given_them(broken):
+    rng = np.random.default_rng(32)
+    p, t = rng.uniform(0.05, 0.95, (5, 4)), np.eye(4)[rng.integers(0, 4, 5)]
+    res = gradcheck.check_layer(_CrossEntropy(broken), p, t)
+    _verdict(res, broken)
+    assert any("takes the forward's arguments label_tensor" in n for n in res.notes)
+
+
+class _Fed:
+    """nndiy's convention: backward_update_gradient(delta) keeps delta and adds into the
+    weights' gradient; backward() computes the input gradient from it."""
+
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(33)
+        self._W, self.broken = rng.standard_normal((3, 4)), broken
+        self._grad_W = np.zeros_like(self._W)
+
+    def forward(self, data):
+        self._input = data
+        self._output = data @ self._W
+
+    def backward_update_gradient(self, delta):
+        self._delta = delta
+        self._grad_W += self._input.T @ delta * (2.0 if self.broken else 1.0)
+
+    def backward(self):
+        self._grad_input = self._delta @ self._W.T
+
+
+class _FedActivation:
+    def forward(self, data):
+        self._input = data
+        self._output = np.tanh(data)
+
+    def backward_update_gradient(self, delta):
+        self._delta = delta
+
+    def backward(self):
+        self._grad_input = (1 - np.tanh(self._input) ** 2) * self._delta
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_fed_its_output_gradient_by_another_method(broken):
+    x = np.random.default_rng(34).standard_normal((4, 3))
+    res = gradcheck.check_layer(_Fed(broken), x)
+    _verdict(res, broken)
+    if broken:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] == ["_W"]
+    assert any("backward_update_gradient(dout) feeds the output gradient" in n
+               for n in res.notes), res.notes
+    res = gradcheck.check_layer(_FedActivation(), np.random.default_rng(35).standard_normal((4, 5)))
+    assert res.passed, res.report()

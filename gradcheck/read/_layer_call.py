@@ -104,6 +104,7 @@ class Protocol:
     wrt_given: bool = False
     reading: int | str | None = None  # a loss's prediction argument: an input or a path
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
+    fed: str | None = None  # a method feeding it the output gradient (style FEED)
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:

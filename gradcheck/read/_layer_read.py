@@ -31,6 +31,7 @@ from ._discovery import (
     unmatched,
     walk,
 )
+from ._feed import fed_by
 from ._handed import Handed, attached, find_handed, held_objects
 from ._layer_call import (
     Protocol,
@@ -51,6 +52,7 @@ from ._observe import (
 )
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
+    FEED,
     FIRST,
     GlobalDraws,
     call_backward,
@@ -192,17 +194,24 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
         return probe_style(proto, xs, what)
     except UserCodeError as exc:
         exc.advice = left_at_none(proto, exc)
-        if not _first_of_several(proto, xs, returned, exc):
-            raise
         saved = (list(proto.notes), proto.style, proto.order)
-        proto.out_path, proto.notes = FIRST, [n for n in proto.notes if n]
-        proto.note(f"{what} returned {len(returned)} arrays and its backward takes one "
-                   "output gradient: it differentiates the first, which is checked; the "
-                   "others are not")
+        if _first_of_several(proto, xs, returned, exc):
+            proto.out_path = FIRST
+            text = (f"{what} returned {len(returned)} arrays and its backward takes one "
+                    "output gradient: it differentiates the first, which is checked; the "
+                    "others are not")
+        elif (feed := fed_by(proto, xs, exc)) is not None:
+            proto.fed = feed
+            text = (f"{type(proto.layer).__name__}.{feed}(dout) feeds the output gradient "
+                    f"to {proto.backward}(), which takes none: called one after the other")
+        else:
+            raise
+        proto.notes = [n for n in saved[0] if n and "per sample" not in n]
+        proto.note(text)
         try:
             return probe_style(proto, xs, what)
         except UserCodeError:
-            proto.out_path = None
+            proto.out_path, proto.fed = None, None
             proto.notes, proto.style, proto.order = saved
             raise exc from None
 
@@ -237,6 +246,8 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
                              f"{proto.backward}")
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(xs), before, init, out, tuple(leaves(given)))
+    if proto.fed is not None:
+        proto.style, proto.order, in_note, note = FEED + proto.fed, [], "", ""
     if not proto.style:
         proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
                                                        len(xs), base)

@@ -30,7 +30,7 @@ from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 
-__all__ = ["FIRST", "OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style",
+__all__ = ["FEED", "FIRST", "OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style",
            "describe",
            "leaves", "linear", "output_path", "probe", "read_output", "slot_style",
            "split_return"]
@@ -46,6 +46,10 @@ def call_style(method: Any, forward: Any, n: int, base: str
     ``(base, [], "")``: a count of arguments alone is no evidence."""
     names = positional_names(method, required=True)
     f_names = (positional_names(forward) or [])[:n]
+    if names and n >= 2 and all(a in f_names[1:] for a in names):  # backward(label_tensor)
+        return "given", [f_names.index(a) for a in names], (
+            f"backward takes the forward's arguments {', '.join(names)} and no output "
+            "gradient: read as a loss's gradient with respect to the others")
     if not names or n == 0 or len(names) < 2:
         return base, [], ""
     by_name: list[int | str | None] = [f_names.index(a) if a in f_names else None
@@ -70,6 +74,10 @@ def call_style(method: Any, forward: Any, n: int, base: str
 #: In a call order, the forward's output (what it returned) as an argument of the backward.
 OUTPUT = "<output>"
 
+
+#: The style of a backward that takes no argument, its output gradient given to another
+#: method first (``backward_update_gradient(delta)``): ``"feed:" + that method's name``.
+FEED = "feed:"
 
 #: The style of a backward that reads its output gradient from an array the forward left
 #: zero on the layer, and adds the input gradient into a buffer it is given (darknet):
@@ -143,6 +151,9 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
                    xs: list[Any], out: Any) -> Any:
     if style.startswith(SLOT):
         return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
+    if style.startswith(FEED):  # the output gradient goes in through another method
+        getattr(method.__self__, style.removeprefix(FEED))(dy)
+        return method()
     if style in ("one", "spread", "inputs", "given"):  # a path: what the forward stored
         return method(*_arguments(style, order, dy, xs, out, method.__self__))
     if style == "step":  # backward(output_error, learning_rate)
@@ -284,9 +295,14 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     after = clone(init)
     before = float_state(after)
     method = getattr(after, method_b)
-    ret = call_user(call_backward, method, style[0], style[1], ones(out), xs, then,
+    dy = ones(out)
+    ret = call_user(call_backward, method, style[0], style[1], clone(dy), xs, then,
                     returned, what=f"{type(layer).__name__}.{method_b}")
-    return Probe(init, after, xs, out, out_path, ret, stored(before, after))
+    kept = stored(before, after)
+    if style[0].startswith(FEED):  # the output gradient it keeps is no gradient it made
+        kept = {p: v for p, v in kept.items() if not (
+            np.shape(v) == np.shape(dy) and np.array_equal(v, dy))}
+    return Probe(init, after, xs, out, out_path, ret, kept)
 
 
 def leaves(out: Any) -> list[Any]:
@@ -356,7 +372,8 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
     """When the backward returned ``(dX, [dW, db])`` (or ``(dX, {"W": dW})``, or
     ``(dX, [])`` for a layer with none): the index of the parameters' part and
     ``param path -> key`` of each gradient in it, the part matched to a list or dict of
-    the layer's own float arrays (``self.params = [W, b]``) by its keys or length.
+    the layer's own float arrays (``self.params = [W, b]``) by its keys or length, or a
+    dict whose keys name the arrays (``{'W': dW, 'b': db}``, ``'w1_W'`` for ``w1.W``).
     None when the return is not so split."""
     if not isinstance(ret, (tuple, list)) or len(ret) < 2:
         return None
@@ -376,7 +393,28 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
                  for _, arrays in _properties(layer, set(held)) if _keys(arrays) == _keys(part)]
         if built and all(b == built[0] for b in built):  # params returning [self.W, self.b]
             return j, built[0]
+        named = _by_attribute(part, held, layer) if isinstance(part, dict) else None
+        if named:
+            return j, named
     return None
+
+
+def _by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
+                  ) -> dict[str, Any] | None:
+    """``param path -> key`` when every key of a returned dict names one of the layer's
+    float arrays: its path (``'W'``, ``'gamma'``) or its path with ``_`` for ``.``
+    (``'w1_W'`` for ``w1.W``, a sub-layer's), each gradient of its array's shape but for
+    size-1 axes. None when a key names none."""
+    paths = {p: get_path(layer, p) for p in held.values()}
+    spelled = {p.replace(".", "_"): p for p in paths} | {p: p for p in paths}
+    out: dict[str, Any] = {}
+    for k, g in part.items():
+        p = spelled.get(k) if isinstance(k, str) else None
+        if p is None or p in out or not isinstance(g, np.ndarray) or not (
+                g.shape == paths[p].shape or same_but_unit(g.shape, paths[p].shape)):
+            return None
+        out[p] = k
+    return out
 
 
 def _items(part: Any) -> list[Any]:
