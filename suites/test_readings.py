@@ -595,3 +595,242 @@ def test_a_backward_fed_its_output_gradient_by_another_method(broken):
                for n in res.notes), res.notes
     res = gradcheck.check_layer(_FedActivation(), np.random.default_rng(35).standard_normal((4, 5)))
     assert res.passed, res.report()
+
+
+# -- a third review: what a fed backward keeps, which method feeds it, whose gradient a loss
+# taking back its arguments returns ---------------------------------------------------------
+class _FedWrongSlot:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, data):
+        self._input = data
+        self._output = np.tanh(data)
+
+    def backward_update_gradient(self, delta):
+        self._delta = delta
+
+    def backward(self):  # broken: what the framework reads is delta passed through
+        self._grad = (1 - np.tanh(self._input) ** 2) * self._delta
+        self._grad_input = self._delta if self.broken else self._grad
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_an_array_the_fed_backward_stores_equal_to_the_gradient_stays_a_candidate(broken):
+    res = gradcheck.check_layer(_FedWrongSlot(broken),
+                                np.random.default_rng(36).standard_normal((4, 3)))
+    assert res.passed is not broken, res.report()
+
+
+_LOG: list = []
+
+
+class _FedAmongOthers:
+    def __init__(self):
+        self._cache = None
+
+    @property
+    def output(self):  # raises before a forward: never run on the caller's object
+        if not hasattr(self, "_output"):
+            raise RuntimeError("call forward() first")
+        return self._output
+
+    @property
+    def summary(self):  # caches on first access
+        if self._cache is None:
+            self._cache = "tanh"
+        return self._cache
+
+    def forward(self, data):
+        self._input = data
+        self._output = np.tanh(data)
+
+    def log(self, value):  # an unrelated helper: never called by the check
+        _LOG.append(value)
+
+    def set_labels(self, y):  # stores its argument, but backward() is not fed by it
+        self.y = y
+
+    def backward_update_gradient(self, delta):
+        self._delta = delta
+
+    def backward(self):
+        self._grad_input = (1 - np.tanh(self._input) ** 2) * self._delta
+
+
+def test_only_the_method_storing_what_the_backward_misses_is_called_to_feed_it():
+    layer = _FedAmongOthers()
+    res = gradcheck.check_layer(layer, np.random.default_rng(37).standard_normal((4, 3)))
+    assert res.passed, res.report()
+    assert _LOG == [] and layer._cache is None and not hasattr(layer, "_output")
+
+
+class _LabelsSetter:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, z):
+        e = np.exp(z - z.max(1, keepdims=True))
+        self.p = e / e.sum(1, keepdims=True)
+        return self.p
+
+    def set_labels(self, y):
+        self.y = y
+
+    def backward(self):
+        return (self.y - self.p) if self.broken else (self.p - self.y)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_labels_setter_is_no_gradient_feed(broken):
+    res = gradcheck.check_layer(_LabelsSetter(broken),
+                                np.random.default_rng(38).standard_normal((4, 3)))
+    assert not res.passed and res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+class _TargetsFirst:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, y_true, y_pred):
+        self.t = y_true
+        return float(np.mean((y_pred - y_true) ** 2))
+
+    def backward(self, y_pred):
+        g = 2 * (y_pred - self.t) / y_pred.size
+        return -g if self.broken else g
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_taking_back_a_float_argument_is_no_verdict_unless_wrt_says(broken):
+    rng = np.random.default_rng(39)
+    t, p = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    res = gradcheck.check_layer(_TargetsFirst(broken), t, p)
+    assert res.status == "bad-protocol" and "wrt=" in res.message, res.report()
+    res = gradcheck.check_layer(_TargetsFirst(broken), t, p, wrt=["x1"])
+    _verdict(res, broken)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_taking_back_its_predictions_after_0_1_labels(broken):
+    class BCE(_TargetsFirst):
+        def forward(self, y_true, y_pred):
+            self.t = y_true
+            return -float(np.sum(y_true * np.log(y_pred) + (1 - y_true) * np.log(1 - y_pred)))
+
+        def backward(self, y_pred):
+            g = (y_pred - self.t) / (y_pred * (1 - y_pred))
+            return -g if self.broken else g
+
+    rng = np.random.default_rng(40)
+    t, p = rng.integers(0, 2, (5, 3)).astype(float), rng.uniform(0.1, 0.9, (5, 3))
+    _verdict(gradcheck.check_layer(BCE(broken), t, p), broken)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_zero_gradient_dict_made_ready_is_no_parameter_list(broken):
+    class Ready(_DictLinear):
+        def __init__(self, broken=False):
+            super().__init__(broken)
+            self.grads = {"W": np.zeros_like(self.W), "b": np.zeros_like(self.b)}
+
+    _verdict(gradcheck.check_layer(Ready(broken),
+                                   np.random.default_rng(41).standard_normal((5, 3))), broken)
+
+
+# -- a fourth evaluator corpus: private names, a per-sample loss's derivative(), a gradient
+# given as one row, one input's gradient per call ---------------------------------------------
+class _Private:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(42)
+        self._W, self._b, self.broken = rng.standard_normal((3, 2)), rng.standard_normal(2), broken
+
+    def forward(self, x):
+        self._x = x
+        return x @ self._W + self._b
+
+    def backward(self, dout):
+        self._dW = self._x.T @ dout
+        self._db = dout.sum(axis=1 if self.broken else 0)  # broken: the wrong axis
+        return dout @ self._W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_private_gradient_of_the_wrong_shape_is_a_shape_mismatch(broken):
+    res = gradcheck.check_layer(_Private(broken), np.random.default_rng(43).standard_normal((4, 3)))
+    if broken:
+        assert res.status == "shape-mismatch" and "_db" in res.message, res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _PerSampleCE:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def __call__(self, x, y):
+        return self.forward(x, y)
+
+    def forward(self, x, y):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        self.p, self.y = e / e.sum(axis=1, keepdims=True), y
+        return -np.sum(y * np.log(self.p), axis=1)
+
+    def derivative(self):
+        return (self.y - self.p) if self.broken else (self.p - self.y)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_per_sample_loss_with_a_derivative_taking_nothing(broken):
+    rng = np.random.default_rng(44)
+    x, y = rng.standard_normal((5, 4)), np.eye(4)[rng.integers(0, 4, 5)]
+    res = gradcheck.check_layer(_PerSampleCE(broken), x, y)
+    _verdict(res, broken)
+    assert any("found by what they return: forward" in n for n in res.notes), res.notes
+
+
+class _RowCell:
+    """A 1-d cell whose backward expects its gradient as one row, (1, h) (course code)."""
+
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(45)
+        self.W, self.broken = rng.standard_normal((4, 3)), broken
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(self.W @ x)
+        return self.h
+
+    def backward(self, delta):
+        dz = delta * (1 - self.h ** (1 if self.broken else 2))  # (1, h)
+        self.dW = dz.T @ self.x[None]
+        return dz @ self.W  # (1, d)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_1d_outputs_gradient_is_given_as_a_row_when_the_backward_wants_one(broken):
+    res = gradcheck.check_layer(_RowCell(broken), np.random.default_rng(46).standard_normal(3))
+    _verdict(res, broken)
+    assert any("given it as one row" in n for n in res.notes), res.notes
+
+
+class _PerInput:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, a, b):
+        return np.dot(a, b)
+
+    def backward(self, grad, wrt, a, b):
+        if wrt == 0:
+            return np.dot(grad, b if self.broken else b.T)
+        return np.dot(a.T, grad)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_returning_one_inputs_gradient_per_call(broken):
+    rng = np.random.default_rng(47)
+    res = gradcheck.check_layer(_PerInput(broken), rng.standard_normal((3, 3)),
+                                rng.standard_normal((3, 3)))
+    _verdict(res, broken)
+    if broken:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] == ["x0"]

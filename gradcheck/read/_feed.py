@@ -3,14 +3,19 @@ keeps it on the layer (``backward_update_gradient(delta)``, storing ``self._delt
 and adding into the weights' gradients), and the backward, taking no argument, reads it
 from there (``backward()`` computing ``self._grad_input``).
 
-Observed, not named: when a backward that takes no argument raises for a layer whose
-output is no scalar (no loss), each other public method taking one argument is called on
-a copy after a forward, with a random output gradient; the one method that stores an
-array equal to what it was given, after which the backward runs, feeds it.
+Observed, not named: when a backward that takes no argument raises because an attribute
+is missing (``'Tanh' object has no attribute '_delta'``) for a layer whose output is no
+scalar (no loss), the methods of its class whose code stores that attribute and that take
+one argument are the candidates. Each is called on a copy after a forward with a random
+output gradient: it must keep that gradient unchanged at the attribute, and the backward
+must then run and be linear in it (a ``set_labels(y)`` is not). Exactly one such method
+feeds the backward; no other method of the layer is ever called.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 import numpy as np
@@ -18,49 +23,74 @@ import numpy as np
 from ._layer_call import Protocol, takes_no_gradient
 from ._observe import float_state, positional_names, stored
 from ._protocol import UserCodeError, clone
-from ._reading import read_output
+from ._reading import leaves, read_output
 
 __all__ = ["fed_by"]
 
+_MISSING = re.compile(r"has no attribute '(\w+)'")
 
-def fed_by(proto: Protocol, xs: list[Any], exc: UserCodeError) -> str | None:
-    """The method that feeds the backward its output gradient, or None when there is not
-    exactly one (see the module's docstring)."""
+
+def fed_by(proto: Protocol, xs: list[Any], exc: UserCodeError) -> tuple[str, str] | None:
+    """``(method, attribute)``: the method that feeds the backward its output gradient and
+    where it keeps it, or None when there is not exactly one (see the module's
+    docstring)."""
     layer = proto.layer
-    backward = getattr(layer, proto.backward)
-    if exc.what != f"{type(layer).__name__}.{proto.backward}" or proto.fed is not None \
-            or not takes_no_gradient(backward) or proto.draws is None:
+    missing = _MISSING.search(exc.text) if exc.type == "AttributeError" else None
+    if missing is None or exc.what != f"{type(layer).__name__}.{proto.backward}" \
+            or proto.fed is not None or proto.draws is None \
+            or not takes_no_gradient(getattr(layer, proto.backward)):
         return None
-    found = [name for name in _candidates(layer, proto) if _feeds(proto, xs, name)]
-    return found[0] if len(found) == 1 else None
+    found = [name for name in _candidates(type(layer), proto, missing.group(1))
+             if _feeds(proto, xs, name, missing.group(1))]
+    return (found[0], missing.group(1)) if len(found) == 1 else None
 
 
-def _candidates(layer: Any, proto: Protocol) -> list[str]:
+def _candidates(cls: type, proto: Protocol, attribute: str) -> list[str]:
+    """The methods of ``cls`` (read statically: no property runs) taking one argument
+    whose code stores ``attribute``."""
     out = []
-    for name in dir(type(layer)):
-        if name.startswith("_") or name in (proto.forward, proto.backward):
+    for name in dir(cls):
+        fn = inspect.getattr_static(cls, name, None)
+        if name.startswith("_") or name in (proto.forward, proto.backward) or \
+                not inspect.isfunction(fn):
             continue
-        method = getattr(layer, name, None)
-        if callable(method) and len(positional_names(method, required=True) or []) == 1:
+        if attribute in fn.__code__.co_names and len(
+                positional_names(fn, required=True) or []) == 2:  # self and the gradient
             out.append(name)
     return out
 
 
-def _feeds(proto: Protocol, xs: list[Any], name: str) -> bool:
+def _feeds(proto: Protocol, xs: list[Any], name: str, attribute: str) -> bool:
+    a = _fed_run(proto, xs, name, attribute, 1.0)
+    b = _fed_run(proto, xs, name, attribute, 2.0) if a is not None else None
+    if a is None or b is None:
+        return False
+    return len(a) == len(b) and all(
+        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
+            1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(a, b, strict=True))
+
+
+def _fed_run(proto: Protocol, xs: list[Any], name: str, attribute: str,
+             scale: float) -> list[np.ndarray] | None:
+    """What the backward returned and created after ``name`` was given ``scale`` times a
+    fixed random output gradient and kept it at ``attribute``; None when it did not."""
     assert proto.draws is not None
     layer = clone(proto.layer)
     try:
         proto.draws.reset()
         out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
         if not isinstance(out, np.ndarray) or out.size < 2 or out.dtype.kind != "f":
-            return False
-        dy = np.asarray(np.random.default_rng(0).standard_normal(out.shape), dtype=out.dtype)
-        before = float_state(layer)
+            return None
+        dy = np.asarray(scale * np.random.default_rng(0).standard_normal(out.shape),
+                        dtype=out.dtype)
         getattr(layer, name)(dy.copy())
-        kept = any(v.shape == dy.shape and np.array_equal(v, dy)
-                   for v in stored(before, layer, (), copies=False).values())
-        if kept:
-            getattr(layer, proto.backward)()
-        return kept
+        kept = getattr(layer, attribute, None)
+        if not isinstance(kept, np.ndarray) or not np.array_equal(kept, dy):
+            return None
+        before = float_state(layer)
+        ret = getattr(layer, proto.backward)()
     except Exception:  # noqa: BLE001 - not the method that feeds it: it raised on trying
-        return False
+        return None
+    made = [v for p, v in stored(before, layer, (), copies=False).items() if p != attribute]
+    return [np.asarray(v, dtype=np.float64) for v in leaves(ret) if isinstance(v, np.ndarray)
+            ] + [np.asarray(v, dtype=np.float64) for v in made]

@@ -91,7 +91,7 @@ class Protocol:
     wanted: list[int]  # the inputs in wrt (without wrt: those holding a float array)
     notes: list[str] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)  # of the inputs ("sequence", None)
-    labels: list[bool] = field(default_factory=list)  # which inputs hold whole numbers
+    labels: list[bool] = field(default_factory=list)  # which inputs hold 0/1 labels
     style: str = ""
     order: list[Any] = field(default_factory=list)  # style "inputs": the arguments
     out_path: str | None = None  # where a forward returning None stores its output
@@ -105,6 +105,7 @@ class Protocol:
     reading: int | str | None = None  # a loss's prediction argument: an input or a path
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
     fed: str | None = None  # a method feeding it the output gradient (style FEED)
+    row: bool = False  # a 1-d output's gradient given as one row (style "row")
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -152,6 +153,8 @@ class Protocol:
         dxs = self._input_grads(dx, np.size(dy) == 1)
         for k, path in self.stored_inputs.items():
             dxs[k] = np.array(get_path(fresh, path), copy=True)
+        dxs = [self._row(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
+               for k, d in enumerate(dxs)]
         scale = np.asarray(dy) if self.style in ("none", "given") else None
         grads = []
         keys = self.returned[1] if self.returned is not None else {}
@@ -180,6 +183,17 @@ class Protocol:
             return g
         self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: "
                   "compared after reshaping (they differ by size-1 axes only)")
+        return g.reshape(shape)
+
+    def _row(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
+        """An input's gradient with extra size-1 axes only (``(1, d)`` for ``(d,)``, a
+        backward given a 1-d output's gradient as one row), reshaped, with a note; fewer
+        axes (a batch of one summed over) stay a shape mismatch."""
+        if not isinstance(g, np.ndarray) or g.ndim <= len(shape) or g.size != int(
+                np.prod(shape)) or [d for d in g.shape if d != 1] != [d for d in shape if d != 1]:
+            return g
+        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: compared "
+                  "after reshaping (extra size-1 axes only)")
         return g.reshape(shape)
 
     def _input_grads(self, dx: Any, scalar: bool) -> list[Any]:

@@ -42,7 +42,7 @@ from ._layer_call import (
     takes_no_gradient,
     times,
 )
-from ._loss_read import as_prediction, given_loss, left_at_none, loss_stored
+from ._loss_read import as_prediction, given_loss, labels_of, left_at_none, loss_stored, settle
 from ._observe import (
     completing_methods,
     float_state,
@@ -54,6 +54,7 @@ from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     FEED,
     FIRST,
+    UNSURE,
     GlobalDraws,
     call_backward,
     call_style,
@@ -200,10 +201,15 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             text = (f"{what} returned {len(returned)} arrays and its backward takes one "
                     "output gradient: it differentiates the first, which is checked; the "
                     "others are not")
+        elif proto.style == "one" and not proto.row and _one_dimensional(proto, returned):
+            proto.row = True
+            text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
+                    "output's gradient: given it as one row, (1, n)")
         elif (feed := fed_by(proto, xs, exc)) is not None:
-            proto.fed = feed
-            text = (f"{type(proto.layer).__name__}.{feed}(dout) feeds the output gradient "
-                    f"to {proto.backward}(), which takes none: called one after the other")
+            proto.fed = ":".join(feed)
+            text = (f"{type(proto.layer).__name__}.{feed[0]}(dout) feeds the output "
+                    f"gradient to {proto.backward}(), which takes none, keeping it in "
+                    f"{feed[1]}: called one after the other")
         else:
             raise
         proto.notes = [n for n in saved[0] if n and "per sample" not in n]
@@ -211,9 +217,14 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
         try:
             return probe_style(proto, xs, what)
         except UserCodeError:
-            proto.out_path, proto.fed = None, None
+            proto.out_path, proto.fed, proto.row = None, None, False
             proto.notes, proto.style, proto.order = saved
             raise exc from None
+
+
+def _one_dimensional(proto: Protocol, returned: Any) -> bool:
+    return proto.out_path is None and isinstance(returned, np.ndarray) and \
+        returned.ndim == 1 and returned.dtype.kind == "f"
 
 
 def _first_of_several(proto: Protocol, xs: list[Any], returned: Any,
@@ -234,6 +245,26 @@ def _first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     return not any(np.shape(r) in shapes for r in returned[1:])
 
 
+def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given: list[Any]
+           ) -> tuple[str, str, str]:
+    """Sets ``proto.style`` and ``proto.order``; returns the base style (how a backward
+    taking the output gradient alone is called) and the notes of both readings."""
+    base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
+                             f"{proto.backward}")
+    proto.style, proto.order, in_note = slot_style(
+        method, getattr(init, proto.forward), len(given), before, init, out,
+        tuple(leaves(given)))
+    if proto.fed is not None or proto.row:
+        proto.style = FEED + proto.fed if proto.fed is not None else "row"
+        proto.order, in_note, note = [], "", ""
+    if not proto.style:
+        proto.style, proto.order, in_note = call_style(
+            method, getattr(init, proto.forward), len(given), base, labels_of(proto, given))
+    if proto.style == UNSURE:
+        settle(proto)
+    return base, note, in_note
+
+
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer = proto.layer
@@ -242,15 +273,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     before, given = float_state(init), clone(xs)
     out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
     method = getattr(init, proto.backward)
-    base, note = call_style_of(method, ones_like(out), f"{type(layer).__name__}."
-                             f"{proto.backward}")
-    proto.style, proto.order, in_note = slot_style(
-        method, getattr(init, proto.forward), len(xs), before, init, out, tuple(leaves(given)))
-    if proto.fed is not None:
-        proto.style, proto.order, in_note, note = FEED + proto.fed, [], "", ""
-    if not proto.style:
-        proto.style, proto.order, in_note = call_style(method, getattr(init, proto.forward),
-                                                       len(xs), base)
+    base, note, in_note = _style(proto, init, method, out, before, given)
     proto.note(in_note or note)
     draws = proto.draws
 

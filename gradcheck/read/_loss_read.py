@@ -16,7 +16,7 @@ from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import describe, leaves
 
-__all__ = ["as_prediction", "given_loss", "left_at_none", "loss_stored"]
+__all__ = ["as_prediction", "given_loss", "labels_of", "left_at_none", "loss_stored", "settle"]
 
 
 def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
@@ -149,3 +149,22 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
                                               float(y.mean()), rtol=1e-9, atol=0):
             return "mean", f"{name} returns their mean"
     return "sum", "each one's upstream gradient is one; no method returns their mean"
+
+
+def labels_of(proto: Protocol, xs: list[Any]) -> list[bool]:
+    """Which inputs hold labels: 0/1 values (one-hot rows, binary targets) or integers."""
+    return [proto.labels[k] or (isinstance(x, np.ndarray) and x.dtype.kind in "biu")
+            for k, x in enumerate(xs)]
+
+
+def settle(proto: Protocol) -> None:
+    """A loss's backward taking back forward arguments and no labels anywhere: called so
+    when ``wrt=`` says whose gradient it returns; else a ``bad-protocol`` saying so."""
+    if not proto.wrt_given:
+        back = ", ".join(f"x{k}" for k in proto.order if isinstance(k, int))
+        raise ProtocolError("bad-protocol", (
+            f"{type(proto.layer).__name__}.{proto.backward} takes back the forward's "
+            f"argument(s) {back} and no output gradient, and no argument holds labels (0/1 "
+            "or integers): whose gradient it returns cannot be observed; name that input "
+            "with wrt= (wrt=['x0'] for the first)"))
+    proto.style = "given"

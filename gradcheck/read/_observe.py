@@ -90,15 +90,15 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     if len(pairs) == 1:
         x, y = pairs[0]
         return x, y, f"methods found by their names: {x} (forward) and {y} (backward)"
-    if forward is None and backward is None and inputs:
-        by_returns = _by_returns(layer, inputs)
+    if backward is None and inputs and (forward is None or not bwds):
+        by_returns = _by_returns(layer, inputs, f)
         if by_returns is not None:
             x, y = by_returns
             how = ("taking no argument, after it ran" if positional_names(
                 getattr(layer, y), required=True) == [] else "taking the same arguments")
-            return x, y, (f"methods found by what they return: {x} a scalar (the forward: a "
-                          f"loss) and {y} an array of the first input's shape (its gradient), "
-                          f"{how}")
+            return x, y, (f"methods found by what they return: {x} a scalar or one per "
+                          f"sample (the forward: a loss) and {y} an array of the first "
+                          f"input's shape (its gradient), {how}")
     if not fwds and len(bwds) == 1 and inputs:
         takers = [n for n in _public(layer) if n != bwds[0] and len(
             positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
@@ -129,24 +129,29 @@ def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
     return isinstance(out, (float, np.floating, np.ndarray)) and np.asarray(out).dtype.kind == "f"
 
 
-def _by_returns(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
-    """The one pair of methods of which the first takes the inputs and returns a scalar
-    (a loss; ``__call__`` included) and the second returns an array of the first input's
-    shape (its gradient), taking the same arguments (``loss(predicted, actual)``,
-    ``grad(predicted, actual)``) or none, after the first ran (``calc_loss(x, y)``,
-    ``calc_dloss()``)."""
+def _by_returns(layer: Any, inputs: tuple[Any, ...], forward: str | None = None
+                ) -> tuple[str, str] | None:
+    """The one pair of methods of which the first (``forward`` when given) takes the
+    inputs and returns a scalar or one value per sample (a loss; ``__call__`` included)
+    and the second returns an array of the first input's shape (its gradient), taking
+    the same arguments (``loss(predicted, actual)``, ``grad(predicted, actual)``) or none,
+    after the first ran (``calc_loss(x, y)``, ``calc_dloss()``, ``derivative()``)."""
     names = _public(layer) + (["__call__"] if callable(layer) else [])
     sigs = {n: positional_names(getattr(layer, n), required=True) for n in names}
     found = [(f, g) for f, fa in sigs.items() if fa is not None and len(fa) == len(inputs)
+             and forward in (None, f)
              for g, ga in sigs.items() if g != f and (ga == fa or ga == [])
              and _loss_and_gradient(layer, f, g, inputs, after=ga == [])]
+    if len({g for _, g in found}) == 1 and len(found) > 1:  # __call__ running forward
+        found = [(f, g) for f, g in found if f != "__call__"]
     return found[0] if len(found) == 1 else None
 
 
 def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
                        after: bool) -> bool:
-    """Whether ``f(*inputs)`` returns a scalar and ``g`` (given the inputs too, or
-    nothing, on the object ``f`` ran on) an array of the first input's shape."""
+    """Whether ``f(*inputs)`` returns a scalar or one value per sample and ``g`` (given
+    the inputs too, or nothing, on the object ``f`` ran on) an array of the first
+    input's shape."""
 
     shape = np.shape(inputs[0])
     try:
@@ -156,8 +161,9 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
             *([] if after else clone(list(inputs))))
     except Exception:  # noqa: BLE001 - not this pair: the user's code raised
         return False
-    return np.size(y) == 1 and isinstance(d, np.ndarray) and d.shape == shape and \
-        d.dtype.kind == "f" and shape != ()
+    per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
+    return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
+        d.shape == shape and d.dtype.kind == "f" and shape != ()
 
 
 def _public(layer: Any) -> list[str]:
@@ -266,9 +272,9 @@ def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.nd
             ) -> str | None:
     """The candidate named as the gradient of the array at ``param_path`` (``dW``,
     ``d_W``, ``grad_W``, ``W_grad``, ``dweights`` for ``weights``) whose shape fits."""
-    name = _last(param_path).lower()
+    name = _last(param_path).lower().lstrip("_")  # private names: _dW for _W
     for path, g in candidates.items():
-        own = _last(path)
+        own = _last(path).lstrip("_")
         if not same_but_unit(g.shape, shape):
             continue
         if own.lower() == name:  # grads['W'] for W: the key in a container of gradients

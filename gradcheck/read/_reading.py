@@ -30,26 +30,33 @@ from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 
-__all__ = ["FEED", "FIRST", "OUTPUT", "SLOT", "GlobalDraws", "Probe", "call_backward", "call_style",
-           "describe",
-           "leaves", "linear", "output_path", "probe", "read_output", "slot_style",
-           "split_return"]
+__all__ = ["EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
+           "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
+           "probe", "read_output", "slot_style", "split_return"]
 
 
 # -- how backward is called --------------------------------------------------------------------
-def call_style(method: Any, forward: Any, n: int, base: str
+def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bool] = ()
                ) -> tuple[str, list[int | str | None], str]:
     """``("inputs", order, note)`` when ``method`` takes the forward's inputs again and
     the output gradient (``order[k]`` is the input at argument ``k``, None the output
     gradient): its required arguments are named as the forward's, but one;
-    ``("given", order, note)`` when they all are (a loss's backward). Else
-    ``(base, [], "")``: a count of arguments alone is no evidence."""
+    ``("given", order, note)`` when they all are (a loss's backward), or are some after
+    the first, labels (``labels[k]``: 0/1 or integers; ``backward(label_tensor)``) or
+    with the first holding labels (``backward(y_pred)`` of ``forward(y_true, y_pred)``).
+    Else ``(base, [], "")``: a count of arguments alone is no evidence."""
     names = positional_names(method, required=True)
     f_names = (positional_names(forward) or [])[:n]
-    if names and n >= 2 and all(a in f_names[1:] for a in names):  # backward(label_tensor)
-        return "given", [f_names.index(a) for a in names], (
+    back = [f_names.index(a) for a in names or [] if a in f_names[1:]]
+    if names and n >= 2 and len(back) == len(names):
+        sure = len(labels) == n and (labels[0] or all(labels[k] for k in back))
+        return "given" if sure else UNSURE, list[int | str | None](back), (
             f"backward takes the forward's arguments {', '.join(names)} and no output "
             "gradient: read as a loss's gradient with respect to the others")
+    if names and n >= 1 and len(names) == n + 2 and names[2:] == f_names:
+        return EACH, [None, EACH, *range(n)], (
+            f"backward({', '.join(names)}) returns one input's gradient per call: called "
+            f"with {names[1]} = 0..{n - 1}, the output gradient first")
     if not names or n == 0 or len(names) < 2:
         return base, [], ""
     by_name: list[int | str | None] = [f_names.index(a) if a in f_names else None
@@ -71,12 +78,22 @@ def call_style(method: Any, forward: Any, n: int, base: str
     return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"
 
 
+#: The style of a loss's backward taking back forward arguments after the first, none of
+#: them and not the first holding labels: whose gradient it returns is not observed
+#: (``wrt=`` says; without it, a ``bad-protocol``).
+UNSURE = "given?"
+
+#: The style of a backward returning one input's gradient per call, the input named by
+#: an index after the output gradient (``backward(grad, wrt, x, y)``).
+EACH = "each"
+
 #: In a call order, the forward's output (what it returned) as an argument of the backward.
 OUTPUT = "<output>"
 
 
 #: The style of a backward that takes no argument, its output gradient given to another
-#: method first (``backward_update_gradient(delta)``): ``"feed:" + that method's name``.
+#: method first (``backward_update_gradient(delta)``): ``"feed:" + that method's name +
+#: ":" + the path where it keeps the gradient``.
 FEED = "feed:"
 
 #: The style of a backward that reads its output gradient from an array the forward left
@@ -141,6 +158,8 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     """The arguments a backward of ``style`` is given (``one``, ``inputs``, ``given``)."""
     if style == "one":
         return [dy]
+    if style == "row":  # a 1-d output's gradient as one row (course code: delta (1, h))
+        return [np.asarray(dy)[None]]
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
@@ -151,10 +170,12 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
                    xs: list[Any], out: Any) -> Any:
     if style.startswith(SLOT):
         return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
+    if style == EACH:  # backward(grad, wrt, *inputs): one input's gradient per call
+        return tuple(method(dy, k, *xs) for k in range(len(xs)))
     if style.startswith(FEED):  # the output gradient goes in through another method
-        getattr(method.__self__, style.removeprefix(FEED))(dy)
+        getattr(method.__self__, style.removeprefix(FEED).split(":")[0])(dy)
         return method()
-    if style in ("one", "spread", "inputs", "given"):  # a path: what the forward stored
+    if style in ("one", "row", "spread", "inputs", "given"):  # a path: what was stored
         return method(*_arguments(style, order, dy, xs, out, method.__self__))
     if style == "step":  # backward(output_error, learning_rate)
         return method(dy, 1.0)
@@ -300,8 +321,10 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
                     returned, what=f"{type(layer).__name__}.{method_b}")
     kept = stored(before, after)
     if style[0].startswith(FEED):  # the output gradient it keeps is no gradient it made
-        kept = {p: v for p, v in kept.items() if not (
-            np.shape(v) == np.shape(dy) and np.array_equal(v, dy))}
+        path = style[0].removeprefix(FEED).split(":", 1)[1]
+        gone = kept.pop(path, None)
+        if gone is not None and hasattr(after, "__dict__"):  # unless also stored elsewhere
+            kept |= {k: v for k, v in vars(after).items() if v is gone and k != path}
     return Probe(init, after, xs, out, out_path, ret, kept)
 
 
@@ -343,7 +366,8 @@ def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
     for p, v in walk(layer):
         items = list(v.values()) if isinstance(v, dict) else v if isinstance(
             v, (list, tuple)) else None
-        if items and all(is_float_array(a) and id(a) in arrays for a in items):
+        if items and all(is_float_array(a) and id(a) in arrays for a in items) and any(
+                np.any(a) for a in items):  # zeros: gradient buffers made ready
             out.append((p, v))
     return out
 
