@@ -834,3 +834,134 @@ def test_a_backward_returning_one_inputs_gradient_per_call(broken):
     _verdict(res, broken)
     if broken:
         assert [i.name for i in res.inputs if i.status == "mismatch"] == ["x0"]
+
+
+# -- a fourth review: each reading only on its own evidence ----------------------------------------
+def test_an_input_gradient_with_an_extra_column_axis_stays_a_shape_mismatch():
+    class Act:
+        def forward(self, x):
+            self.h = np.tanh(x)
+            return self.h
+
+        def backward(self, dout):
+            return (dout * (1 - self.h ** 2)).reshape(-1, 1)
+
+    res = gradcheck.check_layer(Act(), np.random.default_rng(48).standard_normal(5))
+    assert res.status == "shape-mismatch", res.report()
+
+
+class _NamedOperands:
+    def forward(self, a, b):
+        return a @ b
+
+    def backward(self, grad, wrt, a, b):  # wrt is "a" or "b", not an index
+        return grad @ b.T if wrt == "a" else a.T @ grad
+
+
+class _Accumulating:
+    def __init__(self):
+        self.W = np.random.default_rng(49).standard_normal((3, 3))
+        self.dW = np.zeros_like(self.W)
+
+    def forward(self, a, b):
+        return (a + b) @ self.W
+
+    def backward(self, grad, wrt, a, b):  # accumulates dW on every call
+        self.dW += (a + b).T @ grad
+        return grad @ self.W.T
+
+
+@pytest.mark.parametrize("layer", [_NamedOperands, _Accumulating])
+def test_no_per_input_reading_without_its_evidence(layer):
+    rng = np.random.default_rng(50)
+    res = gradcheck.check_layer(layer(), rng.standard_normal((3, 3)), rng.standard_normal((3, 3)))
+    assert res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+def test_a_method_whose_result_ignores_the_targets_is_no_loss_gradient():
+    class SoftmaxCE:
+        def forward(self, logits, y):
+            e = np.exp(logits - logits.max(axis=1, keepdims=True))
+            self.p = e / e.sum(axis=1, keepdims=True)
+            return -np.sum(y * np.log(self.p), axis=1)
+
+        def probs(self):
+            return self.p
+
+        def gradient(self, y):
+            return self.p - y
+
+    rng = np.random.default_rng(51)
+    with pytest.raises(TypeError, match="backward="):
+        gradcheck.check_layer(SoftmaxCE(), rng.standard_normal((5, 4)),
+                              np.eye(4)[rng.integers(0, 4, 5)])
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_fed_backward_may_keep_a_cache_and_its_feed_an_alias(broken):
+    class Fed:
+        def forward(self, data):
+            self._input = data
+            self._output = np.tanh(data)
+
+        def backward_update_gradient(self, delta):
+            self._delta = delta
+            self.last_delta = delta  # an alias the feed makes: no gradient
+
+        def backward(self):
+            self._deriv = 1 - np.tanh(self._input) ** (1 if broken else 2)  # a cache
+            self._grad_input = self._deriv * self._delta
+
+    _verdict(gradcheck.check_layer(Fed(), np.random.default_rng(52).standard_normal((4, 3))),
+             broken)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_list_holding_a_zero_initialised_bias_is_its_parameter_list(broken):
+    class Bias:
+        def __init__(self):
+            self.params = [np.zeros(4)]
+
+        def forward(self, x):
+            return x + self.params[0]
+
+        def backward(self, dout):
+            return dout, [dout.sum(axis=0) * (2.0 if broken else 1.0)]
+
+    _verdict(gradcheck.check_layer(Bias(), np.random.default_rng(53).standard_normal((5, 4))),
+             broken)
+
+
+class _Weighted:
+    """forward(pred, target, weight), backward(target, weight): no labels, but no loss of
+    the difference either: the gradient is the first argument's."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, pred, target, weight):
+        self.p = pred
+        return float(np.sum(weight * (target * np.log(pred) + (1 - target) * np.log(1 - pred))))
+
+    def backward(self, target, weight):
+        g = weight * (target / self.p - (1 - target) / (1 - self.p))
+        return -g if self.broken else g
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_taking_back_float_targets_is_read_unless_it_depends_on_a_difference(broken):
+    rng = np.random.default_rng(54)
+    p, t, w = rng.uniform(0.1, 0.9, (4, 3)), rng.uniform(0, 1, (4, 3)), rng.uniform(0.5, 2, (4, 3))
+    _verdict(gradcheck.check_layer(_Weighted(broken), p, t, w), broken)
+
+    class MSE:
+        def forward(self, pred, target):
+            self.p = pred
+            return float(np.mean((pred - target) ** 2))
+
+        def backward(self, target):
+            return 2 * (self.p - target) / self.p.size
+
+    res = gradcheck.check_layer(MSE(), p, t)
+    assert res.status == "bad-protocol" and "difference" in res.message, res.report()
+    assert gradcheck.check_layer(MSE(), p, t, wrt=["x0"]).passed

@@ -63,11 +63,14 @@ def _candidates(cls: type, proto: Protocol, attribute: str) -> list[str]:
 def _feeds(proto: Protocol, xs: list[Any], name: str, attribute: str) -> bool:
     a = _fed_run(proto, xs, name, attribute, 1.0)
     b = _fed_run(proto, xs, name, attribute, 2.0) if a is not None else None
-    if a is None or b is None:
+    if a is None or b is None or len(a) != len(b) or any(
+            u.shape != v.shape for u, v in zip(a, b, strict=True)):
         return False
-    return len(a) == len(b) and all(
-        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
-            1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(a, b, strict=True))
+    moved = [(u, v) for u, v in zip(a, b, strict=True) if not np.array_equal(u, v)]
+    return bool(moved) and all(  # what does not move with it is a cache (a derivative)
+        np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (1 + float(np.max(np.abs(v),
+                                                                           initial=0))))
+        for u, v in moved)
 
 
 def _fed_run(proto: Protocol, xs: list[Any], name: str, attribute: str,

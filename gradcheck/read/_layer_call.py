@@ -153,8 +153,9 @@ class Protocol:
         dxs = self._input_grads(dx, np.size(dy) == 1)
         for k, path in self.stored_inputs.items():
             dxs[k] = np.array(get_path(fresh, path), copy=True)
-        dxs = [self._row(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray) else d
-               for k, d in enumerate(dxs)]
+        if self.row:
+            dxs = [self._row(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray)
+                   else d for k, d in enumerate(dxs)]
         scale = np.asarray(dy) if self.style in ("none", "given") else None
         grads = []
         keys = self.returned[1] if self.returned is not None else {}
@@ -186,11 +187,10 @@ class Protocol:
         return g.reshape(shape)
 
     def _row(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
-        """An input's gradient with extra size-1 axes only (``(1, d)`` for ``(d,)``, a
-        backward given a 1-d output's gradient as one row), reshaped, with a note; fewer
-        axes (a batch of one summed over) stay a shape mismatch."""
-        if not isinstance(g, np.ndarray) or g.ndim <= len(shape) or g.size != int(
-                np.prod(shape)) or [d for d in g.shape if d != 1] != [d for d in shape if d != 1]:
+        """For a backward given a 1-d output's gradient as one row: an input's gradient
+        as one row too (``(1, d)`` for ``(d,)``), reshaped, with a note; any other shape
+        stays a shape mismatch."""
+        if not isinstance(g, np.ndarray) or g.shape != (1, *shape):
             return g
         self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: compared "
                   "after reshaping (extra size-1 axes only)")

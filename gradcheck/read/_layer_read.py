@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._conventions import misread
+from ._alternatives import each_holds, first_of_several, one_dimensional
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -52,6 +52,7 @@ from ._observe import (
 )
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
+    EACH,
     FEED,
     FIRST,
     UNSURE,
@@ -196,12 +197,12 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
     except UserCodeError as exc:
         exc.advice = left_at_none(proto, exc)
         saved = (list(proto.notes), proto.style, proto.order)
-        if _first_of_several(proto, xs, returned, exc):
+        if first_of_several(proto, xs, returned, exc):
             proto.out_path = FIRST
             text = (f"{what} returned {len(returned)} arrays and its backward takes one "
                     "output gradient: it differentiates the first, which is checked; the "
                     "others are not")
-        elif proto.style == "one" and not proto.row and _one_dimensional(proto, returned):
+        elif proto.style == "one" and not proto.row and one_dimensional(proto, returned):
             proto.row = True
             text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
                     "output's gradient: given it as one row, (1, n)")
@@ -222,29 +223,6 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             raise exc from None
 
 
-def _one_dimensional(proto: Protocol, returned: Any) -> bool:
-    return proto.out_path is None and isinstance(returned, np.ndarray) and \
-        returned.ndim == 1 and returned.dtype.kind == "f"
-
-
-def _first_of_several(proto: Protocol, xs: list[Any], returned: Any,
-                      exc: UserCodeError) -> bool:
-    """Whether a first-output reading may be tried: the forward returned a tuple of
-    several float arrays, the backward raised as on a tuple used as an array, it takes
-    one required argument, and no output left out has the shape of an input (a
-    recurrent state whose gradient it must take)."""
-    if not isinstance(returned, tuple) or len(returned) < 2 or hasattr(returned, "_fields") \
-            or not all(is_float_array(r) for r in returned) or proto.out_path is not None:
-        return False
-    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
-            exc.as_dict()):
-        return False
-    if len(positional_names(getattr(proto.layer, proto.backward), required=True) or []) != 1:
-        return False
-    shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
-    return not any(np.shape(r) in shapes for r in returned[1:])
-
-
 def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given: list[Any]
            ) -> tuple[str, str, str]:
     """Sets ``proto.style`` and ``proto.order``; returns the base style (how a backward
@@ -261,7 +239,9 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
         proto.style, proto.order, in_note = call_style(
             method, getattr(init, proto.forward), len(given), base, labels_of(proto, given))
     if proto.style == UNSURE:
-        settle(proto)
+        settle(proto, given)
+    if proto.style == EACH and not each_holds(proto, given):
+        proto.style, proto.order, in_note = base, [], ""
     return base, note, in_note
 
 

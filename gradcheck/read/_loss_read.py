@@ -157,14 +157,41 @@ def labels_of(proto: Protocol, xs: list[Any]) -> list[bool]:
             for k, x in enumerate(xs)]
 
 
-def settle(proto: Protocol) -> None:
-    """A loss's backward taking back forward arguments and no labels anywhere: called so
-    when ``wrt=`` says whose gradient it returns; else a ``bad-protocol`` saying so."""
-    if not proto.wrt_given:
-        back = ", ".join(f"x{k}" for k in proto.order if isinstance(k, int))
-        raise ProtocolError("bad-protocol", (
-            f"{type(proto.layer).__name__}.{proto.backward} takes back the forward's "
-            f"argument(s) {back} and no output gradient, and no argument holds labels (0/1 "
-            "or integers): whose gradient it returns cannot be observed; name that input "
-            "with wrt= (wrt=['x0'] for the first)"))
-    proto.style = "given"
+def settle(proto: Protocol, xs: list[Any]) -> None:
+    """A loss's backward taking back forward arguments after the first, no argument
+    holding labels: its one gradient is the first argument's (the prediction, as the
+    protocol has it) unless the loss depends on the difference of its arguments only
+    (``(x0 - x1) ** 2``: the same for both moved alike), where the gradient of either is
+    minus the other's and whose it is cannot be observed: then a ``bad-protocol`` asking
+    for ``wrt=`` (with it, called so)."""
+    if proto.wrt_given or not _difference_only(proto, xs):
+        proto.style = "given"
+        return
+    back = ", ".join(f"x{k}" for k in proto.order if isinstance(k, int))
+    raise ProtocolError("bad-protocol", (
+        f"{type(proto.layer).__name__}.{proto.backward} takes back the forward's "
+        f"argument(s) {back} and no output gradient; no argument holds labels (0/1 or "
+        "integers) and the loss depends on the difference of its arguments only, so the "
+        "gradient of either is minus the other's: whose it returns cannot be observed; "
+        "name that input with wrt= (wrt=['x0'] for the first)"))
+
+
+def _difference_only(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the forward's output stays the same when every float array argument of the
+    first one's shape moves by the same random shift."""
+    shape = np.shape(xs[0])
+    shift = np.random.default_rng(0).standard_normal(shape)
+    moved = [x + shift.astype(x.dtype) if isinstance(x, np.ndarray) and x.dtype.kind == "f"
+             and x.shape == shape else x for x in xs]
+    if proto.draws is None or sum(m is not x for m, x in zip(moved, xs, strict=True)) < 2:
+        return False
+    try:
+        outs = []
+        for args in (xs, moved):
+            proto.draws.reset()
+            outs.append(np.asarray(getattr(clone(proto.layer), proto.forward)(*clone(args)),
+                                   dtype=np.float64))
+    except Exception:  # noqa: BLE001 - the user's forward raised: not settled so
+        return False
+    a, b = outs
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))

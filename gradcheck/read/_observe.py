@@ -154,16 +154,40 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
     input's shape."""
 
     shape = np.shape(inputs[0])
-    try:
+
+    def run(args: list[Any]) -> tuple[Any, Any]:
         obj = clone(layer)
-        y = getattr(obj, f)(*clone(list(inputs)))
-        d = getattr(obj if after else clone(layer), g)(
-            *([] if after else clone(list(inputs))))
+        y = getattr(obj, f)(*clone(args))
+        return y, getattr(obj if after else clone(layer), g)(*([] if after else clone(args)))
+
+    try:
+        y, d = run(list(inputs))
+        # a loss's gradient moves with its targets (a probs() beside the loss does not)
+        _, moved = run([inputs[0], *map(_moved, inputs[1:])]) if len(inputs) > 1 \
+            else (y, None)
     except Exception:  # noqa: BLE001 - not this pair: the user's code raised
         return False
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
     return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
-        d.shape == shape and d.dtype.kind == "f" and shape != ()
+        d.shape == shape and d.dtype.kind == "f" and shape != () and (
+            moved is None or not np.array_equal(d, moved))
+
+
+def _moved(x: Any) -> Any:
+    """Other targets of the same kind: other class ids, other floats."""
+    if isinstance(x, (bool, np.bool_)):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return x + 1
+    if isinstance(x, (float, np.floating)):
+        return x * 1.5 + 0.25
+    if not isinstance(x, np.ndarray) or x.size == 0:
+        return x
+    if x.dtype.kind in "iu":
+        return (x + 1) % (int(x.max()) + 2)
+    if x.dtype.kind == "f":
+        return x[::-1].copy() if x.ndim and not np.array_equal(x, x[::-1]) else x * 1.5 + 0.25
+    return x
 
 
 def _public(layer: Any) -> list[str]:

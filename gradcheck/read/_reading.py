@@ -42,14 +42,14 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     the output gradient (``order[k]`` is the input at argument ``k``, None the output
     gradient): its required arguments are named as the forward's, but one;
     ``("given", order, note)`` when they all are (a loss's backward), or are some after
-    the first, labels (``labels[k]``: 0/1 or integers; ``backward(label_tensor)``) or
+    the first, one of them labels (``labels[k]``: 0/1 or integers; ``backward(label_tensor)``) or
     with the first holding labels (``backward(y_pred)`` of ``forward(y_true, y_pred)``).
     Else ``(base, [], "")``: a count of arguments alone is no evidence."""
     names = positional_names(method, required=True)
     f_names = (positional_names(forward) or [])[:n]
     back = [f_names.index(a) for a in names or [] if a in f_names[1:]]
     if names and n >= 2 and len(back) == len(names):
-        sure = len(labels) == n and (labels[0] or all(labels[k] for k in back))
+        sure = len(labels) == n and (labels[0] or any(labels[k] for k in back))
         return "given" if sure else UNSURE, list[int | str | None](back), (
             f"backward takes the forward's arguments {', '.join(names)} and no output "
             "gradient: read as a loss's gradient with respect to the others")
@@ -321,11 +321,30 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
                     returned, what=f"{type(layer).__name__}.{method_b}")
     kept = stored(before, after)
     if style[0].startswith(FEED):  # the output gradient it keeps is no gradient it made
-        path = style[0].removeprefix(FEED).split(":", 1)[1]
-        gone = kept.pop(path, None)
-        if gone is not None and hasattr(after, "__dict__"):  # unless also stored elsewhere
-            kept |= {k: v for k, v in vars(after).items() if v is gone and k != path}
+        kept = _made_by_backward(kept, init, after, style[0], method_b, dy)
     return Probe(init, after, xs, out, out_path, ret, kept)
+
+
+def _made_by_backward(kept: dict[str, np.ndarray], init: Any, after: Any, style: str,
+                      backward: str, dy: Any) -> dict[str, np.ndarray]:
+    """What a fed backward stored, less what the feeding method stored (the gradient it
+    keeps, under any name it gives it) and less what does not move with the gradient (a
+    cache, ``self._deriv``); an alias of that gradient the backward made
+    (``_grad_input = _delta``) stays."""
+    feed, path = style.removeprefix(FEED).split(":", 1)
+    fed = clone(init)
+    getattr(fed, feed)(clone(dy))
+    held = getattr(fed, path, None)
+    by_feed = {k for k, v in vars(fed).items() if v is held} if hasattr(fed, "__dict__") \
+        else {path}
+    gone = kept.pop(path, None)
+    out = {k: v for k, v in kept.items() if k not in by_feed}
+    if gone is not None and hasattr(after, "__dict__"):
+        out |= {k: v for k, v in vars(after).items() if v is gone and k not in by_feed}
+    twice = clone(init)
+    getattr(twice, feed)(np.asarray(dy) * 2)
+    getattr(twice, backward)()
+    return {k: v for k, v in out.items() if not np.array_equal(v, try_path(twice, k))}
 
 
 def leaves(out: Any) -> list[Any]:
@@ -366,10 +385,10 @@ def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
     for p, v in walk(layer):
         items = list(v.values()) if isinstance(v, dict) else v if isinstance(
             v, (list, tuple)) else None
-        if items and all(is_float_array(a) and id(a) in arrays for a in items) and any(
-                np.any(a) for a in items):  # zeros: gradient buffers made ready
+        if items and all(is_float_array(a) and id(a) in arrays for a in items):
             out.append((p, v))
-    return out
+    # lists of zeros last: gradient buffers made ready, or a bias list initialised so
+    return sorted(out, key=lambda pv: not any(np.any(a) for a in _items(pv[1])))
 
 
 def _properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
@@ -410,8 +429,11 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
             continue
         if not part and len(ret) == 2 and isinstance(ret[1 - j], np.ndarray):
             return j, {}
-        for _, arrays in _param_lists(layer, set(held)):
-            if _keys(arrays) == _keys(part):
+        lists = _param_lists(layer, set(held))
+        for _, arrays in lists:
+            zeros = not any(np.any(a) for a in _items(arrays))
+            if _keys(arrays) == _keys(part) and not (zeros and isinstance(part, dict) and
+                                                       _by_attribute(part, held, layer)):
                 return j, {held[id(a)]: k for k, a in _pairs(arrays)}
         built = [{held[id(a)]: k for k, a in _pairs(arrays)}
                  for _, arrays in _properties(layer, set(held)) if _keys(arrays) == _keys(part)]

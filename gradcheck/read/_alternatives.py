@@ -1,0 +1,68 @@
+"""Readings a layer's backward is tried under when the plain one does not fit: a
+forward returning several arrays whose backward differentiates the first, a 1-d output's
+gradient given as one row, one input's gradient per call (``backward(grad, wrt,
+*inputs)``). Each is taken only on evidence observed here, never on a name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._conventions import misread
+from ._discovery import is_float_array
+from ._layer_call import Protocol, ones_like, times
+from ._observe import positional_names
+from ._protocol import UserCodeError
+from ._reading import EACH, linear, probe
+
+__all__ = ["each_holds", "first_of_several", "one_dimensional"]
+
+
+def each_holds(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether ``backward(grad, k, *inputs)`` reads as one input's gradient per call: it
+    stores nothing (no gradient accumulates over the calls), returns for each ``k`` an
+    array of input ``k``'s shape, different ones for different ``k``, twice as large for
+    twice the output gradient (``backward(dout, lr, x, h)`` does not)."""
+    draws = proto.draws
+    assert draws is not None
+
+    def run(scale: float) -> Any:
+        return probe(proto.layer, proto.forward, proto.backward, xs, draws,
+                     (EACH, proto.order), proto.out_path,
+                     lambda o: times(ones_like(o), scale), proto.then)
+    try:
+        first = run(1.0)
+        ret = first.ret
+        if first.stored or not isinstance(ret, tuple) or len(ret) != len(xs) or any(
+                np.shape(r) != np.shape(x) or not is_float_array(r)
+                for r, x in zip(ret, xs, strict=True)):
+            return False
+        distinct = len(xs) < 2 or not all(np.array_equal(ret[0], r) for r in ret[1:])
+        return distinct and linear(first, run(2.0))
+    except UserCodeError:
+        return False
+
+
+def one_dimensional(proto: Protocol, returned: Any) -> bool:
+    return proto.out_path is None and isinstance(returned, np.ndarray) and \
+        returned.ndim == 1 and returned.dtype.kind == "f"
+
+
+def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
+                      exc: UserCodeError) -> bool:
+    """Whether a first-output reading may be tried: the forward returned a tuple of
+    several float arrays, the backward raised as on a tuple used as an array, it takes
+    one required argument, and no output left out has the shape of an input (a
+    recurrent state whose gradient it must take)."""
+    if not isinstance(returned, tuple) or len(returned) < 2 or hasattr(returned, "_fields") \
+            or not all(is_float_array(r) for r in returned) or proto.out_path is not None:
+        return False
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
+            exc.as_dict()):
+        return False
+    if len(positional_names(getattr(proto.layer, proto.backward), required=True) or []) != 1:
+        return False
+    shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
+    return not any(np.shape(r) in shapes for r in returned[1:])
