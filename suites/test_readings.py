@@ -933,8 +933,8 @@ def test_a_list_holding_a_zero_initialised_bias_is_its_parameter_list(broken):
 
 
 class _Weighted:
-    """forward(pred, target, weight), backward(target, weight): no labels, but no loss of
-    the difference either: the gradient is the first argument's."""
+    """forward(pred, target, weight), backward(target, weight): no argument holds labels,
+    so whose gradient it returns is not observed: wrt= says."""
 
     def __init__(self, broken=False):
         self.broken = broken
@@ -949,19 +949,163 @@ class _Weighted:
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_a_loss_taking_back_float_targets_is_read_unless_it_depends_on_a_difference(broken):
+def test_a_loss_taking_back_float_arguments_is_no_verdict_until_wrt_names_its_input(broken):
     rng = np.random.default_rng(54)
     p, t, w = rng.uniform(0.1, 0.9, (4, 3)), rng.uniform(0, 1, (4, 3)), rng.uniform(0.5, 2, (4, 3))
-    _verdict(gradcheck.check_layer(_Weighted(broken), p, t, w), broken)
+    res = gradcheck.check_layer(_Weighted(broken), p, t, w)
+    assert res.status == "bad-protocol" and "wrt=" in res.message, res.report()
+    _verdict(gradcheck.check_layer(_Weighted(broken), p, t, w, wrt=["x0"]), broken)
 
-    class MSE:
-        def forward(self, pred, target):
-            self.p = pred
-            return float(np.mean((pred - target) ** 2))
 
-        def backward(self, target):
-            return 2 * (self.p - target) / self.p.size
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_sample_mask_taken_back_beside_the_predictions_is_no_evidence(broken):
+    class Masked:
+        def forward(self, y_true, y_pred, mask):
+            self.t = y_true
+            return float(np.sum(mask * (y_pred - y_true) ** 2))
 
-    res = gradcheck.check_layer(MSE(), p, t)
-    assert res.status == "bad-protocol" and "difference" in res.message, res.report()
-    assert gradcheck.check_layer(MSE(), p, t, wrt=["x0"]).passed
+        def backward(self, y_pred, mask):
+            g = 2 * mask * (y_pred - self.t)
+            return -g if broken else g
+
+    rng = np.random.default_rng(55)
+    t, p = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    res = gradcheck.check_layer(Masked(), t, p, rng.integers(0, 2, (4, 3)).astype(float))
+    assert res.status == "bad-protocol", res.report()
+
+
+# -- a fifth review ---------------------------------------------------------------------------
+def test_a_fed_input_gradient_that_forgot_the_gradient_is_checked_and_fails():
+    class Linear:
+        def __init__(self):
+            rng = np.random.default_rng(56)
+            self.W, self.b = rng.standard_normal((3, 2)), rng.standard_normal(2)
+
+        def forward(self, data):
+            self._input = data
+            return data @ self.W + self.b
+
+        def backward_update_gradient(self, delta):
+            self._delta = delta
+
+        def backward(self):
+            self.dW, self.db = self._input.T @ self._delta, self._delta.sum(axis=0)
+            self._grad_input = np.ones_like(self._delta) @ self.W.T  # forgot delta
+
+    res = gradcheck.check_layer(Linear(), np.random.default_rng(57).standard_normal((4, 3)))
+    assert not res.passed and res.status in ("mismatch", "error", "bad-protocol"), res.report()
+    assert not any(i.status == "constant" for i in res.inputs[:1]), res.report()
+
+
+def test_a_fed_backward_that_forgot_the_gradient_is_no_bare_exception():
+    class Tanh:
+        def forward(self, data):
+            self._input = data
+            self._output = np.tanh(data)
+
+        def backward_update_gradient(self, delta):
+            self._delta = delta
+
+        def backward(self):
+            self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot * self._delta
+
+    res = gradcheck.check_layer(Tanh(), np.random.default_rng(58).standard_normal((4, 3)))
+    assert not res.passed, res.report()
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_two_zero_lists_that_fit_are_no_parameter_list_to_guess(broken):
+    class ZeroInit:
+        def __init__(self):
+            self.grads = [np.zeros((3, 1)), np.zeros(1)]
+            self.params = [np.zeros((3, 1)), np.zeros(1)]
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.params[0] + self.params[1]
+
+        def backward(self, d):
+            db = d.sum(axis=0) * (2.0 if broken else 1.0)
+            return d @ self.params[0].T, [self.x.T @ d, db]
+
+    x = np.random.default_rng(59).standard_normal((4, 3))
+    try:
+        res = gradcheck.check_layer(ZeroInit(), x)
+    except gradcheck.LayerConventionError:
+        return
+    assert res.status != ("ok" if broken else "mismatch"), res.report()
+
+
+def test_a_loss_and_its_gradient_are_found_with_class_ids_up_to_the_last_class():
+    class CE:
+        def loss(self, logits, y):
+            e = np.exp(logits - logits.max(axis=1, keepdims=True))
+            self.p = e / e.sum(axis=1, keepdims=True)
+            return -float(np.log(self.p[np.arange(len(y)), y]).sum())
+
+        def grad(self, logits, y):
+            self.loss(logits, y)
+            g = self.p.copy()
+            g[np.arange(len(y)), y] -= 1
+            return g
+
+    rng = np.random.default_rng(60)
+    res = gradcheck.check_layer(CE(), rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]))
+    assert res.passed, res.report()
+
+
+# -- a sixth evaluator corpus (L): back_propagate, (dX, None), gradients matched by shape ------
+class _Propagating:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward_propagate(self, Z, save_cache=False):
+        if save_cache:
+            self.Z = Z
+        return np.where(Z >= 0, Z, np.exp(Z) - 1)
+
+    def back_propagate(self, dA):
+        return dA * np.where(self.Z >= 0, 1.0, np.exp(self.Z) * (2.0 if self.broken else 1.0))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_forward_propagate_and_back_propagate_are_a_pair(broken):
+    res = gradcheck.check_layer(_Propagating(broken),
+                                np.random.default_rng(61).standard_normal((3, 4)), True)
+    _verdict(res, broken)
+
+
+class _NoneForParameters:
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, x):
+        self.out = np.tanh(x)
+        return self.out
+
+    def backward(self, output_error):
+        return output_error * (1 - self.out ** (1 if self.broken else 2)), None
+
+
+class _ByShape:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(62)
+        self.weights, self.bias = rng.standard_normal((5, 3)), rng.standard_normal((1, 3))
+        self.broken = broken
+
+    def forward(self, input):
+        self.input = input
+        return input @ self.weights + self.bias
+
+    def backward(self, output_error):
+        db = output_error.sum(axis=0, keepdims=True) * (-1.0 if self.broken else 1.0)
+        return output_error @ self.weights.T, [self.input.T @ output_error, db]
+
+
+@pytest.mark.parametrize("layer", [_NoneForParameters, _ByShape])
+@pytest.mark.parametrize("broken", [False, True])
+def test_dx_none_and_parameter_gradients_told_apart_by_shape(layer, broken):
+    res = gradcheck.check_layer(layer(broken), np.random.default_rng(63).standard_normal((4, 5)))
+    _verdict(res, broken)
+    if broken and layer is _ByShape:
+        assert [i.name for i in res.inputs if i.status == "mismatch"] == ["bias"]

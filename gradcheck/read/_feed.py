@@ -14,6 +14,7 @@ feeds the backward; no other method of the layer is ever called.
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
 from typing import Any
@@ -25,7 +26,7 @@ from ._observe import float_state, positional_names, stored
 from ._protocol import UserCodeError, clone
 from ._reading import leaves, read_output
 
-__all__ = ["fed_by"]
+__all__ = ["fed_by", "keeps_its_argument"]
 
 _MISSING = re.compile(r"has no attribute '(\w+)'")
 
@@ -67,7 +68,9 @@ def _feeds(proto: Protocol, xs: list[Any], name: str, attribute: str) -> bool:
             u.shape != v.shape for u, v in zip(a, b, strict=True)):
         return False
     moved = [(u, v) for u, v in zip(a, b, strict=True) if not np.array_equal(u, v)]
-    return bool(moved) and all(  # what does not move with it is a cache (a derivative)
+    if not moved:  # nothing moved: linear only if all it computed is zero (a dead ReLU)
+        return bool(a) and all(not np.any(u) for u in a)
+    return all(  # what does not move with it is a cache (a derivative)
         np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (1 + float(np.max(np.abs(v),
                                                                            initial=0))))
         for u, v in moved)
@@ -97,3 +100,23 @@ def _fed_run(proto: Protocol, xs: list[Any], name: str, attribute: str,
     made = [v for p, v in stored(before, layer, (), copies=False).items() if p != attribute]
     return [np.asarray(v, dtype=np.float64) for v in leaves(ret) if isinstance(v, np.ndarray)
             ] + [np.asarray(v, dtype=np.float64) for v in made]
+
+
+def keeps_its_argument(cls: type, proto: Protocol) -> str | None:
+    """A method of ``cls`` (not the forward or backward) taking one argument that it keeps
+    on the layer as it is (``self._delta = delta``, read from its code): what would feed
+    a backward taking no argument; None when there is none."""
+    for name in dir(cls):
+        fn = inspect.getattr_static(cls, name, None)
+        if name.startswith("_") or name in (proto.forward, proto.backward) or \
+                not inspect.isfunction(fn):
+            continue
+        names = positional_names(fn, required=True) or []
+        if len(names) != 2:
+            continue
+        ins = list(dis.get_instructions(fn))
+        if any(a.opname == "LOAD_FAST" and a.argval == names[1] and b.opname == "LOAD_FAST"
+               and b.argval == names[0] and c.opname == "STORE_ATTR"
+               for a, b, c in zip(ins, ins[1:], ins[2:], strict=False)):
+            return name
+    return None

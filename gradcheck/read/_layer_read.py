@@ -239,7 +239,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
         proto.style, proto.order, in_note = call_style(
             method, getattr(init, proto.forward), len(given), base, labels_of(proto, given))
     if proto.style == UNSURE:
-        settle(proto, given)
+        settle(proto)
     if proto.style == EACH and not each_holds(proto, given):
         proto.style, proto.order, in_note = base, [], ""
     return base, note, in_note

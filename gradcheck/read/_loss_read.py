@@ -6,11 +6,13 @@ sample its backward differentiates, and the advice for a backward that needs tar
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 
 from ._discovery import float_scalars, try_path
+from ._feed import keeps_its_argument
 from ._layer_call import Protocol
 from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
@@ -121,6 +123,14 @@ def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
     differentiates their mean, if a method of the layer reduces the forward's output so
     (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
     if proto.style in ("given", "none") and np.size(out) > 1:
+        feed = keeps_its_argument(type(proto.layer), proto) if proto.style == "none" else None
+        if feed is not None:  # a layer fed its output gradient whose backward ignores it?
+            raise ProtocolError("bad-protocol", (
+                f"{type(proto.layer).__name__}.{proto.backward}() takes no output gradient "
+                f"and {feed}() keeps its argument on the layer, but the backward never "
+                f"reads it: if {feed} feeds it the output gradient, the backward ignores "
+                "it (a bug); read as a loss per sample (none has such a method), it could "
+                "pass without the output gradient ever being used, so no reading is taken"))
         proto.reduce, how = _reduction(proto, first, out)
         proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
                    f"backward takes no output gradient: checked as the gradient of their "
@@ -133,20 +143,21 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
     its output; ``("sum", why)`` otherwise."""
     layer, n = proto.layer, len(first.xs)
     y = np.asarray(out, dtype=np.float64)
+    known = (proto.forward, proto.backward, (proto.fed or "").split(":")[0], proto.then)
     for name in dir(type(layer)):
-        if name.startswith("_") or name in (proto.forward, proto.backward):
+        fn = inspect.getattr_static(type(layer), name, None)
+        if name.startswith("_") or name in known or not inspect.isfunction(fn):
             continue
-        method = getattr(layer, name, None)
-        if not callable(method) or len(positional_names(method, required=True) or []) != n:
+        if len(positional_names(fn, required=True) or []) != n + 1:  # self and the inputs
             continue
         try:
             if proto.draws is not None:
                 proto.draws.reset()
-            value = getattr(clone(layer), name)(*clone(first.xs))
+            value = np.asarray(getattr(clone(layer), name)(*clone(first.xs)))
         except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
             continue
-        if np.size(value) == 1 and np.isclose(float(np.asarray(value).reshape(())),
-                                              float(y.mean()), rtol=1e-9, atol=0):
+        if value.size == 1 and value.dtype.kind in "fiu" and np.isclose(
+                float(value.reshape(())), float(y.mean()), rtol=1e-9, atol=0):
             return "mean", f"{name} returns their mean"
     return "sum", "each one's upstream gradient is one; no method returns their mean"
 
@@ -157,41 +168,17 @@ def labels_of(proto: Protocol, xs: list[Any]) -> list[bool]:
             for k, x in enumerate(xs)]
 
 
-def settle(proto: Protocol, xs: list[Any]) -> None:
-    """A loss's backward taking back forward arguments after the first, no argument
-    holding labels: its one gradient is the first argument's (the prediction, as the
-    protocol has it) unless the loss depends on the difference of its arguments only
-    (``(x0 - x1) ** 2``: the same for both moved alike), where the gradient of either is
-    minus the other's and whose it is cannot be observed: then a ``bad-protocol`` asking
-    for ``wrt=`` (with it, called so)."""
-    if proto.wrt_given or not _difference_only(proto, xs):
+def settle(proto: Protocol) -> None:
+    """A loss's backward taking back forward arguments when the labels do not say whose
+    gradient it returns: called so when ``wrt=`` says; else a ``bad-protocol`` asking for
+    it (for a loss of the difference, ``(y_pred - y_true) ** 2``, the gradient of either
+    argument is minus the other's: no observation tells them apart)."""
+    if proto.wrt_given:
         proto.style = "given"
         return
     back = ", ".join(f"x{k}" for k in proto.order if isinstance(k, int))
     raise ProtocolError("bad-protocol", (
         f"{type(proto.layer).__name__}.{proto.backward} takes back the forward's "
-        f"argument(s) {back} and no output gradient; no argument holds labels (0/1 or "
-        "integers) and the loss depends on the difference of its arguments only, so the "
-        "gradient of either is minus the other's: whose it returns cannot be observed; "
+        f"argument(s) {back} and no output gradient; whose gradient it returns cannot be "
+        "observed unless labels (0/1 or integers) say which argument holds the targets: "
         "name that input with wrt= (wrt=['x0'] for the first)"))
-
-
-def _difference_only(proto: Protocol, xs: list[Any]) -> bool:
-    """Whether the forward's output stays the same when every float array argument of the
-    first one's shape moves by the same random shift."""
-    shape = np.shape(xs[0])
-    shift = np.random.default_rng(0).standard_normal(shape)
-    moved = [x + shift.astype(x.dtype) if isinstance(x, np.ndarray) and x.dtype.kind == "f"
-             and x.shape == shape else x for x in xs]
-    if proto.draws is None or sum(m is not x for m, x in zip(moved, xs, strict=True)) < 2:
-        return False
-    try:
-        outs = []
-        for args in (xs, moved):
-            proto.draws.reset()
-            outs.append(np.asarray(getattr(clone(proto.layer), proto.forward)(*clone(args)),
-                                   dtype=np.float64))
-    except Exception:  # noqa: BLE001 - the user's forward raised: not settled so
-        return False
-    a, b = outs
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))

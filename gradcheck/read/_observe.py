@@ -33,8 +33,8 @@ from ._protocol import clone
 __all__ = ["float_state", "grad_of", "method_pair", "positional_names", "same_but_unit",
            "stored"]
 
-_FORWARD = re.compile(r"forward|fprop|fwd", re.I)
-_BACKWARD = re.compile(r"backward|bprop|backprop|bwd", re.I)
+_FORWARD = re.compile(r"forward_?prop(agate)?|forward|fprop|fwd", re.I)
+_BACKWARD = re.compile(r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradient_?|grad_?|dl(oss)?_?d_?|d_?)|(_?gradient|_?grad)$", re.I)
 
 
@@ -162,11 +162,15 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
 
     try:
         y, d = run(list(inputs))
-        # a loss's gradient moves with its targets (a probs() beside the loss does not)
-        _, moved = run([inputs[0], *map(_moved, inputs[1:])]) if len(inputs) > 1 \
-            else (y, None)
     except Exception:  # noqa: BLE001 - not this pair: the user's code raised
         return False
+    others = [_moved(x) for x in inputs[1:]]
+    moved = None
+    if others and any(o is not x for o, x in zip(others, inputs[1:], strict=True)):
+        try:  # a loss's gradient moves with its targets (a probs() beside it does not)
+            _, moved = run([inputs[0], *others])
+        except Exception:  # noqa: BLE001 - targets it cannot take: no evidence either way
+            moved = None
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
     return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
         d.shape == shape and d.dtype.kind == "f" and shape != () and (
@@ -174,19 +178,12 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
 
 
 def _moved(x: Any) -> Any:
-    """Other targets of the same kind: other class ids, other floats."""
-    if isinstance(x, (bool, np.bool_)):
-        return x
-    if isinstance(x, (int, np.integer)):
-        return x + 1
-    if isinstance(x, (float, np.floating)):
-        return x * 1.5 + 0.25
-    if not isinstance(x, np.ndarray) or x.size == 0:
-        return x
-    if x.dtype.kind in "iu":
-        return (x + 1) % (int(x.max()) + 2)
-    if x.dtype.kind == "f":
-        return x[::-1].copy() if x.ndim and not np.array_equal(x, x[::-1]) else x * 1.5 + 0.25
+    """Other targets of the same kind, the samples' targets in reverse order (every class
+    id stays one); ``x`` itself when reversing changes nothing (it is not moved)."""
+    if isinstance(x, (list, tuple)) and len(x) > 1 and list(x) != list(x)[::-1]:
+        return type(x)(x[::-1])
+    if isinstance(x, np.ndarray) and x.ndim and x.size and not np.array_equal(x, x[::-1]):
+        return x[::-1].copy()
     return x
 
 

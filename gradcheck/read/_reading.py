@@ -42,14 +42,18 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     the output gradient (``order[k]`` is the input at argument ``k``, None the output
     gradient): its required arguments are named as the forward's, but one;
     ``("given", order, note)`` when they all are (a loss's backward), or are some after
-    the first, one of them labels (``labels[k]``: 0/1 or integers; ``backward(label_tensor)``) or
-    with the first holding labels (``backward(y_pred)`` of ``forward(y_true, y_pred)``).
+    the first, all labels (``labels[k]``: 0/1 or integers; ``backward(label_tensor)``), or
+    the one other beside labels first (``backward(y_pred)`` of ``forward(y_true,
+    y_pred)``); :data:`UNSURE` when they are some after the first otherwise.
     Else ``(base, [], "")``: a count of arguments alone is no evidence."""
     names = positional_names(method, required=True)
     f_names = (positional_names(forward) or [])[:n]
     back = [f_names.index(a) for a in names or [] if a in f_names[1:]]
     if names and n >= 2 and len(back) == len(names):
-        sure = len(labels) == n and (labels[0] or any(labels[k] for k in back))
+        rest = [k for k in range(n) if k not in back]
+        sure = len(labels) == n and (
+            (all(labels[k] for k in back) and not labels[0])  # backward(targets)
+            or (labels[0] and len(back) == 1 and rest == [0]))  # (y_true, y_pred): y_pred
         return "given" if sure else UNSURE, list[int | str | None](back), (
             f"backward takes the forward's arguments {', '.join(names)} and no output "
             "gradient: read as a loss's gradient with respect to the others")
@@ -344,7 +348,11 @@ def _made_by_backward(kept: dict[str, np.ndarray], init: Any, after: Any, style:
     twice = clone(init)
     getattr(twice, feed)(np.asarray(dy) * 2)
     getattr(twice, backward)()
-    return {k: v for k, v in out.items() if not np.array_equal(v, try_path(twice, k))}
+    still = {k for k, v in out.items() if np.array_equal(v, try_path(twice, k))}
+    moving = {np.shape(v) for k, v in out.items() if k not in still}
+    # a cache (self._deriv) beside a gradient of its shape that moves is no candidate; an
+    # array alone of its shape stays one, to be checked (a gradient that forgot delta)
+    return {k: v for k, v in out.items() if k not in still or np.shape(v) not in moving}
 
 
 def leaves(out: Any) -> list[Any]:
@@ -387,8 +395,7 @@ def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
             v, (list, tuple)) else None
         if items and all(is_float_array(a) and id(a) in arrays for a in items):
             out.append((p, v))
-    # lists of zeros last: gradient buffers made ready, or a bias list initialised so
-    return sorted(out, key=lambda pv: not any(np.any(a) for a in _items(pv[1])))
+    return out
 
 
 def _properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
@@ -415,34 +422,57 @@ def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
     """When the backward returned ``(dX, [dW, db])`` (or ``(dX, {"W": dW})``, or
     ``(dX, [])`` for a layer with none): the index of the parameters' part and
     ``param path -> key`` of each gradient in it, the part matched to a list or dict of
-    the layer's own float arrays (``self.params = [W, b]``) by its keys or length, or a
-    dict whose keys name the arrays (``{'W': dW, 'b': db}``, ``'w1_W'`` for ``w1.W``).
-    None when the return is not so split."""
+    the layer's own float arrays (``self.params = [W, b]``) by its keys or length, a
+    dict whose keys name the arrays (``{'W': dW, 'b': db}``, ``'w1_W'`` for ``w1.W``), or
+    a list whose gradients each have the shape of one array only. ``(dX, None)`` has no
+    parameter. None when the return is not so split."""
     if not isinstance(ret, (tuple, list)) or len(ret) < 2:
         return None
     layer = clone(layer)  # its properties run on a copy
     held = {id(v): p for p, v in walk(layer) if is_float_array(v)}
     for j in range(len(ret) - 1, -1, -1):
         part = ret[j]
+        if part is None and len(ret) == 2 and isinstance(ret[1 - j], np.ndarray):
+            return j, {}  # (dX, None): no parameter
         if not isinstance(part, (list, tuple, dict)) or any(
                 isinstance(r, (list, tuple, dict)) for r in _items(part)):
             continue
         if not part and len(ret) == 2 and isinstance(ret[1 - j], np.ndarray):
-            return j, {}
-        lists = _param_lists(layer, set(held))
-        for _, arrays in lists:
-            zeros = not any(np.any(a) for a in _items(arrays))
-            if _keys(arrays) == _keys(part) and not (zeros and isinstance(part, dict) and
-                                                       _by_attribute(part, held, layer)):
-                return j, {held[id(a)]: k for k, a in _pairs(arrays)}
+            return j, {}  # (dX, []): no parameter
+        fits = [arrays for _, arrays in _param_lists(layer, set(held))
+                if _keys(arrays) == _keys(part)]
+        live = [a for a in fits if any(np.any(v) for v in _items(a))]
+        named = _by_attribute(part, held, layer) if isinstance(part, dict) else None
+        # lists of zeros: gradient buffers made ready, or parameters initialised so; one
+        # of them is taken only when it is the only list that fits and no name says more
+        chosen = live[0] if live else fits[0] if len(fits) == 1 and not named else None
+        if chosen is not None:
+            return j, {held[id(a)]: k for k, a in _pairs(chosen)}
         built = [{held[id(a)]: k for k, a in _pairs(arrays)}
                  for _, arrays in _properties(layer, set(held)) if _keys(arrays) == _keys(part)]
         if built and all(b == built[0] for b in built):  # params returning [self.W, self.b]
             return j, built[0]
-        named = _by_attribute(part, held, layer) if isinstance(part, dict) else None
+        named = _by_attribute(part, held, layer) if isinstance(part, dict) else _by_shape(
+            part, held, layer)
         if named:
             return j, named
     return None
+
+
+def _by_shape(part: Any, held: dict[int, str], layer: Any) -> dict[str, Any] | None:
+    """``param path -> index`` when each gradient of a returned list has the shape of
+    exactly one of the layer's float arrays, a different one each (``dX, [dW, db]`` with
+    no list of the parameters: ``weights`` (5, 3), ``bias`` (1, 3)). None otherwise."""
+    shapes: dict[tuple[int, ...], list[str]] = {}
+    for p in held.values():
+        shapes.setdefault(np.shape(get_path(layer, p)), []).append(p)
+    out: dict[str, Any] = {}
+    for k, g in enumerate(part):
+        paths = shapes.get(np.shape(g), []) if isinstance(g, np.ndarray) else []
+        if len(paths) != 1 or paths[0] in out:
+            return None
+        out[paths[0]] = k
+    return out or None
 
 
 def _by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
