@@ -1109,3 +1109,178 @@ def test_dx_none_and_parameter_gradients_told_apart_by_shape(layer, broken):
     _verdict(res, broken)
     if broken and layer is _ByShape:
         assert [i.name for i in res.inputs if i.status == "mismatch"] == ["bias"]
+
+
+# -- a sixth review ----------------------------------------------------------------------------
+def test_forward_beside_forward_prop_and_back_prop_is_an_ambiguity_not_a_pair():
+    class Dropout:
+        def __init__(self):
+            self.mask = None
+
+        def forward(self, x):  # inference
+            return x
+
+        def forward_prop(self, x):
+            self.mask = (np.random.default_rng(0).random(x.shape) > 0.5) * 2.0
+            return x * self.mask
+
+        def back_prop(self, d):  # forgot the mask: paired with forward() it would pass
+            return d
+
+    with pytest.raises(TypeError, match="cannot tell its forward and backward"):
+        gradcheck.check_layer(Dropout(), np.random.default_rng(64).standard_normal((3, 4)))
+
+
+def test_a_fed_copy_of_the_gradient_the_backward_never_reads_is_no_loss_per_sample():
+    class Tanh:
+        def forward(self, data):
+            self._input = data
+            self._output = np.tanh(data)
+
+        def backward_update_gradient(self, delta):
+            self._delta = delta.copy()
+
+        def backward(self):
+            self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot delta
+
+    res = gradcheck.check_layer(Tanh(), np.random.default_rng(65).standard_normal((4, 3)))
+    assert res.status == "bad-protocol" and "never reads" in res.message, res.report()
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_per_sample_loss_with_a_setter_its_backward_reads_is_checked(broken):
+    class SqErr:
+        def __init__(self):
+            self.scale = 1.0
+
+        def set_scale(self, v):
+            self.scale = v
+
+        def forward(self, p, t):
+            self.p, self.t = p, t
+            return 0.5 * self.scale * ((p - t) ** 2).sum(axis=1)
+
+        def backward(self):
+            return self.scale * (self.p - self.t) * (-1.0 if broken else 1.0)
+
+    rng = np.random.default_rng(66)
+    _verdict(gradcheck.check_layer(SqErr(), rng.standard_normal((4, 3)),
+                                   rng.standard_normal((4, 3))), broken)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_none_first_for_the_first_of_two_inputs_is_its_missing_gradient(broken):
+    class Gate:
+        def forward(self, g, x):
+            self.g = g
+            return g * x
+
+        def backward(self, d):
+            return None, d * (self.g if not broken else 2 * self.g)
+
+    rng = np.random.default_rng(67)
+    _verdict(gradcheck.check_layer(Gate(), rng.standard_normal((3, 4)),
+                                   rng.standard_normal((3, 4))), broken)
+
+
+def test_targets_that_cannot_be_moved_give_no_evidence_for_a_gradient_method():
+    class SoftmaxCE:
+        def loss(self, scores, y):
+            e = np.exp(scores - scores.max(axis=1, keepdims=True))
+            self.p = e / e.sum(axis=1, keepdims=True)
+            return -float(np.log(self.p[np.arange(len(y)), y]).mean())
+
+        def probs(self):
+            return self.p
+
+    with pytest.raises(TypeError, match="name it"):
+        gradcheck.check_layer(SoftmaxCE(), np.random.default_rng(68).standard_normal((4, 3)),
+                              np.array([2, 2, 2, 2]))
+
+
+# -- a seventh evaluator corpus (M): a flat (dX, dW, db) of stored arrays, lists paired by
+# place, a forward with no cache whose backward takes the inputs again ----------------------
+class _DictParams:
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(69)
+        self.W = {"val": rng.standard_normal((3, 4)), "grad": 0}
+        self.b = {"val": rng.standard_normal((1, 3)), "grad": 0}
+        self.broken = broken
+
+    def forward(self, fc):
+        self.cache = fc
+        return fc @ self.W["val"].T + self.b["val"]
+
+    def backward(self, d):
+        self.W["grad"] = d.T @ self.cache
+        self.b["grad"] = d.sum(axis=0, keepdims=True) * (0.5 if self.broken else 1.0)
+        return d @ self.W["val"], self.W["grad"], self.b["grad"]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_flat_return_of_the_input_gradient_beside_the_stored_ones(broken):
+    res = gradcheck.check_layer(_DictParams(broken),
+                                np.random.default_rng(70).standard_normal((5, 4)))
+    _verdict(res, broken)
+
+
+def test_a_gradient_list_paired_by_place_with_a_wrong_shape_is_a_shape_mismatch():
+    class Linear:
+        def __init__(self):
+            rng = np.random.default_rng(71)
+            self.weights, self.bias = rng.standard_normal((4, 3)), rng.standard_normal(3)
+            self.params = [self.weights, self.bias]
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.weights + self.bias
+
+        def backward(self, g):
+            self.grads = [self.x.reshape(-1, 4).T @ g.reshape(-1, 3), g.sum(axis=0)]
+            return g @ self.weights.T
+
+    res = gradcheck.check_layer(Linear(), np.random.default_rng(72).standard_normal((2, 3, 4)))
+    assert res.status == "shape-mismatch", res.report()
+
+
+def _layer_norm(x, gamma, beta):
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + 1e-5) + beta
+
+
+def _layer_norm_backward(x, gamma, beta, dOut, broken=False):
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    xh, n = (x - mu) / np.sqrt(var + 1e-5), x.shape[-1]
+    dxh = dOut * gamma
+    dx = (n * dxh - dxh.sum(-1, keepdims=True)
+          - (0 if broken else xh * (dxh * xh).sum(-1, keepdims=True))) / (n * np.sqrt(var + 1e-5))
+    return dx, (dOut * xh).sum(0), dOut.sum(0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_forward_with_no_cache_whose_backward_takes_the_inputs_again(broken):
+    rng = np.random.default_rng(73)
+    res = gradcheck.check_vjp(_layer_norm, partial(_layer_norm_backward, broken=broken),
+                              [rng.standard_normal((4, 5)), rng.standard_normal(5),
+                               rng.standard_normal(5)])
+    _verdict(res, broken)
+    assert any("takes the forward's inputs again" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_and_its_gradient_taking_one_class_id(broken):
+    class Softmax:
+        def predict(self, x):
+            e = np.exp(x)
+            return e / e.sum()
+
+        def loss(self, x, y):
+            return -np.log(self.predict(x)[y])
+
+        def diff(self, x, y):
+            p = self.predict(x)
+            p[y] -= 1.0 if not broken else 2.0
+            return p
+
+    _verdict(gradcheck.check_layer(Softmax(), np.random.default_rng(74).standard_normal(5), 2),
+             broken)

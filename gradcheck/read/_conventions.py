@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,26 @@ def differentiable(x: Any) -> bool:
     return has_float(x) and not is_configuration(x)
 
 
+@dataclass
+class _Again:
+    """The cache of a forward with none: its inputs, given to the backward again."""
+
+    args: tuple[Any, ...]
+
+
+def _names(fn: Callable[..., Any], required: bool) -> list[str]:
+    """The names of ``fn``'s positional parameters (with ``required``, those without a
+    default); ``[]`` when its signature cannot be read or takes ``*args``."""
+    try:
+        ps = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_POSITIONAL for p in ps):
+        return []
+    return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and (not required or p.default is p.empty)]
+
+
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
@@ -146,6 +167,9 @@ class Conventions:
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
         self._required = _required_positional(bwd)
+        f_names, b_names = _names(fwd, False)[:self._n], _names(bwd, True)
+        self._again = self._listed and self._n > 0 and len(f_names) == self._n and \
+            b_names[:-1] == f_names and len(b_names) == self._n + 1
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
@@ -164,6 +188,10 @@ class Conventions:
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         out = self._fwd(*args, **kwargs)
+        if self._again:  # y = f(x, W); grads = f_backward(x, W, dy): no cache
+            self._note("the forward returns its output alone and the backward takes the "
+                       "forward's inputs again, then the output gradient: called so")
+            return out, _Again(args)
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
         held = [k for k, v in enumerate(out) if isinstance(v, (tuple, list, dict))]
@@ -207,6 +235,9 @@ class Conventions:
         return other
 
     def backward(self, dy: Any, cache: Any) -> Any:
+        if isinstance(cache, _Again):
+            grads = self._bwd(*cache.args, dy)
+            return self._match(grads) if self._listed else grads
         if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:
             self._note(f"backward takes the {len(dy)} output gradients as separate "
                        "arguments before the cache")

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ._protocol import ProtocolError
+
 __all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "float_scalars", "get_path", "is_float_array", "is_float_scalar", "parameters",
            "steps", "try_path", "unmatched", "walk"]
@@ -211,11 +213,25 @@ def _side_by_side(path: str, before: dict[str, Any], after: Any) -> Iterator[Par
         elif isinstance(ps, (list, tuple)) and isinstance(gs, (list, tuple)) and \
                 len(ps) == len(gs):
             keys = [k for k, v in enumerate(ps) if _fits(v, gs[k])]
+            if keys:  # the lists pair by place: a partner of another shape is a wrong one
+                _misfit(p_name, g_name, ps, gs)
         else:
             continue
         for k in keys:
             name = _join(_join(path, p_name, True), k, False)
             yield Param(name, name, _join(_join(path, g_name, True), k, False))
+
+
+def _misfit(p_name: str, g_name: str, ps: Any, gs: Any) -> None:
+    """A gradient at the place of a parameter whose shape differs from it by more than
+    size-1 axes: a ``shape-mismatch`` verdict (the same error a forward-looking user
+    makes: ``db`` summed over the wrong axis)."""
+    for k, (v, g) in enumerate(zip(ps, gs, strict=True)):
+        if is_float_array(v) and is_float_array(g) and not _fits(v, g) and \
+                [d for d in g.shape if d != 1] != [d for d in v.shape if d != 1]:
+            raise ProtocolError("shape-mismatch", (
+                f"gradient of {p_name}[{k}] (stored in {g_name}[{k}]) has shape {g.shape}, "
+                f"expected {v.shape}"))
 
 
 def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:

@@ -26,7 +26,7 @@ from ._observe import float_state, positional_names, stored
 from ._protocol import UserCodeError, clone
 from ._reading import leaves, read_output
 
-__all__ = ["fed_by", "keeps_its_argument"]
+__all__ = ["fed_by", "unread_store"]
 
 _MISSING = re.compile(r"has no attribute '(\w+)'")
 
@@ -102,21 +102,22 @@ def _fed_run(proto: Protocol, xs: list[Any], name: str, attribute: str,
             ] + [np.asarray(v, dtype=np.float64) for v in made]
 
 
-def keeps_its_argument(cls: type, proto: Protocol) -> str | None:
-    """A method of ``cls`` (not the forward or backward) taking one argument that it keeps
-    on the layer as it is (``self._delta = delta``, read from its code): what would feed
-    a backward taking no argument; None when there is none."""
+def unread_store(cls: type, proto: Protocol) -> tuple[str, str] | None:
+    """``(method, attribute)``: a method of ``cls`` (not the forward or backward) taking
+    one argument whose code stores an attribute the backward's code never reads (read
+    from the code: ``backward_update_gradient(delta)`` storing ``_delta`` for a backward
+    that forgot it); None when there is none."""
+    backward = inspect.getattr_static(cls, proto.backward, None)
+    read = set(backward.__code__.co_names) if inspect.isfunction(backward) else None
+    if read is None:
+        return None
     for name in dir(cls):
         fn = inspect.getattr_static(cls, name, None)
         if name.startswith("_") or name in (proto.forward, proto.backward) or \
-                not inspect.isfunction(fn):
+                not inspect.isfunction(fn) or len(positional_names(fn, required=True) or []) != 2:
             continue
-        names = positional_names(fn, required=True) or []
-        if len(names) != 2:
-            continue
-        ins = list(dis.get_instructions(fn))
-        if any(a.opname == "LOAD_FAST" and a.argval == names[1] and b.opname == "LOAD_FAST"
-               and b.argval == names[0] and c.opname == "STORE_ATTR"
-               for a, b, c in zip(ins, ins[1:], ins[2:], strict=False)):
-            return name
+        stored = [i.argval for i in dis.get_instructions(fn) if i.opname == "STORE_ATTR"]
+        unread = [a for a in stored if a not in read]
+        if unread:
+            return name, unread[0]
     return None

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import Param, get_path, try_path
+from ._discovery import Param, get_path, try_path, walk
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user, clone
@@ -150,6 +150,8 @@ class Protocol:
             pgrads = ret[j]
             rest = [r for i, r in enumerate(ret) if i != j]
             dx = rest[0] if len(rest) == 1 else tuple(rest) if rest else None
+        else:
+            dx = self._beside_stored(dx, fresh, xs)
         dxs = self._input_grads(dx, np.size(dy) == 1)
         for k, path in self.stored_inputs.items():
             dxs[k] = np.array(get_path(fresh, path), copy=True)
@@ -185,6 +187,21 @@ class Protocol:
         self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: "
                   "compared after reshaping (they differ by size-1 axes only)")
         return g.reshape(shape)
+
+    def _beside_stored(self, ret: Any, fresh: Any, xs: list[Any]) -> Any:
+        """A flat ``(dX, dW, db)`` of a one-input layer whose other items are the very
+        arrays it stored (``self.W['grad']``): ``dX``, the one item of the input's shape
+        (the stored gradients are read where they are stored)."""
+        if self.n_inputs != 1 or not isinstance(ret, tuple) or len(ret) < 2 or \
+                not isinstance(xs[0], np.ndarray):
+            return ret
+        fit = [r for r in ret if isinstance(r, np.ndarray) and r.shape == xs[0].shape]
+        held = {id(v) for _, v in walk(fresh)}
+        if len(fit) == 1 and all(r is fit[0] or id(r) in held for r in ret):
+            self.note("backward returned the input gradient beside the gradients it stored "
+                      "on the layer: the one of the input's shape is the input's")
+            return fit[0]
+        return ret
 
     def _row(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
         """For a backward given a 1-d output's gradient as one row: an input's gradient

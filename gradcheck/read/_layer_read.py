@@ -393,7 +393,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     backward left as it was) or stored (``self.dweights``); the inputs' stored
     gradients."""
     out: list[Param] = []
-    split = split_return(first.ret, proto.layer)
+    split = split_return(first.ret, proto.layer, proto.n_inputs)
     if split is not None:
         j, keys = split
         mine = {p: k for p, k in keys.items() if p in arrays or p in stale}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import float_scalars, try_path
-from ._feed import keeps_its_argument
+from ._feed import unread_store
 from ._layer_call import Protocol
 from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
@@ -123,14 +123,14 @@ def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
     differentiates their mean, if a method of the layer reduces the forward's output so
     (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
     if proto.style in ("given", "none") and np.size(out) > 1:
-        feed = keeps_its_argument(type(proto.layer), proto) if proto.style == "none" else None
+        feed = unread_store(type(proto.layer), proto) if proto.style == "none" else None
         if feed is not None:  # a layer fed its output gradient whose backward ignores it?
             raise ProtocolError("bad-protocol", (
                 f"{type(proto.layer).__name__}.{proto.backward}() takes no output gradient "
-                f"and {feed}() keeps its argument on the layer, but the backward never "
-                f"reads it: if {feed} feeds it the output gradient, the backward ignores "
-                "it (a bug); read as a loss per sample (none has such a method), it could "
-                "pass without the output gradient ever being used, so no reading is taken"))
+                f"and {feed[0]}() stores {feed[1]} on the layer from its argument, which "
+                f"the backward never reads: if {feed[0]} feeds it the output gradient, the "
+                "backward ignores it (a bug); read as a loss per sample, it could pass "
+                "without the output gradient ever being used, so no reading is taken"))
         proto.reduce, how = _reduction(proto, first, out)
         proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
                    f"backward takes no output gradient: checked as the gradient of their "
@@ -148,7 +148,8 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
         fn = inspect.getattr_static(type(layer), name, None)
         if name.startswith("_") or name in known or not inspect.isfunction(fn):
             continue
-        if len(positional_names(fn, required=True) or []) != n + 1:  # self and the inputs
+        if len(positional_names(fn, required=True) or []) != n + 1 or \
+                proto.forward not in fn.__code__.co_names:  # it runs the forward on them
             continue
         try:
             if proto.draws is not None:

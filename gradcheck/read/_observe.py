@@ -83,7 +83,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
                             f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
     if f is not None and b is not None:
         return f, b, ""
-    fwds = [f] if f is not None else _methods(layer, _FORWARD)
+    fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
     bwds = [b] if b is not None else _methods(layer, _BACKWARD)
     pairs = [(x, y) for x, y in _pairs(fwds, bwds)] if len(fwds) > 1 or len(bwds) > 1 \
         else [(x, y) for x in fwds for y in bwds]
@@ -164,13 +164,15 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
         y, d = run(list(inputs))
     except Exception:  # noqa: BLE001 - not this pair: the user's code raised
         return False
-    others = [_moved(x) for x in inputs[1:]]
     moved = None
-    if others and any(o is not x for o, x in zip(others, inputs[1:], strict=True)):
-        try:  # a loss's gradient moves with its targets (a probs() beside it does not)
+    if len(inputs) > 1:  # a loss's gradient moves with its targets (a probs() does not)
+        others = [_moved(x) for x in inputs[1:]]
+        if all(o is x for o, x in zip(others, inputs[1:], strict=True)):
+            return False  # targets that cannot be moved: no evidence, no pair
+        try:
             _, moved = run([inputs[0], *others])
-        except Exception:  # noqa: BLE001 - targets it cannot take: no evidence either way
-            moved = None
+        except Exception:  # noqa: BLE001 - targets it cannot take: no evidence, no pair
+            return False
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
     return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
         d.shape == shape and d.dtype.kind == "f" and shape != () and (
@@ -178,12 +180,23 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
 
 
 def _moved(x: Any) -> Any:
-    """Other targets of the same kind, the samples' targets in reverse order (every class
-    id stays one); ``x`` itself when reversing changes nothing (it is not moved)."""
-    if isinstance(x, (list, tuple)) and len(x) > 1 and list(x) != list(x)[::-1]:
-        return type(x)(x[::-1])
-    if isinstance(x, np.ndarray) and x.ndim and x.size and not np.array_equal(x, x[::-1]):
-        return x[::-1].copy()
+    """Other targets of the same kind: the samples' targets in reverse order, or rolled by
+    one (every class id stays one), another class id or float for a single one; ``x``
+    itself when nothing changes it."""
+    if isinstance(x, (bool, np.bool_)):
+        return x
+    if isinstance(x, (int, np.integer)):  # one class id: another one, in range
+        return x - 1 if x > 0 else x + 1
+    if isinstance(x, (float, np.floating)):
+        return x * 1.5 + 0.25
+    if isinstance(x, (list, tuple)) and len(x) > 1:
+        for y in (list(x)[::-1], list(x)[1:] + list(x)[:1]):
+            if y != list(x):
+                return type(x)(y)
+    if isinstance(x, np.ndarray) and x.ndim and x.size:
+        for a in (x[::-1], np.roll(x, 1, axis=0)):
+            if not np.array_equal(x, a):
+                return a.copy()
     return x
 
 

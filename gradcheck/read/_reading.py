@@ -418,22 +418,24 @@ def _properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
     return found
 
 
-def split_return(ret: Any, layer: Any) -> tuple[int, dict[str, Any]] | None:
+def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]] | None:
     """When the backward returned ``(dX, [dW, db])`` (or ``(dX, {"W": dW})``, or
     ``(dX, [])`` for a layer with none): the index of the parameters' part and
     ``param path -> key`` of each gradient in it, the part matched to a list or dict of
     the layer's own float arrays (``self.params = [W, b]``) by its keys or length, a
     dict whose keys name the arrays (``{'W': dW, 'b': db}``, ``'w1_W'`` for ``w1.W``), or
-    a list whose gradients each have the shape of one array only. ``(dX, None)`` has no
-    parameter. None when the return is not so split."""
+    a list whose gradients each have the shape of one array only. ``(dX, None)`` of a
+    layer with one input (``n``) has no parameter. None when the return is not so
+    split."""
     if not isinstance(ret, (tuple, list)) or len(ret) < 2:
         return None
     layer = clone(layer)  # its properties run on a copy
     held = {id(v): p for p, v in walk(layer) if is_float_array(v)}
     for j in range(len(ret) - 1, -1, -1):
         part = ret[j]
-        if part is None and len(ret) == 2 and isinstance(ret[1 - j], np.ndarray):
-            return j, {}  # (dX, None): no parameter
+        if part is None and n == 1 and j == 1 and len(ret) == 2 and isinstance(
+                ret[0], np.ndarray):
+            return j, {}  # (dX, None) of one input: no parameter
         if not isinstance(part, (list, tuple, dict)) or any(
                 isinstance(r, (list, tuple, dict)) for r in _items(part)):
             continue
