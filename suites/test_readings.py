@@ -1284,3 +1284,107 @@ def test_a_loss_and_its_gradient_taking_one_class_id(broken):
 
     _verdict(gradcheck.check_layer(Softmax(), np.random.default_rng(74).standard_normal(5), 2),
              broken)
+
+
+# -- a seventh review --------------------------------------------------------------------------
+def test_a_fed_gradient_cleared_by_the_backward_that_never_read_it_is_refused():
+    class Tanh:
+        def forward(self, data):
+            self._input = data
+            self._output = np.tanh(data)
+
+        def backward_update_gradient(self, delta):
+            self._delta = delta.copy()
+
+        def backward(self):
+            self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot delta
+            self._delta = None  # "consumed": a store, no read
+
+    res = gradcheck.check_layer(Tanh(), np.random.default_rng(75).standard_normal((4, 3)))
+    assert res.status == "bad-protocol", res.report()
+
+
+class _PerSampleMSE:
+    def __init__(self, broken=False):
+        self.broken, self.epoch = broken, 0
+
+    def __call__(self, p, t):
+        return self.forward(p, t)
+
+    def set_epoch(self, e):  # a setter of an int: no feed
+        self.epoch = int(e)
+
+    def forward(self, p, t):
+        self.p, self.t = p, t
+        return ((p - t) ** 2).mean(axis=1)
+
+    def value(self, p, t):  # the mean, through __call__
+        return float(np.mean(self(p, t)))
+
+    def backward(self):
+        n, d = self.p.shape
+        return 2 * (self.p - self.t) / (n * d) * (-1.0 if self.broken else 1.0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_per_sample_loss_with_an_int_setter_and_a_mean_method(broken):
+    rng = np.random.default_rng(76)
+    _verdict(gradcheck.check_layer(_PerSampleMSE(broken), rng.standard_normal((4, 3)),
+                                   rng.standard_normal((4, 3))), broken)
+
+
+@pytest.mark.parametrize("label", [np.array(2), np.array([2])])
+def test_a_class_id_as_a_0d_array_or_a_batch_of_one(label):
+    class Softmax:
+        def loss(self, x, y):
+            e = np.exp(x - x.max(axis=-1, keepdims=True))
+            self.p = e / e.sum(axis=-1, keepdims=True)
+            return -float(np.log(self.p[..., y]).sum())
+
+        def diff(self, x, y):
+            self.loss(x, y)
+            g = self.p.copy()
+            g[..., y] -= 1.0
+            return g
+
+    x = np.random.default_rng(77).standard_normal((1, 5) if label.ndim else 5)
+    res = gradcheck.check_layer(Softmax(), x, label)
+    assert res.passed, res.report()
+
+
+def test_a_forward_returning_a_cache_beside_a_backward_taking_the_inputs_is_refused():
+    def relu_forward(x):
+        return np.maximum(x, 0), x
+
+    def relu_backward(x, dout):
+        return dout * (x > 0)
+
+    res = gradcheck.check_vjp(relu_forward, relu_backward,
+                              [np.random.default_rng(78).standard_normal((3, 4))])
+    assert res.status == "bad-protocol" and "takes the inputs again" in res.message
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_forward_pairs_with_a_backward_when_no_other_forward_pairs_by_name(broken):
+    class Linear:
+        def __init__(self):
+            rng = np.random.default_rng(79)
+            self.W, self.b = rng.standard_normal((3, 2)), rng.standard_normal(2)
+
+        def __call__(self, x):
+            return self.forward(x)
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.W + self.b
+
+        def forward_batch(self, xs):
+            return [self.forward(x) for x in xs]
+
+        def backward_pass(self, d):
+            self.dW = self.x.T @ d * (2.0 if broken else 1.0)
+            self.db = d.sum(axis=0)
+            return d @ self.W.T
+
+    _verdict(gradcheck.check_layer(Linear(), np.random.default_rng(80).standard_normal((4, 3))),
+             broken)

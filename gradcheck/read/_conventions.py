@@ -188,6 +188,12 @@ class Conventions:
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         out = self._fwd(*args, **kwargs)
+        if self._again and isinstance(out, tuple) and len(out) == 2 and (
+                isinstance(out[1], (tuple, list, dict)) or any(out[1] is a for a in args)):
+            raise ProtocolError("bad-protocol", (
+                "the forward returns (y, cache) but the backward's parameters are the "
+                "forward's, then one more: it takes the inputs again, not the cache; give "
+                "it the protocol's form, bwd = lambda dy, cache: f_backward(*inputs, dy)"))
         if self._again:  # y = f(x, W); grads = f_backward(x, W, dy): no cache
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")

@@ -102,22 +102,35 @@ def _fed_run(proto: Protocol, xs: list[Any], name: str, attribute: str,
             ] + [np.asarray(v, dtype=np.float64) for v in made]
 
 
-def unread_store(cls: type, proto: Protocol) -> tuple[str, str] | None:
-    """``(method, attribute)``: a method of ``cls`` (not the forward or backward) taking
-    one argument whose code stores an attribute the backward's code never reads (read
-    from the code: ``backward_update_gradient(delta)`` storing ``_delta`` for a backward
-    that forgot it); None when there is none."""
+def unread_store(proto: Protocol, out: Any) -> tuple[str, str] | None:
+    """``(method, attribute)``: a method of the layer (not the forward or backward) taking
+    one argument that, given a float array of the output's shape on a copy, stores one
+    of that shape at an attribute the backward's code never loads
+    (``backward_update_gradient(delta)`` storing ``_delta`` for a backward that forgot
+    it); None when there is none (a setter of an int is none)."""
+    cls = type(proto.layer)
     backward = inspect.getattr_static(cls, proto.backward, None)
-    read = set(backward.__code__.co_names) if inspect.isfunction(backward) else None
-    if read is None:
+    if not inspect.isfunction(backward) or not isinstance(out, np.ndarray):
         return None
+    loads = {i.argval for i in dis.get_instructions(backward)
+             if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
+    dy = np.asarray(np.random.default_rng(0).standard_normal(out.shape))
     for name in dir(cls):
         fn = inspect.getattr_static(cls, name, None)
         if name.startswith("_") or name in (proto.forward, proto.backward) or \
                 not inspect.isfunction(fn) or len(positional_names(fn, required=True) or []) != 2:
             continue
-        stored = [i.argval for i in dis.get_instructions(fn) if i.opname == "STORE_ATTR"]
-        unread = [a for a in stored if a not in read]
-        if unread:
-            return name, unread[0]
+        unread = [i.argval for i in dis.get_instructions(fn)
+                  if i.opname == "STORE_ATTR" and i.argval not in loads]
+        if not unread:
+            continue
+        try:
+            obj = clone(proto.layer)
+            getattr(obj, name)(dy.copy())
+        except Exception:  # noqa: S112 - it takes no output gradient: no feed
+            continue
+        kept = [a for a in unread if isinstance(getattr(obj, a, None), np.ndarray)
+                and getattr(obj, a).shape == dy.shape]
+        if kept:
+            return name, kept[0]
     return None

@@ -123,7 +123,7 @@ def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
     differentiates their mean, if a method of the layer reduces the forward's output so
     (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
     if proto.style in ("given", "none") and np.size(out) > 1:
-        feed = unread_store(type(proto.layer), proto) if proto.style == "none" else None
+        feed = unread_store(proto, out) if proto.style == "none" else None
         if feed is not None:  # a layer fed its output gradient whose backward ignores it?
             raise ProtocolError("bad-protocol", (
                 f"{type(proto.layer).__name__}.{proto.backward}() takes no output gradient "
@@ -148,8 +148,7 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
         fn = inspect.getattr_static(type(layer), name, None)
         if name.startswith("_") or name in known or not inspect.isfunction(fn):
             continue
-        if len(positional_names(fn, required=True) or []) != n + 1 or \
-                proto.forward not in fn.__code__.co_names:  # it runs the forward on them
+        if len(positional_names(fn, required=True) or []) != n + 1:  # self and the inputs
             continue
         try:
             if proto.draws is not None:

@@ -60,6 +60,18 @@ def _pairs(fwds: list[str], bwds: list[str]) -> list[tuple[str, str]]:
             if f == "__call__" or stem(f, _FORWARD) == stem(b, _BACKWARD)]
 
 
+def _forward_alone(layer: Any, fwds: list[str], bwds: list[str]) -> list[str]:
+    """``["forward"]``, unless another forward-like method pairs by name with a backward
+    (``forward_pass`` with ``backward_pass``): which pair is meant is then an error."""
+    rival = _pairs([m for m in fwds if m not in ("forward", "__call__")], bwds)
+    if rival:
+        raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward "
+                        f"methods apart (forward, or {rival[0][0]} paired by name with "
+                        f"{rival[0][1]}); name them: check_layer(layer, x, forward='...', "
+                        "backward='...')")
+    return ["forward"]
+
+
 def method_pair(layer: Any, forward: str | None, backward: str | None,
                 inputs: tuple[Any, ...] = ()) -> tuple[str, str, str]:
     """The names of the forward and backward methods, and a note when they were found
@@ -83,8 +95,10 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
                             f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
     if f is not None and b is not None:
         return f, b, ""
-    fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
     bwds = [b] if b is not None else _methods(layer, _BACKWARD)
+    fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
+    if forward is None and f == "forward":  # forward() beside other forward-like methods
+        fwds = _forward_alone(layer, fwds, bwds)
     pairs = [(x, y) for x, y in _pairs(fwds, bwds)] if len(fwds) > 1 or len(bwds) > 1 \
         else [(x, y) for x in fwds for y in bwds]
     if len(pairs) == 1:
@@ -193,10 +207,14 @@ def _moved(x: Any) -> Any:
         for y in (list(x)[::-1], list(x)[1:] + list(x)[:1]):
             if y != list(x):
                 return type(x)(y)
-    if isinstance(x, np.ndarray) and x.ndim and x.size:
-        for a in (x[::-1], np.roll(x, 1, axis=0)):
+    if isinstance(x, np.ndarray) and x.size:
+        for a in ((x[::-1], np.roll(x, 1, axis=0)) if x.ndim else ()):
             if not np.array_equal(x, a):
                 return a.copy()
+        if x.dtype.kind in "iu":  # every class id another one, in range
+            return np.where(x > 0, x - 1, x + 1).astype(x.dtype)
+        if x.dtype.kind == "f" and not np.all((x == 0) | (x == 1)):
+            return x * 1.5 + 0.25
     return x
 
 
