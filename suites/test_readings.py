@@ -1144,7 +1144,7 @@ def test_a_fed_copy_of_the_gradient_the_backward_never_reads_is_no_loss_per_samp
             self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot delta
 
     res = gradcheck.check_layer(Tanh(), np.random.default_rng(65).standard_normal((4, 3)))
-    assert res.status == "bad-protocol" and "never reads" in res.message, res.report()
+    assert res.status == "bad-protocol" and "keeps one at _delta" in res.message, res.report()
 
 
 @pytest.mark.parametrize("broken", [False, True])
@@ -1388,3 +1388,54 @@ def test_forward_pairs_with_a_backward_when_no_other_forward_pairs_by_name(broke
 
     _verdict(gradcheck.check_layer(Linear(), np.random.default_rng(80).standard_normal((4, 3))),
              broken)
+
+
+# -- an eighth review ---------------------------------------------------------------------------
+class _FedAfterForward:
+    def forward(self, X):
+        self._out = np.tanh(X)
+        return self._out
+
+    def backward_update_gradient(self, delta):
+        self._delta = delta.reshape(self._out.shape)  # needs the forward to have run
+
+
+class _CacheFed:
+    def __init__(self):
+        self.cache = {}
+
+    def forward(self, X):
+        self.cache["out"] = np.tanh(X)
+        return self.cache["out"]
+
+    def set_delta(self, delta):
+        self.cache["delta"] = delta
+
+
+@pytest.mark.parametrize("base", [_FedAfterForward, _CacheFed])
+def test_a_feed_the_backward_never_reads_blocks_the_loss_per_sample_reading(base):
+    class Forgets(base):  # type: ignore[misc,valid-type]
+        def backward(self):
+            out = self._out if hasattr(self, "_out") else self.cache["out"]
+            return 1 - out ** 2  # forgot the fed gradient
+
+    res = gradcheck.check_layer(Forgets(), np.random.default_rng(81).standard_normal((4, 3)))
+    assert res.status == "bad-protocol", res.report()
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_metric_computing_the_mean_on_its_own_is_no_reduction(broken):
+    class PerSampleMSE:
+        def forward(self, p, t):
+            self.p, self.t = p, t
+            return ((p - t) ** 2).mean(axis=1)
+
+        def backward(self):  # the gradient of their sum
+            return 2 * (self.p - self.t) / self.p.shape[1] * (0.5 if broken else 1.0)
+
+        def mse(self, p, t):  # a metric: it never runs the forward
+            return float(np.mean((p - t) ** 2))
+
+    rng = np.random.default_rng(82)
+    _verdict(gradcheck.check_layer(PerSampleMSE(), rng.standard_normal((4, 3)),
+                                   rng.standard_normal((4, 3)), wrt=["x0"]), broken)

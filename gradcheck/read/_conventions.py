@@ -188,8 +188,7 @@ class Conventions:
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         out = self._fwd(*args, **kwargs)
-        if self._again and isinstance(out, tuple) and len(out) == 2 and (
-                isinstance(out[1], (tuple, list, dict)) or any(out[1] is a for a in args)):
+        if self._again and isinstance(out, tuple) and len(out) == 2:
             raise ProtocolError("bad-protocol", (
                 "the forward returns (y, cache) but the backward's parameters are the "
                 "forward's, then one more: it takes the inputs again, not the cache; give "

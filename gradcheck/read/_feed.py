@@ -102,35 +102,54 @@ def _fed_run(proto: Protocol, xs: list[Any], name: str, attribute: str,
             ] + [np.asarray(v, dtype=np.float64) for v in made]
 
 
-def unread_store(proto: Protocol, out: Any) -> tuple[str, str] | None:
-    """``(method, attribute)``: a method of the layer (not the forward or backward) taking
-    one argument that, given a float array of the output's shape on a copy, stores one
-    of that shape at an attribute the backward's code never loads
-    (``backward_update_gradient(delta)`` storing ``_delta`` for a backward that forgot
-    it); None when there is none (a setter of an int is none)."""
+_STATEFUL = {"STORE_ATTR", "STORE_SUBSCR"}
+
+
+def unread_store(proto: Protocol, out: Any, xs: list[Any]) -> tuple[str, str] | None:
+    """``(method, path)``: a method of the layer (not the forward or backward) taking one
+    argument, whose code stores something (an attribute, an item), that, called on a copy
+    after a forward with a float array of the output's shape, keeps an array of that
+    shape on the layer where the backward's code never reads it
+    (``backward_update_gradient(delta)`` storing ``_delta``, or ``cache['delta']``, for
+    a backward that forgot it): a feed ignored, so that a backward taking no argument is
+    no loss per sample. None when there is none (a setter of an int raises on the array;
+    a scale the backward reads is none)."""
     cls = type(proto.layer)
     backward = inspect.getattr_static(cls, proto.backward, None)
-    if not inspect.isfunction(backward) or not isinstance(out, np.ndarray):
+    if not isinstance(out, np.ndarray) or proto.draws is None:
         return None
-    loads = {i.argval for i in dis.get_instructions(backward)
-             if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
-    dy = np.asarray(np.random.default_rng(0).standard_normal(out.shape))
+    dy = np.asarray(np.random.default_rng(0).standard_normal(out.shape), dtype=out.dtype)
     for name in dir(cls):
         fn = inspect.getattr_static(cls, name, None)
         if name.startswith("_") or name in (proto.forward, proto.backward) or \
                 not inspect.isfunction(fn) or len(positional_names(fn, required=True) or []) != 2:
             continue
-        unread = [i.argval for i in dis.get_instructions(fn)
-                  if i.opname == "STORE_ATTR" and i.argval not in loads]
-        if not unread:
+        if not any(i.opname in _STATEFUL for i in dis.get_instructions(fn)):
             continue
         try:
             obj = clone(proto.layer)
+            proto.draws.reset()
+            read_output(obj, getattr(obj, proto.forward)(*clone(xs)), proto.out_path)
+            before = float_state(obj)
             getattr(obj, name)(dy.copy())
         except Exception:  # noqa: S112 - it takes no output gradient: no feed
             continue
-        kept = [a for a in unread if isinstance(getattr(obj, a, None), np.ndarray)
-                and getattr(obj, a).shape == dy.shape]
+        kept = [p for p, v in stored(before, obj, (), copies=False).items()
+                if v.shape == dy.shape and not _read_by(backward, p)]
         if kept:
             return name, kept[0]
     return None
+
+
+def _read_by(fn: Any, path: str) -> bool:
+    """Whether ``fn``'s code reads what is kept at ``path``: loads its attribute
+    (``self._delta``), or names its key (``self.cache['delta']``)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True  # a method whose code cannot be read: no evidence against it
+    if "[" in path:
+        key = path.rsplit("[", 1)[1].strip("]'\"")
+        return key in {c for c in code.co_consts if isinstance(c, str)}
+    loads = {i.argval for i in dis.get_instructions(fn) if i.opname in ("LOAD_ATTR",
+                                                                          "LOAD_METHOD")}
+    return path.split(".")[-1] in loads

@@ -123,14 +123,15 @@ def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
     differentiates their mean, if a method of the layer reduces the forward's output so
     (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
     if proto.style in ("given", "none") and np.size(out) > 1:
-        feed = unread_store(proto, out) if proto.style == "none" else None
+        feed = unread_store(proto, out, first.xs) if proto.style == "none" else None
         if feed is not None:  # a layer fed its output gradient whose backward ignores it?
             raise ProtocolError("bad-protocol", (
                 f"{type(proto.layer).__name__}.{proto.backward}() takes no output gradient "
-                f"and {feed[0]}() stores {feed[1]} on the layer from its argument, which "
-                f"the backward never reads: if {feed[0]} feeds it the output gradient, the "
-                "backward ignores it (a bug); read as a loss per sample, it could pass "
-                "without the output gradient ever being used, so no reading is taken"))
+                f"and {feed[0]}(), given an array of the output's shape, keeps one at "
+                f"{feed[1]}: if it feeds the backward the output gradient, the backward "
+                "never asks for it (it raises for none missing); read as a loss per sample "
+                "it could pass without the output gradient ever being used, so no reading "
+                "is taken"))
         proto.reduce, how = _reduction(proto, first, out)
         proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
                    f"backward takes no output gradient: checked as the gradient of their "
@@ -153,13 +154,24 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
         try:
             if proto.draws is not None:
                 proto.draws.reset()
-            value = np.asarray(getattr(clone(layer), name)(*clone(first.xs)))
+            obj, ran = clone(layer), list[int]()
+            setattr(obj, proto.forward, _counting(getattr(obj, proto.forward), ran))
+            value = np.asarray(getattr(obj, name)(*clone(first.xs)))
         except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
+            continue
+        if not ran:  # a metric computing the mean on its own is no evidence of the reduction
             continue
         if value.size == 1 and value.dtype.kind in "fiu" and np.isclose(
                 float(value.reshape(())), float(y.mean()), rtol=1e-9, atol=0):
             return "mean", f"{name} returns their mean"
     return "sum", "each one's upstream gradient is one; no method returns their mean"
+
+
+def _counting(fn: Any, ran: list[int]) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        ran.append(1)
+        return fn(*args, **kwargs)
+    return call
 
 
 def labels_of(proto: Protocol, xs: list[Any]) -> list[bool]:
