@@ -551,6 +551,23 @@ def test_a_loss_whose_backward_takes_the_labels_back_is_given_them(broken):
     assert any("takes the forward's arguments label_tensor" in n for n in res.notes)
 
 
+class _FedTanh:
+    """A tanh fed its output gradient by backward_update_gradient(delta) (nndiy); the
+    subclasses write the backward, correct or not."""
+
+    def forward(self, data):
+        self._input = data
+        self._output = np.tanh(data)
+
+    def backward_update_gradient(self, delta):
+        self._delta = delta
+
+
+class _FedTanhCopy(_FedTanh):
+    def backward_update_gradient(self, delta):
+        self._delta = delta.copy()
+
+
 class _Fed:
     """nndiy's convention: backward_update_gradient(delta) keeps delta and adds into the
     weights' gradient; backward() computes the input gradient from it."""
@@ -572,14 +589,7 @@ class _Fed:
         self._grad_input = self._delta @ self._W.T
 
 
-class _FedActivation:
-    def forward(self, data):
-        self._input = data
-        self._output = np.tanh(data)
-
-    def backward_update_gradient(self, delta):
-        self._delta = delta
-
+class _FedActivation(_FedTanh):
     def backward(self):
         self._grad_input = (1 - np.tanh(self._input) ** 2) * self._delta
 
@@ -599,16 +609,9 @@ def test_a_backward_fed_its_output_gradient_by_another_method(broken):
 
 # -- a third review: what a fed backward keeps, which method feeds it, whose gradient a loss
 # taking back its arguments returns ---------------------------------------------------------
-class _FedWrongSlot:
+class _FedWrongSlot(_FedTanh):
     def __init__(self, broken=False):
         self.broken = broken
-
-    def forward(self, data):
-        self._input = data
-        self._output = np.tanh(data)
-
-    def backward_update_gradient(self, delta):
-        self._delta = delta
 
     def backward(self):  # broken: what the framework reads is delta passed through
         self._grad = (1 - np.tanh(self._input) ** 2) * self._delta
@@ -998,14 +1001,7 @@ def test_a_fed_input_gradient_that_forgot_the_gradient_is_checked_and_fails():
 
 
 def test_a_fed_backward_that_forgot_the_gradient_is_no_bare_exception():
-    class Tanh:
-        def forward(self, data):
-            self._input = data
-            self._output = np.tanh(data)
-
-        def backward_update_gradient(self, delta):
-            self._delta = delta
-
+    class Tanh(_FedTanh):
         def backward(self):
             self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot * self._delta
 
@@ -1132,14 +1128,7 @@ def test_forward_beside_forward_prop_and_back_prop_is_an_ambiguity_not_a_pair():
 
 
 def test_a_fed_copy_of_the_gradient_the_backward_never_reads_is_no_loss_per_sample():
-    class Tanh:
-        def forward(self, data):
-            self._input = data
-            self._output = np.tanh(data)
-
-        def backward_update_gradient(self, delta):
-            self._delta = delta.copy()
-
+    class Tanh(_FedTanhCopy):
         def backward(self):
             self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot delta
 
@@ -1288,14 +1277,7 @@ def test_a_loss_and_its_gradient_taking_one_class_id(broken):
 
 # -- a seventh review --------------------------------------------------------------------------
 def test_a_fed_gradient_cleared_by_the_backward_that_never_read_it_is_refused():
-    class Tanh:
-        def forward(self, data):
-            self._input = data
-            self._output = np.tanh(data)
-
-        def backward_update_gradient(self, delta):
-            self._delta = delta.copy()
-
+    class Tanh(_FedTanhCopy):
         def backward(self):
             self._grad_input = 1 - np.tanh(self._input) ** 2  # forgot delta
             self._delta = None  # "consumed": a store, no read
