@@ -19,41 +19,17 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._observe import positional_names
 from ._protocol import ProtocolError
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration", "label_like",
            "misread"]
-
-
-def _required_positional(fn: Callable[..., Any]) -> int | None:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    ps = sig.parameters.values()
-    if any(p.kind is p.VAR_POSITIONAL for p in ps):
-        return None
-    return sum(1 for p in ps if p.default is p.empty
-               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-
-
-def _positional_count(fn: Callable[..., Any]) -> int | None:
-    """How many positional parameters ``fn`` has, required or not (None with ``*args``
-    or when its signature cannot be read)."""
-    try:
-        ps = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in ps):
-        return None
-    return sum(1 for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
@@ -136,19 +112,6 @@ class _Again:
     args: tuple[Any, ...]
 
 
-def _names(fn: Callable[..., Any], required: bool) -> list[str]:
-    """The names of ``fn``'s positional parameters (with ``required``, those without a
-    default); ``[]`` when its signature cannot be read or takes ``*args``."""
-    try:
-        ps = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return []
-    if any(p.kind is p.VAR_POSITIONAL for p in ps):
-        return []
-    return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            and (not required or p.default is p.empty)]
-
-
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
@@ -166,8 +129,9 @@ class Conventions:
         self._wanted = self._wrt_order(wrt)
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
-        self._required = _required_positional(bwd)
-        f_names, b_names = _names(fwd, False)[:self._n], _names(bwd, True)
+        required = positional_names(bwd, required=True)
+        self._required = None if required is None else len(required)
+        f_names, b_names = (positional_names(fwd) or [])[:self._n], required or []
         self._again = self._listed and self._n > 0 and len(f_names) == self._n and \
             b_names[:-1] == f_names and len(b_names) == self._n + 1
         self.outputs = 0  # the outputs a forward returning several and the cache last has
@@ -230,7 +194,7 @@ class Conventions:
         a backward must take)."""
         k = (self._required or 0) - 1
         if not 1 <= k < self.outputs or error is None or not misread(error) or \
-                _positional_count(self._bwd) != self._required:
+                positional_names(self._bwd) != positional_names(self._bwd, required=True):
             return None
         shapes = {np.shape(v) for v in _array_leaves(self._given)}
         if any(s in shapes for out in self._shapes[k:] for s in out):
