@@ -48,6 +48,7 @@ from ._leaves import (
     input_names,
 )
 from ._modes import InputChecker, method_label, overall, resolve_mode
+from ._mutation import WROTE_DY, ForwardMutation, final_status, on_copies
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
 from ._recording import record
@@ -78,6 +79,8 @@ class _Called:
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
     for i, name in enumerate(prep.tree.names):
         if changed_at(saved[i], prep.leaves[i]) is not None:
+            if who == "forward":
+                raise ForwardMutation(name)
             raise ProtocolError("mutation", f"{who} modified its input {name}")
 
 
@@ -102,9 +105,6 @@ def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
     return outputs, arrays, cache
 
 
-# A backward writing into dy is checked all the same (each call gets its own dy), then
-# fails as a mutation with what its gradients were: a masked dout corrupts its caller's.
-_WROTE_DY = "backward modified dy (the output gradient) in place"
 _SOME_OUTPUTS = ("; it was given the gradients of the forward's {n} outputs as one tuple: "
                  "if it differentiates only some of them (a_next, not yt_pred), check a "
                  "forward that returns those and the cache, with the same argument names: "
@@ -140,7 +140,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         raise ProtocolError("mutation", f"backward modified the cache (at cache{where})")
     _check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
-    notes: list[str] = [_WROTE_DY] if wrote_dy else []
+    notes: list[str] = [WROTE_DY] if wrote_dy else []
     leaves = gradient_leaves(grads_raw, prep, chosen, notes)
     grads: list[F64 | None] = [None] * len(prep.leaves)
     computed: dict[int, str] = {}
@@ -398,8 +398,14 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
         res.exception = exc
         return res
 
+    wrote_input = None
     try:
-        called = _protocol_calls(fwd, bwd, prep, chosen, rng)
+        try:
+            called = _protocol_calls(fwd, bwd, prep, chosen, rng)
+        except ForwardMutation as exc:  # checked all the same, each call on fresh copies
+            wrote_input, fwd = exc, on_copies(fwd)
+            prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)
+            called = _protocol_calls(fwd, bwd, prep, chosen, rng)
         results, runner, method, mode = _compare_inputs(
             fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
     except ProtocolError as exc:
@@ -415,12 +421,7 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
         return early("error", f"{exc.what} raised {exc.type}: {exc.text}{exc.advice}", 2,
                      exc.as_dict(), exc.exc)
     status, message = overall(results, runner.nonfinite)
-    if status == "ok" and _WROTE_DY in called.notes:
-        called.notes.remove(_WROTE_DY)
-        status, message = "mutation", (
-            f"{_WROTE_DY}: the gradients it returns are right (checked on a fresh dy per "
-            "call), but a caller that reads dy again (a residual connection, a branch) gets "
-            "the overwritten values; return a new array (dout * mask) instead")
+    status, message = final_status(status, message, called.notes, wrote_input)
     return CheckResult(passed=status == "ok", status=status, message=message, inputs=results,
                        method=method, mode=mode, evaluations=runner.evaluations,
                        backward_calls=called.backward_calls, seed=opts.seed,

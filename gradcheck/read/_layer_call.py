@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import Param, get_path, try_path, walk
+from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user, clone
@@ -145,7 +146,9 @@ class Protocol:
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
         ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned)
         dx, pgrads = ret, None
-        if self.returned is not None:
+        if self.returned is not None and self.returned[0] == FLAT:
+            pgrads, dx = ret, split_flat(ret, self.returned[1])
+        elif self.returned is not None:
             j, _ = self.returned
             pgrads = ret[j]
             rest = [r for i, r in enumerate(ret) if i != j]

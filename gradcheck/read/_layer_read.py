@@ -32,6 +32,7 @@ from ._discovery import (
     walk,
 )
 from ._feed import fed_by
+from ._flat import FLAT, flat_return
 from ._handed import Handed, attached, find_handed, held_objects
 from ._layer_call import (
     Protocol,
@@ -68,6 +69,7 @@ from ._reading import (
     slot_style,
     split_return,
 )
+from ._redrawn import lost_steps, redrawn
 from ._step import takes_a_step
 
 __all__ = ["discover"]
@@ -314,12 +316,15 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}
     persistent = _persistent(first.init, tuple(xs), proto.forward, held)
+    lost = redrawn(proto, first, xs, held | persistent)
+    persistent |= set(lost)
     if persistent:  # arrays built by the first forward and kept: weights or buffers
         lazy_found = parameters(first.init, first.after)
-        lazy = [p for p in lazy_found if isinstance(p.value, str)
+        made = [p for p in lazy_found if isinstance(p.value, str)
                 and not is_float_array(try_path(layer, p.value))]
+        lazy = [p for p in made if p.value in persistent]  # not caches (self.h with dh)
         if lazy:
-            base, found = first.init, lazy_found
+            base, found = first.init, [p for p in lazy_found if p not in made or p in lazy]
             proto.note(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} "
                        "on its first forward: initialised once on a copy, every evaluation "
                        "starts from it")
@@ -338,6 +343,9 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     # the arrays the output depends on are the parameters; the others are state (or
     # gradient buffers: a gradient may be stored in an array that existed before)
     moving = [p for p in missing if _moves_output(proto, xs, p, rng)]
+    moving += [p for p in missing if p in lost and p not in moving]
+    moving += lost_steps(proto, [p for p in missing if p not in moving],
+                         set(moving) | {p.value for p in found if isinstance(p.value, str)})
     # found by name, but the backward left that gradient as it was and returned one
     stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
     observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)
@@ -401,6 +409,14 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         out += [Param(p, p, _no_grad) for p in mine]
         proto.note(f"backward returns the parameters' gradients as item {j} of what it "
                    f"returns ({', '.join(keys) or 'none'})")
+    flat = None if split is not None else flat_return(first.ret, proto.layer, first.xs,
+                                                      proto.wanted)
+    if flat:
+        mine = {p: k for p, k in flat.items() if p in arrays or p in stale}
+        proto.returned = (FLAT, flat)
+        out += [Param(p, p, _no_grad) for p in mine]
+        proto.note("backward returns one flat tuple, read by the shapes of its items: " + ", "
+                   .join(f"item {k} is {p}'s gradient" for p, k in flat.items()))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
     got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands)
     out += [Param(p, p, g) for p, g in got_p.items()]

@@ -30,12 +30,14 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["float_state", "grad_of", "method_pair", "positional_names", "same_but_unit",
-           "stored"]
+__all__ = ["float_state", "grad_of", "method_pair", "parent_of", "positional_names",
+           "same_but_unit", "stored"]
 
 _FORWARD = re.compile(r"forward_?prop(agate)?|forward|fprop|fwd", re.I)
 _BACKWARD = re.compile(r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd", re.I)
-_GRAD_AFFIX = re.compile(r"^(gradient_?|grad_?|dl(oss)?_?d_?|d_?)|(_?gradient|_?grad)$", re.I)
+_GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|d_?)|(_?gradients?|_?grads?)$",
+                         re.I)
+_INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
 
 
 # -- the method pair ---------------------------------------------------------------------------
@@ -304,6 +306,12 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
 
 
 # -- which gradient is which -------------------------------------------------------------------
+def parent_of(path: str) -> str:
+    """The path of the object holding the attribute or item at ``path``."""
+    cut = max(path.rfind("."), path.rfind("["))
+    return path[:cut] if cut > 0 else ""
+
+
 def _last(path: str) -> str:
     return re.split(r"[.\[\]'\"]+", path.strip("]'\""))[-1]
 
@@ -325,10 +333,17 @@ def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.nd
     """The candidate named as the gradient of the array at ``param_path`` (``dW``,
     ``d_W``, ``grad_W``, ``W_grad``, ``dweights`` for ``weights``) whose shape fits."""
     name = _last(param_path).lower().lstrip("_")  # private names: _dW for _W
+    tail = _INDEX_TAIL.search(param_path)
     for path, g in candidates.items():
         own = _last(path).lstrip("_")
         if not same_but_unit(g.shape, shape):
             continue
+        if tail and path.endswith(tail.group()) and path != param_path:
+            # the same item of a list named as the gradients': dWq[0] for Wq[0]
+            mine, theirs = param_path[:tail.start()], path[:len(path) - len(tail.group())]
+            if _last(mine) and _GRAD_AFFIX.sub("", _last(theirs).lstrip("_")).lower() == \
+                    _last(mine).lower().lstrip("_") and parent_of(mine) == parent_of(theirs):
+                return path
         if own.lower() == name:  # grads['W'] for W: the key in a container of gradients
             holder = _last(path[:max(path.rfind("["), 0)] or "x")
             if _GRAD_AFFIX.sub("", holder).lower() in ("", "s") and path != param_path:

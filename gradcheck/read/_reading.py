@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._observe import default_of, float_state, grad_of, positional_names, same_but_unit, stored
+from ._observe import (
+    default_of,
+    float_state,
+    grad_of,
+    parent_of,
+    positional_names,
+    same_but_unit,
+    stored,
+)
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 
 __all__ = ["EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
@@ -508,12 +516,6 @@ def _pairs(part: Any) -> list[tuple[Any, Any]]:
 
 
 # -- the stored gradients ----------------------------------------------------------------------
-def _parent(path: str) -> str:
-    """The path of the object holding the attribute or item at ``path``."""
-    cut = max(path.rfind("."), path.rfind("["))
-    return path[:cut] if cut > 0 else ""
-
-
 
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray]
@@ -539,12 +541,12 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
     def home(key: tuple[str, Any]) -> str:
-        return _parent(str(key[1])) if key[0] == "p" else ""
+        return parent_of(str(key[1])) if key[0] == "p" else ""
 
     for key, shape in wanting:
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
-                and _parent(c) == home(key)]  # nor an array of another object's
+                and parent_of(c) == home(key)]  # nor an array of another object's
         rivals = [w for w, s in wanting if w != key and home(w) == home(key) and any(
             same_but_unit(left[c].shape, s) for c in fits)]  # (gamma.value: gamma.gradient)
         if len(fits) == 1 and not rivals:

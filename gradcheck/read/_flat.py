@@ -1,0 +1,65 @@
+"""A backward returning every gradient in one flat tuple, in an order of its own:
+``(dX, dW, db)``, ``(dW, dX, db)``. Read by shape alone, and only when the shapes leave
+no choice: each item has the shape of exactly one differentiated input or one of the
+layer's float arrays (but for size-1 axes, ``db`` (3,) for ``b`` (1, 3)), a different
+one each, every such input has its item, and at least one item is an array's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._discovery import is_float_array, walk
+from ._observe import same_but_unit
+from ._protocol import clone
+
+__all__ = ["FLAT", "flat_return", "split_flat"]
+
+FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
+
+
+def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int]
+                ) -> dict[str, int] | None:
+    """``param path -> index`` of the items of a flat tuple ``ret`` that are the layer's
+    arrays' gradients (the other items are the inputs' in order); None when ``ret`` is
+    no such tuple or any item's shape fits none or several of the arrays and inputs.
+
+    Parameters
+    ----------
+    ret : Any
+        What the backward returned.
+    layer : Any
+        The layer before its forward (its arrays are the candidates).
+    xs : list
+        The forward's inputs.
+    wanted : list of int
+        The inputs differentiated.
+    """
+    if not isinstance(ret, (tuple, list)) or len(ret) < 2 or not all(
+            is_float_array(r) for r in ret):
+        return None
+    held = [(p, v) for p, v in walk(clone(layer)) if is_float_array(v)]
+    inputs = [k for k in wanted if isinstance(xs[k], np.ndarray)]
+    if len(ret) <= len(inputs):
+        return None
+    owner: list[tuple[str, Any]] = []
+    for r in ret:
+        fits: list[tuple[str, Any]] = [("x", k) for k in inputs if xs[k].shape == r.shape]
+        fits += [("p", p) for p, v in held if v.shape == r.shape or same_but_unit(
+            r.shape, v.shape)]
+        if len(fits) != 1 or fits[0] in owner:
+            return None
+        owner.append(fits[0])
+    if sorted(k for kind, k in owner if kind == "x") != inputs:
+        return None
+    return {str(p): i for i, (kind, p) in enumerate(owner) if kind == "p"}
+
+
+def split_flat(ret: Any, keys: dict[str, Any]) -> Any:
+    """The input gradients of a flat tuple read by :func:`flat_return`: the items that are
+    no array's (one alone as itself; None when there is none)."""
+    used = set(keys.values())
+    rest = [r for i, r in enumerate(ret) if i not in used]
+    return None if not rest else rest[0] if len(rest) == 1 else tuple(rest)

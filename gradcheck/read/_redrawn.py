@@ -1,0 +1,66 @@
+"""Gradients that can never reach the output: the backward computes a gradient for an
+array (stores it under the array's name, or takes a step on it) that the forward builds
+anew on every call without reading the inputs (``self.W = np.random.randn(3, 2)`` in the
+forward), or takes its only steps on arrays the output does not depend on. Such arrays
+are checked as parameters: the output's derivative with respect to them is zero, so a
+gradient that is not zero fails there, where the bug is, instead of passing unseen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._discovery import float_arrays, is_float_array, try_path
+from ._layer_call import Protocol
+from ._observe import grad_of
+from ._protocol import clone
+from ._reading import forward_output
+
+__all__ = ["lost_steps", "redrawn"]
+
+
+def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list[str]:
+    """Paths of the arrays the first forward built (those in ``known`` left out: the
+    layer's own, weights it builds once) that do not depend on the inputs' values and
+    that the backward computes a gradient for (one it stored under their name, or a
+    step it took on them)."""
+    made = {p: a for p, a in float_arrays(first.init).values()
+            if p not in known and p != proto.out_path
+            and not any(a is x or (isinstance(x, np.ndarray) and a.size == x.size and
+                                   np.array_equal(a.ravel(), x.ravel())) for x in first.xs)}
+    graded = [p for p, a in made.items()
+              if p in proto.stepped or grad_of(p, a.shape, first.stored) is not None]
+    if not graded or proto.draws is None:
+        return []
+    other = clone(proto.layer)
+    moved = [x * 1.25 + 0.125 if is_float_array(x) else x for x in clone(xs)]
+    try:
+        forward_output(other, proto.forward, moved, proto.draws, proto.out_path)
+    except Exception:  # noqa: BLE001 - no evidence either way: the reading stays as it was
+        return []
+    out = [p for p in graded if _same(try_path(other, p), made[p])]
+    if out:
+        proto.note(f"{', '.join(out)}: built anew by every forward without reading the "
+                   "inputs (weights drawn in the forward?), yet the backward computes a "
+                   "gradient for them: checked as parameters (the output does not depend "
+                   "on the values the layer holds)")
+    return out
+
+
+def lost_steps(proto: Protocol, missing: list[str], reaching: set[str]) -> list[str]:
+    """The arrays the backward takes a step on when none of its steps is on an array the
+    output depends on (``reaching``: those found by name and those that move it): their
+    steps are lost, and they are checked."""
+    steps = [p for p in missing if p in proto.stepped]
+    if not steps or any(p in reaching for p in proto.stepped):
+        return []
+    proto.note(f"the backward takes a step on {', '.join(steps)}, which the output does not "
+               "depend on: checked as parameters (their numerical gradient is zero)")
+    return steps
+
+
+def _same(a: Any, b: np.ndarray) -> bool:
+    return is_float_array(a) and a.shape == b.shape and bool(
+        np.array_equal(a, b, equal_nan=True))

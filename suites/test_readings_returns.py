@@ -1,0 +1,194 @@
+"""Where users' backwards leave their gradients, read by observation: each reading with
+a correct layer that passes and a broken twin that fails with a gradient verdict at the
+broken array (never a pass), and a refusal where the observation leaves a choice."""
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+
+def _verdict(res: gradcheck.CheckResult, broken: str | None) -> None:
+    if broken:
+        assert res.status == "mismatch", res.report()
+        assert [i.name for i in res.inputs if not i.passed] == [broken], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+# -- a flat tuple of gradients in an order of its own ----------------------------------------
+class _FlatDense:
+    """``backward(inputs, dout)`` returning ``(dW, dX, db)`` (v0lta's NumPy-backprop)."""
+
+    def __init__(self, order: str, broken: bool):
+        rng = np.random.default_rng(0)
+        self.weight, self.bias = rng.standard_normal((3, 2)), rng.standard_normal((1, 2))
+        self.order, self.broken = order, broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weight + self.bias
+
+    def backward(self, dout):
+        g = {"W": self.x.T @ dout, "X": dout @ self.weight.T,
+             "b": dout.mean(axis=0) if self.broken else dout.sum(axis=0)}
+        return tuple(g[k] for k in self.order)
+
+
+@pytest.mark.parametrize("order", ["WXb", "XWb", "bXW"])
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_flat_tuple_of_gradients_is_read_by_the_shapes_of_its_items(order, broken):
+    res = gradcheck.check_layer(_FlatDense(order, broken),
+                                np.random.default_rng(1).standard_normal((4, 3)))
+    _verdict(res, "bias" if broken else None)
+    assert any("flat tuple" in n for n in res.notes), res.notes
+
+
+def test_a_flat_tuple_whose_shapes_leave_a_choice_is_refused():
+    layer = _FlatDense("XWb", False)
+    layer.weight = np.random.default_rng(2).standard_normal((3, 3))  # dX and dW alike
+    layer.bias = np.zeros((1, 3))
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(layer, np.random.default_rng(1).standard_normal((3, 3)))
+
+
+# -- gradients stored under names of their own -----------------------------------------------
+class _Heads:
+    """Per-head weights in lists, ``self.Wq[h]``, their gradients in ``self.dWq[h]``."""
+
+    def __init__(self, broken: bool):
+        rng = np.random.default_rng(3)
+        self.Wq = [rng.standard_normal((3, 2)) for _ in range(2)]
+        self.Wo = rng.standard_normal((4, 3))
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        self.h = [np.tanh(x @ w) for w in self.Wq]
+        return np.concatenate(self.h, axis=1) @ self.Wo
+
+    def backward(self, dout):
+        dcat = dout @ self.Wo.T
+        self.dWo = np.concatenate(self.h, axis=1).T @ dout
+        self.dWq, dx = [], 0
+        for k, (w, h) in enumerate(zip(self.Wq, self.h, strict=True)):
+            dz = dcat[:, 2 * k:2 * k + 2] * (1 - h ** 2)
+            self.dWq.append(self.x.T @ (dz * (1.5 if self.broken and k == 1 else 1)))
+            dx = dx + dz @ w.T
+        return dx
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_list_items_pair_with_the_same_items_of_a_gradient_list(broken):
+    res = gradcheck.check_layer(_Heads(broken), np.random.default_rng(4).standard_normal((5, 3)))
+    _verdict(res, "Wq[1]" if broken else None)
+
+
+class _Norm:
+    """``self.gamma`` with ``self.gamma_grads`` (plural), stored by the backward."""
+
+    def __init__(self, broken: bool):
+        self.gamma, self.beta = np.linspace(0.5, 1.5, 4), np.linspace(-1, 1, 4)
+        self.broken = broken
+
+    def forward(self, x):
+        self.xhat = np.tanh(x)
+        return self.gamma * self.xhat + self.beta
+
+    def backward(self, dout):
+        self.gamma_grads = (dout if self.broken else dout * self.xhat).sum(0)
+        self.beta_grads = dout.sum(0)
+        return dout * self.gamma * (1 - self.xhat ** 2)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_gradients_named_with_a_plural_suffix(broken):
+    res = gradcheck.check_layer(_Norm(broken), np.random.default_rng(5).standard_normal((3, 4)))
+    _verdict(res, "gamma" if broken else None)
+
+
+# -- gradients that can never reach the output ------------------------------------------------
+class _Drawn:
+    """Weights drawn in the forward (neuron-whisperer's cnn-numpy, broken) or once in
+    ``__init__`` (correct); the backward stores ``dW`` or takes a step of ``lr``."""
+
+    def __init__(self, in_forward: bool, step: bool):
+        self.in_forward, self.step = in_forward, step
+        if not in_forward:
+            self.W = np.random.default_rng(6).random((3, 2))
+
+    def forward(self, x):
+        if self.in_forward:
+            self.W = np.random.random((3, 2))  # noqa: NPY002 - the bug: drawn per call
+        self.x, self.h = x, np.tanh(x @ self.W)
+        return self.h
+
+    def backward(self, dout, lr=0.1):
+        self.dh = dout * (1 - self.h ** 2)  # an intermediate's gradient: not a parameter's
+        dW = self.x.T @ self.dh
+        dx = self.dh @ self.W.T
+        if self.step:
+            self.W -= lr * dW
+        else:
+            self.dW = dW
+        return dx
+
+
+@pytest.mark.parametrize("step", [False, True])
+@pytest.mark.parametrize("in_forward", [False, True])
+def test_weights_drawn_anew_by_every_forward_fail_where_their_gradient_is_lost(step, in_forward):
+    res = gradcheck.check_layer(_Drawn(in_forward, step),
+                                np.random.default_rng(7).standard_normal((4, 3)))
+    _verdict(res, "W" if in_forward else None)
+
+
+class _Momentum:
+    """A step through a velocity the output does not depend on: the velocity is state."""
+
+    def __init__(self, broken: bool):
+        self.W = np.random.default_rng(8).standard_normal((3, 2))
+        self.v = np.zeros((3, 2))
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, dout, lr=0.1):
+        self.v = 0.9 * self.v - lr * (self.x.T @ dout) * (2.0 if self.broken else 1.0)
+        self.W += self.v
+        return dout @ self.W.T if self.broken else dout @ (self.W - self.v).T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_step_through_a_velocity_is_read_on_the_weights(broken):
+    res = gradcheck.check_layer(_Momentum(broken), np.random.default_rng(9).standard_normal((4, 3)))
+    if broken:
+        assert not res.passed and "W" in [i.name for i in res.inputs if not i.passed], res.report()
+    else:
+        assert res.passed, res.report()
+        assert "W" in [i.name for i in res.inputs], res.report()
+
+
+# -- a forward writing into its input ---------------------------------------------------------
+def _relu_in_place(x):
+    x[x < 0] = 0.0  # the caller's array is overwritten
+    return x, x > 0
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_forward_writing_into_its_input_still_gets_a_gradient_verdict(broken):
+    def backward(dout, mask):
+        return dout * (mask if not broken else 1.0)
+
+    x = np.random.default_rng(10).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5  # no kinks
+    given = x.copy()
+    res = gradcheck.check_vjp(_relu_in_place, backward, [x])
+    np.testing.assert_array_equal(x, given)  # the user's array is left alone
+    if broken:
+        assert res.status == "mismatch", res.report()
+        assert any("forward modified its input x" in n for n in res.notes), res.notes
+    else:
+        assert res.status == "mutation" and not res.passed, res.report()
+        assert "gradients are right" in res.message, res.message
