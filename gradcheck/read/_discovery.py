@@ -28,6 +28,8 @@ must hold the gradient. Paths read as Python:
 
 from __future__ import annotations
 
+import ast
+import collections
 import re
 import types
 from collections.abc import Callable, Iterator
@@ -45,8 +47,9 @@ __all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
          ("weights", "grads"), ("weights", "gradients"))
+_GRAD_BOXES = ("grads", "gradients", "grad", "dparams")
 GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}", "{}_gradient", "gradient_{}")
-_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
+_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]|\[(\([^()]*\))\]")
 _DEPTH = 8
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
            types.MethodType, np.random.Generator, np.random.RandomState, np.ndarray,
@@ -71,6 +74,8 @@ def steps(path: str) -> list[tuple[str, Any]]:
             out.append(("attr", m.group(1)))
         elif m.group(2):
             out.append(("item", int(m.group(2))))
+        elif m.group(5):  # a tuple key: params[('fc', 'W')]
+            out.append(("item", ast.literal_eval(m.group(5))))
         else:
             out.append(("item", m.group(4)))
         pos = m.end()
@@ -160,18 +165,36 @@ def _fits(value: Any, grad: Any) -> bool:
 
 
 def _attrs(obj: Any) -> dict[str, Any]:
+    """An object's attributes: its ``__dict__`` and its ``__slots__``."""
+    if isinstance(obj, _OPAQUE):
+        return {}
     d = getattr(obj, "__dict__", None)
-    return dict(d) if isinstance(d, dict) and not isinstance(obj, _OPAQUE) else {}
+    out = dict(d) if isinstance(d, dict) else {}
+    for cls in type(obj).__mro__:
+        slots = getattr(cls, "__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in out and hasattr(
+                    obj, name):
+                out[name] = getattr(obj, name)
+    return out
 
 
 def _children(obj: Any) -> list[tuple[Any, Any, bool]]:
     """(key, value, is_attribute) of a container or an object's attributes."""
-    if isinstance(obj, (list, tuple)):
-        return [(k, v, False) for k, v in enumerate(obj)]
+    if isinstance(obj, (list, tuple, collections.deque)) or (
+            isinstance(obj, np.ndarray) and obj.dtype == object and obj.ndim == 1):
+        return [(k, v, False) for k, v in enumerate(obj)]  # np.array([W1, W2], object) too
     if isinstance(obj, dict):
-        return [(k, v, False) for k, v in obj.items() if isinstance(k, (str, int))
-                and not isinstance(k, bool)]
+        return [(k, v, False) for k, v in obj.items() if _key(k)]
     return [(k, v, True) for k, v in _attrs(obj).items()]
+
+
+def _key(k: Any) -> bool:
+    """A dict key a path can hold: a string, an int, or a tuple of them."""
+    if isinstance(k, tuple):
+        return bool(k) and all(_key(e) for e in k)
+    return isinstance(k, (str, int)) and not isinstance(k, bool) and not (
+        isinstance(k, str) and ("'" in k and '"' in k))
 
 
 def _param_object(v: Any) -> str | None:
@@ -195,7 +218,8 @@ def walk(obj: Any, path: str = "", depth: int = 0,
             continue
         seen.add(id(v))
         yield p, v
-        if depth < _DEPTH and not isinstance(v, np.ndarray) and _param_object(v) is None:
+        if depth < _DEPTH and (not isinstance(v, np.ndarray) or v.dtype == object) and \
+                _param_object(v) is None:
             yield from walk(v, p, depth + 1, seen)
 
 
@@ -209,7 +233,7 @@ def _side_by_side(path: str, before: dict[str, Any], after: Any) -> Iterator[Par
     for p_name, g_name in PAIRS:
         ps, gs = before.get(p_name), try_path(after, _join(path, g_name, True))
         if isinstance(ps, dict) and isinstance(gs, dict):
-            keys = [k for k, v in ps.items() if k in gs and _fits(v, gs[k])]
+            keys = [k for k, v in ps.items() if k in gs and _fits(v, gs[k]) and _key(k)]
         elif isinstance(ps, (list, tuple)) and isinstance(gs, (list, tuple)) and \
                 len(ps) == len(gs):
             keys = [k for k, v in enumerate(ps) if _fits(v, gs[k])]
@@ -236,14 +260,21 @@ def _misfit(p_name: str, g_name: str, ps: Any, gs: Any) -> None:
 
 def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:
     after_attrs = _attrs(after)
+    spelled = {a.lower(): a for a in after_attrs}  # dAlpha for alpha
     for k, v in before.items():
         if not (is_float_array(v) or is_float_scalar(v)):
             continue
         for pattern in GRAD_NAMES:
-            g = pattern.format(k)
+            g = spelled.get(pattern.format(k).lower(), pattern.format(k))
             if g != k and _fits(v, after_attrs.get(g)):
                 yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
                 break
+        else:  # keyed by its name in a dict of gradients: grads['alpha']
+            box = next((b for b in _GRAD_BOXES if isinstance(after_attrs.get(b), dict)
+                        and _fits(v, after_attrs[b].get(k)) and b != k), None)
+            if box is not None and is_float_scalar(v):
+                yield Param(_join(path, k, True), _join(path, k, True),
+                            _join(_join(path, box, True), k, False))
 
 
 def parameters(before: Any, after: Any) -> list[Param]:

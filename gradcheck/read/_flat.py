@@ -1,12 +1,16 @@
-"""A backward returning every gradient in one flat tuple, in an order of its own:
+"""Gradients read by shape alone, where the shapes leave no choice.
+
+A backward returning every gradient in one flat tuple, in an order of its own:
 ``(dX, dW, db)``, ``(dW, dX, db)``. Read by shape alone, and only when the shapes leave
 no choice: each item has the shape of exactly one differentiated input or one of the
 layer's float arrays (but for size-1 axes, ``db`` (3,) for ``b`` (1, 3)), a different
-one each, every such input has its item, and at least one item is an array's.
+one each, every such input has its item, and at least one item is an array's. A list
+of arrays beside one stored list of the same shapes, index by index, pairs by place.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -15,7 +19,7 @@ from ._discovery import is_float_array, walk
 from ._observe import same_but_unit
 from ._protocol import clone
 
-__all__ = ["FLAT", "flat_return", "split_flat"]
+__all__ = ["FLAT", "by_place", "flat_return", "split_flat"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
 
@@ -63,3 +67,33 @@ def split_flat(ret: Any, keys: dict[str, Any]) -> Any:
     used = set(keys.values())
     rest = [r for i, r in enumerate(ret) if i not in used]
     return None if not rest else rest[0] if len(rest) == 1 else tuple(rest)
+
+
+_ITEM = re.compile(r"^(.+)\[(-?\d+)\]$")
+
+
+def by_place(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, str]:
+    """``param path -> stored path`` for the items of a list of arrays (``weights[0]``,
+    ``weights[1]``) paired by place with the items of the one stored list whose items
+    have the same shapes, index by index (``nabla_w[0]``, ``nabla_w[1]``): no other list
+    of the layer's or of the stored ones may have those shapes."""
+    def lists(paths: dict[str, Any]) -> dict[str, dict[int, tuple[int, ...]]]:
+        out: dict[str, dict[int, tuple[int, ...]]] = {}
+        for p, a in paths.items():
+            m = _ITEM.match(p)
+            if m and isinstance(a, np.ndarray):
+                out.setdefault(m.group(1), {})[int(m.group(2))] = a.shape
+        return out
+
+    mine, stored = lists(params), lists(cands)
+    pairs: dict[str, str] = {}
+    for name, shapes in mine.items():
+        alike = [c for c, s in stored.items() if c != name and _alike(s, shapes)]
+        rivals = [m for m, s in mine.items() if m != name and _alike(s, shapes)]
+        if len(alike) == 1 and not rivals:
+            pairs.update({f"{name}[{i}]": f"{alike[0]}[{i}]" for i in shapes})
+    return pairs
+
+
+def _alike(a: dict[int, tuple[int, ...]], b: dict[int, tuple[int, ...]]) -> bool:
+    return a.keys() == b.keys() and all(a[i] == b[i] or same_but_unit(a[i], b[i]) for i in a)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import Param, get_path, try_path, walk
+from ._discovery import Param, get_path, is_float_array, try_path, walk
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit
@@ -137,6 +137,10 @@ class Protocol:
             self.style, note = call_style_of(method, dy, f"{type(self.layer).__name__}."
                                            f"{self.backward}")
             self.note(note)
+        for p in self.params:  # a layer that ran before holds its last gradients: cleared,
+            g = p.read_grad(fresh)  # what the backward leaves is read as its change
+            if is_float_array(g) and g.flags.writeable:
+                g[...] = 0
         before = [_as_float(p.read_grad(fresh)) for p in self.params]
         elsewhere = {a: _as_float(try_path(fresh, a)) for p in self.params for a in p.also}
         owners: dict[str, list[str]] = {}
@@ -155,7 +159,7 @@ class Protocol:
             dx = rest[0] if len(rest) == 1 else tuple(rest) if rest else None
         else:
             dx = self._beside_stored(dx, fresh, xs)
-        dxs = self._input_grads(dx, np.size(dy) == 1)
+        dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1)
         for k, path in self.stored_inputs.items():
             dxs[k] = np.array(get_path(fresh, path), copy=True)
         if self.row:

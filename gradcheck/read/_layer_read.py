@@ -493,7 +493,9 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
     if first.ret is not None or proto.returned is not None:
         return
     lost = [k for k in proto.wanted if k not in got_x]
-    if lost and params:
+    unread = {c: a for c, a in first.stored.items() if any(
+        np.shape(a) == np.shape(first.xs[k]) for k in lost) and c not in got_x.values()}
+    if lost and params and not unread:
         proto.note(f"the backward returned nothing and stored no gradient for "
                    f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
                    "first layer's backward computes none)")
@@ -502,7 +504,9 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
         raise ProtocolError("bad-protocol", (
             f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
             f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
-            f"{describe(first.stored) or 'nothing'}); return the input gradient, or name "
+            f"{describe(first.stored) or 'nothing'}" + (
+                f"; of the input's shape and no parameter's gradient: {describe(unread)}"
+                if unread else "") + "); return the input gradient, or name "
             "the inputs to check with wrt= (wrt=[] for the parameters only)"))
 
 

@@ -201,6 +201,8 @@ def snapshot(obj: Any, depth: int = 0, seen: set[int] | None = None) -> Any:
     seen = set() if seen is None else seen
     if depth > _DEPTH or id(obj) in seen:
         return None
+    if isinstance(obj, np.ndarray) and obj.dtype == object:  # np.array([W1, W2], object)
+        return [snapshot(o, depth + 1, seen) for o in obj.ravel()]
     if isinstance(obj, np.ndarray):
         return obj.copy()
     if isinstance(obj, (str, bytes, int, float, complex, bool)) or obj is None:
@@ -239,6 +241,8 @@ def changed_at(a: Any, b: Any, path: str = "") -> str | None:
         ok = bool(np.array_equal(a, b)) or (
             a.dtype.kind in "fc" and bool(np.array_equal(a, b, equal_nan=True)))
         return None if ok else (path or "(the array itself)")
+    if isinstance(a, list) and isinstance(b, np.ndarray) and b.dtype == object:
+        b = list(b.ravel())
     if isinstance(a, list):
         if not isinstance(b, (list, tuple)) or len(a) != len(b):
             return path or "(the container)"

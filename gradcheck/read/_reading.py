@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
+from ._flat import by_place
 from ._observe import (
     default_of,
     float_state,
@@ -517,6 +518,9 @@ def _pairs(part: Any) -> list[tuple[Any, Any]]:
 
 # -- the stored gradients ----------------------------------------------------------------------
 
+_INPUT_NAMES = ("inputs", "input", "x")  # an input's gradient named for no argument
+
+
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray]
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
@@ -528,6 +532,9 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
     got_x: dict[int, str] = {}
     for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
         g = grad_of(name, np.shape(x), left) if name else None
+        if g is None and len(inputs) == 1:  # the generic names: dinputs, input_grad
+            g = next((c for c in (grad_of(n, np.shape(x), left) for n in _INPUT_NAMES)
+                      if c is not None and parent_of(c) == ""), None)
         if g is not None:
             got_x[k] = g
             left.pop(g)
@@ -537,6 +544,11 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             got_p[path] = g
             left.pop(g)
     notes = []
+    for path, c in by_place({p: a for p, a in params.items() if p not in got_p}, left).items():
+        got_p[path] = c
+        left.pop(c)
+        notes.append(f"the gradient of {path} is what the backward stored in {c} (a list "
+                     "of the same shapes, item by item)")
     wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
@@ -544,6 +556,8 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         return parent_of(str(key[1])) if key[0] == "p" else ""
 
     for key, shape in wanting:
+        if key[0] == "p" and key[1] in cands:  # stepped by the backward itself: a buffer
+            continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
                 and parent_of(c) == home(key)]  # nor an array of another object's
