@@ -374,3 +374,130 @@ def test_tuple_keys_in_a_params_dict_are_read():
 
     res = gradcheck.check_layer(Keyed(), np.random.default_rng(23).standard_normal((4, 3)))
     assert res.passed and "params[('fc', 'W')]" in [i.name for i in res.inputs], res.report()
+
+
+# -- check_vjp: a backward taking the cache, then some of the forward's inputs again ----------
+def _head_forward(X, WQ, WK):
+    S = (X @ WQ) @ (X @ WK).T
+    return np.tanh(S), (X, S)
+
+
+def _head_backward(GO, cache, WQ, WK, broken=False):
+    X, S = cache
+    GS = GO * (1 - np.tanh(S) ** 2)
+    Q, K = X @ WQ, X @ WK
+    GQ, GK = GS @ K, (GS.T @ Q if not broken else GS @ Q)
+    return GQ @ WQ.T + GK @ WK.T, X.T @ GQ, X.T @ GK
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_taking_inputs_again_after_the_cache_by_their_names(broken):
+    rng = np.random.default_rng(24)
+    X, WQ, WK = (rng.standard_normal(s) for s in ((4, 3), (3, 2), (3, 2)))
+
+    def backward(GO, cache, WQ, WK):
+        return _head_backward(GO, cache, WQ, WK, broken)
+
+    res = gradcheck.check_vjp(_head_forward, backward, [X, WQ, WK])
+    if broken:
+        assert res.status == "mismatch", res.report()
+        assert {i.name for i in res.inputs if not i.passed} == {"X", "WK"}, res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("again by their names" in n for n in res.notes), res.notes
+
+
+# -- darknet: the output gradient in a slot the forward left zero ----------------------------
+class _Darknet:
+    """``forward(inpt)`` returns nothing, stores ``output`` beside another array (``mean``)
+    and a zero ``delta``; ``backward(delta=None)`` reads ``self.delta`` and writes the input
+    gradient into its argument (NumPyNet)."""
+
+    def __init__(self, broken: str = ""):
+        self.scales, self.broken = np.random.default_rng(25).standard_normal(3), broken
+
+    def forward(self, inpt):
+        self.x, self.mean = inpt, inpt.mean(axis=0)
+        self.output = np.tanh(inpt) * self.scales
+        self.delta = np.zeros(self.output.shape)
+
+    def backward(self, delta=None):
+        x = self.x if self.broken != "scales" else np.ones_like(self.x)
+        self.scales_updates = (self.delta * np.tanh(x)).sum(axis=0)
+        if delta is not None:
+            d = self.delta * self.scales * (1 - np.tanh(self.x) ** 2)
+            delta[:] = d * (1.5 if self.broken == "x0" else 1.0)
+
+
+@pytest.mark.parametrize("broken", ["", "x0", "scales"])
+def test_a_darknet_backward_writing_into_its_argument(broken):
+    res = gradcheck.check_layer(_Darknet(broken), np.random.default_rng(26).standard_normal((4, 3)))
+    _verdict(res, broken or None)
+    assert any("reads the output gradient from delta" in n for n in res.notes), res.notes
+
+
+# -- a layer used as a pair of functions: (y, cache) = forward(x); backward(dout, cache) -----
+class _Paired:
+    """Two weights of one shape listed by ``get_params()``; the backward returns
+    ``(dx, (dW, dU), state)`` (younesslanda's LSTM-Numpy)."""
+
+    def __init__(self, broken: bool, cache_is_input: bool = False):
+        rng = np.random.default_rng(27)
+        self.W, self.U = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+        self.broken, self.cache_is_input = broken, cache_is_input
+
+    def get_params(self):
+        return (self.W, self.U)
+
+    def forward(self, x):
+        y = np.tanh(x @ self.W) @ self.U
+        return y, (x if self.cache_is_input else (x, np.tanh(x @ self.W)))
+
+    def backward(self, deltas, cache):
+        x = cache if self.cache_is_input else cache[0]
+        h = np.tanh(x @ self.W)
+        dU = h.T @ deltas
+        dz = (deltas @ self.U.T) * (1 - h ** 2)
+        dW = x.T @ dz * (1.5 if self.broken else 1.0)
+        return dz @ self.W.T, (dW, dU), (dz, h)
+
+
+@pytest.mark.parametrize("cache_is_input", [False, True])
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_layer_used_as_a_pair_of_functions(broken, cache_is_input):
+    res = gradcheck.check_layer(_Paired(broken, cache_is_input),
+                                np.random.default_rng(28).standard_normal((4, 3)))
+    _verdict(res, "W" if broken else None)
+    assert any("takes (dout, cache)" in n for n in res.notes), res.notes
+
+
+# -- the inputs again under other names, the order found by trial ----------------------------
+class _Renamed:
+    """``forward(img)``, ``backward(inputs, prev_grad)`` returning ``(dx, dk, db)``
+    (v0lta's ConvLayer); ``per_position``: a bias gradient left unsummed."""
+
+    def __init__(self, broken: str = ""):
+        rng = np.random.default_rng(29)
+        self.kernel, self.bias = rng.standard_normal((3, 2)), rng.standard_normal((1, 2))
+        self.broken = broken
+
+    def forward(self, img):
+        return np.tanh(img @ self.kernel) + self.bias
+
+    def backward(self, inputs, prev_grad):
+        dz = prev_grad * (1 - np.tanh(inputs @ self.kernel) ** 2)
+        db = prev_grad if self.broken == "bias" else prev_grad.sum(0, keepdims=True)
+        dk = inputs.T @ dz * (1.5 if self.broken == "kernel" else 1.0)
+        return dz @ self.kernel.T, dk, db
+
+
+@pytest.mark.parametrize("broken", ["", "kernel"])
+def test_a_backward_taking_the_inputs_again_under_other_names(broken):
+    res = gradcheck.check_layer(_Renamed(broken), np.random.default_rng(30).standard_normal((4, 3)))
+    _verdict(res, broken or None)
+    assert any("called as (x0, dout)" in n for n in res.notes), res.notes
+
+
+def test_a_flat_item_fitting_no_array_is_the_last_arrays_wrong_gradient():
+    res = gradcheck.check_layer(_Renamed("bias"), np.random.default_rng(30).standard_normal((4, 3)))
+    assert res.status == "shape-mismatch" and "bias" in res.message, res.report()

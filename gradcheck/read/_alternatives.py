@@ -1,7 +1,8 @@
 """Readings a layer's backward is tried under when the plain one does not fit: a
 forward returning several arrays whose backward differentiates the first, a 1-d output's
 gradient given as one row, one input's gradient per call (``backward(grad, wrt,
-*inputs)``). Each is taken only on evidence observed here, never on a name.
+*inputs)``), the inputs again beside the output gradient in an order only a trial
+tells. Each is taken only on evidence observed here, never on a name.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ._observe import positional_names
 from ._protocol import UserCodeError
 from ._reading import EACH, linear, probe
 
-__all__ = ["each_holds", "first_of_several", "one_dimensional"]
+__all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional"]
 
 
 def each_holds(proto: Protocol, xs: list[Any]) -> bool:
@@ -66,3 +67,33 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
         return False
     shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
     return not any(np.shape(r) in shapes for r in returned[1:])
+
+
+def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[int | None] | None:
+    """The order of a backward taking the forward's inputs again and the output gradient
+    under names of its own (``forward(img)``, ``backward(inputs, prev_grad)``), after it
+    raised on missing arguments given the gradient alone: each place for the output
+    gradient is tried, the inputs in order around it, and the one place whose call runs
+    and gives twice every result for twice the gradient is taken; none or several, None.
+    """
+    method = getattr(proto.layer, proto.backward)
+    n = len(xs)
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not exc.ours or \
+            "missing" not in exc.text or proto.draws is None or \
+            len(positional_names(method, required=True) or []) != n + 1:
+        return None
+    draws = proto.draws
+    found = []
+    for k in range(n + 1):
+        order: list[int | None] = [*range(k), None, *range(k, n)]
+
+        def run(scale: float, order: list[int | None] = order) -> Any:
+            return probe(proto.layer, proto.forward, proto.backward, xs, draws,
+                         ("inputs", order), proto.out_path,
+                         lambda o: times(ones_like(o), scale), proto.then)
+        try:
+            if linear(run(1.0), run(2.0)):
+                found.append(order)
+        except UserCodeError:
+            continue
+    return found[0] if len(found) == 1 else None

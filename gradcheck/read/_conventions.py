@@ -106,6 +106,14 @@ def differentiable(x: Any) -> bool:
 
 
 @dataclass
+class _With:
+    """A cache with the forward's inputs the backward takes again after it."""
+
+    cache: Any
+    args: tuple[Any, ...]
+
+
+@dataclass
 class _Again:
     """The cache of a forward with none: its inputs, given to the backward again."""
 
@@ -134,6 +142,9 @@ class Conventions:
         f_names, b_names = (positional_names(fwd) or [])[:self._n], required or []
         self._again = self._listed and self._n > 0 and len(f_names) == self._n and \
             b_names[:-1] == f_names and len(b_names) == self._n + 1
+        # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
+        self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
+            b in f_names for b in b_names[2:]) and not self._again else []
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
@@ -161,6 +172,11 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
+        if self._after and isinstance(out, tuple) and len(out) == 2:
+            self._note("the backward takes the cache, then the forward's inputs "
+                       f"{', '.join(f'{k}' for k in self._after)} again by their names: "
+                       "called so")
+            return out[0], _With(out[1], args)
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
         held = [k for k, v in enumerate(out) if isinstance(v, (tuple, list, dict))]
@@ -206,6 +222,9 @@ class Conventions:
     def backward(self, dy: Any, cache: Any) -> Any:
         if isinstance(cache, _Again):
             grads = self._bwd(*cache.args, dy)
+            return self._match(grads) if self._listed else grads
+        if isinstance(cache, _With):
+            grads = self._bwd(dy, cache.cache, *(cache.args[k] for k in self._after))
             return self._match(grads) if self._listed else grads
         if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:
             self._note(f"backward takes the {len(dy)} output gradients as separate "

@@ -24,8 +24,8 @@ __all__ = ["FLAT", "by_place", "flat_return", "split_flat"]
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
 
 
-def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int]
-                ) -> dict[str, int] | None:
+def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
+                arrays: dict[str, np.ndarray] | None = None) -> dict[str, int] | None:
     """``param path -> index`` of the items of a flat tuple ``ret`` that are the layer's
     arrays' gradients (the other items are the inputs' in order); None when ``ret`` is
     no such tuple or any item's shape fits none or several of the arrays and inputs.
@@ -40,25 +40,33 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int]
         The forward's inputs.
     wanted : list of int
         The inputs differentiated.
+    arrays : dict, optional
+        The arrays the output depends on: when given, the candidates; one item left that
+        fits no array is the gradient of the one such array left (a wrong shape is then
+        that gradient's verdict).
     """
     if not isinstance(ret, (tuple, list)) or len(ret) < 2 or not all(
             is_float_array(r) for r in ret):
         return None
-    held = [(p, v) for p, v in walk(clone(layer)) if is_float_array(v)]
+    held = list(arrays.items()) if arrays is not None else [
+        (p, v) for p, v in walk(clone(layer)) if is_float_array(v)]
     inputs = [k for k in wanted if isinstance(xs[k], np.ndarray)]
     if len(ret) <= len(inputs):
         return None
-    owner: list[tuple[str, Any]] = []
+    owner: list[tuple[str, Any] | None] = []
     for r in ret:
         fits: list[tuple[str, Any]] = [("x", k) for k in inputs if xs[k].shape == r.shape]
         fits += [("p", p) for p, v in held if v.shape == r.shape or same_but_unit(
             r.shape, v.shape)]
-        if len(fits) != 1 or fits[0] in owner:
+        if len(fits) > 1 or (fits and fits[0] in owner):
             return None
-        owner.append(fits[0])
-    if sorted(k for kind, k in owner if kind == "x") != inputs:
+        owner.append(fits[0] if fits else None)
+    left = [("p", p) for p, _ in held if ("p", p) not in owner]
+    if owner.count(None) == 1 and len(left) == 1 and arrays is not None:
+        owner[owner.index(None)] = left[0]  # by elimination: its shape is its verdict
+    if None in owner or sorted(o[1] for o in owner if o and o[0] == "x") != inputs:
         return None
-    return {str(p): i for i, (kind, p) in enumerate(owner) if kind == "p"}
+    return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
 
 
 def split_flat(ret: Any, keys: dict[str, Any]) -> Any:

@@ -23,7 +23,7 @@ from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user, clone
-from ._reading import OUTPUT, GlobalDraws, call_backward, leaves, read_output
+from ._reading import CACHE, OUTPUT, GlobalDraws, call_backward, leaves, read_output
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
 
@@ -107,6 +107,7 @@ class Protocol:
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
     fed: str | None = None  # a method feeding it the output gradient (style FEED)
     row: bool = False  # a 1-d output's gradient given as one row (style "row")
+    trial: list[int | None] | None = None  # style "inputs" in an order found by trial
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -121,7 +122,7 @@ class Protocol:
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
-        returned = clone(out) if OUTPUT in self.order else None
+        returned = clone(out) if OUTPUT in self.order or self.style == CACHE else None
         out = read_output(layer, out, self.out_path)
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))
@@ -156,7 +157,7 @@ class Protocol:
             j, _ = self.returned
             pgrads = ret[j]
             rest = [r for i, r in enumerate(ret) if i != j]
-            dx = rest[0] if len(rest) == 1 else tuple(rest) if rest else None
+            dx = rest[0] if len(rest) == 1 else self._beside_state(rest, xs) if rest else None
         else:
             dx = self._beside_stored(dx, fresh, xs)
         dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1)
@@ -209,6 +210,18 @@ class Protocol:
                       "on the layer: the one of the input's shape is the input's")
             return fit[0]
         return ret
+
+    def _beside_state(self, rest: list[Any], xs: list[Any]) -> Any:
+        """``(dX, [dW, db], state)`` of a one-input layer: the one array of the input's
+        shape is its gradient when the rest are containers (state the backward hands
+        back: a recurrent layer's ``bwd_state``), which are not checked."""
+        arrays = [r for r in rest if isinstance(r, np.ndarray)]
+        if self.n_inputs != 1 or len(arrays) != 1 or arrays[0].shape != np.shape(xs[0]) or \
+                not all(r is arrays[0] or isinstance(r, (tuple, list, dict)) for r in rest):
+            return tuple(rest)
+        self.note("backward returned containers beside the gradients (state it hands "
+                  "back): not checked")
+        return arrays[0]
 
     def _row(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
         """For a backward given a 1-d output's gradient as one row: an input's gradient

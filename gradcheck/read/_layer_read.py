@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._alternatives import each_holds, first_of_several, one_dimensional
+from ._alternatives import by_trial, each_holds, first_of_several, one_dimensional
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -53,6 +53,7 @@ from ._observe import (
 )
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
+    CACHE,
     EACH,
     FEED,
     FIRST,
@@ -66,10 +67,10 @@ from ._reading import (
     match_stored,
     output_path,
     probe,
-    slot_style,
     split_return,
 )
 from ._redrawn import lost_steps, redrawn
+from ._slot import slot_style
 from ._step import takes_a_step
 
 __all__ = ["discover"]
@@ -208,6 +209,12 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             proto.row = True
             text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
                     "output's gradient: given it as one row, (1, n)")
+        elif (order := by_trial(proto, xs, exc)) is not None:
+            proto.trial = order
+            text = (f"{type(proto.layer).__name__}.{proto.backward} takes the forward's "
+                    "inputs again and the output gradient under other names: called as "
+                    f"({', '.join('dout' if k is None else f'x{k}' for k in order)}), the "
+                    "one order whose results are linear in the output gradient")
         elif (feed := fed_by(proto, xs, exc)) is not None:
             proto.fed = ":".join(feed)
             text = (f"{type(proto.layer).__name__}.{feed[0]}(dout) feeds the output "
@@ -220,7 +227,7 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
         try:
             return probe_style(proto, xs, what)
         except UserCodeError:
-            proto.out_path, proto.fed, proto.row = None, None, False
+            proto.out_path, proto.fed, proto.row, proto.trial = None, None, False, None
             proto.notes, proto.style, proto.order = saved
             raise exc from None
 
@@ -237,6 +244,8 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     if proto.fed is not None or proto.row:
         proto.style = FEED + proto.fed if proto.fed is not None else "row"
         proto.order, in_note, note = [], "", ""
+    if proto.trial is not None:
+        proto.style, proto.order, in_note, note = "inputs", list(proto.trial), "", ""
     if not proto.style:
         proto.style, proto.order, in_note = call_style(
             method, getattr(init, proto.forward), len(given), base, labels_of(proto, given))
@@ -247,6 +256,14 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     return base, note, in_note
 
 
+def _returns_cache(out: Any, given: list[Any], method: Any) -> bool:
+    """A forward returning ``(y, cache)``, the cache a container or one of the inputs
+    itself, beside a backward taking two arguments: the layer is a pair of functions."""
+    return isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
+        isinstance(out[1], (tuple, list, dict)) or any(out[1] is x for x in given)) and \
+        len(positional_names(method, required=True) or []) == 2
+
+
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer = proto.layer
@@ -255,7 +272,14 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     before, given = float_state(init), clone(xs)
     out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
     method = getattr(init, proto.backward)
-    base, note, in_note = _style(proto, init, method, out, before, given)
+    if proto.out_path is None and _returns_cache(out, given, method):
+        proto.out_path, proto.style, proto.order = FIRST, CACHE, []
+        out = out[0]
+        base, note, in_note = "one", "", (
+            f"{what} returns (output, cache) and {type(layer).__name__}.{proto.backward} "
+            "takes (dout, cache): called so")
+    else:
+        base, note, in_note = _style(proto, init, method, out, before, given)
     proto.note(in_note or note)
     draws = proto.draws
 
@@ -409,8 +433,9 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         out += [Param(p, p, _no_grad) for p in mine]
         proto.note(f"backward returns the parameters' gradients as item {j} of what it "
                    f"returns ({', '.join(keys) or 'none'})")
-    flat = None if split is not None else flat_return(first.ret, proto.layer, first.xs,
-                                                      proto.wanted)
+    flat = None if split is not None else flat_return(
+        first.ret, proto.layer, first.xs, proto.wanted,
+        arrays | {p: get_path(proto.layer, p) for p in stale if isinstance(p, str)})
     if flat:
         mine = {p: k for p, k in flat.items() if p in arrays or p in stale}
         proto.returned = (FLAT, flat)

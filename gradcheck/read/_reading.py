@@ -18,8 +18,10 @@ record:
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +31,6 @@ import numpy as np
 from ._discovery import get_path, is_float_array, try_path, walk
 from ._flat import by_place
 from ._observe import (
-    default_of,
     float_state,
     grad_of,
     parent_of,
@@ -38,10 +39,11 @@ from ._observe import (
     stored,
 )
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
+from ._slot import SLOT, through_slot
 
-__all__ = ["EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
+__all__ = ["CACHE", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
            "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
-           "probe", "read_output", "slot_style", "split_return"]
+           "probe", "read_output", "split_return"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -91,6 +93,11 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"
 
 
+#: The style of a layer used as a pair of functions: its forward returns ``(y, cache)``
+#: (the cache a container, or one of its inputs itself) and its backward takes
+#: ``(dout, cache)``.
+CACHE = "cache"
+
 #: The style of a loss's backward taking back forward arguments after the first, none of
 #: them and not the first holding labels: whose gradient it returns is not observed
 #: (``wrt=`` says; without it, a ``bad-protocol``).
@@ -109,10 +116,6 @@ OUTPUT = "<output>"
 #: ":" + the path where it keeps the gradient``.
 FEED = "feed:"
 
-#: The style of a backward that reads its output gradient from an array the forward left
-#: zero on the layer, and adds the input gradient into a buffer it is given (darknet):
-#: ``"slot:" + the array's path``.
-SLOT = "slot:"
 
 
 def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
@@ -182,7 +185,7 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
 def _call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
                    xs: list[Any], out: Any) -> Any:
     if style.startswith(SLOT):
-        return _through_slot(method, style.removeprefix(SLOT), order, dy, xs)
+        return through_slot(method, style.removeprefix(SLOT), order, dy, xs)
     if style == EACH:  # backward(grad, wrt, *inputs): one input's gradient per call
         return tuple(method(dy, k, *xs) for k in range(len(xs)))
     if style.startswith(FEED):  # the output gradient goes in through another method
@@ -192,43 +195,9 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
         return method(*_arguments(style, order, dy, xs, out, method.__self__))
     if style == "step":  # backward(output_error, learning_rate)
         return method(dy, 1.0)
+    if style == CACHE:  # (y, cache) = forward(x); backward(dout, cache)
+        return method(dy, out[1])
     return method()
-
-
-def _through_slot(method: Any, path: str, order: Sequence[int | str | None], dy: Any,
-                  xs: list[Any]) -> np.ndarray:
-    """``dy`` written into the array at ``path`` of the method's object (every alias sees
-    it), the backward called with the inputs and a zero buffer of the input's shape, the
-    buffer returned: the input's gradient (zero if the backward added nothing to it)."""
-    np.copyto(get_path(method.__self__, path), np.asarray(dy), casting="unsafe")
-    x = xs[0]
-    buf = np.zeros(np.shape(x), dtype=x.dtype if is_float_array(x) else np.float64)
-    method(*[xs[k] for k in order if isinstance(k, int)], buf)
-    return buf
-
-
-def slot_style(method: Any, forward: Any, n: int, before: dict[str, tuple[int, np.ndarray]],
-               after: Any, out: Any, kept: tuple[Any, ...]) -> tuple[str, list[int | None], str]:
-    """``(SLOT + path, order, note)`` when the backward reads its output gradient from an
-    array the forward left on the layer: its required arguments are the forward's one
-    input (by name), one more optional argument defaults to None (the buffer the input
-    gradient is added into), and the forward created exactly one all-zero array of the
-    output's shape. Else ``("", [], "")``."""
-    req, every = positional_names(method, required=True), positional_names(method)
-    f_names = (positional_names(forward) or [])[:n]
-    if n != 1 or not req or req != f_names or not every or len(every) <= len(req):
-        return "", [], ""
-    extra = every[len(req)]
-    if default_of(method, extra) is not None or not isinstance(out, np.ndarray):
-        return "", [], ""
-    zeros = [p for p, v in stored(before, after, kept, copies=False).items()
-             if v.shape == out.shape and v.dtype.kind == "f" and not v.any()]
-    if len(zeros) != 1:
-        return "", [], ""
-    what = f"{type(after).__name__}"
-    return SLOT + zeros[0], [0], (
-        f"{what}'s backward reads the output gradient from {zeros[0]}, which its forward "
-        f"left zero, and adds the input gradient into its argument {extra!r}: called so")
 
 
 def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
@@ -308,6 +277,13 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
             init, "__dict__") else []
         if len(kept_as) > 1:
             cands = {kept_as[-1]: getattr(init, kept_as[-1])}
+    slots = [v.shape for p, v in stored(before, init, kept, copies=False).items()
+             if v.dtype.kind == "f" and v.size and not v.any()]
+    fit = [p for p, v in cands.items() if slots.count(v.shape) == 1 and len(slots) == 1]
+    if len(cands) > 1 and len(fit) == 1:  # darknet: the one of its gradient slot's shape
+        return fit[0], (f"{what} returns nothing: its output is what it stores in {fit[0]}, "
+                        "the one array of the shape of the all-zero array it creates (the "
+                        "slot its output gradient goes in)")
     if len(cands) == 1:
         (path,) = cands
         return path, f"{what} returns nothing: its output is what it stores in {path}"
@@ -324,8 +300,9 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
           ones: Any, then: str | None = None) -> Probe:
     init = clone(layer)
     xs = clone(inputs)
-    out = forward_output(init, method_f, xs, draws, out_path)
-    returned = clone(out) if out_path is None else None
+    raw = forward_output(init, method_f, xs, draws, None)
+    out = read_output(init, raw, out_path)
+    returned = clone(raw) if out_path is None or style[0] == CACHE else None
     after = clone(init)
     before = float_state(after)
     method = getattr(after, method_b)
@@ -407,16 +384,41 @@ def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
     return out
 
 
+def _lists_attributes(fn: Any) -> bool:
+    """Whether ``fn`` is a method whose whole body (but a docstring) returns a tuple or
+    list of its object's attributes: ``def get_params(self): return (self.W, self.b)``
+    (read from its code, so calling it can do nothing else)."""
+    if not inspect.isfunction(fn):
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or len(node.args.args) != 1:
+        return False
+    body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(
+        b.value, ast.Constant))]
+    ret = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    me = node.args.args[0].arg
+    return isinstance(ret, (ast.Tuple, ast.List)) and bool(ret.elts) and all(
+        isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me
+        for e in ret.elts)
+
+
 def _properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
-    """The lists of the layer's own float arrays that properties of its class build,
+    """The lists of the layer's own float arrays that properties of its class build (or
+    methods that only return them, :func:`_lists_attributes`),
     those of zeros left out (gradients made ready before any backward: ``grads``
     returning ``[self.dW, self.db]``)."""
     found = []
     for name in dir(type(layer)):
-        if name.startswith("_") or not isinstance(getattr(type(layer), name, None), property):
+        attr = getattr(type(layer), name, None)
+        if name.startswith("_") or not (isinstance(attr, property) or _lists_attributes(attr)):
             continue
         try:
             v = getattr(layer, name)
+            v = v() if not isinstance(attr, property) else v
         except Exception:  # noqa: S112 - a property that cannot be read holds no list
             continue
         items = list(v.values()) if isinstance(v, dict) else v if isinstance(
@@ -440,7 +442,10 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
         return None
     layer = clone(layer)  # its properties run on a copy
     held = {id(v): p for p, v in walk(layer) if is_float_array(v)}
-    for j in range(len(ret) - 1, -1, -1):
+    lists = [a for _, a in _param_lists(layer, set(held)) + _properties(layer, set(held))]
+    # a part whose every gradient has its array's shape first (not state handed back
+    # after it, (dz, h), of as many items), then the last part first
+    for j in sorted(range(len(ret)), key=lambda j: (not _shaped(ret[j], lists), -j)):
         part = ret[j]
         if part is None and n == 1 and j == 1 and len(ret) == 2 and isinstance(
                 ret[0], np.ndarray):
@@ -468,6 +473,16 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
         if named:
             return j, named
     return None
+
+
+def _shaped(part: Any, lists: list[Any]) -> bool:
+    """Whether ``part`` is a list, tuple or dict of arrays keyed as one of ``lists`` (the
+    layer's lists of its arrays), each of its array's shape (but for size-1 axes)."""
+    if not isinstance(part, (list, tuple, dict)) or not part:
+        return False
+    return any(_keys(a) == _keys(part) and all(
+        isinstance(g, np.ndarray) and (g.shape == v.shape or same_but_unit(g.shape, v.shape))
+        for (_, v), (_, g) in zip(_pairs(a), _pairs(part), strict=True)) for a in lists)
 
 
 def _by_shape(part: Any, held: dict[int, str], layer: Any) -> dict[str, Any] | None:
