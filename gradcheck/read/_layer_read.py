@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._alternatives import by_trial, each_holds, first_of_several, one_dimensional
+from ._depends import keeps_input, moves_output, persistent_arrays
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -29,7 +30,6 @@ from ._discovery import (
     parameters,
     try_path,
     unmatched,
-    walk,
 )
 from ._feed import fed_by
 from ._flat import FLAT, flat_return
@@ -335,11 +335,11 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     """The parameters by the named conventions, then by what the backward returned and
     stored; arrays the output does not depend on are state."""
     layer = proto.layer
-    found = [p for p in parameters(layer, first.after) if not _keeps_input(first, p)]
-    missing = [p for p in unmatched(layer, found) if not _keeps_input(first, p)]
+    found = [p for p in parameters(layer, first.after) if not keeps_input(first, p)]
+    missing = [p for p in unmatched(layer, found) if not keeps_input(first, p)]
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}
-    persistent = _persistent(first.init, tuple(xs), proto.forward, held)
+    persistent = persistent_arrays(first.init, tuple(xs), proto.forward, held)
     lost = redrawn(proto, first, xs, held | persistent)
     persistent |= set(lost)
     if persistent:  # arrays built by the first forward and kept: weights or buffers
@@ -366,7 +366,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                    "initialised once on a copy, every evaluation starts from it")
     # the arrays the output depends on are the parameters; the others are state (or
     # gradient buffers: a gradient may be stored in an array that existed before)
-    moving = [p for p in missing if _moves_output(proto, xs, p, rng)]
+    moving = [p for p in missing if moves_output(proto, xs, p, rng)]
     moving += [p for p in missing if p in lost and p not in moving]
     moving += lost_steps(proto, [p for p in missing if p not in moving],
                          set(moving) | {p.value for p in found if isinstance(p.value, str)})
@@ -399,23 +399,6 @@ def _misshapen(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
                 f"{np.shape(cands[named])}, expected {a.shape}"))
-
-
-def _keeps_input(first: Any, p: Param | str) -> bool:
-    """Whether the forward leaves at ``p`` one of its inputs, or a copy of its values
-    (``self.x = x.ravel()``, ``x.copy()``): a cache of the input, not a parameter."""
-    path = p.value if isinstance(p, Param) else p
-    if not isinstance(path, str):
-        return False
-    now = try_path(first.init, path)
-    return any(now is x or _copy_of(now, x) for x in first.xs)
-
-
-def _copy_of(a: Any, x: Any) -> bool:
-    """``a`` holds the float values of the input ``x`` (in any shape of the same size)."""
-    return (is_float_array(a) and isinstance(x, np.ndarray) and x.dtype.kind == "f"
-            and a.size == x.size and a.size > 0
-            and np.array_equal(np.ravel(a), np.ravel(x), equal_nan=True))
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
@@ -535,23 +518,6 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
             "the inputs to check with wrt= (wrt=[] for the parameters only)"))
 
 
-def _moves_output(proto: Protocol, xs: list[Any], path: str,
-                  rng: np.random.Generator) -> bool:
-    """Whether perturbing the array at ``path`` changes the forward's output."""
-    def output(shift: bool) -> np.ndarray:
-        layer = clone(proto.layer)
-        if shift:
-            a = get_path(layer, path)
-            a += (1e-3 * (np.abs(a) + 1) * rng.choice([-1.0, 1.0], a.shape)).astype(a.dtype)
-        assert proto.draws is not None  # discover always sets them
-        out = forward_output(layer, proto.forward, clone(xs), proto.draws,
-                             proto.out_path)
-        return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
-
-    a, b = output(False), output(True)
-    return a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
-
-
 def _observed_error(layer: Any, left: list[str], first: Any,
                     cands: dict[str, np.ndarray]) -> LayerConventionError:
     arrays = describe({p: try_path(first.init, p) for p in left})
@@ -600,20 +566,3 @@ def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],
                 f"{arg}[{p.name!r}] = {path!r}{dflt}: no array at that path {where} of "
                 f"{type(layer).__name__}; it holds the float arrays "
                 f"{', '.join(held) if held else '(none)'}")
-
-
-def _persistent(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
-    """Paths of arrays created by the first forward that a second forward leaves as they
-    were (the same object, the same values): weights and buffers, not caches (a cache is
-    rebuilt, or added to a list or dict that grows)."""
-    again = clone(init)
-    first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
-    if not first:
-        return set()
-    lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
-    call_layer(again, forward, clone(list(inputs)))
-    grown = [p for p, (v, n) in lists.items() if len(v) != n]
-    now = {p: a for p, a in float_arrays(again).values()}
-    return {p for p, (a, values) in first.items()
-            if now.get(p) is a and np.array_equal(a, values)
-            and not any(p.startswith(g + "[") for g in grown)}

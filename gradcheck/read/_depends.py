@@ -1,0 +1,68 @@
+"""Which arrays a layer holds are its parameters, by what they do: those the output
+depends on (:func:`moves_output`), weights a first forward builds and keeps
+(:func:`persistent_arrays`), not the caches of its inputs (:func:`keeps_input`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._discovery import Param, float_arrays, get_path, is_float_array, try_path, walk
+from ._layer_call import Protocol, call_layer
+from ._protocol import clone
+from ._reading import forward_output, leaves
+
+__all__ = ["keeps_input", "moves_output", "persistent_arrays"]
+
+
+def keeps_input(first: Any, p: Param | str) -> bool:
+    """Whether the forward leaves at ``p`` one of its inputs, or a copy of its values
+    (``self.x = x.ravel()``, ``x.copy()``): a cache of the input, not a parameter."""
+    path = p.value if isinstance(p, Param) else p
+    if not isinstance(path, str):
+        return False
+    now = try_path(first.init, path)
+    return any(now is x or _copy_of(now, x) for x in first.xs)
+
+
+def _copy_of(a: Any, x: Any) -> bool:
+    """``a`` holds the float values of the input ``x`` (in any shape of the same size)."""
+    return (is_float_array(a) and isinstance(x, np.ndarray) and x.dtype.kind == "f"
+            and a.size == x.size and a.size > 0
+            and np.array_equal(np.ravel(a), np.ravel(x), equal_nan=True))
+
+
+def moves_output(proto: Protocol, xs: list[Any], path: str,
+                  rng: np.random.Generator) -> bool:
+    """Whether perturbing the array at ``path`` changes the forward's output."""
+    def output(shift: bool) -> np.ndarray:
+        layer = clone(proto.layer)
+        if shift:
+            a = get_path(layer, path)
+            a += (1e-3 * (np.abs(a) + 1) * rng.choice([-1.0, 1.0], a.shape)).astype(a.dtype)
+        assert proto.draws is not None  # discover always sets them
+        out = forward_output(layer, proto.forward, clone(xs), proto.draws,
+                             proto.out_path)
+        return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
+
+    a, b = output(False), output(True)
+    return a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
+
+
+def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
+    """Paths of arrays created by the first forward that a second forward leaves as they
+    were (the same object, the same values): weights and buffers, not caches (a cache is
+    rebuilt, or added to a list or dict that grows)."""
+    again = clone(init)
+    first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
+    if not first:
+        return set()
+    lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
+    call_layer(again, forward, clone(list(inputs)))
+    grown = [p for p, (v, n) in lists.items() if len(v) != n]
+    now = {p: a for p, a in float_arrays(again).values()}
+    return {p for p, (a, values) in first.items()
+            if now.get(p) is a and np.array_equal(a, values)
+            and not any(p.startswith(g + "[") for g in grown)}
