@@ -501,3 +501,197 @@ def test_a_backward_taking_the_inputs_again_under_other_names(broken):
 def test_a_flat_item_fitting_no_array_is_the_last_arrays_wrong_gradient():
     res = gradcheck.check_layer(_Renamed("bias"), np.random.default_rng(30).standard_normal((4, 3)))
     assert res.status == "shape-mismatch" and "bias" in res.message, res.report()
+
+
+# -- from a second review and a fourth corpus --------------------------------------------------
+class _Dense:
+    def __init__(self, n: int = 3, m: int = 2, seed: int = 31):
+        rng = np.random.default_rng(seed)
+        self.W, self.b = rng.standard_normal((n, m)), np.zeros(m)
+        self.dW, self.db = np.zeros((n, m)), np.zeros(m)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+
+class _TypoDw(_Dense):
+    def backward(self, dout):  # dW never written: an optimizer reading it moves nothing
+        self.dw, self.db = self.x.T @ dout, dout.sum(0)
+        return dout @ self.W.T
+
+
+def test_a_gradient_spelled_in_another_case_beside_the_stale_one_is_not_read():
+    res = gradcheck.check_layer(_TypoDw(), np.random.default_rng(32).standard_normal((4, 3)))
+    assert not res.passed and res.status == "mismatch", res.report()
+
+
+class _Cell:
+    """``(h, (h, c))``: a second output, not a cache; the backward takes its gradient."""
+
+    def __init__(self, broken: bool):
+        self.W, self.broken = np.random.default_rng(33).standard_normal((3, 3)), broken
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.W)
+        return self.h * 2.0, (self.h, 0.5 * self.h)
+
+    def backward(self, dy, dstate):
+        dh, dc = dstate
+        extra = 0 if self.broken else dh + 0.5 * dc
+        dz = (dy * 2.0 + extra) * (1 - self.h ** 2)
+        self.dW = self.x.T @ dz
+        return dz @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_second_output_held_in_a_tuple_is_no_cache(broken):
+    res = gradcheck.check_layer(_Cell(broken), np.random.default_rng(34).standard_normal((4, 3)))
+    assert res.passed != broken, res.report()
+    assert not any("takes (dout, cache)" in n for n in res.notes), res.notes
+
+
+class _IntKeyed:
+    def __init__(self, broken: bool):
+        rng = np.random.default_rng(35)
+        self.params = {np.int64(0): rng.standard_normal((3, 2)), np.int64(1): np.zeros(2)}
+        self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.params[0] + self.params[1]
+
+    def backward(self, dout):
+        self.grads[np.int64(0)][...] = self.x.T @ dout
+        self.grads[np.int64(1)][...] = dout.sum(0) * (2.0 if self.broken else 1.0)
+        return dout @ self.params[0].T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_numpy_integer_dict_keys_are_paths(broken):
+    res = gradcheck.check_layer(_IntKeyed(broken),
+                                np.random.default_rng(36).standard_normal((4, 3)))
+    _verdict(res, "params[1]" if broken else None)
+
+
+class _ObjectKeyed:
+    def __init__(self):
+        self.key = object()
+        self.params = {self.key: np.random.default_rng(35).standard_normal((3, 2))}
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.params[self.key]
+
+    def backward(self, dout):
+        self.grads = {self.key: self.x.T @ dout}
+        return dout @ self.params[self.key].T
+
+
+def test_float_arrays_under_keys_no_path_can_name_are_refused():
+    layer = _ObjectKeyed()
+    with pytest.raises(gradcheck.LayerConventionError, match="keys a path cannot name"):
+        gradcheck.check_layer(layer, np.random.default_rng(36).standard_normal((4, 3)))
+
+
+class _Masked(_Dense):
+    """MADE-style: the forward builds ``W * mask``; correct."""
+
+    def forward(self, x):
+        self.mask = np.tril(np.ones_like(self.W))
+        self.W_masked, self.x = self.W * self.mask, x
+        return x @ self.W_masked + self.b
+
+    def backward(self, dout):
+        self.dW_masked = self.x.T @ dout
+        self.dW, self.db = self.dW_masked * self.mask, dout.sum(0)
+        return dout @ self.W_masked.T
+
+
+def test_an_array_built_from_the_weights_is_not_drawn_anew():
+    x = np.random.default_rng(37).standard_normal((4, 3))
+    assert gradcheck.check_layer(_Masked(), x).passed
+
+
+class _FirstSquare(_Dense):
+    def backward(self, dout):  # a first layer: no input gradient
+        self.dW, self.db = self.x.T @ dout, dout.sum(0)
+
+
+def test_a_first_layer_whose_weight_has_the_inputs_shape():
+    x = np.random.default_rng(38).standard_normal((3, 3))
+    res = gradcheck.check_layer(_FirstSquare(3, 3), x)
+    assert res.passed and res.inputs[0].status == "constant", res.report()
+
+
+class _StoredDx(_Dense):
+    def __init__(self, transposed: bool):
+        super().__init__()
+        self.transposed = transposed
+
+    def backward(self, dout):
+        self.dW, self.db = self.x.T @ dout, dout.sum(0)
+        self.dx = (dout @ self.W.T).T if self.transposed else dout @ self.W.T
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_stored_input_gradient_of_another_shape_is_a_shape_mismatch(transposed):
+    res = gradcheck.check_layer(_StoredDx(transposed),
+                                np.random.default_rng(39).standard_normal((4, 3)))
+    if transposed:
+        assert res.status == "shape-mismatch" and "x0" in res.message, res.report()
+    else:
+        assert res.passed and res.inputs[0].status == "ok", res.report()
+
+
+class _StepThenDx(_Dense):
+    def __init__(self, after: bool):
+        super().__init__()
+        self.after = after
+
+    def backward(self, dout, lr):
+        dx = dout @ self.W.T
+        self.W -= lr * (self.x.T @ dout)
+        self.b -= lr * dout.sum(0)
+        return dout @ self.W.T if self.after else dx
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_an_input_gradient_computed_after_the_step(after):
+    x = np.random.default_rng(40).standard_normal((4, 3))
+    res = gradcheck.check_layer(_StepThenDx(after), x)
+    _verdict(res, "x0" if after else None)
+
+
+class _Bilinear:
+    """``forward(x, y)`` whose backward returns ``(dW, dy, dx)``."""
+
+    def __init__(self, broken: bool):
+        self.W, self.broken = np.random.default_rng(41).standard_normal((3, 2)), broken
+
+    def forward(self, x, y):
+        self.x, self.y = x, y
+        return (x @ self.W) * y
+
+    def backward(self, dout):
+        g = dout * self.y
+        dy = (self.x @ self.W) * dout * (1.5 if self.broken else 1.0)
+        return self.x.T @ g, dy, g @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_flat_tuple_with_the_inputs_out_of_order(broken):
+    rng = np.random.default_rng(42)
+    res = gradcheck.check_layer(_Bilinear(broken), rng.standard_normal((4, 3)),
+                                rng.standard_normal((4, 2)))
+    _verdict(res, "x1" if broken else None)
+
+
+def test_a_list_of_alike_weights_does_not_pair_by_place():
+    layer = _Nielsen(False)
+    layer.weights[1] = np.random.default_rng(43).standard_normal((5, 5))
+    layer.weights[0] = np.random.default_rng(44).standard_normal((5, 5))
+    layer.nabla_w = [np.zeros((5, 5)), np.zeros((5, 5))]
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(layer, np.random.default_rng(45).standard_normal((4, 5)))

@@ -105,6 +105,25 @@ def differentiable(x: Any) -> bool:
     return has_float(x) and not is_configuration(x)
 
 
+def _doubled(x: Any) -> Any:
+    """``x`` with every float array in it (containers too) doubled."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return 2 * x
+    if isinstance(x, (tuple, list)):
+        return type(x)(_doubled(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _doubled(v) for k, v in x.items()}
+    return x
+
+
+def _doubles(a: Any, b: Any) -> bool:
+    """Whether every array of ``b`` is twice the one of ``a`` at its place."""
+    xa, xb = _array_leaves(a), _array_leaves(b)
+    return bool(xa) and len(xa) == len(xb) and all(
+        u.shape == v.shape and bool(np.allclose(v, 2 * u, rtol=1e-9, atol=1e-12))
+        for u, v in zip(xa, xb, strict=True))
+
+
 @dataclass
 class _With:
     """A cache with the forward's inputs the backward takes again after it."""
@@ -145,6 +164,7 @@ class Conventions:
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
+        self._seen_after = False  # the (y, cache) reading of self._after tested once
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
@@ -172,7 +192,8 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
-        if self._after and isinstance(out, tuple) and len(out) == 2:
+        if self._after and isinstance(out, tuple) and len(out) == 2 and isinstance(
+                out[1], (tuple, list, dict)):
             self._note("the backward takes the cache, then the forward's inputs "
                        f"{', '.join(f'{k}' for k in self._after)} again by their names: "
                        "called so")
@@ -224,7 +245,16 @@ class Conventions:
             grads = self._bwd(*cache.args, dy)
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _With):
-            grads = self._bwd(dy, cache.cache, *(cache.args[k] for k in self._after))
+            again = [cache.args[k] for k in self._after]
+            grads = self._bwd(dy, cache.cache, *again)
+            if not self._seen_after:  # a second output's gradient doubles with dy: no cache
+                self._seen_after = True
+                twice = self._bwd(_doubled(dy), _doubled(cache.cache), *again)
+                if _doubles(grads, twice):
+                    raise ProtocolError("bad-protocol", (
+                        "the forward returns (y, c) and the backward's results double when "
+                        "dy and c do: c reads as a second output, not a cache; return the "
+                        "outputs and then the cache, (y, c, cache)"))
             return self._match(grads) if self._listed else grads
         if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:
             self._note(f"backward takes the {len(dy)} output gradients as separate "

@@ -49,7 +49,7 @@ PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("weights", "grads"), ("weights", "gradients"))
 _GRAD_BOXES = ("grads", "gradients", "grad", "dparams")
 GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}", "{}_gradient", "gradient_{}")
-_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]|\[(\([^()]*\))\]")
+_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
 _DEPTH = 8
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
            types.MethodType, np.random.Generator, np.random.RandomState, np.ndarray,
@@ -66,6 +66,10 @@ def steps(path: str) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     pos = 0
     while pos < len(path):
+        if path.startswith("[(", pos):  # a tuple key: params[('fc', 'W')], nested too
+            key, pos = _tuple_key(path, pos)
+            out.append(("item", key))
+            continue
         m = _TOKEN.match(path, pos)
         if m is None or m.end() == pos:
             raise ValueError(f"cannot read the path {path!r} at {path[pos:]!r}; write "
@@ -74,12 +78,25 @@ def steps(path: str) -> list[tuple[str, Any]]:
             out.append(("attr", m.group(1)))
         elif m.group(2):
             out.append(("item", int(m.group(2))))
-        elif m.group(5):  # a tuple key: params[('fc', 'W')]
-            out.append(("item", ast.literal_eval(m.group(5))))
         else:
             out.append(("item", m.group(4)))
         pos = m.end()
     return out
+
+
+def _tuple_key(path: str, pos: int) -> tuple[tuple[Any, ...], int]:
+    """The tuple key written at ``path[pos:]`` (``[('fc', 0)]``) and where it ends."""
+    end = path.find(")]", pos)
+    while end >= 0:
+        try:
+            key = ast.literal_eval(path[pos + 1:end + 1])
+        except (ValueError, SyntaxError):
+            end = path.find(")]", end + 1)
+            continue
+        if isinstance(key, tuple):
+            return key, end + 2
+        break
+    raise ValueError(f"cannot read the path {path!r} at {path[pos:]!r}")
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -99,7 +116,14 @@ def try_path(obj: Any, path: str) -> Any:
 def _join(head: str, key: Any, attr: bool) -> str:
     if attr:
         return f"{head}.{key}" if head else str(key)
-    return f"{head}[{key!r}]"
+    return f"{head}[{_plain(key)!r}]"
+
+
+def _plain(key: Any) -> Any:
+    """A key with NumPy scalars made Python's (``np.int64(0)`` reads as ``0``)."""
+    if isinstance(key, tuple):
+        return tuple(_plain(k) for k in key)
+    return key.item() if isinstance(key, np.generic) else key
 
 
 @dataclass(frozen=True)
@@ -185,16 +209,39 @@ def _children(obj: Any) -> list[tuple[Any, Any, bool]]:
             isinstance(obj, np.ndarray) and obj.dtype == object and obj.ndim == 1):
         return [(k, v, False) for k, v in enumerate(obj)]  # np.array([W1, W2], object) too
     if isinstance(obj, dict):
-        return [(k, v, False) for k, v in obj.items() if _key(k)]
+        bad = [k for k, v in obj.items() if not _key(k) and _holds_float(v)]
+        if bad:
+            raise LayerConventionError(
+                f"a dict holds float arrays under keys a path cannot name ({bad[0]!r}, "
+                f"{type(bad[0]).__name__}): key them by strings, ints or tuples of them")
+        return [(_plain(k), v, False) for k, v in obj.items() if _key(k)]
     return [(k, v, True) for k, v in _attrs(obj).items()]
 
 
-def _key(k: Any) -> bool:
-    """A dict key a path can hold: a string, an int, or a tuple of them."""
+def _key(k: Any, inner: bool = False) -> bool:
+    """A dict key a path can hold: a string, an int (a NumPy one too), or a tuple of
+    them and of floats, bools and None; a float array under any other key is a
+    :class:`LayerConventionError` (:func:`_children`), never left unseen."""
     if isinstance(k, tuple):
-        return bool(k) and all(_key(e) for e in k)
-    return isinstance(k, (str, int)) and not isinstance(k, bool) and not (
+        if not k or not all(_key(e, True) for e in k):
+            return False
+        try:
+            return bool(ast.literal_eval(repr(_plain(k))) == k)
+        except (ValueError, SyntaxError):
+            return False
+    if inner and (k is None or isinstance(k, (bool, float, np.floating))):
+        return True
+    return isinstance(k, (str, int, np.integer)) and not isinstance(k, bool) and not (
         isinstance(k, str) and ("'" in k and '"' in k))
+
+
+def _holds_float(v: Any, depth: int = 0) -> bool:
+    if is_float_array(v) or (isinstance(v, np.ndarray) and v.dtype == object):
+        return True
+    if depth < 2 and isinstance(v, (list, tuple)):
+        return any(_holds_float(u, depth + 1) for u in v)
+    return depth < 2 and isinstance(v, dict) and any(
+        _holds_float(u, depth + 1) for u in v.values())
 
 
 def _param_object(v: Any) -> str | None:
@@ -260,16 +307,19 @@ def _misfit(p_name: str, g_name: str, ps: Any, gs: Any) -> None:
 
 def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:
     after_attrs = _attrs(after)
-    spelled = {a.lower(): a for a in after_attrs}  # dAlpha for alpha
+    spelled: dict[str, list[str]] = {}
+    for a in after_attrs:
+        spelled.setdefault(a.lower(), []).append(a)
     for k, v in before.items():
         if not (is_float_array(v) or is_float_scalar(v)):
             continue
-        for pattern in GRAD_NAMES:
-            g = spelled.get(pattern.format(k).lower(), pattern.format(k))
-            if g != k and _fits(v, after_attrs.get(g)):
-                yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
-                break
-        else:  # keyed by its name in a dict of gradients: grads['alpha']
+        names = [pattern.format(k) for pattern in GRAD_NAMES]
+        exact = [g for g in names if g in after_attrs]  # dW as written wins over dw
+        other = [s[0] for g in names if len(s := spelled.get(g.lower(), [])) == 1]
+        g = next((g for g in exact or other if g != k), None)  # dAlpha for alpha
+        if g is not None and _fits(v, after_attrs.get(g)):
+            yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
+        elif g is None:  # keyed by its name in a dict of gradients: grads['alpha']
             box = next((b for b in _GRAD_BOXES if isinstance(after_attrs.get(b), dict)
                         and _fits(v, after_attrs[b].get(k)) and b != k), None)
             if box is not None and is_float_scalar(v):

@@ -69,11 +69,17 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
 
 
-def split_flat(ret: Any, keys: dict[str, Any]) -> Any:
+def split_flat(ret: Any, keys: dict[str, Any], xs: list[Any]) -> Any:
     """The input gradients of a flat tuple read by :func:`flat_return`: the items that are
-    no array's (one alone as itself; None when there is none)."""
+    no array's, each at its input's place by shape (one alone as itself; None when there
+    is none)."""
     used = set(keys.values())
     rest = [r for i, r in enumerate(ret) if i not in used]
+    if len(rest) > 1:  # (dW, dy, dx) of forward(x, y): each to the input of its shape
+        placed = [next((r for r in rest if isinstance(x, np.ndarray) and np.shape(r) ==
+                        x.shape), None) for x in xs]
+        if sum(p is not None for p in placed) == len(rest):
+            return tuple(placed)
     return None if not rest else rest[0] if len(rest) == 1 else tuple(rest)
 
 
@@ -84,7 +90,8 @@ def by_place(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, 
     """``param path -> stored path`` for the items of a list of arrays (``weights[0]``,
     ``weights[1]``) paired by place with the items of the one stored list whose items
     have the same shapes, index by index (``nabla_w[0]``, ``nabla_w[1]``): no other list
-    of the layer's or of the stored ones may have those shapes."""
+    of the layer's or of the stored ones may have those shapes, and no two items of the
+    list one shape (a list built last layer first would pair wrongly)."""
     def lists(paths: dict[str, Any]) -> dict[str, dict[int, tuple[int, ...]]]:
         out: dict[str, dict[int, tuple[int, ...]]] = {}
         for p, a in paths.items():
@@ -96,6 +103,8 @@ def by_place(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, 
     mine, stored = lists(params), lists(cands)
     pairs: dict[str, str] = {}
     for name, shapes in mine.items():
+        if len(set(shapes.values())) != len(shapes):  # items alike: the place says nothing
+            continue
         alike = [c for c, s in stored.items() if c != name and _alike(s, shapes)]
         rivals = [m for m, s in mine.items() if m != name and _alike(s, shapes)]
         if len(alike) == 1 and not rivals:

@@ -152,7 +152,7 @@ class Protocol:
         ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned)
         dx, pgrads = ret, None
         if self.returned is not None and self.returned[0] == FLAT:
-            pgrads, dx = ret, split_flat(ret, self.returned[1])
+            pgrads, dx = ret, split_flat(ret, self.returned[1], xs)
         elif self.returned is not None:
             j, _ = self.returned
             pgrads = ret[j]

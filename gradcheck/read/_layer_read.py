@@ -18,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ._alternatives import by_trial, each_holds, first_of_several, one_dimensional
+from ._alternatives import (
+    by_trial,
+    each_holds,
+    first_of_several,
+    one_dimensional,
+    returns_cache,
+)
 from ._depends import keeps_input, moves_output, persistent_arrays
 from ._discovery import (
     LayerConventionError,
@@ -174,7 +180,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         given = clone(xs)
         returned = call_layer(clone(layer), forward, given)
         if returned is None:
-            proto.out_path, text = output_path(layer, forward, xs, draws, rng)
+            proto.out_path, text = output_path(layer, forward, xs, draws, rng, backward)
             proto.note(text)
         elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
             loss_stored(proto, xs, next(i for i, x in enumerate(given) if returned is x))
@@ -256,14 +262,6 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     return base, note, in_note
 
 
-def _returns_cache(out: Any, given: list[Any], method: Any) -> bool:
-    """A forward returning ``(y, cache)``, the cache a container or one of the inputs
-    itself, beside a backward taking two arguments: the layer is a pair of functions."""
-    return isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
-        isinstance(out[1], (tuple, list, dict)) or any(out[1] is x for x in given)) and \
-        len(positional_names(method, required=True) or []) == 2
-
-
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer = proto.layer
@@ -272,7 +270,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     before, given = float_state(init), clone(xs)
     out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
     method = getattr(init, proto.backward)
-    if proto.out_path is None and _returns_cache(out, given, method):
+    if proto.out_path is None and returns_cache(proto, xs, out, given, method):
         proto.out_path, proto.style, proto.order = FIRST, CACHE, []
         out = out[0]
         base, note, in_note = "one", "", (
@@ -383,7 +381,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if left:
         _misshapen(left, base, cands)
         raise _observed_error(layer, left, first, cands)
-    _inputs_read(proto, first, proto.stored_inputs, params=bool(found))
+    _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
+                 claimed=frozenset(p.grad for p in found if isinstance(p.grad, str)))
     proto.params = found
     proto.note(_constant_scalars(base, found))
 
@@ -494,15 +493,20 @@ def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
 
 
 def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
-                 params: bool = False) -> None:
+                 params: bool = False, claimed: frozenset[Any] = frozenset()) -> None:
     """A backward that returned nothing must have stored every differentiated input's
-    gradient where it can be found; one that computes its parameters' gradients and
-    none for its input (a first layer) holds the input constant, and says so."""
+    gradient where it can be found (one named as its gradient in another shape is a
+    ``shape-mismatch``); one that computes its parameters' gradients (``claimed``, where
+    they are) and none for its input (a first layer) holds the input constant, and says
+    so."""
     if first.ret is not None or proto.returned is not None:
         return
     lost = [k for k in proto.wanted if k not in got_x]
-    unread = {c: a for c, a in first.stored.items() if any(
-        np.shape(a) == np.shape(first.xs[k]) for k in lost) and c not in got_x.values()}
+    free = {c: a for c, a in first.stored.items() if c not in got_x.values()
+            and c not in claimed}
+    _misshapen_input(proto, first, lost, free)
+    unread = {c: a for c, a in free.items() if any(
+        np.shape(a) == np.shape(first.xs[k]) for k in lost)}
     if lost and params and not unread:
         proto.note(f"the backward returned nothing and stored no gradient for "
                    f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
@@ -516,6 +520,23 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
                 f"; of the input's shape and no parameter's gradient: {describe(unread)}"
                 if unread else "") + "); return the input gradient, or name "
             "the inputs to check with wrt= (wrt=[] for the parameters only)"))
+
+
+def _misshapen_input(proto: Protocol, first: Any, lost: list[int],
+                     free: dict[str, np.ndarray]) -> None:
+    """A stored array named as a lost input's gradient (``dx``, ``dinputs``) whose shape
+    is not the input's: a ``shape-mismatch`` verdict, not a first layer."""
+    names = positional_names(getattr(first.init, proto.forward)) or []
+    for k in lost:
+        shape = np.shape(first.xs[k])
+        mine = [names[k]] if k < len(names) else []
+        ghost = {c: np.empty(shape) for c in free}  # the names alone, any shape
+        for name in mine + (["inputs", "input", "x"] if len(proto.wanted) == 1 else []):
+            c = grad_of(name, shape, ghost)
+            if c is not None and np.shape(free[c]) != shape:
+                raise ProtocolError("shape-mismatch", (
+                    f"gradient of x{k} (stored in {c}) has shape {np.shape(free[c])}, "
+                    f"expected {shape}"))
 
 
 def _observed_error(layer: Any, left: list[str], first: Any,

@@ -39,7 +39,7 @@ from ._observe import (
     stored,
 )
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
-from ._slot import SLOT, through_slot
+from ._slot import SLOT, slot_style, through_slot
 
 __all__ = ["CACHE", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
            "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
@@ -255,9 +255,11 @@ def forward_output(layer: Any, method: str, xs: list[Any], draws: GlobalDraws,
 
 
 def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
-                rng: np.random.Generator) -> tuple[str, str]:
+                rng: np.random.Generator, backward: str | None = None) -> tuple[str, str]:
     """The attribute holding the output of a forward that returned None, and the note
-    saying so; a :class:`ProtocolError` when there is none, or several."""
+    saying so; a :class:`ProtocolError` when there is none, or several (but for
+    darknet's: the one of the shape of the zero slot ``backward`` reads its gradient
+    from)."""
     init = clone(layer)
     xs = clone(inputs)
     before = float_state(init)
@@ -280,7 +282,9 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
     slots = [v.shape for p, v in stored(before, init, kept, copies=False).items()
              if v.dtype.kind == "f" and v.size and not v.any()]
     fit = [p for p, v in cands.items() if slots.count(v.shape) == 1 and len(slots) == 1]
-    if len(cands) > 1 and len(fit) == 1:  # darknet: the one of its gradient slot's shape
+    if len(cands) > 1 and len(fit) == 1 and backward is not None and slot_style(
+            getattr(init, backward), getattr(init, method), len(inputs), before, init,
+            get_path(init, fit[0]), kept)[0]:  # darknet: its gradient slot's shape
         return fit[0], (f"{what} returns nothing: its output is what it stores in {fit[0]}, "
                         "the one array of the shape of the all-zero array it creates (the "
                         "slot its output gradient goes in)")

@@ -23,8 +23,9 @@ __all__ = ["lost_steps", "redrawn"]
 
 def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list[str]:
     """Paths of the arrays the first forward built (those in ``known`` left out: the
-    layer's own, weights it builds once) that do not depend on the inputs' values and
-    that the backward computes a gradient for (one it stored under their name, or a
+    layer's own, weights it builds once) that depend neither on the inputs' values nor
+    on the layer's own arrays (``W * mask`` does) and that the backward computes a
+    gradient for (one it stored under their name, or a
     step it took on them)."""
     made = {p: a for p, a in float_arrays(first.init).values()
             if p not in known and p != proto.out_path
@@ -41,6 +42,16 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
     except Exception:  # noqa: BLE001 - no evidence either way: the reading stays as it was
         return []
     out = [p for p in graded if _same(try_path(other, p), made[p])]
+    if out:  # and not built from the layer's own arrays (W * mask, weight norm): drawn
+        own = clone(proto.layer)
+        for _, a in float_arrays(own).values():
+            a *= 1.1
+            a += 0.05
+        try:
+            forward_output(own, proto.forward, clone(xs), proto.draws, proto.out_path)
+        except Exception:  # noqa: BLE001 - no evidence either way
+            return []
+        out = [p for p in out if _same(try_path(own, p), made[p])]
     if out:
         proto.note(f"{', '.join(out)}: built anew by every forward without reading the "
                    "inputs (weights drawn in the forward?), yet the backward computes a "
