@@ -695,3 +695,95 @@ def test_a_list_of_alike_weights_does_not_pair_by_place():
     layer.nabla_w = [np.zeros((5, 5)), np.zeros((5, 5))]
     with pytest.raises(gradcheck.LayerConventionError):
         gradcheck.check_layer(layer, np.random.default_rng(45).standard_normal((4, 5)))
+
+
+# -- from a fifth corpus ------------------------------------------------------------------------
+class _NeedsSetup:
+    """A per-sample loss whose ``calculate()`` (its mean) raises until ``new_pass()``."""
+
+    def __init__(self, mean: bool):
+        self.mean = mean
+
+    def calculate(self, output, y):
+        losses = self.forward_pass(output, y)
+        self.total += np.sum(losses)  # AttributeError before new_pass()
+        return np.mean(losses)
+
+    def new_pass(self):
+        self.total = 0.0
+
+    def forward_pass(self, y_pred, y_true):
+        return -np.log(y_pred[range(len(y_pred)), y_true])
+
+    def backward_pass(self, dvalues, y_true):
+        n = len(dvalues) if self.mean else 1
+        self.dinputs = -np.eye(dvalues.shape[1])[y_true] / dvalues / n
+
+
+@pytest.mark.parametrize("mean", [True, False])
+def test_a_reduction_that_cannot_be_observed_gives_no_verdict(mean):
+    e = np.exp(np.random.default_rng(46).standard_normal((4, 5)))
+    p, labels = e / e.sum(1, keepdims=True), np.array([0, 3, 1, 4])
+    res = gradcheck.check_layer(_NeedsSetup(mean), p, labels)
+    assert res.status == "bad-protocol", res.report()
+    assert "calculate() runs the forward, then raised" in res.message, res.message
+    ready = _NeedsSetup(mean)
+    ready.new_pass()
+    _verdict(gradcheck.check_layer(ready, p, labels), None if mean else "x0")
+
+
+class _Pool:
+    """``backward`` returning ``(dx, 0, 0)``: placeholders for parameters it has none of."""
+
+    def __init__(self, broken: bool, placeholder=0):
+        self.broken, self.placeholder = broken, placeholder
+
+    def forward(self, x):
+        self.x = x
+        return x.reshape(x.shape[0], -1, 2).max(axis=2)
+
+    def backward(self, dA):
+        r = self.x.reshape(self.x.shape[0], -1, 2)
+        mask = r == r.max(axis=2, keepdims=True)
+        dx = (mask * dA[:, :, None]).reshape(self.x.shape) * (0.5 if self.broken else 1.0)
+        return dx, self.placeholder, self.placeholder
+
+
+@pytest.mark.parametrize("placeholder", [0, None])
+@pytest.mark.parametrize("broken", [False, True])
+def test_placeholders_beside_the_input_gradient(broken, placeholder):
+    res = gradcheck.check_layer(_Pool(broken, placeholder),
+                                np.random.default_rng(47).standard_normal((3, 4)))
+    _verdict(res, "x0" if broken else None)
+
+
+class _NormStep:
+    """A batch-norm taking its own step on float32 ``gamma``/``beta`` (Mrk113): a uniform
+    output gradient moves ``gamma`` by nothing, so the step is read from an uneven one."""
+
+    def __init__(self, dtype, broken: bool):
+        self.gamma, self.beta = np.ones((1, 4), dtype), np.zeros((1, 4), dtype)
+        self.broken = broken
+
+    def forward(self, x):
+        xc = x - x.mean(0, keepdims=True)
+        self.inv = 1 / np.sqrt((xc * xc).mean(0, keepdims=True) + 1e-5)
+        self.xn = xc * self.inv
+        return self.xn * self.gamma + self.beta
+
+    def backward(self, d, learning_rate):
+        n, dxn = d.shape[0], d * self.gamma
+        dx = self.inv / n * (n * dxn - dxn.sum(0, keepdims=True)
+                             - self.xn * (dxn * self.xn).sum(0, keepdims=True))
+        g = (d * (self.xn if not self.broken else 1.0)).sum(0, keepdims=True)
+        self.gamma -= learning_rate * g
+        self.beta -= learning_rate * d.sum(0, keepdims=True)
+        return dx
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_step_on_float32_weights_is_read(dtype, broken):
+    res = gradcheck.check_layer(_NormStep(dtype, broken),
+                                np.random.default_rng(48).standard_normal((6, 4)))
+    _verdict(res, "gamma" if broken else None)

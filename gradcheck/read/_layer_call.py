@@ -198,8 +198,9 @@ class Protocol:
 
     def _beside_stored(self, ret: Any, fresh: Any, xs: list[Any]) -> Any:
         """A flat ``(dX, dW, db)`` of a one-input layer whose other items are the very
-        arrays it stored (``self.W['grad']``): ``dX``, the one item of the input's shape
-        (the stored gradients are read where they are stored)."""
+        arrays it stored (``self.W['grad']``), or placeholders (``dX, 0, 0``, ``dX, None,
+        None``): ``dX``, the one item of the input's shape (the stored gradients are read
+        where they are stored)."""
         if self.n_inputs != 1 or not isinstance(ret, tuple) or len(ret) < 2 or \
                 not isinstance(xs[0], np.ndarray):
             return ret
@@ -208,6 +209,11 @@ class Protocol:
         if len(fit) == 1 and all(r is fit[0] or id(r) in held for r in ret):
             self.note("backward returned the input gradient beside the gradients it stored "
                       "on the layer: the one of the input's shape is the input's")
+            return fit[0]
+        if len(fit) == 1 and ret[0] is fit[0] and all(
+                r is None or (type(r) in (int, float) and r == 0) for r in ret[1:]):
+            self.note(f"backward returned the input gradient and {len(ret) - 1} "
+                      "placeholder(s) (None or 0) for parameters it has none of")
             return fit[0]
         return ret
 

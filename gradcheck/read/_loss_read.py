@@ -144,6 +144,7 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
     its output; ``("sum", why)`` otherwise."""
     layer, n = proto.layer, len(first.xs)
     y = np.asarray(out, dtype=np.float64)
+    raised: list[tuple[str, BaseException]] = []  # methods that ran the forward, then raised
     known = (proto.forward, proto.backward, (proto.fed or "").split(":")[0], proto.then)
     for name in dir(type(layer)):
         fn = inspect.getattr_static(type(layer), name, None)
@@ -157,13 +158,23 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
             obj, ran = clone(layer), list[int]()
             setattr(obj, proto.forward, _counting(getattr(obj, proto.forward), ran))
             value = np.asarray(getattr(obj, name)(*clone(first.xs)))
-        except Exception:  # noqa: S112 - not a reduction: the user's code raised on trying
+        except Exception as exc:  # noqa: BLE001 - not a reduction, unless it ran the forward
+            if ran:
+                raised.append((name, exc))
             continue
         if not ran:  # a metric computing the mean on its own is no evidence of the reduction
             continue
         if value.size == 1 and value.dtype.kind in "fiu" and np.isclose(
                 float(value.reshape(())), float(y.mean()), rtol=1e-9, atol=0):
             return "mean", f"{name} returns their mean"
+    if raised:  # it could have said: mean or sum is not observed
+        name, error = raised[0]
+        raise ProtocolError("bad-protocol", (
+            f"the forward returns {y.size} values (a loss per sample) and whether the "
+            f"backward differentiates their mean or their sum cannot be observed: "
+            f"{type(layer).__name__}.{name}() runs the forward, then raised "
+            f"{type(error).__name__}: {error}; put the layer in the state your training loop "
+            "does before checking it (a method it calls first), and check again"))
     return "sum", "each one's upstream gradient is one; no method returns their mean"
 
 
