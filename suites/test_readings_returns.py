@@ -2,6 +2,8 @@
 a correct layer that passes and a broken twin that fails with a gradient verdict at the
 broken array (never a pass), and a refusal where the observation leaves a choice."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -787,3 +789,31 @@ def test_a_step_on_float32_weights_is_read(dtype, broken):
     res = gradcheck.check_layer(_NormStep(dtype, broken),
                                 np.random.default_rng(48).standard_normal((6, 4)))
     _verdict(res, "gamma" if broken else None)
+
+
+@dataclass
+class _Cache:
+    A_prev: np.ndarray
+    W: np.ndarray
+    Z: np.ndarray
+
+
+def _lin_act_forward(A_prev, W, activation):
+    Z = W @ A_prev
+    return (np.tanh(Z) if activation == "tanh" else Z), _Cache(A_prev, W, Z)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_check_vjp_a_dataclass_cache_then_an_input_by_name(broken):
+    def backward(dA, cache, activation):
+        dZ = dA * (1 - np.tanh(cache.Z) ** 2) if activation == "tanh" else dA
+        dW = dZ @ cache.A_prev.T / (cache.A_prev.shape[1] if broken else 1)
+        return cache.W.T @ dZ, dW, None
+
+    rng = np.random.default_rng(49)
+    res = gradcheck.check_vjp(_lin_act_forward, backward,
+                              [rng.standard_normal((3, 4)), rng.standard_normal((2, 3)), "tanh"])
+    if broken:
+        assert res.status == "mismatch" and not res.inputs[1].passed, res.report()
+    else:
+        assert res.passed, res.report()

@@ -192,8 +192,8 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
-        if self._after and isinstance(out, tuple) and len(out) == 2 and isinstance(
-                out[1], (tuple, list, dict)):
+        if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
+                out[1], (np.ndarray, np.generic, int, float)):  # a cache, not an array
             self._note("the backward takes the cache, then the forward's inputs "
                        f"{', '.join(f'{k}' for k in self._after)} again by their names: "
                        "called so")
@@ -249,8 +249,9 @@ class Conventions:
             grads = self._bwd(dy, cache.cache, *again)
             if not self._seen_after:  # a second output's gradient doubles with dy: no cache
                 self._seen_after = True
-                twice = self._bwd(_doubled(dy), _doubled(cache.cache), *again)
-                if _doubles(grads, twice):
+                c2 = _doubled(cache.cache)
+                twice = self._bwd(_doubled(dy), c2, *again) if _array_leaves(c2) else None
+                if twice is not None and _doubles(grads, twice):
                     raise ProtocolError("bad-protocol", (
                         "the forward returns (y, c) and the backward's results double when "
                         "dy and c do: c reads as a second output, not a cache; return the "
