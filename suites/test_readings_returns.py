@@ -817,3 +817,136 @@ def test_check_vjp_a_dataclass_cache_then_an_input_by_name(broken):
         assert res.status == "mismatch" and not res.inputs[1].passed, res.report()
     else:
         assert res.passed, res.report()
+
+
+class _ConvNoBias:
+    """``return dA_prev, dW, 0`` with ``self.dW = dW`` stored: placeholders and stored
+    gradients beside the input gradient (LennartBra's Convolutional)."""
+
+    def __init__(self, broken: bool):
+        self.W, self.broken = np.random.default_rng(50).standard_normal((3, 2)), broken
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.W)
+
+    def backward(self, dA):
+        dz = dA * (1 - np.tanh(self.x @ self.W) ** 2)
+        self.dW = self.x.T @ (dz if not self.broken else dA)
+        return dz @ self.W.T, self.dW, 0
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_placeholder_beside_a_stored_gradient(broken):
+    res = gradcheck.check_layer(_ConvNoBias(broken),
+                                np.random.default_rng(51).standard_normal((4, 3)))
+    _verdict(res, "W" if broken else None)
+
+
+# -- from a third review ------------------------------------------------------------------------
+class _Carry:
+    """``backward(dh)`` adding a carry the forward left zero into its argument, then
+    storing ``dW`` and ``dinputs`` from it: an ordinary backward, no darknet slot."""
+
+    def __init__(self, broken: bool):
+        self.W, self.broken = np.random.default_rng(52).standard_normal((3, 3)), broken
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.W)
+        self.dh_next = np.zeros_like(self.h)
+        return self.h
+
+    def backward(self, dh):
+        dh += self.dh_next
+        dz = dh * (1 - self.h ** 2)
+        self.dW = self.x.T @ dz
+        self.dinputs = (dz if not self.broken else dh) @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_reading_its_argument_is_no_darknet_slot(broken):
+    res = gradcheck.check_layer(_Carry(broken), np.random.default_rng(53).standard_normal((4, 3)))
+    if broken:
+        assert not res.passed, res.report()
+    else:
+        assert res.passed, res.report()
+    assert not any("writes the input gradient into its argument" in n for n in res.notes)
+
+
+class _ReluPair:
+    """cs231n-style methods: ``forward`` returns ``(out, x)``, ``backward(dout, cache)``
+    uses the cache as a mask only (its result does not scale with it)."""
+
+    def __init__(self, broken: bool):
+        self.broken = broken
+
+    def forward(self, x):
+        return np.maximum(x, 0), x
+
+    def backward(self, dout, cache):
+        return dout * ((cache > 0) if not self.broken else (cache < 0))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_cache_used_as_a_mask_only(broken):
+    x = np.random.default_rng(54).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    _verdict(gradcheck.check_layer(_ReluPair(broken), x), "x0" if broken else None)
+
+
+class _Skip:
+    """``forward`` returns ``(out, x)``, a skip; ``backward(dvalues, dskip)`` returns
+    None and stores its gradients (the skip's gradient must be added)."""
+
+    def __init__(self, broken: bool):
+        self.W, self.broken = np.random.default_rng(55).standard_normal((3, 3)), broken
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.W), x
+
+    def backward(self, dvalues, dskip):
+        dz = dvalues * (1 - np.tanh(self.x @ self.W) ** 2)
+        self.dW = self.x.T @ dz
+        self.dinputs = dz @ self.W.T + (0 if self.broken else dskip)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_skip_output_is_no_cache(broken):
+    res = gradcheck.check_layer(_Skip(broken), np.random.default_rng(56).standard_normal((4, 3)))
+    _verdict(res, "x0" if broken else None)
+
+
+class _Leaky:
+    """``backward(dout, inp)``: the input again under another name, read as a mask."""
+
+    def __init__(self, broken: bool):
+        self.broken = broken
+
+    def forward(self, x):
+        return np.where(x > 0, x, 0.1 * x)
+
+    def backward(self, dout, inp):
+        return dout * np.where(inp > 0, 1.0, 0.1 if not self.broken else 0.2)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_mask_argument_is_no_step_size(broken):
+    x = np.random.default_rng(57).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    _verdict(gradcheck.check_layer(_Leaky(broken), x), "x0" if broken else None)
+
+
+def test_check_vjp_a_cache_used_as_a_mask_then_inputs_by_name():
+    def fwd(x, W):
+        z = x @ W
+        return np.maximum(z, 0), (z > 0, z)
+
+    def bwd(dout, cache, x, W):
+        mask, _ = cache
+        dz = dout * mask
+        return dz @ W.T, x.T @ dz
+
+    rng = np.random.default_rng(58)
+    res = gradcheck.check_vjp(fwd, bwd, [rng.standard_normal((4, 3)), rng.standard_normal((3, 2))])
+    assert res.passed, res.report()

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ._conventions import has_float, misread
+from ._conventions import GRADIENT_NAME, misread
 from ._discovery import is_float_array
 from ._layer_call import Protocol, ones_like, times
-from ._observe import positional_names
+from ._observe import float_state, positional_names, stored
 from ._protocol import UserCodeError, clone
-from ._reading import EACH, leaves, linear, probe
+from ._reading import EACH, linear, probe
 
 __all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache"]
 
@@ -102,40 +102,24 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[int | N
 def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
                   method: Any) -> bool:
     """A forward returning ``(y, cache)``, the cache a container or one of the inputs
-    itself, beside a backward taking two arguments whose results do not double when both
-    its arguments do (a second output's gradient would: ``(h, (h, c))`` with
-    ``backward(dy, dstate)``, a skip ``(y, x)`` with ``backward(dout, dskip)``): the
-    layer is a pair of functions."""
+    itself, beside a backward taking two arguments, the second not named as a gradient
+    (``dstate``, ``dskip``, ``grad_c``), whose input gradient and stored arrays given
+    a zero output gradient are all zero (a second output's gradient would make some:
+    ``(h, (h, c))`` with ``backward(dy, dstate)``): the layer is a pair of functions."""
+    names = positional_names(method, required=True) or []
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
             isinstance(out[1], (tuple, list, dict)) or any(out[1] is x for x in given)) and
-            len(positional_names(method, required=True) or []) == 2) or proto.draws is None:
+            len(names) == 2) or proto.draws is None or GRADIENT_NAME.match(names[1]):
         return False
-    if not has_float(out[1]):  # no float in it: no second output's gradient
-        return True
-    seen = []
-    for scale in (1.0, 2.0):
-        layer = clone(proto.layer)
-        proto.draws.reset()
-        try:
-            y, cache = getattr(layer, proto.forward)(*clone(xs))
-            ret = getattr(layer, proto.backward)(times(ones_like(y), scale), _times(cache, scale))
-        except Exception:  # noqa: BLE001 - it runs as a pair of functions or it is none
-            return scale == 2.0  # raised given a doubled cache: no output gradient
-        seen.append([np.asarray(r, dtype=np.float64) for r in leaves(ret)
-                     if isinstance(r, np.ndarray)])
-    (a, b) = seen
-    doubled = len(a) == len(b) and bool(a) and all(
-        u.shape == v.shape and np.allclose(v, 2 * u, rtol=1e-9, atol=1e-12)
-        for u, v in zip(a, b, strict=True))
-    return not doubled
-
-
-def _times(x: Any, scale: float) -> Any:
-    """``x`` with every float array in it (containers too) times ``scale``."""
-    if is_float_array(x):
-        return x * scale
-    if isinstance(x, (tuple, list)):
-        return type(x)(_times(v, scale) for v in x)
-    if isinstance(x, dict):
-        return {k: _times(v, scale) for k, v in x.items()}
-    return x
+    layer = clone(proto.layer)
+    proto.draws.reset()
+    try:
+        y, cache = getattr(layer, proto.forward)(*clone(xs))
+        state = float_state(layer)
+        ret = getattr(layer, proto.backward)(times(ones_like(y), 0.0), cache)
+    except Exception:  # noqa: BLE001 - it runs as a pair of functions or it is none
+        return False
+    head = ret[0] if isinstance(ret, (tuple, list)) and ret else ret  # the input's
+    made = [head] if isinstance(head, np.ndarray) else []  # (what follows may be state)
+    made += list(stored(state, layer).values())
+    return not any(np.any(m) for m in made)

@@ -19,6 +19,7 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,12 @@ import numpy as np
 from ._observe import positional_names
 from ._protocol import ProtocolError
 
-__all__ = ["Conventions", "differentiable", "has_float", "is_configuration", "label_like",
-           "misread"]
+__all__ = ["GRADIENT_NAME", "Conventions", "differentiable", "has_float", "is_configuration",
+           "label_like", "misread"]
 
+
+#: A backward's argument named as a gradient: d + a short name, dX, grad..., delta...
+GRADIENT_NAME = re.compile(r"^(d_?[a-z0-9]{1,6}|d[A-Z]\w*|grads?(_\w*)?|\w+_grads?|delta\w*)$")
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
 #: call's arguments do not fit its signature.
@@ -105,23 +109,15 @@ def differentiable(x: Any) -> bool:
     return has_float(x) and not is_configuration(x)
 
 
-def _doubled(x: Any) -> Any:
-    """``x`` with every float array in it (containers too) doubled."""
+def _zeroed(x: Any) -> Any:
+    """``x`` with every float array in it (containers too) zero."""
     if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-        return 2 * x
+        return np.zeros_like(x)
     if isinstance(x, (tuple, list)):
-        return type(x)(_doubled(v) for v in x)
+        return type(x)(_zeroed(v) for v in x)
     if isinstance(x, dict):
-        return {k: _doubled(v) for k, v in x.items()}
+        return {k: _zeroed(v) for k, v in x.items()}
     return x
-
-
-def _doubles(a: Any, b: Any) -> bool:
-    """Whether every array of ``b`` is twice the one of ``a`` at its place."""
-    xa, xb = _array_leaves(a), _array_leaves(b)
-    return bool(xa) and len(xa) == len(xb) and all(
-        u.shape == v.shape and bool(np.allclose(v, 2 * u, rtol=1e-9, atol=1e-12))
-        for u, v in zip(xa, xb, strict=True))
 
 
 @dataclass
@@ -163,7 +159,8 @@ class Conventions:
             b_names[:-1] == f_names and len(b_names) == self._n + 1
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
-            b in f_names for b in b_names[2:]) and not self._again else []
+            b in f_names for b in b_names[2:]) and not self._again and not \
+            GRADIENT_NAME.match(b_names[1]) else []
         self._seen_after = False  # the (y, cache) reading of self._after tested once
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
@@ -247,15 +244,14 @@ class Conventions:
         if isinstance(cache, _With):
             again = [cache.args[k] for k in self._after]
             grads = self._bwd(dy, cache.cache, *again)
-            if not self._seen_after:  # a second output's gradient doubles with dy: no cache
-                self._seen_after = True
-                c2 = _doubled(cache.cache)
-                twice = self._bwd(_doubled(dy), c2, *again) if _array_leaves(c2) else None
-                if twice is not None and _doubles(grads, twice):
+            if not self._seen_after:  # given a zero dy, a cache gives zero gradients;
+                self._seen_after = True  # a second output's gradient would give some
+                zero = self._bwd(_zeroed(dy), cache.cache, *again)
+                if any(np.any(a) for a in _array_leaves(zero)):
                     raise ProtocolError("bad-protocol", (
-                        "the forward returns (y, c) and the backward's results double when "
-                        "dy and c do: c reads as a second output, not a cache; return the "
-                        "outputs and then the cache, (y, c, cache)"))
+                        "the forward returns (y, c) and the backward's gradients are not "
+                        "zero for a zero dy: c reads as a second output, not a cache; "
+                        "return the outputs and then the cache, (y, c, cache)"))
             return self._match(grads) if self._listed else grads
         if isinstance(dy, (tuple, list)) and len(dy) > 1 and self._required == len(dy) + 1:
             self._note(f"backward takes the {len(dy)} output gradients as separate "

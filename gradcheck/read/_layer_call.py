@@ -206,14 +206,17 @@ class Protocol:
             return ret
         fit = [r for r in ret if isinstance(r, np.ndarray) and r.shape == xs[0].shape]
         held = {id(v) for _, v in walk(fresh)}
+        def placeholder(r: Any) -> bool:
+            return r is None or (type(r) in (int, float) and r == 0)
+
         if len(fit) == 1 and all(r is fit[0] or id(r) in held for r in ret):
             self.note("backward returned the input gradient beside the gradients it stored "
                       "on the layer: the one of the input's shape is the input's")
             return fit[0]
         if len(fit) == 1 and ret[0] is fit[0] and all(
-                r is None or (type(r) in (int, float) and r == 0) for r in ret[1:]):
-            self.note(f"backward returned the input gradient and {len(ret) - 1} "
-                      "placeholder(s) (None or 0) for parameters it has none of")
+                placeholder(r) or id(r) in held for r in ret[1:]):
+            self.note("backward returned the input gradient beside placeholders (None or 0) "
+                      "and gradients it stored on the layer: the first is the input's")
             return fit[0]
         return ret
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array
-from ._observe import default_of, positional_names, stored
+from ._observe import default_of, float_state, positional_names, stored
 from ._protocol import clone
 
 __all__ = ["SLOT", "slot_style", "through_slot"]
@@ -87,6 +87,17 @@ def _buffer_alone(method: Any, before: dict[str, tuple[int, np.ndarray]], after:
             return "", [], ""
         seen.append(buf)
     if not np.allclose(seen[1], 2 * seen[0], rtol=1e-9, atol=1e-12):
+        return "", [], ""
+    layer = clone(after)  # it writes or adds into its argument, never reads it: given a
+    given = np.linspace(-1.0, 1.0, x.size).reshape(x.shape)  # filled buffer and a zero
+    buf = given.copy()  # slot, the buffer is left as it was or zero and nothing it
+    state = float_state(layer)  # stores is other than zero (a backward reading its
+    try:  # argument, dout += carry, scales it or computes gradients from it)
+        getattr(layer, method.__name__)(buf)
+    except Exception:  # noqa: BLE001 - not this reading
+        return "", [], ""
+    made = stored(state, layer, (buf,), copies=False)
+    if not (np.array_equal(buf, given) or not buf.any()) or any(v.any() for v in made.values()):
         return "", [], ""
     return SLOT + zeros[0], [], (
         f"{type(after).__name__}'s backward reads the output gradient from {zeros[0]}, "

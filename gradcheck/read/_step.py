@@ -31,23 +31,15 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
     if names is None or len(names) != 2 or proto.draws is None:
         return False
-    seen = []
-    for a in (1.0, 2.0):
-        layer = clone(proto.layer)
-        proto.draws.reset()
-        try:
-            out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)),
-                              proto.out_path)
-            before = float_state(layer)
-            ret = getattr(layer, proto.backward)(_varied(ones_like(out)), a)
-        except Exception:  # not a step size: the reading of the call is left as it was
-            return False
-        now = {p: v for p, v in walk(layer) if is_float_array(v)}
-        seen.append((ret, {p: now[p] - old for p, (_, old) in before.items()
-                           if p in now and _broadcasts(now[p].shape, old.shape)}))
-        scale = {p: _rounding(now[p]) for p in now}
-    (r1, d1), (r2, d2) = seen
+    seen = [_stepped(proto, xs, a) for a in (1.0, 2.0)]
+    if None in seen:  # not a step size: the reading of the call is left as it was
+        return False
+    (r1, d1, scale), (r2, d2, _) = seen  # type: ignore[misc]
     moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
+    if not moved:  # changing nothing, it ignores the argument for any value (not so a
+        third = _stepped(proto, xs, -1.0)  # sign mask of its input's)
+        if third is None or not _same_return(r1, third[0]):
+            return False
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
         return False
@@ -62,6 +54,25 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         "their gradients read as minus that change" if moved else
         "changes nothing it returns or holds: called with 1.0"))
     return True
+
+
+def _stepped(proto: Protocol, xs: list[Any], a: float
+             ) -> tuple[Any, dict[str, np.ndarray], dict[str, float]] | None:
+    """What one forward and ``backward(gradient, a)`` on a copy returned, the change it
+    made to each array the layer holds, and the rounding of each; None if it raised."""
+    assert proto.draws is not None
+    layer = clone(proto.layer)
+    proto.draws.reset()
+    try:
+        out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
+        before = float_state(layer)
+        ret = getattr(layer, proto.backward)(_varied(ones_like(out)), a)
+    except Exception:  # noqa: BLE001 - not a step size
+        return None
+    now = {p: v for p, v in walk(layer) if is_float_array(v)}
+    return ret, {p: now[p] - old for p, (_, old) in before.items()
+                 if p in now and _broadcasts(now[p].shape, old.shape)}, {
+        p: _rounding(now[p]) for p in now}
 
 
 def _varied(g: Any) -> Any:
