@@ -950,3 +950,20 @@ def test_check_vjp_a_cache_used_as_a_mask_then_inputs_by_name():
     rng = np.random.default_rng(58)
     res = gradcheck.check_vjp(fwd, bwd, [rng.standard_normal((4, 3)), rng.standard_normal((3, 2))])
     assert res.passed, res.report()
+
+
+class _MSEByName:
+    def forward(self, y_pred, y_true):
+        self.d = y_pred - y_true
+        return np.mean(self.d ** 2)
+
+    def backward(self):
+        return 2 * self.d / self.d.size
+
+
+@pytest.mark.parametrize("wrt", [["y_pred"], "y_pred", ["x0"], [0]])
+def test_wrt_takes_the_forwards_argument_names(wrt):
+    rng = np.random.default_rng(59)
+    res = gradcheck.check_layer(_MSEByName(), rng.standard_normal((3, 2)),
+                                rng.standard_normal((3, 2)), wrt=wrt)
+    assert res.passed and [i.status for i in res.inputs] == ["ok", "constant"], res.report()

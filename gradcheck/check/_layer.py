@@ -35,7 +35,7 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -46,6 +46,7 @@ from ..read._discovery import LayerConventionError
 from ..read._layer_call import Protocol
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
+from ..read._observe import positional_names
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError
 from ..read._reading import GlobalDraws
 from ._core import raise_unless_passed, run_protocol_check
@@ -103,7 +104,8 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
-    wrt, draws = _wrt_names(wrt, len(inputs)), GlobalDraws(type(layer))
+    wrt, draws = _wrt_names(wrt, len(inputs), _argument_names(layer, forward)), GlobalDraws(
+        type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
                    _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)
     with np.errstate(all="ignore"):
@@ -172,10 +174,21 @@ def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Prot
     return _error_result(amb, opts.seed, opts.name, "layer")
 
 
-def _wrt_names(wrt: Any, n: int) -> Any:
-    """``wrt`` with input positions (``0``, ``-1``) read as the inputs' names ``x0``..."""
-    if wrt is None or isinstance(wrt, str):
+def _argument_names(layer: Any, forward: str | None) -> list[str]:
+    """The forward's positional parameter names (``y_pred``, ``y_true``), if it has them
+    and none of them names an attribute of the layer."""
+    method = getattr(layer, forward or "forward", None)
+    names = (positional_names(method) or []) if callable(method) else []
+    return [] if any(hasattr(layer, a) for a in names) else names
+
+
+def _wrt_names(wrt: Any, n: int, names: Sequence[str] = ()) -> Any:
+    """``wrt`` with input positions (``0``, ``-1``) and the forward's argument names
+    (``'y_pred'``) read as the inputs' names ``x0``..."""
+    if wrt is None:
         return wrt
+    if isinstance(wrt, str):
+        return f"x{list(names).index(wrt)}" if wrt in names[:n] else wrt
     items = [wrt] if isinstance(wrt, int) and not isinstance(wrt, bool) else wrt
     try:
         items = list(items)
@@ -188,6 +201,8 @@ def _wrt_names(wrt: Any, n: int) -> Any:
                 raise ValueError(f"wrt= names input {k}, but forward takes {n} input(s); "
                                  "name parameters by name (e.g. wrt=['x0', 'W'])")
             k = f"x{int(k) % n}"
+        elif isinstance(k, str) and k in names[:n]:
+            k = f"x{list(names).index(k)}"
         out.append(k)
     return out
 
