@@ -967,3 +967,117 @@ def test_wrt_takes_the_forwards_argument_names(wrt):
     res = gradcheck.check_layer(_MSEByName(), rng.standard_normal((3, 2)),
                                 rng.standard_normal((3, 2)), wrt=wrt)
     assert res.passed and [i.status for i in res.inputs] == ["ok", "constant"], res.report()
+
+
+# -- from a fourth review -----------------------------------------------------------------------
+class _FinalState:
+    """``forward`` returns ``(hs, (h, c))`` like torch's LSTM; ``backward(dhs, final)``
+    must take the final state's gradient (``ignore``: it drops it, a bug)."""
+
+    def __init__(self, ignore: bool, grads_first: bool = False):
+        rng = np.random.default_rng(60)
+        self.W, self.V = rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+        self.ignore, self.grads_first = ignore, grads_first
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.W)
+        return self.h, (self.h @ self.V, self.h)
+
+    def backward(self, dhs, final):
+        dc, dh2 = final
+        dV = self.h.T @ dc
+        dh = dhs + (0 if self.ignore else dc @ self.V.T + dh2)
+        dz = dh * (1 - self.h ** 2)
+        dx, dW = dz @ self.W.T, self.x.T @ dz
+        return ([dW, dV], dx) if self.grads_first else (dx, [dW, dV])
+
+
+@pytest.mark.parametrize("grads_first", [False, True])
+@pytest.mark.parametrize("ignore", [False, True])
+def test_a_final_state_is_no_cache(ignore, grads_first):
+    res = gradcheck.check_layer(_FinalState(ignore, grads_first),
+                                np.random.default_rng(61).standard_normal((4, 3)))
+    assert res.passed != ignore, res.report()
+    assert not any("takes (dout, cache)" in n for n in res.notes), res.notes
+
+
+class _KeepsCache:
+    """A pair whose backward keeps what it unpacks from the cache (``self.x``)."""
+
+    def __init__(self, broken: bool):
+        self.W, self.broken = np.random.default_rng(62).standard_normal((3, 2)), broken
+
+    def forward(self, x):
+        return np.tanh(x @ self.W), (x, self.W)
+
+    def backward(self, dout, cache):
+        self.x, W = cache
+        dz = dout * (1 - np.tanh(self.x @ W) ** 2)
+        self.dW = self.x.T @ (dz if not self.broken else dout)
+        return dz @ W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_pair_whose_backward_keeps_the_cache(broken):
+    res = gradcheck.check_layer(_KeepsCache(broken),
+                                np.random.default_rng(63).standard_normal((4, 3)))
+    _verdict(res, "W" if broken else None)
+
+
+class _FlatDelta(_Dense):
+    """Stores the input gradient flat, ``self.delta`` (N, C*H*W) for a 4-d input."""
+
+    def forward(self, x):
+        self.x = x
+        return x.reshape(len(x), -1) @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW, self.db = self.x.reshape(len(self.x), -1).T @ dout, dout.sum(0)
+        self.delta = dout @ self.W.T
+
+
+def test_an_input_gradient_stored_flat_under_another_name_is_no_first_layer():
+    x = np.random.default_rng(64).standard_normal((2, 1, 3, 3))
+    res = gradcheck.check_layer(_FlatDelta(9, 2), x)
+    assert not res.passed and "delta" in res.message, res.report()
+
+
+class _CallMean:
+    """A per-sample loss whose ``__call__`` runs the forward and returns the mean."""
+
+    def __init__(self, mean: bool):
+        self.mean = mean
+
+    def __call__(self, y_pred, y_true):
+        return np.mean(self.forward(y_pred, y_true))
+
+    def forward(self, y_pred, y_true):
+        self.d = y_pred - y_true
+        return (self.d ** 2).sum(1)
+
+    def backward(self):
+        return 2 * self.d / (len(self.d) if self.mean else 1)
+
+
+@pytest.mark.parametrize("mean", [True, False])
+def test_a_mean_returned_by_call(mean):
+    rng = np.random.default_rng(65)
+    res = gradcheck.check_layer(_CallMean(mean), rng.standard_normal((4, 3)),
+                                rng.standard_normal((4, 3)), wrt=["x0"])
+    _verdict(res, None if mean else "x0")
+
+
+class _AdamStep(_Dense):
+    """Takes an Adam step itself: minus the change is no gradient (the first step's
+    size does not double with the gradient)."""
+
+    def backward(self, dout, learning_rate):
+        dx, g = dout @ self.W.T, self.x.T @ dout
+        self.W -= learning_rate * g / (np.abs(g) + 1e-8)
+        self.b -= learning_rate * np.sign(dout.sum(0))
+        return dx
+
+
+def test_an_adam_step_is_not_read_as_minus_the_gradient():
+    res = gradcheck.check_layer(_AdamStep(), np.random.default_rng(66).standard_normal((4, 3)))
+    assert not res.passed and res.status not in ("mismatch", "shape-mismatch"), res.report()

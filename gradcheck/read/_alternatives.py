@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ._conventions import GRADIENT_NAME, misread
-from ._discovery import is_float_array
+from ._conventions import misread
+from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, stored
 from ._protocol import UserCodeError, clone
-from ._reading import EACH, linear, probe
+from ._reading import EACH, leaves, linear, probe
 
 __all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache"]
 
@@ -102,24 +102,61 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[int | N
 def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
                   method: Any) -> bool:
     """A forward returning ``(y, cache)``, the cache a container or one of the inputs
-    itself, beside a backward taking two arguments, the second not named as a gradient
-    (``dstate``, ``dskip``, ``grad_c``), whose input gradient and stored arrays given
-    a zero output gradient are all zero (a second output's gradient would make some:
-    ``(h, (h, c))`` with ``backward(dy, dstate)``): the layer is a pair of functions."""
-    names = positional_names(method, required=True) or []
+    itself, beside a backward taking two arguments that reads the second (its results
+    change when the cache does) and whose results that move with the output gradient,
+    and those of a weight's shape, are all zero for a zero one (a second output's
+    gradient would make some: ``(h, (h, c))`` with ``backward(dy, dstate)``; one it
+    ignores gives no evidence of a cache): the layer is a pair of functions."""
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
             isinstance(out[1], (tuple, list, dict)) or any(out[1] is x for x in given)) and
-            len(names) == 2) or proto.draws is None or GRADIENT_NAME.match(names[1]):
+            len(positional_names(method, required=True) or []) == 2) or proto.draws is None:
         return False
+    runs = [r for scale, other in ((1.0, False), (2.0, False), (0.0, False), (1.0, True))
+            if (r := _pair_run(proto, xs, scale, other)) is not None]
+    if len(runs) < 4:
+        return False
+    one, two, zero, moved = runs
+    keys = set(one) & set(two) & set(zero) & set(moved)
+    reads = any(not _same(one[k], moved[k]) for k in keys)
+    grads = [k for k in keys if not _same(one[k], two[k])]
+    held = {a.shape for _, a in float_arrays(proto.layer).values()}
+    # nor any array of a weight's shape without it (dV from dc_next alone)
+    return reads and bool(grads) and not any(np.any(zero[k]) for k in grads) and not any(
+        np.any(v) and v.shape in held for v in zero.values())
+
+
+def _pair_run(proto: Protocol, xs: list[Any], scale: float, other: bool
+              ) -> dict[str, np.ndarray] | None:
+    """What ``backward(scale * gradient, cache)`` returned and stored, by place, after a
+    forward on a copy (``other``: with the cache's values changed); None if it raised."""
+    assert proto.draws is not None
     layer = clone(proto.layer)
     proto.draws.reset()
     try:
         y, cache = getattr(layer, proto.forward)(*clone(xs))
         state = float_state(layer)
-        ret = getattr(layer, proto.backward)(times(ones_like(y), 0.0), cache)
+        g = times(ones_like(y), scale) * np.linspace(0.5, 1.5, np.size(y)).reshape(np.shape(y))
+        ret = getattr(layer, proto.backward)(g, _changed(cache) if other else cache)
     except Exception:  # noqa: BLE001 - it runs as a pair of functions or it is none
-        return False
-    head = ret[0] if isinstance(ret, (tuple, list)) and ret else ret  # the input's
-    made = [head] if isinstance(head, np.ndarray) else []  # (what follows may be state)
-    made += list(stored(state, layer).values())
-    return not any(np.any(m) for m in made)
+        return None
+    found = {f"<ret>{k}": np.asarray(r, dtype=np.float64) for k, r in enumerate(leaves(ret))
+             if isinstance(r, np.ndarray)}
+    return found | {p: np.asarray(v, dtype=np.float64) for p, v in stored(state, layer).items()}
+
+
+def _changed(x: Any) -> Any:
+    """``x`` with its float arrays moved (``0.5 - 1.5 x``: signs flip too) and its flags
+    inverted, containers kept."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return 0.5 - 1.5 * x
+    if isinstance(x, np.ndarray) and x.dtype.kind == "b":
+        return ~x
+    if isinstance(x, (tuple, list)):
+        return type(x)(_changed(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _changed(v) for k, v in x.items()}
+    return x
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))

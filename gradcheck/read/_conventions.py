@@ -19,7 +19,6 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,12 +28,9 @@ import numpy as np
 from ._observe import positional_names
 from ._protocol import ProtocolError
 
-__all__ = ["GRADIENT_NAME", "Conventions", "differentiable", "has_float", "is_configuration",
+__all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
            "label_like", "misread"]
 
-
-#: A backward's argument named as a gradient: d + a short name, dX, grad..., delta...
-GRADIENT_NAME = re.compile(r"^(d_?[a-z0-9]{1,6}|d[A-Z]\w*|grads?(_\w*)?|\w+_grads?|delta\w*)$")
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
 #: call's arguments do not fit its signature.
@@ -159,8 +155,7 @@ class Conventions:
             b_names[:-1] == f_names and len(b_names) == self._n + 1
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
-            b in f_names for b in b_names[2:]) and not self._again and not \
-            GRADIENT_NAME.match(b_names[1]) else []
+            b in f_names for b in b_names[2:]) and not self._again else []
         self._seen_after = False  # the (y, cache) reading of self._after tested once
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``

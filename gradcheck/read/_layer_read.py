@@ -505,8 +505,8 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
     free = {c: a for c, a in first.stored.items() if c not in got_x.values()
             and c not in claimed}
     _misshapen_input(proto, first, lost, free)
-    unread = {c: a for c, a in free.items() if any(
-        np.shape(a) == np.shape(first.xs[k]) for k in lost)}
+    unread = {c: a for c, a in free.items() if any(  # of the input's size: reshaped or
+        np.size(a) == np.size(first.xs[k]) for k in lost)}  # transposed, no first layer
     if lost and params and not unread:
         proto.note(f"the backward returned nothing and stored no gradient for "
                    f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
@@ -517,7 +517,7 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
             f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
             f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
             f"{describe(first.stored) or 'nothing'}" + (
-                f"; of the input's shape and no parameter's gradient: {describe(unread)}"
+                f"; of the input's size and no parameter's gradient: {describe(unread)}"
                 if unread else "") + "); return the input gradient, or name "
             "the inputs to check with wrt= (wrt=[] for the parameters only)"))
 

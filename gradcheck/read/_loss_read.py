@@ -148,7 +148,8 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
     known = (proto.forward, proto.backward, (proto.fed or "").split(":")[0], proto.then)
     for name in dir(type(layer)):
         fn = inspect.getattr_static(type(layer), name, None)
-        if name.startswith("_") or name in known or not inspect.isfunction(fn):
+        if (name.startswith("_") and name != "__call__") or name in known or \
+                not inspect.isfunction(fn):
             continue
         if len(positional_names(fn, required=True) or []) != n + 1:  # self and the inputs
             continue

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import is_float_array, walk
-from ._layer_call import Protocol, ones_like
+from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
 from ._protocol import clone
 from ._reading import leaves, read_output
@@ -43,6 +43,12 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
         return False
+    if moved:  # a step of SGD doubles with the gradient too (Adam's first does not)
+        twice = _stepped(proto, xs, 1.0, 2.0)
+        if twice is None or not all(np.allclose(
+                twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
+                for p in moved):
+            return False
     if not _same_return(r1, r2):  # what it returns depends on the step it took
         if not moved:
             return False
@@ -56,17 +62,17 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     return True
 
 
-def _stepped(proto: Protocol, xs: list[Any], a: float
+def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
              ) -> tuple[Any, dict[str, np.ndarray], dict[str, float]] | None:
-    """What one forward and ``backward(gradient, a)`` on a copy returned, the change it
-    made to each array the layer holds, and the rounding of each; None if it raised."""
+    """What one forward and ``backward(g * gradient, a)`` on a copy returned, the change
+    it made to each array the layer holds, and the rounding of each; None if it raised."""
     assert proto.draws is not None
     layer = clone(proto.layer)
     proto.draws.reset()
     try:
         out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
         before = float_state(layer)
-        ret = getattr(layer, proto.backward)(_varied(ones_like(out)), a)
+        ret = getattr(layer, proto.backward)(times(_varied(ones_like(out)), g), a)
     except Exception:  # noqa: BLE001 - not a step size
         return None
     now = {p: v for p, v in walk(layer) if is_float_array(v)}
