@@ -1081,3 +1081,44 @@ class _AdamStep(_Dense):
 def test_an_adam_step_is_not_read_as_minus_the_gradient():
     res = gradcheck.check_layer(_AdamStep(), np.random.default_rng(66).standard_normal((4, 3)))
     assert not res.passed and res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+# -- from a sixth corpus ------------------------------------------------------------------------
+class _TanhByOutput:
+    """``backward(grad, output)``: the forward's output again, which a trial cannot tell
+    from its input (both orders are linear in the gradient, with different results)."""
+
+    def forward(self, x):
+        self.y = np.tanh(x)
+        return self.y
+
+    def backward(self, grad, output):
+        return grad * (1 - output ** 2)
+
+
+def test_an_argument_that_could_be_the_input_or_the_output_gives_no_verdict():
+    res = gradcheck.check_layer(_TanhByOutput(), np.random.default_rng(67).standard_normal((3, 4)))
+    assert not res.passed and res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+class _TargetsBackward:
+    """``backward(y_target)`` of a sigmoid output trained with BCE: ``A - y``, affine in
+    its argument, is a loss's gradient, not a vector-Jacobian product."""
+
+    def __init__(self):
+        self.W = np.random.default_rng(68).standard_normal((3, 1))
+
+    def forward(self, x):
+        self.x, self.A = x, 1 / (1 + np.exp(-(x @ self.W)))
+        return self.A
+
+    def backward(self, y_target):
+        dz = self.A - y_target
+        self.dW = self.x.T @ dz
+        return dz @ self.W.T
+
+
+def test_a_backward_affine_in_its_argument_takes_no_output_gradient():
+    res = gradcheck.check_layer(_TargetsBackward(),
+                                np.random.default_rng(69).standard_normal((4, 3)))
+    assert res.status == "bad-protocol" and "not linear" in res.message, res.report()

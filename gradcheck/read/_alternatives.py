@@ -16,7 +16,7 @@ from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, stored
 from ._protocol import UserCodeError, clone
-from ._reading import EACH, leaves, linear, probe
+from ._reading import EACH, OUTPUT, leaves, linear, probe, unchanged
 
 __all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache"]
 
@@ -69,12 +69,14 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     return not any(np.shape(r) in shapes for r in returned[1:])
 
 
-def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[int | None] | None:
+def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | None:
     """The order of a backward taking the forward's inputs again and the output gradient
     under names of its own (``forward(img)``, ``backward(inputs, prev_grad)``), after it
     raised on missing arguments given the gradient alone: each place for the output
-    gradient is tried, the inputs in order around it, and the one place whose call runs
-    and gives twice every result for twice the gradient is taken; none or several, None.
+    gradient is tried, the inputs in order around it (for one input, the forward's
+    output in its place too), and the one order whose call runs and gives twice every
+    result for twice the gradient is taken (several giving the same results are one);
+    none, or several giving different ones, None.
     """
     method = getattr(proto.layer, proto.backward)
     n = len(xs)
@@ -84,19 +86,23 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[int | N
         return None
     draws = proto.draws
     found = []
-    for k in range(n + 1):
-        order: list[int | None] = [*range(k), None, *range(k, n)]
+    orders: list[list[Any]] = [[*range(k), None, *range(k, n)] for k in range(n + 1)]
+    if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
+        orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence
+    for order in orders:
 
-        def run(scale: float, order: list[int | None] = order) -> Any:
+        def run(scale: float, order: list[Any] = order) -> Any:
             return probe(proto.layer, proto.forward, proto.backward, xs, draws,
                          ("inputs", order), proto.out_path,
                          lambda o: times(ones_like(o), scale), proto.then)
         try:
-            if linear(run(1.0), run(2.0)):
-                found.append(order)
+            if linear(first := run(1.0), run(2.0)):
+                found.append((order, first))
         except UserCodeError:
             continue
-    return found[0] if len(found) == 1 else None
+    if found and all(unchanged(found[0][1], f) for _, f in found[1:]):
+        return found[0][0]  # one order, or several giving the same (leaky relu: x, y)
+    return None
 
 
 def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],

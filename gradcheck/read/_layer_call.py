@@ -107,7 +107,7 @@ class Protocol:
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
     fed: str | None = None  # a method feeding it the output gradient (style FEED)
     row: bool = False  # a 1-d output's gradient given as one row (style "row")
-    trial: list[int | None] | None = None  # style "inputs" in an order found by trial
+    trial: list[Any] | None = None  # style "inputs" in an order found by trial
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:

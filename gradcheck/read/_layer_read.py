@@ -63,6 +63,7 @@ from ._reading import (
     EACH,
     FEED,
     FIRST,
+    OUTPUT,
     UNSURE,
     GlobalDraws,
     call_backward,
@@ -74,6 +75,7 @@ from ._reading import (
     output_path,
     probe,
     split_return,
+    unchanged,
 )
 from ._redrawn import lost_steps, redrawn
 from ._slot import slot_style
@@ -217,10 +219,12 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
                     "output's gradient: given it as one row, (1, n)")
         elif (order := by_trial(proto, xs, exc)) is not None:
             proto.trial = order
+            shown = ", ".join("dout" if k is None else "the output" if k == OUTPUT
+                              else f"x{k}" for k in order)
             text = (f"{type(proto.layer).__name__}.{proto.backward} takes the forward's "
-                    "inputs again and the output gradient under other names: called as "
-                    f"({', '.join('dout' if k is None else f'x{k}' for k in order)}), the "
-                    "one order whose results are linear in the output gradient")
+                    "inputs (or output) again and the output gradient under other names: "
+                    f"called as ({shown}), the one order whose results are linear in the "
+                    "output gradient")
         elif (feed := fed_by(proto, xs, exc)) is not None:
             proto.fed = ":".join(feed)
             text = (f"{type(proto.layer).__name__}.{feed[0]}(dout) feeds the output "
@@ -297,6 +301,17 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         proto.note(note)
     if proto.style == "one" and takes_a_step(proto, xs):
         return run(1.0)
+    if proto.style == "one" and not proto.row:
+        first, second = run(1.0), run(2.0)  # A - y_target: no output gradient (one that
+        if not linear(first, second, created=True) and not unchanged(first, second) and \
+                unchanged(first, run(1.0)):  # (weights drawn anew per copy: no evidence)
+            raise ProtocolError("bad-protocol", (
+                f"{type(layer).__name__}.{proto.backward} is not linear in the argument "
+                "it was given as the output gradient (twice it does not give twice the "
+                "result): it takes something else (a loss's targets?); a loss computed "
+                "outside the forward is checked with check_loss on a function returning "
+                "(loss, gradient)"))  # ignores it is checked: that is its verdict)
+        return given_loss(proto, first, out)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
         return given_loss(proto, run(1.0), out)
     try:

@@ -43,7 +43,7 @@ from ._slot import SLOT, slot_style, through_slot
 
 __all__ = ["CACHE", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
            "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
-           "probe", "read_output", "split_return"]
+           "probe", "read_output", "split_return", "unchanged"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -215,6 +215,20 @@ def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
     return len(xa) == len(xb) and all(
         u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
             1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(xa, xb, strict=True))
+
+
+def unchanged(a: Probe, b: Probe) -> bool:
+    """Whether ``b``, run with twice the output gradient of ``a``, returned and created
+    the same as ``a`` (a backward that ignores what it is given)."""
+    def arrays(p: Probe) -> list[np.ndarray]:
+        got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
+               if isinstance(v, np.ndarray | np.generic | float)]
+        return got + [np.asarray(v, dtype=np.float64) for k, v in p.stored.items()
+                      if try_path(p.init, k) is None]
+
+    xa, xb = arrays(a), arrays(b)
+    return len(xa) == len(xb) and all(u.shape == v.shape and np.array_equal(u, v)
+                                      for u, v in zip(xa, xb, strict=True))
 
 
 # -- one forward and backward, observed --------------------------------------------------------
