@@ -35,7 +35,7 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -87,7 +87,7 @@ def check_layer(
         name -> path (``"W"``, ``"params['W']"``) or callable ``layer -> array`` of each
         parameter and its gradient; ``params={}`` checks the input gradients only.
     wrt : int, str or sequence of them, optional
-        Inputs (``"x0"`` or ``0``) and parameters (by name) to differentiate.
+        Inputs (``"x0"``, ``0``, the forward's argument name), parameters (by name).
     output : str, optional
         Where the forward stores its output (read from there whatever it returns).
     **options
@@ -104,8 +104,7 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
-    wrt, draws = _wrt_names(wrt, len(inputs), _argument_names(layer, forward)), GlobalDraws(
-        type(layer))
+    wrt, draws = _wrt_names(wrt, len(inputs), layer, forward), GlobalDraws(type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
                    _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)
     with np.errstate(all="ignore"):
@@ -182,11 +181,12 @@ def _argument_names(layer: Any, forward: str | None) -> list[str]:
     return [] if any(hasattr(layer, a) for a in names) else names
 
 
-def _wrt_names(wrt: Any, n: int, names: Sequence[str] = ()) -> Any:
+def _wrt_names(wrt: Any, n: int, layer: Any = None, forward: str | None = None) -> Any:
     """``wrt`` with input positions (``0``, ``-1``) and the forward's argument names
     (``'y_pred'``) read as the inputs' names ``x0``..."""
     if wrt is None:
         return wrt
+    names = _argument_names(layer, forward) if layer is not None else []
     if isinstance(wrt, str):
         return f"x{list(names).index(wrt)}" if wrt in names[:n] else wrt
     items = [wrt] if isinstance(wrt, int) and not isinstance(wrt, bool) else wrt

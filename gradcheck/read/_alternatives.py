@@ -7,6 +7,7 @@ tells. Each is taken only on evidence observed here, never on a name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,10 +16,11 @@ from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, stored
-from ._protocol import UserCodeError, clone
+from ._protocol import ProtocolError, UserCodeError, clone
 from ._reading import EACH, OUTPUT, leaves, linear, probe, unchanged
 
-__all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache"]
+__all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache",
+           "takes_gradient"]
 
 
 def each_holds(proto: Protocol, xs: list[Any]) -> bool:
@@ -166,3 +168,21 @@ def _changed(x: Any) -> Any:
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
+
+
+def takes_gradient(proto: Protocol, run: Callable[[float], Any]) -> Any:
+    """One forward and backward (``run(scale)``) of a backward taking one argument, after
+    checking that it takes an output gradient: results linear in it (``A - y_target`` is
+    a loss's gradient: a ``bad-protocol``), or unchanged by it (one that ignores it is
+    checked, and that is its verdict), or differing between copies (weights drawn anew
+    per copy: no evidence)."""
+    first, second = run(1.0), run(2.0)
+    if not linear(first, second, created=True) and not unchanged(first, second) and \
+            unchanged(first, run(1.0)):
+        raise ProtocolError("bad-protocol", (
+            f"{type(proto.layer).__name__}.{proto.backward} is not linear in the argument "
+            "it was given as the output gradient (twice it does not give twice the "
+            "result): it takes something else (a loss's targets?); a loss computed "
+            "outside the forward is checked with check_loss on a function returning "
+            "(loss, gradient)"))
+    return first

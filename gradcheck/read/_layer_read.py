@@ -24,6 +24,7 @@ from ._alternatives import (
     first_of_several,
     one_dimensional,
     returns_cache,
+    takes_gradient,
 )
 from ._depends import keeps_input, moves_output, persistent_arrays
 from ._discovery import (
@@ -75,7 +76,6 @@ from ._reading import (
     output_path,
     probe,
     split_return,
-    unchanged,
 )
 from ._redrawn import lost_steps, redrawn
 from ._slot import slot_style
@@ -302,16 +302,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     if proto.style == "one" and takes_a_step(proto, xs):
         return run(1.0)
     if proto.style == "one" and not proto.row:
-        first, second = run(1.0), run(2.0)  # A - y_target: no output gradient (one that
-        if not linear(first, second, created=True) and not unchanged(first, second) and \
-                unchanged(first, run(1.0)):  # (weights drawn anew per copy: no evidence)
-            raise ProtocolError("bad-protocol", (
-                f"{type(layer).__name__}.{proto.backward} is not linear in the argument "
-                "it was given as the output gradient (twice it does not give twice the "
-                "result): it takes something else (a loss's targets?); a loss computed "
-                "outside the forward is checked with check_loss on a function returning "
-                "(loss, gradient)"))  # ignores it is checked: that is its verdict)
-        return given_loss(proto, first, out)
+        return given_loss(proto, takes_gradient(proto, run), out)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
         return given_loss(proto, run(1.0), out)
     try:

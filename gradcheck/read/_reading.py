@@ -18,10 +18,8 @@ record:
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import inspect
-import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +28,7 @@ import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
 from ._flat import by_place
+from ._lists import param_lists, properties
 from ._observe import (
     float_state,
     grad_of,
@@ -391,62 +390,6 @@ def describe(arrays: dict[str, Any]) -> str:
 
 
 # -- the returned gradients --------------------------------------------------------------------
-def _param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
-    """Lists, tuples and dicts held by the layer whose items are all its float arrays."""
-    out = []
-    for p, v in walk(layer):
-        items = list(v.values()) if isinstance(v, dict) else v if isinstance(
-            v, (list, tuple)) else None
-        if items and all(is_float_array(a) and id(a) in arrays for a in items):
-            out.append((p, v))
-    return out
-
-
-def _lists_attributes(fn: Any) -> bool:
-    """Whether ``fn`` is a method whose whole body (but a docstring) returns a tuple or
-    list of its object's attributes: ``def get_params(self): return (self.W, self.b)``
-    (read from its code, so calling it can do nothing else)."""
-    if not inspect.isfunction(fn):
-        return False
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return False
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.FunctionDef) or len(node.args.args) != 1:
-        return False
-    body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(
-        b.value, ast.Constant))]
-    ret = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
-    me = node.args.args[0].arg
-    return isinstance(ret, (ast.Tuple, ast.List)) and bool(ret.elts) and all(
-        isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me
-        for e in ret.elts)
-
-
-def _properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
-    """The lists of the layer's own float arrays that properties of its class build (or
-    methods that only return them, :func:`_lists_attributes`),
-    those of zeros left out (gradients made ready before any backward: ``grads``
-    returning ``[self.dW, self.db]``)."""
-    found = []
-    for name in dir(type(layer)):
-        attr = getattr(type(layer), name, None)
-        if name.startswith("_") or not (isinstance(attr, property) or _lists_attributes(attr)):
-            continue
-        try:
-            v = getattr(layer, name)
-            v = v() if not isinstance(attr, property) else v
-        except Exception:  # noqa: S112 - a property that cannot be read holds no list
-            continue
-        items = list(v.values()) if isinstance(v, dict) else v if isinstance(
-            v, (list, tuple)) else None
-        if items and all(is_float_array(a) and id(a) in arrays for a in items) and any(
-                np.any(a) for a in items):
-            found.append((name, v))
-    return found
-
-
 def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]] | None:
     """When the backward returned ``(dX, [dW, db])`` (or ``(dX, {"W": dW})``, or
     ``(dX, [])`` for a layer with none): the index of the parameters' part and
@@ -460,7 +403,7 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
         return None
     layer = clone(layer)  # its properties run on a copy
     held = {id(v): p for p, v in walk(layer) if is_float_array(v)}
-    lists = [a for _, a in _param_lists(layer, set(held)) + _properties(layer, set(held))]
+    lists = [a for _, a in param_lists(layer, set(held)) + properties(layer, set(held))]
     # a part whose every gradient has its array's shape first (not state handed back
     # after it, (dz, h), of as many items), then the last part first
     for j in sorted(range(len(ret)), key=lambda j: (not _shaped(ret[j], lists), -j)):
@@ -473,7 +416,7 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
             continue
         if not part and len(ret) == 2 and isinstance(ret[1 - j], np.ndarray):
             return j, {}  # (dX, []): no parameter
-        fits = [arrays for _, arrays in _param_lists(layer, set(held))
+        fits = [arrays for _, arrays in param_lists(layer, set(held))
                 if _keys(arrays) == _keys(part)]
         live = [a for a in fits if any(np.any(v) for v in _items(a))]
         named = _by_attribute(part, held, layer) if isinstance(part, dict) else None
@@ -483,7 +426,7 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
         if chosen is not None:
             return j, {held[id(a)]: k for k, a in _pairs(chosen)}
         built = [{held[id(a)]: k for k, a in _pairs(arrays)}
-                 for _, arrays in _properties(layer, set(held)) if _keys(arrays) == _keys(part)]
+                 for _, arrays in properties(layer, set(held)) if _keys(arrays) == _keys(part)]
         if built and all(b == built[0] for b in built):  # params returning [self.W, self.b]
             return j, built[0]
         named = _by_attribute(part, held, layer) if isinstance(part, dict) else _by_shape(
