@@ -1122,3 +1122,55 @@ def test_a_backward_affine_in_its_argument_takes_no_output_gradient():
     res = gradcheck.check_layer(_TargetsBackward(),
                                 np.random.default_rng(69).standard_normal((4, 3)))
     assert res.status == "bad-protocol" and "not linear" in res.message, res.report()
+
+
+# -- from a seventh and eighth corpus -----------------------------------------------------------
+class _Reversed:
+    """``forward(x, h)`` whose backward returns ``(dh, dx)``."""
+
+    def __init__(self, broken: bool, same: bool = False):
+        rng = np.random.default_rng(70)
+        self.W = rng.standard_normal((3, 2 if same else 4))
+        self.broken = broken
+
+    def forward(self, x, h):
+        self.x, self.h = x, h
+        return np.tanh(x @ self.W + h)
+
+    def backward(self, dout):
+        dz = dout * (1 - np.tanh(self.x @ self.W + self.h) ** 2)
+        self.dW = self.x.T @ dz
+        return dz * (2.0 if self.broken else 1.0), dz @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_input_gradients_in_an_order_the_shapes_tell(broken):
+    rng = np.random.default_rng(71)
+    res = gradcheck.check_layer(_Reversed(broken), rng.standard_normal((2, 3)),
+                                rng.standard_normal((2, 4)))
+    _verdict(res, "x1" if broken else None)
+
+
+def test_input_gradients_in_an_order_the_shapes_cannot_tell():
+    rng = np.random.default_rng(72)
+    layer = _Reversed(False, same=True)
+    res = gradcheck.check_layer(layer, rng.standard_normal((2, 3)), rng.standard_normal((2, 2)))
+    assert res.passed or res.status == "bad-protocol", res.report()
+    x = rng.standard_normal((3, 3))
+    layer.W = rng.standard_normal((3, 3))
+    res = gradcheck.check_layer(layer, x, rng.standard_normal((3, 3)))
+    assert not res.passed, res.report()
+
+
+class _L2Arg(_Dense):
+    """``backward(inp_grad, reg_lambda=0)``: an L2 coefficient, not a step size."""
+
+    def backward(self, inp_grad, reg_lambda=0):
+        self.dW = self.x.T @ inp_grad + reg_lambda * self.W
+        self.db = inp_grad.sum(0)
+        return inp_grad @ self.W.T
+
+
+def test_a_regularisation_argument_is_no_step_size():
+    res = gradcheck.check_layer(_L2Arg(), np.random.default_rng(73).standard_normal((4, 3)))
+    assert res.passed, res.report()

@@ -252,7 +252,7 @@ class Protocol:
             return [dx[0] if one else dx]
         if isinstance(dx, (tuple, list)):
             if len(dx) == n:
-                return list(dx)
+                return self._in_order(list(dx))
             if len(dx) == len(self.wanted):
                 out: list[Any] = [None] * n
                 for k, g in zip(self.wanted, dx, strict=True):
@@ -262,6 +262,26 @@ class Protocol:
                                 f"{n} inputs ({len(self.wanted)} in wrt); return one per "
                                 "forward argument, or one per wrt input")
         return self._single(dx, scalar)
+
+    def _in_order(self, dx: list[Any]) -> list[Any]:
+        """One gradient per input, in the forward's order; in another order that the
+        shapes tell (``(dh, dx)`` for ``forward(x, h)``), put in the forward's, with a
+        note; in another order the shapes cannot tell, a ``bad-protocol``."""
+        if not all(isinstance(g, np.ndarray) for g in dx) or len(self.shapes) != len(dx) or \
+                not all(isinstance(s, tuple) for s in self.shapes):
+            return dx
+        got: list[tuple[int, ...]] = [g.shape for g in dx]
+        want: list[tuple[int, ...]] = list(self.shapes)
+        if got == want or sorted(got) != sorted(want):
+            return dx
+        if len(set(want)) < len(want):
+            raise ProtocolError("bad-protocol", (
+                f"backward returned the gradients in another order than the forward takes "
+                f"its inputs (shapes {got} for inputs of shapes {want}), and shapes alone "
+                "cannot say which is which: return them in the forward's order"))
+        self.note(f"backward returned the input gradients in another order (shapes {got}): "
+                  "each read as the gradient of the input of its shape")
+        return [dx[got.index(w)] for w in want]
 
     def _single(self, dx: Any, scalar: bool) -> list[Any]:
         """One array for several inputs: the first's gradient; for a loss (a scalar output)

@@ -122,7 +122,8 @@ def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
     """A loss's backward (no output gradient) of a forward returning one loss per sample
     differentiates their mean, if a method of the layer reduces the forward's output so
     (nnfs ``calculate``), else their sum (every loss's upstream gradient is one)."""
-    if proto.style in ("given", "none") and np.size(out) > 1:
+    if proto.style in ("given", "none") and isinstance(out, (np.ndarray, np.generic)) and \
+            np.size(out) > 1:
         feed = unread_store(proto, out, first.xs) if proto.style == "none" else None
         if feed is not None:  # a layer fed its output gradient whose backward ignores it?
             raise ProtocolError("bad-protocol", (

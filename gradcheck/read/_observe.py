@@ -189,6 +189,8 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
             _, moved = run([inputs[0], *others])
         except Exception:  # noqa: BLE001 - targets it cannot take: no evidence, no pair
             return False
+    if not isinstance(y, (np.ndarray, np.generic, float, int)):
+        return False  # a tuple (a VAE's several terms) is no loss's value
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
     return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
         d.shape == shape and d.dtype.kind == "f" and shape != () and (

@@ -191,7 +191,7 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
         getattr(method.__self__, style.removeprefix(FEED).split(":")[0])(dy)
         return method()
     if style in ("one", "row", "spread", "inputs", "given"):  # a path: what was stored
-        return method(*_arguments(style, order, dy, xs, out, method.__self__))
+        return method(*_arguments(style, order, dy, xs, out, getattr(method, "__self__", None)))
     if style == "step":  # backward(output_error, learning_rate)
         return method(dy, 1.0)
     if style == CACHE:  # (y, cache) = forward(x); backward(dout, cache)

@@ -35,10 +35,11 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if None in seen:  # not a step size: the reading of the call is left as it was
         return False
     (r1, d1, scale), (r2, d2, _) = seen  # type: ignore[misc]
-    moved = [p for p in d1 if not np.array_equal(d1[p], d2[p])]
+    moved = [p for p in d1 if not p.startswith("<made>") and not np.array_equal(d1[p], d2[p])]
     if not moved:  # changing nothing, it ignores the argument for any value (not so a
-        third = _stepped(proto, xs, -1.0)  # sign mask of its input's)
-        if third is None or not _same_return(r1, third[0]):
+        third = _stepped(proto, xs, -1.0)  # sign mask of its input's, nor an L2 term
+        if third is None or not _same_return(r1, third[0]) or not _same_return(
+                _made(seen[0]), _made(seen[1])):  # in the gradients it stores)
             return False
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
@@ -76,9 +77,15 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
     except Exception:  # noqa: BLE001 - not a step size
         return None
     now = {p: v for p, v in walk(layer) if is_float_array(v)}
+    made = {p: v for p, v in now.items() if p not in before}  # arrays it created
     return ret, {p: now[p] - old for p, (_, old) in before.items()
-                 if p in now and _broadcasts(now[p].shape, old.shape)}, {
-        p: _rounding(now[p]) for p in now}
+                 if p in now and _broadcasts(now[p].shape, old.shape)} | {
+        f"<made>{p}": v for p, v in made.items()}, {p: _rounding(now[p]) for p in now}
+
+
+def _made(seen: Any) -> list[np.ndarray]:
+    """The arrays a backward created, from what :func:`_stepped` saw."""
+    return [v for p, v in sorted(seen[1].items()) if p.startswith("<made>")]
 
 
 def _varied(g: Any) -> Any:
