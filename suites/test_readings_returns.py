@@ -1174,3 +1174,26 @@ class _L2Arg(_Dense):
 def test_a_regularisation_argument_is_no_step_size():
     res = gradcheck.check_layer(_L2Arg(), np.random.default_rng(73).standard_normal((4, 3)))
     assert res.passed, res.report()
+
+
+# -- check_loss: a loss returning one gradient per float argument -------------------------------
+def _softmax_loss(center, outside_idx, outside, broken=False):
+    scores = outside @ center
+    p = np.exp(scores - scores.max())
+    p /= p.sum()
+    loss = -np.log(p[outside_idx])
+    d = p.copy()
+    d[outside_idx] -= 1
+    return loss, outside.T @ d, np.outer(d, center) * (1.5 if broken else 1.0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_check_loss_a_gradient_per_float_argument(broken):
+    rng = np.random.default_rng(74)
+
+    def fn(center, idx, outside):
+        return _softmax_loss(center, idx, outside, broken)
+
+    res = gradcheck.check_loss(fn, rng.standard_normal(3), 2, rng.standard_normal((5, 3)))
+    _verdict(res, "x2" if broken else None)
+    assert [i.name for i in res.inputs if i.status in ("ok", "mismatch")] == ["x0", "x2"]

@@ -57,6 +57,8 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
             res = _either_argument(fn, args, k, opts)
         elif k:
             res = _labels_first(fn, args, k, opts)
+        elif (more := _more_gradients(fn, args)) is not None:
+            res = _loss_check(fn, args, 0, opts, more=more)
         else:
             res = _loss_check(fn, args, 0, opts)
             if res.status == "mismatch":
@@ -66,27 +68,50 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
 
 
 def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
-                sign: float = 1.0) -> CheckResult:
+                sign: float = 1.0, more: list[int] | None = None) -> CheckResult:
     """``fn``'s returned gradient (times ``sign``) checked as the gradient with respect
-    to its argument ``k``, the others held constant."""
+    to its argument ``k``, the others held constant; with ``more``, ``fn`` returns
+    ``(loss, d0, d1, ...)``, one gradient per argument ``k, *more``, all checked."""
+    wanted = [k, *(more or [])]
+
     def fwd(*a: Any) -> tuple[Any, Any]:
         out = fn(*a)
-        if not isinstance(out, tuple) or len(out) != 2:
+        if not isinstance(out, tuple) or len(out) != 1 + len(wanted):
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
                                 f"(loss, dx); it returned {type(out).__name__}"
+                                + (f" of {len(out)}" if isinstance(out, tuple) else "")
                                 + _flag_advice(fn))
-        loss, dx = out
+        loss = out[0]
         if np.size(loss) != 1:
             raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
                                 f"shape {np.shape(loss)}")
-        return np.asarray(loss, dtype=np.float64).reshape(()), np.array(dx, copy=True)
+        return np.asarray(loss, dtype=np.float64).reshape(()), [
+            np.array(d, copy=True) for d in out[1:]]
 
-    def bwd(dy: Any, dx: Any) -> list[Any]:
+    def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)
-        grads[k] = sign * dx * dy
+        for j, d in zip(wanted, ds, strict=True):
+            grads[j] = sign * d * dy
         return grads
 
-    return run_protocol_check(fwd, bwd, args, [k], opts, kind="loss")
+    return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
+
+
+def _more_gradients(fn: Callable[..., Any], args: list[Any]) -> list[int] | None:
+    """The further arguments whose gradients ``fn`` returns after the first's, ``(loss,
+    dx, dW)``: one per float array argument after the first, in order, each of its
+    shape (word2vec's ``(loss, gradCenterVec, gradOutsideVecs)``). None otherwise."""
+    try:
+        out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:  # noqa: BLE001 - the check itself reports it
+        return None
+    floats = [j for j, a in enumerate(args) if j and isinstance(a, np.ndarray)
+              and a.dtype.kind == "f"]
+    if not isinstance(out, tuple) or len(out) < 3 or len(out) - 2 != len(floats) or any(
+            np.shape(d) != args[j].shape for d, j in zip(out[2:], floats, strict=True)) or \
+            np.shape(out[1]) != np.shape(args[0]):
+        return None
+    return floats
 
 
 def _flag_advice(fn: Callable[..., Any]) -> str:
