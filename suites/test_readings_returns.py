@@ -1144,11 +1144,30 @@ class _Reversed:
 
 
 @pytest.mark.parametrize("broken", [False, True])
-def test_input_gradients_in_an_order_the_shapes_tell(broken):
+def test_input_gradients_with_the_inputs_shapes_in_another_order(broken):
+    # a reversed return and each gradient computed with the other's weights look alike
     rng = np.random.default_rng(71)
     res = gradcheck.check_layer(_Reversed(broken), rng.standard_normal((2, 3)),
                                 rng.standard_normal((2, 4)))
-    _verdict(res, "x1" if broken else None)
+    assert res.status == "bad-protocol" and "another order" in res.message, res.report()
+
+
+class _Mul:
+    """``forward(x1, x2)``: 1-based argument names; x1 in wrt= is still the second input."""
+
+    def forward(self, x1, x2):
+        self.a, self.b = x1, x2
+        return x1 * x2
+
+    def backward(self, dout):
+        return dout * self.b, 2 * dout * self.a  # the second is wrong
+
+
+def test_wrt_names_of_the_inputs_win_over_argument_names_alike():
+    rng = np.random.default_rng(75)
+    res = gradcheck.check_layer(_Mul(), rng.standard_normal((2, 3)), rng.standard_normal((2, 3)),
+                                wrt=["x0", "x1"])
+    assert res.status == "mismatch" and not res.inputs[1].passed, res.report()
 
 
 def test_input_gradients_in_an_order_the_shapes_cannot_tell():

@@ -35,6 +35,7 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -174,11 +175,13 @@ def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Prot
 
 
 def _argument_names(layer: Any, forward: str | None) -> list[str]:
-    """The forward's positional parameter names (``y_pred``, ``y_true``), if it has them
-    and none of them names an attribute of the layer."""
+    """The forward's positional parameter names (``y_pred``, ``y_true``), those naming an
+    attribute of the layer or of the form ``x<k>`` left out (``""``)."""
     method = getattr(layer, forward or "forward", None)
     names = (positional_names(method) or []) if callable(method) else []
-    return [] if any(hasattr(layer, a) for a in names) else names
+    # a name that is also an attribute, or one of the inputs' own names (x1 of
+    # forward(x1, x2) is x1, the second input), names no argument here
+    return ["" if hasattr(layer, a) or re.fullmatch(r"x\d+", a) else a for a in names]
 
 
 def _wrt_names(wrt: Any, n: int, layer: Any = None, forward: str | None = None) -> Any:
@@ -188,7 +191,7 @@ def _wrt_names(wrt: Any, n: int, layer: Any = None, forward: str | None = None) 
         return wrt
     names = _argument_names(layer, forward) if layer is not None else []
     if isinstance(wrt, str):
-        return f"x{list(names).index(wrt)}" if wrt in names[:n] else wrt
+        return f"x{list(names).index(wrt)}" if wrt and wrt in names[:n] else wrt
     items = [wrt] if isinstance(wrt, int) and not isinstance(wrt, bool) else wrt
     try:
         items = list(items)
@@ -201,7 +204,7 @@ def _wrt_names(wrt: Any, n: int, layer: Any = None, forward: str | None = None) 
                 raise ValueError(f"wrt= names input {k}, but forward takes {n} input(s); "
                                  "name parameters by name (e.g. wrt=['x0', 'W'])")
             k = f"x{int(k) % n}"
-        elif isinstance(k, str) and k in names[:n]:
+        elif isinstance(k, str) and k and k in names[:n]:
             k = f"x{list(names).index(k)}"
         out.append(k)
     return out

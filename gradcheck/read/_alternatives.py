@@ -172,17 +172,34 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def takes_gradient(proto: Protocol, run: Callable[[float], Any]) -> Any:
     """One forward and backward (``run(scale)``) of a backward taking one argument, after
-    checking that it takes an output gradient: results linear in it (``A - y_target`` is
-    a loss's gradient: a ``bad-protocol``), or unchanged by it (one that ignores it is
-    checked, and that is its verdict), or differing between copies (weights drawn anew
-    per copy: no evidence)."""
-    first, second = run(1.0), run(2.0)
-    if not linear(first, second, created=True) and not unchanged(first, second) and \
-            unchanged(first, run(1.0)):
+    checking that it takes an output gradient: a backward whose results, of those that
+    change with its argument, are affine in it and not linear (``A - y_target``, a
+    loss's gradient) is a ``bad-protocol``; any other (one ignoring it, clipping it, or
+    caching arrays beside its gradients) is checked, and that is its verdict; copies
+    drawing different weights give no evidence."""
+    first, second, zero = run(1.0), run(2.0), run(0.0)
+    a, b, c = _results(first), _results(second), _results(zero)
+    if a.keys() != b.keys() or a.keys() != c.keys() or not unchanged(first, run(1.0)):
+        return first
+    moving = [k for k in a if a[k].shape == b[k].shape and not np.array_equal(a[k], b[k])]
+    returned = [k for k in moving if k.startswith("<ret>")]  # the input gradient decides:
+    moving = returned or moving  # a stored dW with an L2 term is affine too, and checked
+    affine = bool(moving) and all(
+        a[k].shape == c[k].shape and np.allclose(b[k] - a[k], a[k] - c[k], rtol=1e-6,
+                                                 atol=1e-12 * (1 + np.abs(b[k]).max()))
+        for k in moving)
+    if affine and any(np.any(c[k]) for k in moving):
         raise ProtocolError("bad-protocol", (
-            f"{type(proto.layer).__name__}.{proto.backward} is not linear in the argument "
-            "it was given as the output gradient (twice it does not give twice the "
+            f"{type(proto.layer).__name__}.{proto.backward} is affine, not linear, in the "
+            "argument it was given as the output gradient (a zero one gives a nonzero "
             "result): it takes something else (a loss's targets?); a loss computed "
             "outside the forward is checked with check_loss on a function returning "
             "(loss, gradient)"))
     return first
+
+
+def _results(p: Any) -> dict[str, np.ndarray]:
+    """What a probe's backward returned and stored, by place."""
+    out = {f"<ret>{k}": np.asarray(v, dtype=np.float64) for k, v in enumerate(leaves(p.ret))
+           if isinstance(v, np.ndarray | np.generic | float)}
+    return out | {k: np.asarray(v, dtype=np.float64) for k, v in p.stored.items()}

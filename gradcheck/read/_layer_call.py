@@ -264,9 +264,9 @@ class Protocol:
         return self._single(dx, scalar)
 
     def _in_order(self, dx: list[Any]) -> list[Any]:
-        """One gradient per input, in the forward's order; in another order that the
-        shapes tell (``(dh, dx)`` for ``forward(x, h)``), put in the forward's, with a
-        note; in another order the shapes cannot tell, a ``bad-protocol``."""
+        """One gradient per input, in the forward's order; with the inputs' shapes in
+        another order (``(dh, dx)`` for ``forward(x, h)``, or each computed with the
+        other's weights: shapes cannot tell), a ``bad-protocol``."""
         if not all(isinstance(g, np.ndarray) for g in dx) or len(self.shapes) != len(dx) or \
                 not all(isinstance(s, tuple) for s in self.shapes):
             return dx
@@ -274,14 +274,11 @@ class Protocol:
         want: list[tuple[int, ...]] = list(self.shapes)
         if got == want or sorted(got) != sorted(want):
             return dx
-        if len(set(want)) < len(want):
-            raise ProtocolError("bad-protocol", (
-                f"backward returned the gradients in another order than the forward takes "
-                f"its inputs (shapes {got} for inputs of shapes {want}), and shapes alone "
-                "cannot say which is which: return them in the forward's order"))
-        self.note(f"backward returned the input gradients in another order (shapes {got}): "
-                  "each read as the gradient of the input of its shape")
-        return [dx[got.index(w)] for w in want]
+        raise ProtocolError("bad-protocol", (  # a reversed return, or two gradients
+            "backward returned the input gradients with the shapes of the inputs in "
+            f"another order (shapes {got} for inputs of shapes {want}): returned in "
+            "another order, or computed with each other's weights (dx from Wh)? Shapes "
+            "cannot tell; return them in the forward's order"))
 
     def _single(self, dx: Any, scalar: bool) -> list[Any]:
         """One array for several inputs: the first's gradient; for a loss (a scalar output)
