@@ -17,7 +17,7 @@ import numpy as np
 
 from ._discovery import is_float_array, walk
 from ._observe import same_but_unit
-from ._protocol import clone
+from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "by_place", "flat_return", "split_flat"]
 
@@ -71,15 +71,19 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
 
 def split_flat(ret: Any, keys: dict[str, Any], xs: list[Any]) -> Any:
     """The input gradients of a flat tuple read by :func:`flat_return`: the items that are
-    no array's, each at its input's place by shape (one alone as itself; None when there
-    is none)."""
+    no array's, in the forward's order (one alone as itself; None when there is none);
+    with the inputs' shapes in another order, a ``bad-protocol``."""
     used = set(keys.values())
     rest = [r for i, r in enumerate(ret) if i not in used]
-    if len(rest) > 1:  # (dW, dy, dx) of forward(x, y): each to the input of its shape
-        placed = [next((r for r in rest if isinstance(x, np.ndarray) and np.shape(r) ==
-                        x.shape), None) for x in xs]
-        if sum(p is not None for p in placed) == len(rest):
-            return tuple(placed)
+    shapes = [x.shape for x in xs if isinstance(x, np.ndarray)]
+    got = [np.shape(r) for r in rest]
+    if len(rest) > 1 and len(got) == len(shapes) and got != shapes and \
+            sorted(got) == sorted(shapes):  # (dh, dx) for forward(x, h), or a swap
+        raise ProtocolError("bad-protocol", (
+            "backward returned the input gradients with the shapes of the inputs in "
+            f"another order (shapes {got} for inputs of shapes {shapes}): returned in "
+            "another order, or computed with each other's weights? Shapes cannot tell; "
+            "return them in the forward's order"))
     return None if not rest else rest[0] if len(rest) == 1 else tuple(rest)
 
 

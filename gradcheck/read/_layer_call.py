@@ -205,7 +205,9 @@ class Protocol:
                 not isinstance(xs[0], np.ndarray):
             return ret
         fit = [r for r in ret if isinstance(r, np.ndarray) and r.shape == xs[0].shape]
-        held = {id(v) for _, v in walk(fresh)}
+        held = {id(g) for p in self.params if isinstance(g := p.read_grad(fresh), np.ndarray)}
+        held = held or {id(v) for p, v in walk(fresh) if p not in {
+            q.value for q in self.params}}  # a gradient location, never a weight itself
         def placeholder(r: Any) -> bool:
             return r is None or (type(r) in (int, float) and r == 0)
 

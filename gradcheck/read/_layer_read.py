@@ -513,7 +513,8 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
     _misshapen_input(proto, first, lost, free)
     unread = {c: a for c, a in free.items() if any(  # of the input's size: reshaped or
         np.size(a) == np.size(first.xs[k]) for k in lost)}  # transposed, no first layer
-    if lost and params and not unread:
+    if lost and params and not unread and not got_x:  # (one that computes some input's
+        # gradient and not another's forgot it: no first layer)
         proto.note(f"the backward returned nothing and stored no gradient for "
                    f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
                    "first layer's backward computes none)")
