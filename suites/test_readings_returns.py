@@ -1258,3 +1258,24 @@ def test_an_input_gradient_computed_and_another_forgotten_is_no_first_layer():
     res = gradcheck.check_layer(_ForgetsDh(), rng.standard_normal((4, 3)),
                                 rng.standard_normal((4, 2)))
     assert not res.passed, res.report()
+
+
+class _GradsBox(_Dense):
+    """``self.grads = {'W': ..., 'b': ...}`` buffers an optimizer reads; ``key``: where the
+    backward writes the bias gradient (``'b'``, correct; ``'db'``, a stale buffer)."""
+
+    def __init__(self, key: str):
+        super().__init__()
+        del self.dW, self.db  # no other buffers
+        self.grads, self.key = {"W": np.zeros_like(self.W), "b": np.zeros_like(self.b)}, key
+
+    def backward(self, dout):
+        self.grads["W"] = self.x.T @ dout
+        self.grads[self.key] = dout.sum(0)
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("key", ["b", "db"])
+def test_a_gradient_written_beside_its_stale_buffer(key):
+    res = gradcheck.check_layer(_GradsBox(key), np.random.default_rng(79).standard_normal((4, 3)))
+    _verdict(res, "b" if key == "db" else None)

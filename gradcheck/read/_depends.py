@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import Param, float_arrays, get_path, is_float_array, try_path, walk
+from ._discovery import GRAD_NAMES, Param, float_arrays, get_path, is_float_array, try_path, walk
 from ._layer_call import Protocol, call_layer
 from ._protocol import clone
 from ._reading import forward_output, leaves
 
-__all__ = ["keeps_input", "moves_output", "persistent_arrays"]
+__all__ = ["keeps_input", "moves_output", "persistent_arrays", "stale_slot"]
 
 
 def keeps_input(first: Any, p: Param | str) -> bool:
@@ -66,3 +66,27 @@ def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: se
     return {p for p, (a, values) in first.items()
             if now.get(p) is a and np.array_equal(a, values)
             and not any(p.startswith(g + "[") for g in grown)}
+
+
+_BOXES = ("grads", "gradients", "grad", "dparams")
+
+
+def stale_slot(base: Any, first: Any, p: Param) -> Param:
+    """``p`` read where the layer keeps a slot named exactly for it (``grads['b']`` or
+    ``grads['db']`` for ``b``) when the backward wrote its gradient elsewhere
+    (``grads['dB']``, ``self.db``) and left that slot as it was: what reads the slot (an
+    optimizer) gets nothing, so the check reads it too, and fails there."""
+    if not isinstance(p.value, str) or not isinstance(p.grad, str):
+        return p
+    name = p.value.rsplit(".", 1)[-1]
+    value = try_path(base, p.value)
+    for slot in (f"{box}[{key!r}]" for box in _BOXES
+                 for key in (name, *(g.format(name) for g in GRAD_NAMES))):
+        held = try_path(base, slot)
+        if slot == p.grad or not is_float_array(held) or not is_float_array(value) or \
+                held.shape != value.shape:
+            continue
+        after = try_path(first.after, slot)
+        if is_float_array(after) and np.array_equal(after, held):  # left as it was
+            return Param(p.name, p.value, slot, p.also)
+    return p

@@ -26,7 +26,7 @@ from ._alternatives import (
     returns_cache,
     takes_gradient,
 )
-from ._depends import keeps_input, moves_output, persistent_arrays
+from ._depends import keeps_input, moves_output, persistent_arrays, stale_slot
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -389,7 +389,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         raise _observed_error(layer, left, first, cands)
     _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
                  claimed=frozenset(p.grad for p in found if isinstance(p.grad, str)))
-    proto.params = found
+    proto.params = [stale_slot(base, first, p) for p in found]
     proto.note(_constant_scalars(base, found))
 
 
