@@ -1279,3 +1279,30 @@ class _GradsBox(_Dense):
 def test_a_gradient_written_beside_its_stale_buffer(key):
     res = gradcheck.check_layer(_GradsBox(key), np.random.default_rng(79).standard_normal((4, 3)))
     _verdict(res, "b" if key == "db" else None)
+
+
+class _PaddedConv:
+    """A 1-d convolution whose backward stores the padded input gradient (``dx_pad``),
+    uncropped, under a name of its own (``alias``: also as ``self.dx``)."""
+
+    def __init__(self, alias: bool):
+        self.w, self.alias = np.array([0.5, -1.0, 0.25]), alias
+
+    def forward(self, x):
+        self.xp = np.pad(x, ((0, 0), (1, 1)))
+        return np.stack([self.xp[:, i:i + 3] @ self.w for i in range(x.shape[1])], axis=1)
+
+    def backward(self, dout):
+        self.dw = sum(self.xp[:, i:i + 3].T @ dout[:, i] for i in range(dout.shape[1]))
+        self.dx_pad = np.zeros_like(self.xp)
+        for i in range(dout.shape[1]):
+            self.dx_pad[:, i:i + 3] += np.outer(dout[:, i], self.w)
+        if self.alias:
+            self.dx = self.dx_pad  # never cropped: no input's gradient
+
+
+@pytest.mark.parametrize("alias", [False, True])
+def test_an_unclaimed_array_moving_with_dout_is_no_first_layer(alias):
+    x = np.random.default_rng(80).standard_normal((2, 6))
+    res = gradcheck.check_layer(_PaddedConv(alias), x)
+    assert not res.passed, res.report()

@@ -1,6 +1,9 @@
-"""Which arrays a layer holds are its parameters, by what they do: those the output
-depends on (:func:`moves_output`), weights a first forward builds and keeps
-(:func:`persistent_arrays`), not the caches of its inputs (:func:`keeps_input`).
+"""Which arrays a layer holds are its parameters, and where their gradients are, by what
+they do: those the output depends on (:func:`moves_output`), weights a first forward
+builds and keeps (:func:`persistent_arrays`), not the caches of its inputs
+(:func:`keeps_input`); a slot named for an array left stale (:func:`stale_slot`); stored
+arrays that move with the output gradient or are named as an input's gradient, which
+rule out a first layer's reading (:func:`moves_with_dout`, :func:`misshapen_input`).
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ from typing import Any
 import numpy as np
 
 from ._discovery import GRAD_NAMES, Param, float_arrays, get_path, is_float_array, try_path, walk
-from ._layer_call import Protocol, call_layer
-from ._protocol import clone
-from ._reading import forward_output, leaves
+from ._layer_call import Protocol, call_layer, ones_like, times
+from ._observe import grad_of, positional_names
+from ._protocol import ProtocolError, clone
+from ._reading import forward_output, leaves, probe
 
-__all__ = ["keeps_input", "moves_output", "persistent_arrays", "stale_slot"]
+__all__ = ["keeps_input", "misshapen_input", "moves_output", "moves_with_dout",
+           "persistent_arrays", "stale_slot"]
 
 
 def keeps_input(first: Any, p: Param | str) -> bool:
@@ -90,3 +95,36 @@ def stale_slot(base: Any, first: Any, p: Param) -> Param:
         if is_float_array(after) and np.array_equal(after, held):  # left as it was
             return Param(p.name, p.value, slot, p.also)
     return p
+
+
+def moves_with_dout(proto: Protocol, first: Any, free: dict[str, np.ndarray]
+                    ) -> dict[str, np.ndarray]:
+    """Of ``free`` (arrays the backward stored that no gradient claims), those that change
+    with the output gradient (a padded input gradient under a name of its own): the
+    backward computes them from it, so it is no first layer's."""
+    assert proto.draws is not None
+    try:
+        second = probe(proto.layer, proto.forward, proto.backward, first.xs, proto.draws,
+                       (proto.style, proto.order), proto.out_path,
+                       lambda o: times(ones_like(o), 2.0), proto.then)
+    except Exception:  # noqa: BLE001 - no evidence either way
+        return {}
+    return {c: a for c, a in free.items() if c in second.stored and not (
+        np.shape(second.stored[c]) == np.shape(a) and np.array_equal(second.stored[c], a))}
+
+
+def misshapen_input(proto: Protocol, first: Any, lost: list[int],
+                     free: dict[str, np.ndarray]) -> None:
+    """A stored array named as a lost input's gradient (``dx``, ``dinputs``) whose shape
+    is not the input's: a ``shape-mismatch`` verdict, not a first layer."""
+    names = positional_names(getattr(first.init, proto.forward)) or []
+    for k in lost:
+        shape = np.shape(first.xs[k])
+        mine = [names[k]] if k < len(names) else []
+        ghost = {c: np.empty(shape) for c in free}  # the names alone, any shape
+        for name in mine + (["inputs", "input", "x"] if len(proto.wanted) == 1 else []):
+            c = grad_of(name, shape, ghost)
+            if c is not None and np.shape(free[c]) != shape:
+                raise ProtocolError("shape-mismatch", (
+                    f"gradient of x{k} (stored in {c}) has shape {np.shape(free[c])}, "
+                    f"expected {shape}"))

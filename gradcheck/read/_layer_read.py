@@ -26,7 +26,14 @@ from ._alternatives import (
     returns_cache,
     takes_gradient,
 )
-from ._depends import keeps_input, moves_output, persistent_arrays, stale_slot
+from ._depends import (
+    keeps_input,
+    misshapen_input,
+    moves_output,
+    moves_with_dout,
+    persistent_arrays,
+    stale_slot,
+)
 from ._discovery import (
     LayerConventionError,
     Param,
@@ -388,7 +395,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         _misshapen(left, base, cands)
         raise _observed_error(layer, left, first, cands)
     _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
-                 claimed=frozenset(p.grad for p in found if isinstance(p.grad, str)))
+                 claimed=frozenset(g for p in found for g in (p.grad, p.value)
+                                   if isinstance(g, str)))  # (a step moves the weights)
     proto.params = [stale_slot(base, first, p) for p in found]
     proto.note(_constant_scalars(base, found))
 
@@ -510,9 +518,11 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
     lost = [k for k in proto.wanted if k not in got_x]
     free = {c: a for c, a in first.stored.items() if c not in got_x.values()
             and c not in claimed}
-    _misshapen_input(proto, first, lost, free)
+    misshapen_input(proto, first, lost, free)
     unread = {c: a for c, a in free.items() if any(  # of the input's size: reshaped or
         np.size(a) == np.size(first.xs[k]) for k in lost)}  # transposed, no first layer
+    if lost and params and not unread and not got_x:  # nor arrays moving with dout
+        unread = moves_with_dout(proto, first, free)
     if lost and params and not unread and not got_x:  # (one that computes some input's
         # gradient and not another's forgot it: no first layer)
         proto.note(f"the backward returned nothing and stored no gradient for "
@@ -524,26 +534,10 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
             f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
             f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
             f"{describe(first.stored) or 'nothing'}" + (
-                f"; of the input's size and no parameter's gradient: {describe(unread)}"
+                f"; no parameter's gradient, of the input's size or moving with the output "
+                f"gradient: {describe(unread)}"
                 if unread else "") + "); return the input gradient, or name "
             "the inputs to check with wrt= (wrt=[] for the parameters only)"))
-
-
-def _misshapen_input(proto: Protocol, first: Any, lost: list[int],
-                     free: dict[str, np.ndarray]) -> None:
-    """A stored array named as a lost input's gradient (``dx``, ``dinputs``) whose shape
-    is not the input's: a ``shape-mismatch`` verdict, not a first layer."""
-    names = positional_names(getattr(first.init, proto.forward)) or []
-    for k in lost:
-        shape = np.shape(first.xs[k])
-        mine = [names[k]] if k < len(names) else []
-        ghost = {c: np.empty(shape) for c in free}  # the names alone, any shape
-        for name in mine + (["inputs", "input", "x"] if len(proto.wanted) == 1 else []):
-            c = grad_of(name, shape, ghost)
-            if c is not None and np.shape(free[c]) != shape:
-                raise ProtocolError("shape-mismatch", (
-                    f"gradient of x{k} (stored in {c}) has shape {np.shape(free[c])}, "
-                    f"expected {shape}"))
 
 
 def _observed_error(layer: Any, left: list[str], first: Any,
