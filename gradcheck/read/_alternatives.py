@@ -16,7 +16,7 @@ from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, stored
-from ._protocol import ProtocolError, UserCodeError, clone
+from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import EACH, OUTPUT, leaves, linear, probe, unchanged
 
 __all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache",
@@ -155,15 +155,8 @@ def _pair_run(proto: Protocol, xs: list[Any], scale: float, other: bool
 def _changed(x: Any) -> Any:
     """``x`` with its float arrays moved (``0.5 - 1.5 x``: signs flip too) and its flags
     inverted, containers kept."""
-    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-        return 0.5 - 1.5 * x
-    if isinstance(x, np.ndarray) and x.dtype.kind == "b":
-        return ~x
-    if isinstance(x, (tuple, list)):
-        return type(x)(_changed(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _changed(v) for k, v in x.items()}
-    return x
+    return map_arrays(x, lambda a: 0.5 - 1.5 * a if a.dtype.kind == "f" else
+                      ~a if a.dtype.kind == "b" else a)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._observe import positional_names
-from ._protocol import ProtocolError
+from ._protocol import ProtocolError, map_arrays
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
            "label_like", "misread"]
@@ -107,13 +107,7 @@ def differentiable(x: Any) -> bool:
 
 def _zeroed(x: Any) -> Any:
     """``x`` with every float array in it (containers too) zero."""
-    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-        return np.zeros_like(x)
-    if isinstance(x, (tuple, list)):
-        return type(x)(_zeroed(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _zeroed(v) for k, v in x.items()}
-    return x
+    return map_arrays(x, lambda a: np.zeros_like(a) if a.dtype.kind == "f" else a)
 
 
 @dataclass

@@ -12,13 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import GRAD_NAMES, Param, float_arrays, get_path, is_float_array, try_path, walk
+from ._discovery import (
+    GRAD_BOXES,
+    GRAD_NAMES,
+    Param,
+    float_arrays,
+    get_path,
+    is_float_array,
+    try_path,
+    walk,
+)
 from ._layer_call import Protocol, call_layer, ones_like, times
 from ._observe import grad_of, positional_names
 from ._protocol import ProtocolError, clone
 from ._reading import forward_output, leaves, probe
 
-__all__ = ["keeps_input", "misshapen_input", "moves_output", "moves_with_dout",
+__all__ = ["copy_of", "keeps_input", "misshapen_input", "moves_output", "moves_with_dout",
            "persistent_arrays", "stale_slot"]
 
 
@@ -29,10 +38,10 @@ def keeps_input(first: Any, p: Param | str) -> bool:
     if not isinstance(path, str):
         return False
     now = try_path(first.init, path)
-    return any(now is x or _copy_of(now, x) for x in first.xs)
+    return any(now is x or copy_of(now, x) for x in first.xs)
 
 
-def _copy_of(a: Any, x: Any) -> bool:
+def copy_of(a: Any, x: Any) -> bool:
     """``a`` holds the float values of the input ``x`` (in any shape of the same size)."""
     return (is_float_array(a) and isinstance(x, np.ndarray) and x.dtype.kind == "f"
             and a.size == x.size and a.size > 0
@@ -73,8 +82,6 @@ def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: se
             and not any(p.startswith(g + "[") for g in grown)}
 
 
-_BOXES = ("grads", "gradients", "grad", "dparams")
-
 
 def stale_slot(base: Any, first: Any, p: Param) -> Param:
     """``p`` read where the layer keeps a slot named exactly for it (``grads['b']`` or
@@ -85,7 +92,7 @@ def stale_slot(base: Any, first: Any, p: Param) -> Param:
         return p
     name = p.value.rsplit(".", 1)[-1]
     value = try_path(base, p.value)
-    for slot in (f"{box}[{key!r}]" for box in _BOXES
+    for slot in (f"{box}[{key!r}]" for box in GRAD_BOXES
                  for key in (name, *(g.format(name) for g in GRAD_NAMES))):
         held = try_path(base, slot)
         if slot == p.grad or not is_float_array(held) or not is_float_array(value) or \

@@ -40,14 +40,14 @@ import numpy as np
 
 from ._protocol import ProtocolError
 
-__all__ = ["GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
+__all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "float_scalars", "get_path", "is_float_array", "is_float_scalar", "parameters",
            "steps", "try_path", "unmatched", "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
          ("weights", "grads"), ("weights", "gradients"))
-_GRAD_BOXES = ("grads", "gradients", "grad", "dparams")
+GRAD_BOXES = ("grads", "gradients", "grad", "dparams")  # dicts of gradients by name
 GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}", "{}_gradient", "gradient_{}")
 _TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
 _DEPTH = 8
@@ -320,7 +320,7 @@ def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[
         if g is not None and _fits(v, after_attrs.get(g)):
             yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
         elif g is None:  # keyed by its name in a dict of gradients: grads['alpha']
-            box = next((b for b in _GRAD_BOXES if isinstance(after_attrs.get(b), dict)
+            box = next((b for b in GRAD_BOXES if isinstance(after_attrs.get(b), dict)
                         and _fits(v, after_attrs[b].get(k)) and b != k), None)
             if box is not None and is_float_scalar(v):
                 yield Param(_join(path, k, True), _join(path, k, True),

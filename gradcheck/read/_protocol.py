@@ -22,7 +22,19 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = ["GlobalDraws", "ProtocolError", "Tree", "UserCodeError", "call_user", "clone",
-           "defined_at", "key_mismatch", "same", "snapshot"]
+           "defined_at", "key_mismatch", "map_arrays", "same", "snapshot"]
+
+
+def map_arrays(x: Any, fn: Any) -> Any:
+    """``x`` with ``fn`` applied to every ndarray in it, tuples, lists and dicts kept."""
+    if isinstance(x, np.ndarray):
+        return fn(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(map_arrays(v, fn) for v in x)
+    if isinstance(x, dict):
+        return {k: map_arrays(v, fn) for k, v in x.items()}
+    return x
+
 
 _DEPTH = 6
 _T = TypeVar("_T")

@@ -204,13 +204,7 @@ def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
     twice what ``a`` did: a backward is linear in its output gradient. ``created``: of
     the stored arrays, only those the backward created (a step it takes on the weights
     is not linear in the gradient)."""
-    def arrays(p: Probe) -> list[np.ndarray]:
-        got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
-               if isinstance(v, np.ndarray | np.generic | float)]
-        return got + [np.asarray(v, dtype=np.float64) for k, v in p.stored.items()
-                      if not created or try_path(p.init, k) is None]
-
-    xa, xb = arrays(a), arrays(b)
+    xa, xb = _arrays(a, created), _arrays(b, created)
     return len(xa) == len(xb) and all(
         u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
             1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(xa, xb, strict=True))
@@ -219,15 +213,18 @@ def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
 def unchanged(a: Probe, b: Probe) -> bool:
     """Whether ``b``, run with twice the output gradient of ``a``, returned and created
     the same as ``a`` (a backward that ignores what it is given)."""
-    def arrays(p: Probe) -> list[np.ndarray]:
-        got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
-               if isinstance(v, np.ndarray | np.generic | float)]
-        return got + [np.asarray(v, dtype=np.float64) for k, v in p.stored.items()
-                      if try_path(p.init, k) is None]
-
-    xa, xb = arrays(a), arrays(b)
+    xa, xb = _arrays(a, True), _arrays(b, True)
     return len(xa) == len(xb) and all(u.shape == v.shape and np.array_equal(u, v)
                                       for u, v in zip(xa, xb, strict=True))
+
+
+def _arrays(p: Probe, created: bool) -> list[np.ndarray]:
+    """What a probe's backward returned, then what it stored (``created``: only the
+    arrays it created), in float64."""
+    got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
+           if isinstance(v, np.ndarray | np.generic | float)]
+    return got + [np.asarray(v, dtype=np.float64) for k, v in p.stored.items()
+                  if not created or try_path(p.init, k) is None]
 
 
 # -- one forward and backward, observed --------------------------------------------------------

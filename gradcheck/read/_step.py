@@ -13,7 +13,7 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
-from ._protocol import clone
+from ._protocol import clone, map_arrays
 from ._reading import leaves, read_output
 
 __all__ = ["takes_a_step"]
@@ -91,11 +91,8 @@ def _made(seen: Any) -> list[np.ndarray]:
 def _varied(g: Any) -> Any:
     """An output gradient of ones made uneven (a batch-norm's scale gets a zero gradient
     from a uniform one: no step would be seen)."""
-    if isinstance(g, (tuple, list)):
-        return type(g)(_varied(v) for v in g)
-    if isinstance(g, dict):
-        return {k: _varied(v) for k, v in g.items()}
-    return g * np.linspace(0.5, 1.5, g.size).reshape(g.shape) if g.size > 1 else g
+    return map_arrays(g, lambda a: a * np.linspace(0.5, 1.5, a.size).reshape(a.shape)
+                      if a.size > 1 else a)
 
 
 def _rounding(a: np.ndarray) -> float:
