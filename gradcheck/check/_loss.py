@@ -52,6 +52,9 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     args = [x, *constants]
     with np.errstate(all="ignore"):
+        extras = _extra_items(fn, args)
+        if extras:
+            fn = _first_two(fn)
         k = _prediction_after_labels(args)
         if k and _difference_only(fn, args, k):
             res = _either_argument(fn, args, k, opts)
@@ -63,6 +66,10 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
             res = _loss_check(fn, args, 0, opts)
             if res.status == "mismatch":
                 res = _for_another_argument(fn, args, opts, res)
+    if extras:
+        res.notes.append(f"fn returned {extras} after (loss, gradient): no argument's "
+                         "gradient (None, whole numbers or a float scalar, no float "
+                         "argument being one), so not checked")
     record(res)
     return res
 
@@ -112,6 +119,43 @@ def _more_gradients(fn: Callable[..., Any], args: list[Any]) -> list[int] | None
             np.shape(out[1]) != np.shape(args[0]):
         return None
     return floats
+
+
+def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
+    """What ``fn`` returns after ``(loss, dx)`` when none of it can be an argument's
+    gradient (``(loss, delta, None)``, ``(loss, delta, accuracy, predicted_classes)``):
+    None, whole numbers, strings, or a float scalar when no float argument is a scalar.
+    A float array there may be a gradient, so it is no extra. Empty otherwise."""
+    try:
+        out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:  # noqa: BLE001 - the check itself reports it
+        return ""
+    if not isinstance(out, tuple) or len(out) < 3 or np.size(out[0]) != 1 or not any(
+            np.shape(out[1]) == np.shape(a) for a in args):
+        return ""
+    scalar_arg = any(np.ndim(a) == 0 and np.asarray(a).dtype.kind in "fc" for a in args
+                     if not isinstance(a, bool))
+    kinds = []
+    for item in out[2:]:
+        if item is None:
+            kinds.append("None")
+            continue
+        try:
+            a = np.asarray(item)
+        except Exception:  # noqa: BLE001 - no array: no gradient either, but unread
+            return ""
+        if a.dtype.kind in "fc" and (a.ndim or scalar_arg) or a.dtype.kind not in "fcbiuUS":
+            return ""
+        kinds.append(f"{a.dtype} {a.shape}" if a.ndim else f"a {a.dtype} scalar")
+    return ", ".join(kinds)
+
+
+def _first_two(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` returning its first two items only."""
+    def first_two(*a: Any) -> Any:
+        out = fn(*a)
+        return out[:2] if isinstance(out, tuple) else out
+    return first_two
 
 
 def _flag_advice(fn: Callable[..., Any]) -> str:

@@ -7,7 +7,7 @@ a layer is read by watching it:
 - **which methods** make the forward/backward pair (:func:`method_pair`): ``forward``
   and ``backward`` if it has them, else the one pair of methods whose names read as a
   forward and a backward (``forward_pass``/``backward_pass``, ``fprop``/``bprop``,
-  ``__call__``/``backward``);
+  ``fp``/``bp``, ``__call__``/``backward``);
 - **what a call stored** (:func:`float_state`, :func:`stored`): the float arrays the
   object holds before and after a call; those created, rebound or changed in place
   are what the call stored (the output of a forward that returns nothing, the
@@ -33,8 +33,9 @@ from ._protocol import clone
 __all__ = ["float_state", "grad_of", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored"]
 
-_FORWARD = re.compile(r"forward_?prop(agate)?|forward|fprop|fwd", re.I)
-_BACKWARD = re.compile(r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd", re.I)
+_FORWARD = re.compile(r"forward_?prop(agate)?|forward|fprop|fwd|(?<![a-z])fp(?![a-z])", re.I)
+_BACKWARD = re.compile(r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd"
+                       r"|(?<![a-z])bp(?![a-z])", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|d_?)|(_?gradients?|_?grads?)$",
                          re.I)
 _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
