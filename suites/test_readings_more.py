@@ -70,3 +70,70 @@ def test_check_loss_float_scalar_extra_refused_beside_a_scalar_argument():
 
     res = gradcheck.check_loss(fn, rng.standard_normal(3), 0.5)
     assert res.status == "bad-protocol", res.report()
+
+
+# -- a loss's one array for inputs of one shape: labels first, or a difference --------------------
+class _Hinge:
+    """nano-keras: ``compute_loss(yTrue, yPred)``, ``compute_derivative(yTrue, yPred)``."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def compute_loss(self, y_true, y_pred):
+        return np.mean(np.maximum(0, 1 - y_true * y_pred))
+
+    def compute_derivative(self, y_true, y_pred):
+        d = -y_true * (1 - y_true * y_pred > 0).astype(float)
+        return d if self.broken else d / y_true.size
+
+
+def _signs_and_scores(seed):
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random((4, 3)) < 0.5, -1.0, 1.0), 0.5 * rng.standard_normal((4, 3))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_labels_first_hinge_is_found_and_checked_at_the_prediction(broken):
+    labels, scores = _signs_and_scores(94)
+    res = gradcheck.check_layer(_Hinge(broken), labels, scores)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x1"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert [i.status for i in res.inputs][0] == "constant", res.report()
+
+
+class _SquaredError:
+    """``compute_loss(y_true, y_pred)`` and its derivative with respect to ``y_pred``."""
+
+    def __init__(self, sign=1.0):
+        self.sign = sign
+
+    def compute_loss(self, y_true, y_pred):
+        return np.mean(np.square(y_true - y_pred))
+
+    def compute_derivative(self, y_true, y_pred):
+        return self.sign * 2 * (y_pred - y_true) / y_true.size
+
+
+class _PredFirst(_SquaredError):
+    def compute_loss(self, y_pred, y_true):
+        return super().compute_loss(y_true, y_pred)
+
+    def compute_derivative(self, y_pred, y_true):
+        return super().compute_derivative(y_true, y_pred)
+
+
+def test_a_difference_loss_of_two_float_inputs_is_read_as_the_first_s_with_a_note():
+    """Which of two float inputs is the prediction cannot be observed (a sign flip of one's
+    gradient is the other's): the first, as documented, and a note naming wrt=."""
+    rng = np.random.default_rng(95)
+    target, pred = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    res = gradcheck.check_layer(_PredFirst(), pred, target)
+    assert res.passed, res.report()
+    assert any("if x1 is the prediction, name it: wrt=['x1']" in n for n in res.notes)
+    bad = gradcheck.check_layer(_PredFirst(-1.0), pred, target)
+    assert bad.status == "mismatch" and _failing(bad) == ["x0"], bad.report()
+    assert gradcheck.check_layer(_SquaredError(), target, pred, wrt=["x1"]).passed
+    half = gradcheck.check_layer(_SquaredError(0.5), target, pred, wrt=["x1"])
+    assert half.status == "mismatch" and _failing(half) == ["x1"], half.report()

@@ -108,6 +108,7 @@ class Protocol:
     fed: str | None = None  # a method feeding it the output gradient (style FEED)
     row: bool = False  # a 1-d output's gradient given as one row (style "row")
     trial: list[Any] | None = None  # style "inputs" in an order found by trial
+    pick: list[int] = field(default_factory=list)  # a loss's one array: [k] x_k's, [a, b] unsure
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -290,6 +291,11 @@ class Protocol:
         if len(self.wanted) == 1:
             out[self.wanted[0]] = dx
             return out
+        if len(self.pick) == 2:  # x_a - x_b: a sign flip of x_a's is x_b's right one
+            a, b = self.pick
+            self.note(f"the loss depends on x{a} - x{b} only and neither holds labels (whole "
+                      f"numbers): the one array backward returns is read as x{a}'s; minus "
+                      f"it is x{b}'s, so if x{b} is the prediction, name it: wrt=['x{b}']")
         k = self.wanted[0] if self.wanted else 0
         soft = [j for j in self.wanted if j and self.shapes[j] == np.shape(dx)
                 and not self.labels[j]]
@@ -298,6 +304,11 @@ class Protocol:
             self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
                       f"gradient of x{k}, since the output is a loss, x0 holds labels (0 and "
                       f"1 only) and x{k} does not")
+        elif len(self.pick) == 1 and self.pick[0] in self.wanted:
+            k = self.pick[0]
+            self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
+                      f"gradient of x{k}, the one input of its shape not holding labels "
+                      "(integers, or -1, 0 and 1 only)")
         else:
             self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
                       f"gradient of x{k} (name the input it belongs to with wrt=)")

@@ -57,7 +57,15 @@ from ._layer_call import (
     takes_no_gradient,
     times,
 )
-from ._loss_read import as_prediction, given_loss, labels_of, left_at_none, loss_stored, settle
+from ._loss_read import (
+    as_prediction,
+    given_loss,
+    labels_of,
+    left_at_none,
+    loss_stored,
+    pick_prediction,
+    settle,
+)
 from ._observe import (
     completing_methods,
     float_state,
@@ -270,6 +278,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
         settle(proto)
     if proto.style == EACH and not each_holds(proto, given):
         proto.style, proto.order, in_note = base, [], ""
+    pick_prediction(proto, given, out)
     return base, note, in_note
 
 

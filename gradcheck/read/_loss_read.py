@@ -11,14 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from ._conventions import label_like
 from ._discovery import float_scalars, try_path
 from ._feed import unread_store
 from ._layer_call import Protocol
 from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
-from ._reading import describe, leaves
+from ._reading import describe, leaves, read_output
 
-__all__ = ["as_prediction", "given_loss", "labels_of", "left_at_none", "loss_stored", "settle"]
+__all__ = ["as_prediction", "given_loss", "labels_of", "left_at_none", "loss_stored",
+           "pick_prediction", "settle"]
 
 
 def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
@@ -207,3 +209,53 @@ def settle(proto: Protocol) -> None:
         f"argument(s) {back} and no output gradient; whose gradient it returns cannot be "
         "observed unless labels (0/1 or integers) say which argument holds the targets: "
         "name that input with wrt= (wrt=['x0'] for the first)"))
+
+
+def pick_prediction(proto: Protocol, xs: list[Any], out: Any) -> None:
+    """For a loss (a scalar output) whose backward takes no output gradient and may return
+    one array for several float inputs of one shape (``compute_derivative(y_true,
+    y_pred)``), which input it is for, in ``proto.pick``: the one not holding labels
+    (-1, 0 and 1 only: one-hot rows, 0/1 or -1/+1 targets); when two hold floats and the loss
+    depends on their difference only, both (the first is read, with a note: one's
+    gradient is minus the other's). Left empty otherwise, or when ``wrt=`` says."""
+    if proto.wrt_given or proto.style not in ("given", "none") or np.size(out) != 1 or \
+            not proto.wanted or not isinstance(xs[proto.wanted[0]], np.ndarray):
+        return
+    shape = xs[proto.wanted[0]].shape
+    same = [j for j in proto.wanted if isinstance(xs[j], np.ndarray)
+            and xs[j].dtype.kind == "f" and xs[j].shape == shape]
+    soft = [j for j in same if not _binary(xs[j])]
+    if len(same) < 2 or not soft:
+        return
+    if len(soft) == 1:
+        proto.pick = soft
+    elif _difference_only(proto, xs, soft[0], soft[1]):
+        proto.pick = soft[:2]
+
+
+def _binary(x: np.ndarray) -> bool:
+    """Targets of a classifier: -1, 0 and 1 only, not all zero (whole-number scores are
+    no labels)."""
+    return label_like(x) and bool(np.all(np.abs(x) <= 1)) and bool(x.any())
+
+
+def _difference_only(proto: Protocol, xs: list[Any], a: int, b: int) -> bool:
+    """Whether the forward's output moves with ``x_a`` alone and not with ``x_a`` and
+    ``x_b`` moved together (a squared error of their difference)."""
+    step = 1e-2 * (1.0 + np.abs(xs[a])) * np.random.default_rng(0).choice(
+        [-1.0, 1.0], xs[a].shape)
+
+    def loss(da: Any, db: Any) -> float:
+        args = clone(xs)
+        args[a], args[b] = args[a] + da, args[b] + db
+        layer = clone(proto.layer)
+        if proto.draws is not None:
+            proto.draws.reset()
+        y = read_output(layer, getattr(layer, proto.forward)(*args), proto.out_path)
+        return float(np.asarray(y, dtype=np.float64).reshape(()))
+
+    try:
+        here, both, alone = loss(0, 0), loss(step, step), loss(step, 0)
+    except Exception:  # noqa: BLE001 - no evidence: the reading stays as it was
+        return False
+    return abs(both - here) <= 1e-9 * max(1.0, abs(here)) < abs(alone - here)

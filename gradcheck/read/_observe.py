@@ -190,6 +190,13 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
             _, moved = run([inputs[0], *others])
         except Exception:  # noqa: BLE001 - targets it cannot take: no evidence, no pair
             return False
+    from ._conventions import label_like  # noqa: PLC0415 - _conventions imports this module
+
+    if moved is not None and np.array_equal(d, moved) and label_like(inputs[0]):
+        try:  # labels first (hinge(y_true, y_pred)): its gradient moves with them
+            _, moved = run([_moved(inputs[0]), *inputs[1:]])
+        except Exception:  # noqa: BLE001 - labels it cannot take: no evidence, no pair
+            return False
     if not isinstance(y, (np.ndarray, np.generic, float, int)):
         return False  # a tuple (a VAE's several terms) is no loss's value
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
