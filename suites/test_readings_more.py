@@ -137,3 +137,178 @@ def test_a_difference_loss_of_two_float_inputs_is_read_as_the_first_s_with_a_not
     assert gradcheck.check_layer(_SquaredError(), target, pred, wrt=["x1"]).passed
     half = gradcheck.check_layer(_SquaredError(0.5), target, pred, wrt=["x1"])
     assert half.status == "mismatch" and _failing(half) == ["x1"], half.report()
+
+
+# -- corpus 23: attention and normalisation code ----------------------------------------------
+class _Lin:
+    def __init__(self, seed, broken=False):
+        g = np.random.default_rng(seed)
+        self.weight, self.bias = g.standard_normal((3, 3)), g.standard_normal(3)
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weight + self.bias
+
+    def backward(self, d):
+        self.grad_weight = self.x.T @ d
+        self.grad_bias = d.mean(0) if self.broken else d.sum(0)
+        return d @ self.weight.T, self.grad_weight, self.grad_bias
+
+
+class _TwoInputs:
+    """``backward`` returning ``dx, dy, {"A": (dW, db), ...}`` (nawdeep's attention)."""
+
+    def __init__(self, broken=False, fresh=False):
+        self.A, self.B, self.fresh = _Lin(1), _Lin(2, broken), fresh
+
+    def forward(self, x, y):
+        self.a, self.b = self.A.forward(x), self.B.forward(y)
+        return self.a * self.b
+
+    def backward(self, d):
+        dx, dwa, dba = self.A.backward(d * self.b)
+        dy, dwb, dbb = self.B.backward(d * self.a)
+        if self.fresh:  # returned gradients that are not what it stored
+            dwb = 2 * dwb
+        return dx, dy, {"A": (dwa, dba), "B": (dwb, dbb)}
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_input_gradients_then_containers_of_the_stored_ones(broken):
+    rng = np.random.default_rng(96)
+    res = gradcheck.check_layer(_TwoInputs(broken), rng.standard_normal((4, 3)),
+                                rng.standard_normal((4, 3)))
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["B.bias"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+def test_containers_after_the_input_gradients_holding_other_arrays_are_no_state():
+    rng = np.random.default_rng(97)
+    res = gradcheck.check_layer(_TwoInputs(fresh=True), rng.standard_normal((4, 3)),
+                                rng.standard_normal((4, 3)))
+    assert not res.passed, res.report()
+
+
+class _OutNone:
+    """``forward`` returning ``(out, None)``: attention weights not asked for (ViT)."""
+
+    def __init__(self, broken=False):
+        self.W = np.random.default_rng(1).standard_normal((3, 3))
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        self.y = np.tanh(x @ self.W)
+        return self.y, None
+
+    def backward(self, d):
+        dz = d * (1 - self.y ** (1 if self.broken else 2))
+        self.dW = self.x.T @ dz
+        return dz @ self.W.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_forward_returning_its_output_and_none(broken):
+    res = gradcheck.check_layer(_OutNone(broken), np.random.default_rng(98).standard_normal((4, 3)))
+    if broken:
+        assert res.status == "mismatch" and set(_failing(res)) == {"x0", "W"}, res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _DeltaNamedNorm:
+    """ZouJiu1's layer norm: ``gamma_delta``/``beta_delta``, ``gamma`` expanded to
+    ``(1, 1, D)`` by the forward."""
+
+    def __init__(self, broken=False):
+        self.gamma, self.beta = np.linspace(0.5, 1.5, 4), np.linspace(-0.2, 0.3, 4)
+        self.gamma_delta, self.beta_delta = np.zeros(4), np.zeros(4)
+        self.broken = broken
+
+    def forward(self, x):
+        self.gamma, self.beta = self.gamma.reshape(1, 1, -1), self.beta.reshape(1, 1, -1)
+        self.mu, self.sd = x.mean(-1, keepdims=True), np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+        self.xn = (x - self.mu) / self.sd
+        return self.xn * self.gamma + self.beta
+
+    def backward(self, d):
+        dxn = d * self.gamma
+        dx = (dxn - dxn.mean(-1, keepdims=True)
+              - self.xn * (dxn * self.xn).mean(-1, keepdims=True)) / self.sd
+        self.gamma_delta += np.sum(d * self.xn, axis=(0, 1)) * (0.5 if self.broken else 1)
+        self.beta_delta += np.sum(d, axis=(0, 1))
+        return dx
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_gradients_named_with_one_affix_of_the_layer_s_own(broken):
+    x = np.random.default_rng(99).standard_normal((2, 3, 4))
+    res = gradcheck.check_layer(_DeltaNamedNorm(broken), x)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["gamma"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("stored in gamma_delta" in n for n in res.notes), res.notes
+
+
+class _FeedBack:
+    """Val325: ``feedforward(x)`` and ``backforward(dout)``."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def feedforward(self, x):
+        self.x = x
+        return np.sin(x)
+
+    def backforward(self, dout):
+        return dout * (np.sin(self.x) if self.broken else np.cos(self.x))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_feedforward_and_backforward_pair_by_name(broken):
+    res = gradcheck.check_layer(_FeedBack(broken), np.random.default_rng(100).standard_normal(5))
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+# -- corpus 25: a setting of the forward taken again by the backward, by name ------------------
+def _pool_forward(a, hp, mode="max"):
+    f = hp["f"]
+    n, h, w = a.shape
+    blocks = a.reshape(n, h // f, f, w // f, f)
+    out = blocks.max(axis=(2, 4)) if mode == "max" else blocks.mean(axis=(2, 4))
+    return out, (a, hp)
+
+
+def _pool_backward(d, cache, mode="max", broken=False):
+    a, hp = cache
+    f = hp["f"]
+    n, h, w = a.shape
+    blocks = a.reshape(n, h // f, f, w // f, f)
+    if mode == "max":
+        mask = blocks == blocks.max(axis=(2, 4), keepdims=True)
+        da = mask * d[:, :, None, :, None]
+    else:
+        da = np.broadcast_to(d[:, :, None, :, None] / (1 if broken else f * f), blocks.shape)
+    return da.reshape(a.shape)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_check_vjp_gives_the_backward_the_forward_s_setting_by_name(broken):
+    a = np.random.default_rng(101).standard_normal((2, 4, 4))
+
+    def bwd(d, cache, mode="max"):
+        return _pool_backward(d, cache, mode, broken)
+
+    res = gradcheck.check_vjp(_pool_forward, bwd, [a, {"f": 2}, "average"])
+    if broken:
+        assert res.status == "mismatch", res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("setting(s) mode" in n for n in res.notes), res.notes

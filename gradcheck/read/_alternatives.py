@@ -60,7 +60,9 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     one required argument, and no output left out has the shape of an input (a
     recurrent state whose gradient it must take)."""
     if not isinstance(returned, tuple) or len(returned) < 2 or hasattr(returned, "_fields") \
-            or not all(is_float_array(r) for r in returned) or proto.out_path is not None:
+            or not is_float_array(returned[0]) or not all(
+                is_float_array(r) or r is None for r in returned[1:]) or \
+            proto.out_path is not None:  # (out, None): attention weights not asked for
         return False
     if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
             exc.as_dict()):

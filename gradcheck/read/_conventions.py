@@ -151,6 +151,12 @@ class Conventions:
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
         self._seen_after = False  # the (y, cache) reading of self._after tested once
+        # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
+        # given to the forward, passed on by its name
+        every = positional_names(bwd) or []
+        self._settings = {b: self._inputs[f_names.index(b)] for b in every[len(b_names):]
+                          if b in f_names and not differentiable(
+                              self._inputs[f_names.index(b)])} if b_names else {}
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
@@ -246,6 +252,11 @@ class Conventions:
             self._note(f"backward takes the {len(dy)} output gradients as separate "
                        "arguments before the cache")
             grads = self._bwd(*dy, cache)
+        elif self._settings:
+            self._note("the backward takes the forward's setting(s) "
+                       f"{', '.join(self._settings)} as optional arguments of the same names: "
+                       "given the forward's values")
+            grads = self._bwd(dy, cache, **self._settings)
         else:
             grads = self._bwd(dy, cache)
         return self._match(grads) if self._listed else grads

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import is_float_array, walk
-from ._observe import same_but_unit
+from ._observe import last_name, parent_of, same_but_unit
 from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "by_place", "flat_return", "split_flat"]
@@ -118,3 +118,27 @@ def by_place(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, 
 
 def _alike(a: dict[int, tuple[int, ...]], b: dict[int, tuple[int, ...]]) -> bool:
     return a.keys() == b.keys() and all(a[i] == b[i] or same_but_unit(a[i], b[i]) for i in a)
+
+
+def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, str]:
+    """``param path -> stored path`` for two or more arrays whose gradients are stored
+    under their own names with one affix of the layer's own, the same for each
+    (``gamma_delta`` and ``beta_delta`` for ``gamma`` and ``beta``): each array one stored
+    candidate of its shape (a size-1 axis aside) beside it, none shared, and no other
+    affix doing the same."""
+    found: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for p, a in params.items():
+        name = last_name(p)
+        for c, v in cands.items():
+            own = last_name(c)
+            if parent_of(c) != parent_of(p) or own == name or not name or \
+                    not same_but_unit(np.shape(v), np.shape(a)):
+                continue
+            for affix in (("", own[len(name):]) if own.startswith(name) else None,
+                          (own[:-len(name)], "") if own.endswith(name) else None):
+                if affix is not None and len("".join(affix)) >= 2 and \
+                        not "".join(affix).isdigit():
+                    found.setdefault(affix, {}).setdefault(p, []).append(c)
+    fits = [{p: cs[0] for p, cs in m.items() if len(cs) == 1} for m in found.values()]
+    fits = [m for m in fits if len(m) >= 2 and len(set(m.values())) == len(m)]
+    return fits[0] if len(fits) == 1 else {}

@@ -182,28 +182,35 @@ class Protocol:
             else:
                 g = _change(p.read_grad(fresh), b, scale)
                 _same_elsewhere(p, fresh, g, elsewhere)
-            grads.append(self._unit(g, np.shape(p.read(fresh)), p.name))
+            grads.append(self._unit(g, np.shape(p.read(fresh)), p.name,
+                                    np.shape(p.read(self.layer))))
         if scale is not None:
             dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
         return dxs + grads
 
-    def _unit(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
+    def _unit(self, g: Any, shape: tuple[int, ...], name: str,
+              given: tuple[int, ...] | None = None) -> Any:
         """A gradient whose shape differs from its array's by size-1 axes only, reshaped
-        (it broadcasts in an update), with a note."""
-        if not isinstance(g, np.ndarray) or g.shape == shape or g.size != int(
-                np.prod(shape)) or not same_but_unit(g.shape, shape):
+        (it broadcasts in an update), with a note; to the shape the check gives the
+        array (``given``) when the forward reshaped it (``gamma`` to ``(1, 1, D)``)."""
+        given = shape if given is None else given
+        if not isinstance(g, np.ndarray) or g.shape == given or g.size != int(
+                np.prod(shape)) or g.size != int(np.prod(given)) or not (
+                g.shape == shape or same_but_unit(g.shape, shape)):
             return g
-        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: "
+        moved = f" (the forward reshapes {name} to {shape})" if shape != given else ""
+        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {given}{moved}: "
                   "compared after reshaping (they differ by size-1 axes only)")
-        return g.reshape(shape)
+        return g.reshape(given)
 
     def _beside_stored(self, ret: Any, fresh: Any, xs: list[Any]) -> Any:
         """A flat ``(dX, dW, db)`` of a one-input layer whose other items are the very
         arrays it stored (``self.W['grad']``), or placeholders (``dX, 0, 0``, ``dX, None,
         None``): ``dX``, the one item of the input's shape (the stored gradients are read
         where they are stored)."""
-        if self.n_inputs != 1 or not isinstance(ret, tuple) or len(ret) < 2 or \
-                not isinstance(xs[0], np.ndarray):
+        if self.n_inputs > 1:
+            return self._inputs_then_stored(ret, fresh, xs)
+        if not isinstance(ret, tuple) or len(ret) < 2 or not isinstance(xs[0], np.ndarray):
             return ret
         fit = [r for r in ret if isinstance(r, np.ndarray) and r.shape == xs[0].shape]
         held = {id(g) for p in self.params if isinstance(g := p.read_grad(fresh), np.ndarray)}
@@ -222,6 +229,28 @@ class Protocol:
                       "and gradients it stored on the layer: the first is the input's")
             return fit[0]
         return ret
+
+    def _inputs_then_stored(self, ret: Any, fresh: Any, xs: list[Any]) -> Any:
+        """``(dq, dk, dv, {"Wq": (dW, db), ...})``: one gradient per input, of its shape and
+        in order, then containers of what the backward stored on the layer (the very
+        arrays, or equal ones): the inputs' gradients (the stored ones are read where they
+        are stored)."""
+        n = self.n_inputs
+        if not isinstance(ret, tuple) or len(ret) <= n or not all(
+                isinstance(r, np.ndarray) and isinstance(x, np.ndarray) and r.shape == x.shape
+                for r, x in zip(ret[:n], xs, strict=False)) or not all(
+                isinstance(r, (tuple, list, dict)) for r in ret[n:]):
+            return ret
+        held = [v for p, v in walk(fresh) if is_float_array(v) and p not in {
+            q.value for q in self.params}]
+        inner = [v for r in ret[n:] for v in leaves(r)]
+        if not inner or not all(isinstance(v, np.ndarray) and any(
+                v is h or (v.shape == h.shape and np.array_equal(v, h)) for h in held)
+                for v in inner):
+            return ret
+        self.note(f"backward returned the {n} input gradients, then containers of the "
+                  "gradients it stored on the layer: those are read where they are stored")
+        return ret[:n]
 
     def _beside_state(self, rest: list[Any], xs: list[Any]) -> Any:
         """``(dX, [dW, db], state)`` of a one-input layer: the one array of the input's

@@ -30,12 +30,12 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["float_state", "grad_of", "method_pair", "parent_of", "positional_names",
+__all__ = ["float_state", "grad_of", "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored"]
 
 _FORWARD = re.compile(r"forward_?prop(agate)?|forward|fprop|fwd|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd"
-                       r"|(?<![a-z])bp(?![a-z])", re.I)
+                       r"|(?<![a-z])bp(?![a-z])|^back_?forward$", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|d_?)|(_?gradients?|_?grads?)$",
                          re.I)
 _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
@@ -44,7 +44,8 @@ _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['
 # -- the method pair ---------------------------------------------------------------------------
 def _methods(layer: Any, pattern: re.Pattern[str]) -> list[str]:
     names = [n for n in dir(type(layer)) if not n.startswith("_") and pattern.search(n)
-             and callable(getattr(layer, n, None))]
+             and callable(getattr(layer, n, None))
+             and not (pattern is _FORWARD and _BACKWARD.search(n))]  # backforward()
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer):
         names.append("__call__")
     return names
@@ -322,7 +323,8 @@ def parent_of(path: str) -> str:
     return path[:cut] if cut > 0 else ""
 
 
-def _last(path: str) -> str:
+def last_name(path: str) -> str:
+    """The name of the attribute or key at the end of ``path``."""
     return re.split(r"[.\[\]'\"]+", path.strip("]'\""))[-1]
 
 
@@ -342,20 +344,20 @@ def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.nd
             ) -> str | None:
     """The candidate named as the gradient of the array at ``param_path`` (``dW``,
     ``d_W``, ``grad_W``, ``W_grad``, ``dweights`` for ``weights``) whose shape fits."""
-    name = _last(param_path).lower().lstrip("_")  # private names: _dW for _W
+    name = last_name(param_path).lower().lstrip("_")  # private names: _dW for _W
     tail = _INDEX_TAIL.search(param_path)
     for path, g in candidates.items():
-        own = _last(path).lstrip("_")
+        own = last_name(path).lstrip("_")
         if not same_but_unit(g.shape, shape):
             continue
         if tail and path.endswith(tail.group()) and path != param_path:
             # the same item of a list named as the gradients': dWq[0] for Wq[0]
             mine, theirs = param_path[:tail.start()], path[:len(path) - len(tail.group())]
-            if _last(mine) and _GRAD_AFFIX.sub("", _last(theirs).lstrip("_")).lower() == \
-                    _last(mine).lower().lstrip("_") and parent_of(mine) == parent_of(theirs):
+            if last_name(mine) and _GRAD_AFFIX.sub("", last_name(theirs).lstrip("_")).lower() == \
+                    last_name(mine).lower().lstrip("_") and parent_of(mine) == parent_of(theirs):
                 return path
         if own.lower() == name:  # grads['W'] for W: the key in a container of gradients
-            holder = _last(path[:max(path.rfind("["), 0)] or "x")
+            holder = last_name(path[:max(path.rfind("["), 0)] or "x")
             if _GRAD_AFFIX.sub("", holder).lower() in ("", "s") and path != param_path:
                 return path
             continue

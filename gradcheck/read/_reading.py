@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._flat import by_place
+from ._flat import by_affix, by_place
 from ._lists import param_lists, properties
 from ._observe import (
     float_state,
@@ -522,6 +522,12 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         left.pop(c)
         notes.append(f"the gradient of {path} is what the backward stored in {c} (a list "
                      "of the same shapes, item by item)")
+    for path, c in by_affix({p: a for p, a in params.items() if p not in got_p},
+                            left).items():
+        got_p[path] = c
+        left.pop(c)
+        notes.append(f"the gradient of {path} is what the backward stored in {c} (the "
+                     "same affix beside every such array's name)")
     wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
