@@ -312,3 +312,37 @@ def test_check_vjp_gives_the_backward_the_forward_s_setting_by_name(broken):
     else:
         assert res.passed, res.report()
         assert any("setting(s) mode" in n for n in res.notes), res.notes
+
+
+# -- corpus 24: an epsilon guard the backward omits, told as such -------------------------------
+class _StdNorm:
+    """``(x - mu) / (std + eps)`` with the backward of ``(x - mu) / std`` (tinytorch)."""
+
+    def __init__(self, eps, dropped=False):
+        self.eps, self.dropped = eps, dropped
+
+    def forward(self, x):
+        mu, s = x.mean(-1, keepdims=True), x.std(-1, keepdims=True)
+        self.s, self.xn = s, (x - mu) / (s + self.eps)
+        return self.xn
+
+    def backward(self, g):
+        mean = 0 if self.dropped else g.mean(-1, keepdims=True)
+        return (g - mean - (g * self.xn).mean(-1, keepdims=True) * self.xn) / (self.s + self.eps)
+
+
+def test_an_omitted_epsilon_fails_with_a_hint_saying_how_small():
+    x = np.random.default_rng(102).standard_normal((2, 3, 5))
+    x[0, 0, 0] = x[0, 0, 1:].mean()  # one element of a row at its mean: a gradient near zero
+    res = gradcheck.check_layer(_StdNorm(1e-6), x)
+    assert res.status == "mismatch", res.report()  # stated, not excused
+    assert "tiny" in res.inputs[0].hint and "epsilon" in res.inputs[0].hint, res.report()
+    real = gradcheck.check_layer(_StdNorm(1e-6, dropped=True), x)
+    assert real.status == "mismatch" and "tiny" not in real.inputs[0].hint, real.report()
+
+
+def test_an_omitted_epsilon_large_only_near_zero_is_told_tiny_as_a_whole():
+    x = np.random.default_rng(0).standard_normal((2, 3, 5))
+    res = gradcheck.check_layer(_StdNorm(1e-6), x)
+    assert res.status == "mismatch", res.report()
+    assert "tiny as a whole" in res.inputs[0].hint, res.report()
