@@ -346,3 +346,115 @@ def test_an_omitted_epsilon_large_only_near_zero_is_told_tiny_as_a_whole():
     res = gradcheck.check_layer(_StdNorm(1e-6), x)
     assert res.status == "mismatch", res.report()
     assert "tiny as a whole" in res.inputs[0].hint, res.report()
+
+
+# -- corpus 20: bp(input, delta, lrt), the inputs again, the output gradient, a step size ---------
+class _FpBp:
+    """yangwohenmai's FCLayer: ``fp(x)``; ``bp(input, delta, lrt)`` steps ``w`` and ``b``."""
+
+    def __init__(self, broken=False, named="x"):
+        rng = np.random.default_rng(5)
+        self.w, self.b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+        self.broken = broken
+
+    def fp(self, x):
+        self.x = x
+        return np.tanh(x @ self.w + self.b)
+
+    def _bp(self, x, delta, lrt):
+        self.out = np.tanh(self.x @ self.w + self.b)
+        d = delta * (1 - self.out ** 2)
+        dx = d @ self.w.T
+        db = d.mean(0) if self.broken else d.sum(0)
+        self.w = self.w - lrt * x.T @ d
+        self.b = self.b - lrt * db
+        return dx
+
+
+class _FpBpNamed(_FpBp):
+    def bp(self, x, delta, lrt):
+        return self._bp(x, delta, lrt)
+
+
+class _FpBpOther(_FpBp):
+    def bp(self, input, delta, lrt):  # noqa: A002 - the published name
+        return self._bp(input, delta, lrt)
+
+
+@pytest.mark.parametrize("cls", [_FpBpNamed, _FpBpOther])
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_taking_the_input_the_gradient_and_a_step_size(cls, broken):
+    res = gradcheck.check_layer(cls(broken), np.random.default_rng(103).standard_normal((5, 4)))
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["b"], res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("lrt scales the change" in n for n in res.notes), res.notes
+
+
+class _ThirdScales(_FpBp):
+    """A third argument that scales the input gradient: no step size."""
+
+    def bp(self, x, delta, scale):
+        self.dw = x.T @ (delta * (1 - np.tanh(self.x @ self.w + self.b) ** 2))
+        return self._bp(x, delta, 0.0) * scale * (2.0 if self.broken else 1.0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_third_argument_that_is_no_step_size_is_not_read_as_one(broken):
+    x = np.random.default_rng(104).standard_normal((5, 4))
+    res = gradcheck.check_layer(_ThirdScales(broken), x)
+    assert not res.passed or not broken, res.report()
+    assert not any("scales the change" in n for n in res.notes), res.notes
+
+
+# -- corpus 25: backward(dHout, cache, dhn=None), the other outputs' gradients after the cache ---
+def _rnn_forward(x, w, h0):
+    hs, h = [], h0
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] @ w + h)
+        hs.append(h)
+    hout = np.stack(hs)
+    return hout, hout[-1], (x, w, h0, hout)
+
+
+def _rnn_backward(dhout, cache, dhn=None, broken=False):
+    x, w, h0, hout = cache
+    dx, dw, dh = np.zeros_like(x), np.zeros_like(w), np.zeros_like(h0)
+    if dhn is not None and not broken:
+        dh = dh + dhn
+    for t in reversed(range(x.shape[0])):
+        dz = (dhout[t] + dh) * (1 - hout[t] ** 2)
+        dx[t], dw = dz @ w.T, dw + x[t].T @ dz
+        dh = dz
+    return dx, dw, dh
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_other_outputs_gradients_after_the_cache(broken):
+    rng = np.random.default_rng(105)
+    x, w, h0 = rng.standard_normal((3, 2, 4)), 0.5 * rng.standard_normal((4, 4)), \
+        rng.standard_normal((2, 4))
+
+    def bwd(dhout, cache, dhn=None):
+        return _rnn_backward(dhout, cache, dhn, broken)
+
+    res = gradcheck.check_vjp(_rnn_forward, bwd, [x, w, h0])
+    if broken:
+        assert res.status == "mismatch", res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("gradients (optional, None by default)" in n for n in res.notes), res.notes
+
+
+def test_an_optional_argument_after_the_cache_that_is_no_gradient():
+    rng = np.random.default_rng(106)
+    x, w, h0 = rng.standard_normal((3, 2, 4)), 0.5 * rng.standard_normal((4, 4)), \
+        rng.standard_normal((2, 4))
+
+    def bwd(dhout, cache, clip=None):
+        grads = _rnn_backward(dhout, cache)
+        return grads if clip is None else tuple(np.clip(g, -clip, clip) for g in grads)
+
+    res = gradcheck.check_vjp(_rnn_forward, bwd, [x, w, h0])
+    assert not res.passed, res.report()

@@ -479,7 +479,8 @@ def check_vjp(
             raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
     conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
     res = _run_read(conv, fwd, bwd, inputs, wrt, opts)
-    fewer = conv.first_outputs(res.error) if res.status == "error" and (
+    fewer = (conv.first_outputs(res.error) or conv.after_cache(res.error)) if \
+        res.status == "error" and (
         res.error or {}).get("in") == "backward" else None
     if fewer is not None:  # it raised given every output's gradient: try the first ones
         again = _run_read(fewer, fwd, bwd, inputs, wrt, opts)

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ._observe import positional_names
+from ._observe import default_of, positional_names
 from ._protocol import ProtocolError, map_arrays
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
-           "label_like", "misread"]
+           "label_like", "misread", "zero_one"]
 
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
@@ -66,6 +66,13 @@ def has_float(x: Any) -> bool:
         return np.asarray(x).dtype.kind == "f"
     except Exception:  # an object NumPy cannot read: not an array
         return False
+
+
+def zero_one(x: np.ndarray) -> bool:
+    """Values that read as labels of a loss: 0 and 1 only, not all 0 (one-hot rows, binary
+    targets)."""
+    return x.size > 0 and x.dtype.kind in "biuf" and bool(np.all((x == 0) | (x == 1))) \
+        and bool(x.any())
 
 
 def label_like(x: Any) -> bool:
@@ -158,6 +165,7 @@ class Conventions:
                           if b in f_names and not differentiable(
                               self._inputs[f_names.index(b)])} if b_names else {}
         self.outputs = 0  # the outputs a forward returning several and the cache last has
+        self.split = False  # backward(dy1, cache, dy2=None): the others after the cache
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
     def _wrt_order(self, wrt: Any) -> list[int] | None:
@@ -232,7 +240,42 @@ class Conventions:
         other.leading = k
         return other
 
+    def after_cache(self, error: dict[str, str] | None) -> Conventions | None:
+        """The same functions read with the backward taking the first output's gradient,
+        the cache, then the others' as optional arguments defaulting to None
+        (``backward(dHout, cache, dhn=None)`` for ``Hout, h_last, cache``), after it
+        raised ``error`` given every output's gradient as one. None unless so."""
+        every = positional_names(self._bwd) or []
+        if self._required != 2 or self.outputs < 2 or error is None or not misread(error) \
+                or len(every) != self.outputs + 1 or not all(
+                    default_of(self._bwd, n) is None for n in every[2:]):
+            return None
+        other = Conventions(self._fwd, self._bwd, self._given, self._wanted)
+        other.split = True
+        return other
+
+    def _split(self, dy: Any, cache: Any) -> Any:
+        """``backward(dy[0], cache, *dy[1:])``; at the first call, zeros for the later
+        gradients must give what their defaults (None) give: they are gradients."""
+        if not self._seen_after:
+            self._seen_after = True
+            alone = self._bwd(dy[0], cache)
+            zeros = self._bwd(dy[0], cache, *[_zeroed(d) for d in dy[1:]])
+            a, z = _array_leaves(alone), _array_leaves(zeros)
+            if len(a) != len(z) or not all(u.shape == v.shape and np.allclose(u, v)
+                                           for u, v in zip(a, z, strict=True)):
+                raise ProtocolError("bad-protocol", (
+                    "the backward's arguments after the cache are no gradients of the other "
+                    "outputs (zeros there give other results than leaving them out)"))
+            self._note(f"backward takes the first output's gradient, the cache, then the "
+                       f"other {len(dy) - 1} outputs' gradients (optional, None by default): "
+                       "called so")
+        return self._bwd(dy[0], cache, *dy[1:])
+
     def backward(self, dy: Any, cache: Any) -> Any:
+        if self.split and isinstance(dy, (tuple, list)):
+            grads = self._split(dy, cache)
+            return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):
             grads = self._bwd(*cache.args, dy)
             return self._match(grads) if self._listed else grads

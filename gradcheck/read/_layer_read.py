@@ -26,6 +26,7 @@ from ._alternatives import (
     returns_cache,
     takes_gradient,
 )
+from ._conventions import zero_one
 from ._depends import (
     keeps_input,
     misshapen_input,
@@ -179,7 +180,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     named = _explicit(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
-                     labels=[isinstance(x, np.ndarray) and _zero_one(x) for x in inputs],
+                     labels=[isinstance(x, np.ndarray) and zero_one(x) for x in inputs],
                      draws=draws, wrt_given=wrt_given, reading=reading, then=then)
     proto.note(found_note)
     if then is not None:
@@ -284,8 +285,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
 
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
-    layer = proto.layer
-    init = clone(layer)
+    layer, init = proto.layer, clone(proto.layer)
     assert proto.draws is not None  # discover always sets them
     before, given = float_state(init), clone(xs)
     out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
@@ -306,6 +306,8 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
                      (proto.style, proto.order), proto.out_path,
                      lambda o: times(ones_like(o), scale), proto.then)
 
+    if proto.style == "inputs" and takes_a_step(proto, xs):  # bp(input, delta, lrt)
+        return run(1.0)
     if proto.style == "inputs" and proto.order.index(None) >= len(xs):
         first = run(1.0)
         if linear(first, run(2.0), created=True):
@@ -341,13 +343,6 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     if as_prediction(proto, found, xs, order.index(None), k, why, in_note):
         found = run(1.0)  # the stored array given instead of the input
     return given_loss(proto, found, out)
-
-
-def _zero_one(x: np.ndarray) -> bool:
-    """Values that read as labels of a loss: 0 and 1 only, not all 0 (one-hot rows, binary
-    targets)."""
-    return x.size > 0 and x.dtype.kind in "biuf" and bool(np.all((x == 0) | (x == 1))) \
-        and bool(x.any())
 
 
 def _read_parameters(proto: Protocol, first: Any, xs: list[Any],

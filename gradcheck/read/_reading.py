@@ -40,8 +40,8 @@ from ._observe import (
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
 
-__all__ = ["CACHE", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "UNSURE", "GlobalDraws", "Probe",
-           "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
+__all__ = ["CACHE", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE", "GlobalDraws",
+           "Probe", "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
            "probe", "read_output", "split_return", "unchanged"]
 
 
@@ -192,8 +192,9 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
         return method()
     if style in ("one", "row", "spread", "inputs", "given"):  # a path: what was stored
         return method(*_arguments(style, order, dy, xs, out, getattr(method, "__self__", None)))
-    if style == "step":  # backward(output_error, learning_rate)
-        return method(dy, 1.0)
+    if style == "step":  # backward(output_error, learning_rate), bp(input, delta, lrt)
+        return method(*[dy if k is None else 1.0 if k == STEP else xs[int(k)]
+                        for k in order or [None, STEP]])
     if style == CACHE:  # (y, cache) = forward(x); backward(dout, cache)
         return method(dy, out[1])
     return method()
@@ -241,6 +242,9 @@ class Probe:
     stored: dict[str, np.ndarray]  # what the backward stored: path -> array
     notes: list[str] = field(default_factory=list)
 
+
+#: A backward's step-size argument in an ``order`` (style ``"step"``): given 1.0.
+STEP = "<step>"
 
 #: The ``out_path`` of a forward returning several outputs whose backward takes the
 #: first one's gradient only (a recurrent layer's ``ys, h_last`` and ``backward(dys)``).

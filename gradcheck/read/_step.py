@@ -14,7 +14,7 @@ from ._discovery import is_float_array, walk
 from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
 from ._protocol import clone, map_arrays
-from ._reading import leaves, read_output
+from ._reading import STEP, leaves, read_output
 
 __all__ = ["takes_a_step"]
 
@@ -22,15 +22,35 @@ __all__ = ["takes_a_step"]
 def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     """Whether the backward takes a second argument that only scales the change it makes
     to arrays the layer holds (``backward(output_error, learning_rate)`` updating its
-    weights): then it is called with 1.0 and a parameter's gradient is minus its change."""
+    weights), or, after the forward's inputs again by their names, the output gradient
+    and such an argument (``bp(input, delta, lrt)``): then it is called with 1.0 and a
+    parameter's gradient is minus its change."""
     method = getattr(proto.layer, proto.backward)
     names = positional_names(method, required=True)
     every = positional_names(method)
+    n = len(xs)
+    f_names = (positional_names(getattr(proto.layer, proto.forward)) or [])[:n]
+    order: list[Any] = []
+    if names is not None and len(names) == n + 2 and (
+            names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
+        order, names = [*range(n), None, STEP], names[n:]
+    elif proto.style == "inputs":
+        return False
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
             and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
     if names is None or len(names) != 2 or proto.draws is None:
         return False
+    saved, proto.order = proto.order, order
+    if _reads_a_step(proto, xs, names[1]):
+        proto.notes = [t for t in proto.notes if "inputs again: called as" not in t]
+        return True
+    proto.order = saved
+    return False
+
+
+def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
+    """:func:`takes_a_step` observed, ``name`` the step size's argument."""
     seen = [_stepped(proto, xs, a) for a in (1.0, 2.0)]
     if None in seen:  # not a step size: the reading of the call is left as it was
         return False
@@ -54,9 +74,9 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         if not moved:
             return False
         proto.note(f"what {type(proto.layer).__name__}.{proto.backward} returns changes "
-                   f"with {names[1]}: computed after the step it takes? (called with 1.0)")
+                   f"with {name}: computed after the step it takes? (called with 1.0)")
     proto.style, proto.stepped = "step", moved
-    proto.note(f"backward's argument {names[1]} " + (
+    proto.note(f"backward's argument {name} " + (
         f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
         "their gradients read as minus that change" if moved else
         "changes nothing it returns or holds: called with 1.0"))
@@ -73,7 +93,9 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
     try:
         out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
         before = float_state(layer)
-        ret = getattr(layer, proto.backward)(times(_varied(ones_like(out)), g), a)
+        dy = times(_varied(ones_like(out)), g)
+        ret = getattr(layer, proto.backward)(*[dy if k is None else a if k == STEP else
+                                               clone(xs[k]) for k in proto.order or [None, STEP]])
     except Exception:  # noqa: BLE001 - not a step size
         return None
     now = {p: v for p, v in walk(layer) if is_float_array(v)}
