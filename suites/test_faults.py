@@ -377,6 +377,12 @@ def test_verdict_not_measured_is_incomplete():
     assert verdict_of(False, [{"status": "not met"}, {"status": "not measured"}]) == "fail"
 
 
+def _sigint_default() -> None:
+    """In the child: Ctrl-C's default, as a terminal gives it (a job started in the
+    background, `cmd &`, inherits SIGINT ignored, and Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _INTERRUPT_ON_IMPORT = """
 import importlib.abc, os, signal, sys
 
@@ -396,12 +402,14 @@ def test_ctrl_c_while_the_command_imports_ends_it_with_130_and_no_traceback(tmp_
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
            "GRADCHECK_TEST_INTERRUPT_AT": module}
     proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "--version"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+                          env=env, capture_output=True, text=True, timeout=120, check=False,
+                          preexec_fn=_sigint_default)
     assert proc.returncode == 130, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     env["GRADCHECK_TEST_INTERRUPT_AT"] = "no.such.module"
     proc = subprocess.run([sys.executable, "-m", "gradcheck.cli", "--version"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+                          env=env, capture_output=True, text=True, timeout=120, check=False,
+                          preexec_fn=_sigint_default)
     assert proc.returncode == 0 and proc.stdout.startswith("gradcheck "), proc.stderr
 
 
@@ -409,5 +417,5 @@ def test_importing_the_cli_leaves_the_sigint_handler_alone():
     code = ("import signal, gradcheck, gradcheck.cli; "
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=120, check=False, preexec_fn=_sigint_default)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -458,3 +458,57 @@ def test_an_optional_argument_after_the_cache_that_is_no_gradient():
 
     res = gradcheck.check_vjp(_rnn_forward, bwd, [x, w, h0])
     assert not res.passed, res.report()
+
+
+# -- corpus 30: a cache that is the output itself; a loss returned beside the probabilities ------
+class _ReluOutCache:
+    """I2DL's ``forward(x) -> (out, cache)`` with ``cache = out``; ``backward(dout, cache)``."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, x):
+        out = np.maximum(x, 0)
+        return out, out
+
+    def backward(self, dout, cache):
+        return dout * (cache > 0) * (2.0 if self.broken else 1.0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_cache_that_is_the_output_itself(broken):
+    x = np.random.default_rng(107).standard_normal((4, 3)) + 0.05
+    res = gradcheck.check_layer(_ReluOutCache(broken), x)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _ProbsAndLoss:
+    """CS7643's ``forward(x, y) -> (probs, loss)``, ``backward()`` storing ``self.dx``."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, x, y):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        self.p, self.y = e / e.sum(axis=1, keepdims=True), y
+        return self.p, -np.log(self.p[np.arange(len(y)), y]).mean()
+
+    def backward(self):
+        d = self.p.copy()
+        d[np.arange(len(self.y)), self.y] -= 1
+        self.dx = d if self.broken else d / len(self.y)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_loss_returned_beside_its_probabilities(broken):
+    rng = np.random.default_rng(108)
+    res = gradcheck.check_layer(_ProbsAndLoss(broken), rng.standard_normal((4, 5)),
+                                np.array([0, 3, 1, 4]))
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("part 1, is the loss" in n for n in res.notes), res.notes

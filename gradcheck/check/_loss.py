@@ -130,11 +130,13 @@ def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
         out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
     except Exception:  # noqa: BLE001 - the check itself reports it
         return ""
-    if not isinstance(out, tuple) or len(out) < 3 or np.size(out[0]) != 1 or not any(
-            np.shape(out[1]) == np.shape(a) for a in args):
+    shapes = [_shape(a) for a in args]
+    if not isinstance(out, tuple) or len(out) < 3 or _shape(out[0]) is None or np.size(
+            out[0]) != 1 or _shape(out[1]) is None or _shape(out[1]) not in shapes:
         return ""
-    scalar_arg = any(np.ndim(a) == 0 and np.asarray(a).dtype.kind in "fc" for a in args
-                     if not isinstance(a, bool))
+    ints = [k for k, a in enumerate(args) if k and type(a) is int]
+    scalar_arg = any(isinstance(a, (float, np.floating)) or (
+        isinstance(a, np.ndarray) and a.dtype.kind in "fc" and a.size == 1) for a in args[1:])
     kinds = []
     for item in out[2:]:
         if item is None:
@@ -147,7 +149,18 @@ def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
         if a.dtype.kind in "fc" and (a.ndim or scalar_arg) or a.dtype.kind not in "fcbiuUS":
             return ""
         kinds.append(f"{a.dtype} {a.shape}" if a.ndim else f"a {a.dtype} scalar")
-    return ", ".join(kinds)
+    held = f" (whole-number argument(s) {', '.join(f'x{k}' for k in ints)} held constant: " \
+        "pass a float to have its gradient checked)" if ints and any(
+            k.startswith("a float") for k in kinds) else ""
+    return ", ".join(kinds) + held
+
+
+def _shape(x: Any) -> tuple[int, ...] | None:
+    """``np.shape(x)``, None for a ragged list (no array, nor any array's gradient)."""
+    try:
+        return np.shape(x)
+    except ValueError:
+        return None
 
 
 def _first_two(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -111,14 +111,16 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
 
 def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
                   method: Any) -> bool:
-    """A forward returning ``(y, cache)``, the cache a container or one of the inputs
-    itself, beside a backward taking two arguments that reads the second (its results
-    change when the cache does) and whose results that move with the output gradient,
+    """A forward returning ``(y, cache)``, the cache a container, one of the inputs
+    itself or the output itself (a ReLU's ``return out, out``), beside a backward taking
+    two arguments that reads the second (its results change when the cache does) and
+    whose results that move with the output gradient,
     and those of a weight's shape, are all zero for a zero one (a second output's
     gradient would make some: ``(h, (h, c))`` with ``backward(dy, dstate)``; one it
     ignores gives no evidence of a cache): the layer is a pair of functions."""
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
-            isinstance(out[1], (tuple, list, dict)) or any(out[1] is x for x in given)) and
+            isinstance(out[1], (tuple, list, dict)) or out[1] is out[0]
+            or any(out[1] is x for x in given)) and
             len(positional_names(method, required=True) or []) == 2) or proto.draws is None:
         return False
     runs = [r for scale, other in ((1.0, False), (2.0, False), (0.0, False), (1.0, True))

@@ -19,6 +19,7 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,13 @@ __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
 #: call's arguments do not fit its signature.
 _MISREAD = ("tuple", "sequence", "inhomogeneous", "positional argument")
+
+
+def _same_default(fwd: Callable[..., Any], bwd: Callable[..., Any], name: str) -> bool:
+    """Whether both functions give their parameter ``name`` one default (``mode="max"``
+    in both: one setting, meant alike)."""
+    a, b = default_of(fwd, name), default_of(bwd, name)
+    return a is not inspect.Parameter.empty and type(a) is type(b) and a == b
 
 
 def misread(error: dict[str, str]) -> bool:
@@ -162,8 +170,8 @@ class Conventions:
         # given to the forward, passed on by its name
         every = positional_names(bwd) or []
         self._settings = {b: self._inputs[f_names.index(b)] for b in every[len(b_names):]
-                          if b in f_names and not differentiable(
-                              self._inputs[f_names.index(b)])} if b_names else {}
+                          if b in f_names and not differentiable(self._inputs[f_names.index(
+                              b)]) and _same_default(fwd, bwd, b)} if b_names else {}
         self.outputs = 0  # the outputs a forward returning several and the cache last has
         self.split = False  # backward(dy1, cache, dy2=None): the others after the cache
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``

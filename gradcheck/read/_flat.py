@@ -120,12 +120,13 @@ def _alike(a: dict[int, tuple[int, ...]], b: dict[int, tuple[int, ...]]) -> bool
     return a.keys() == b.keys() and all(a[i] == b[i] or same_but_unit(a[i], b[i]) for i in a)
 
 
-def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, str]:
+def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray],
+             returned: list[np.ndarray]) -> dict[str, str]:
     """``param path -> stored path`` for two or more arrays whose gradients are stored
     under their own names with one affix of the layer's own, the same for each
     (``gamma_delta`` and ``beta_delta`` for ``gamma`` and ``beta``): each array one stored
-    candidate of its shape (a size-1 axis aside) beside it, none shared, and no other
-    affix doing the same."""
+    candidate of its shape (a size-1 axis aside) beside it, none shared, no other affix
+    doing the same, and no other array of its shape stored or returned by the backward."""
     found: dict[tuple[str, str], dict[str, list[str]]] = {}
     for p, a in params.items():
         name = last_name(p)
@@ -141,4 +142,12 @@ def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, 
                     found.setdefault(affix, {}).setdefault(p, []).append(c)
     fits = [{p: cs[0] for p, cs in m.items() if len(cs) == 1} for m in found.values()]
     fits = [m for m in fits if len(m) >= 2 and len(set(m.values())) == len(m)]
-    return fits[0] if len(fits) == 1 else {}
+    if len(fits) != 1:
+        return {}
+    (fit,) = fits  # and no other array of an array's shape stored beside it or returned
+    others = [(parent_of(re.sub(r"(\[[^\[\]]*\])+$", "", c)), v)  # the object holding
+              for c, v in cands.items() if c not in fit.values()]  # it, or its list or dict
+    rivals = [v for p in fit for v in [v for h, v in others if h == parent_of(p)] + returned
+              if same_but_unit(np.shape(v), np.shape(params[p]))]  # (a grads list, a gamma_m:
+    # which one is the gradient, no affix says)
+    return {} if rivals else fit

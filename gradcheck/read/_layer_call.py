@@ -241,12 +241,13 @@ class Protocol:
                 for r, x in zip(ret[:n], xs, strict=False)) or not all(
                 isinstance(r, (tuple, list, dict)) for r in ret[n:]):
             return ret
-        held = [v for p, v in walk(fresh) if is_float_array(v) and p not in {
-            q.value for q in self.params}]
+        stored = [p.read_grad(fresh) for p in self.params]
         inner = [v for r in ret[n:] for v in leaves(r)]
-        if not inner or not all(isinstance(v, np.ndarray) and any(
-                v is h or (v.shape == h.shape and np.array_equal(v, h)) for h in held)
-                for v in inner):
+        at = [next((j for j, h in enumerate(stored) if isinstance(h, np.ndarray) and (
+            v is h or (isinstance(v, np.ndarray) and v.shape == h.shape and np.array_equal(
+                v, h)))), None) for v in inner]  # each the stored gradient of a parameter,
+        found = [j for j in at if j is not None]
+        if not inner or len(found) != len(at) or found != sorted(set(found)):  # in order
             return ret
         self.note(f"backward returned the {n} input gradients, then containers of the "
                   "gradients it stored on the layer: those are read where they are stored")

@@ -63,6 +63,7 @@ from ._loss_read import (
     given_loss,
     labels_of,
     left_at_none,
+    loss_part,
     loss_stored,
     pick_prediction,
     settle,
@@ -287,9 +288,9 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     """The backward's calling style, then one forward and backward observed."""
     layer, init = proto.layer, clone(proto.layer)
     assert proto.draws is not None  # discover always sets them
-    before, given = float_state(init), clone(xs)
-    out = forward_output(init, proto.forward, given, proto.draws, proto.out_path)
-    method = getattr(init, proto.backward)
+    before, given, method = float_state(init), clone(xs), getattr(init, proto.backward)
+    out = loss_part(proto, method, forward_output(init, proto.forward, given, proto.draws,
+                                                  proto.out_path))
     if proto.out_path is None and returns_cache(proto, xs, out, given, method):
         proto.out_path, proto.style, proto.order = FIRST, CACHE, []
         out = out[0]
@@ -443,7 +444,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         proto.note("backward returns one flat tuple, read by the shapes of its items: " + ", "
                    .join(f"item {k} is {p}'s gradient" for p, k in flat.items()))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
-    got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands)
+    got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands, first.ret)
     out += [Param(p, p, g) for p, g in got_p.items()]
     proto.stored_inputs = got_x
     for t in notes:

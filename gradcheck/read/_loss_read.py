@@ -14,12 +14,12 @@ import numpy as np
 from ._conventions import label_like
 from ._discovery import float_scalars, try_path
 from ._feed import unread_store
-from ._layer_call import Protocol
+from ._layer_call import Protocol, takes_no_gradient
 from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import describe, leaves, read_output
 
-__all__ = ["as_prediction", "given_loss", "labels_of", "left_at_none", "loss_stored",
+__all__ = ["as_prediction", "given_loss", "labels_of", "left_at_none", "loss_part", "loss_stored",
            "pick_prediction", "settle"]
 
 
@@ -259,3 +259,22 @@ def _difference_only(proto: Protocol, xs: list[Any], a: int, b: int) -> bool:
     except Exception:  # noqa: BLE001 - no evidence: the reading stays as it was
         return False
     return abs(both - here) <= 1e-9 * max(1.0, abs(here)) < abs(alone - here)
+
+
+def loss_part(proto: Protocol, method: Any, out: Any) -> Any:
+    """A forward returning ``(probs, loss)`` beside a backward taking no output gradient:
+    the one part that is a float scalar is the loss, the output checked (the others are
+    not); ``out`` as it was otherwise."""
+    if proto.out_path is not None or not isinstance(out, tuple) or len(out) < 2 or \
+            hasattr(out, "_fields") or not takes_no_gradient(method):
+        return out
+    scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
+               and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
+    if len(scalars) != 1:
+        return out
+    (k,) = scalars
+    proto.out_path = f"<returned>[{k}]"
+    proto.note(f"{type(proto.layer).__name__}.{proto.forward} returns {len(out)} values and "
+               f"{proto.backward} takes no output gradient: the one float scalar, part {k}, "
+               "is the loss, the output checked")
+    return np.array(out[k], copy=True)

@@ -33,9 +33,11 @@ from ._protocol import clone
 __all__ = ["float_state", "grad_of", "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored"]
 
-_FORWARD = re.compile(r"forward_?prop(agate)?|forward|fprop|fwd|(?<![a-z])fp(?![a-z])", re.I)
-_BACKWARD = re.compile(r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd"
-                       r"|(?<![a-z])bp(?![a-z])|^back_?forward$", re.I)
+_FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
+_BACKWARD_LONG = r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd|^back_?forward$"
+_SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pair
+_FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
+_BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|d_?)|(_?gradients?|_?grads?)$",
                          re.I)
 _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
@@ -45,10 +47,20 @@ _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['
 def _methods(layer: Any, pattern: re.Pattern[str]) -> list[str]:
     names = [n for n in dir(type(layer)) if not n.startswith("_") and pattern.search(n)
              and callable(getattr(layer, n, None))
-             and not (pattern is _FORWARD and _BACKWARD.search(n))]  # backforward()
+             and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
+             and _short_paired(layer, n)]
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer):
         names.append("__call__")
     return names
+
+
+def _short_paired(layer: Any, name: str) -> bool:
+    """A name read as a forward or backward by ``fp``/``bp`` alone only beside its
+    counterpart (``fp`` with ``bp``): ``fp`` alone may be f-prime, a derivative."""
+    if re.search(_FORWARD_LONG, name, re.I) or re.search(_BACKWARD_LONG, name, re.I):
+        return True
+    other = _SHORT.sub(lambda m: ("b" if m.group(1).lower() == "f" else "f") + "p", name)
+    return other != name and callable(getattr(layer, other, None))
 
 
 def _own_methods(layer: Any) -> set[str]:

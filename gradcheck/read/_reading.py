@@ -253,11 +253,12 @@ FIRST = "<returned>[0]"
 
 def read_output(layer: Any, out: Any, out_path: str | None) -> Any:
     """The output the check differentiates: what the forward returned, its first part
-    (:data:`FIRST`) or a copy of what it stored at ``out_path``."""
+    (:data:`FIRST`, or ``<returned>[k]``: its part k) or a copy of what it stored at
+    ``out_path``."""
     if out_path is None:
         return out
-    if out_path == FIRST:
-        return np.array(out[0], copy=True)
+    if out_path.startswith("<returned>["):
+        return np.array(out[int(out_path[len("<returned>["):-1])], copy=True)
     return np.array(get_path(layer, out_path), copy=True)
 
 
@@ -499,7 +500,7 @@ _INPUT_NAMES = ("inputs", "input", "x")  # an input's gradient named for no argu
 
 
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
-                 cands: dict[str, np.ndarray]
+                 cands: dict[str, np.ndarray], returned: Any = None
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
     """``param path -> stored path``, ``input k -> stored path`` and notes: by name
     (``dW`` for ``W``, ``dinputs`` for the forward's ``inputs``), then, for what is left,
@@ -526,8 +527,8 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         left.pop(c)
         notes.append(f"the gradient of {path} is what the backward stored in {c} (a list "
                      "of the same shapes, item by item)")
-    for path, c in by_affix({p: a for p, a in params.items() if p not in got_p},
-                            left).items():
+    for path, c in by_affix({p: a for p, a in params.items() if p not in got_p}, left,
+                            [r for r in leaves(returned) if isinstance(r, np.ndarray)]).items():
         got_p[path] = c
         left.pop(c)
         notes.append(f"the gradient of {path} is what the backward stored in {c} (the "
