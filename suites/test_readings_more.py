@@ -512,3 +512,115 @@ def test_a_loss_returned_beside_its_probabilities(broken):
     else:
         assert res.passed, res.report()
         assert any("part 1, is the loss" in n for n in res.notes), res.notes
+
+
+# -- corpora 27-28 ------------------------------------------------------------------------------
+def test_a_float32_loss_is_differenced_at_float32_s_precision():
+    """word2vec returning ``np.float32(loss)``: no mismatch from float64 steps."""
+    rng = np.random.default_rng(109)
+    x, w = rng.standard_normal(5), rng.standard_normal(5)
+
+    def fn(x, w, broken=False):
+        z = np.float32(x @ w)
+        g = -(1 / (1 + np.exp(z))) * w
+        return np.float32(np.log1p(np.exp(-z))), (1.5 * g if broken else g).astype(np.float32)
+
+    assert gradcheck.check_loss(fn, x, w).passed
+    assert gradcheck.check_loss(lambda a, b: fn(a, b, True), x, w).status == "mismatch"
+
+
+class _CallGradients:
+    """calvinfeng's ``__call__(x, w, b)`` and ``gradients(grad_out) -> (dx, dw, db)``."""
+
+    def __init__(self, broken=False):
+        self.x = self.w = None
+        self.broken = broken
+
+    def __call__(self, x, w, b):
+        self.x, self.w = x, w
+        return x @ w + b
+
+    def gradients(self, grad_out):
+        dw = grad_out.T @ self.x if self.broken else self.x.T @ grad_out
+        return grad_out @ self.w.T, dw, grad_out.sum(axis=0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_one_other_method_linear_in_its_argument_is_the_backward(broken):
+    rng = np.random.default_rng(110)
+    x, w, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal(3)
+    res = gradcheck.check_layer(_CallGradients(broken), x, w, b)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x1"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("gradients (backward)" in n for n in res.notes), res.notes
+
+
+class _CallMse:
+    def __init__(self):
+        self.y_true = self.y_pred = None
+
+    def __call__(self, y_true, y_pred):
+        self.y_true, self.y_pred = y_true, y_pred
+        return np.mean((y_pred - y_true) ** 2)
+
+    def gradients(self):
+        return 2 * (self.y_pred - self.y_true) / self.y_true.size
+
+
+def test_wrt_takes_the_argument_names_of_a_call_forward():
+    rng = np.random.default_rng(111)
+    t, p = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    res = gradcheck.check_layer(_CallMse(), t, p, wrt=["y_pred"])
+    assert res.passed and [i.name for i in res.inputs if i.status == "ok"] == ["x1"], \
+        res.report()
+
+
+class _PoolFlag:
+    """ileocho: ``forward(x, training)``, ``backward(dout) -> (dx, None, None)``."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def forward(self, x, training):
+        self.x = x
+        return x.reshape(x.shape[0], -1, 2).max(axis=2)
+
+    def backward(self, dout):
+        blocks = self.x.reshape(self.x.shape[0], -1, 2)
+        mask = blocks == blocks.max(axis=2, keepdims=True)
+        if self.broken:
+            mask = ~mask
+        return (mask * dout[..., None]).reshape(self.x.shape), None, None
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_placeholders_after_the_gradients_of_several_inputs(broken):
+    x = np.random.default_rng(112).standard_normal((3, 6))
+    res = gradcheck.check_layer(_PoolFlag(broken), x, True)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _LrFirst(_FpBp):
+    """dchandak99: ``forwardpass(X)``, ``backwardpass(lr, activation_prev, delta)``."""
+
+    def forwardpass(self, x):
+        return self.fp(x)
+
+    def backwardpass(self, lr, activation_prev, delta):
+        return self._bp(activation_prev, delta, lr)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_step_size_first_then_the_input_and_the_gradient(broken):
+    x = np.random.default_rng(113).standard_normal((5, 4))
+    res = gradcheck.check_layer(_LrFirst(broken), x)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["b"], res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("lr scales the change" in n for n in res.notes), res.notes

@@ -47,7 +47,7 @@ from ..read._discovery import LayerConventionError
 from ..read._layer_call import Protocol
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
-from ..read._observe import positional_names
+from ..read._observe import method_pair, positional_names
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError
 from ..read._reading import GlobalDraws
 from ._core import raise_unless_passed, run_protocol_check
@@ -105,7 +105,7 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
-    wrt, draws = _wrt_names(wrt, len(inputs), layer, forward), GlobalDraws(type(layer))
+    wrt, draws = _wrt_names(wrt, inputs, layer, forward), GlobalDraws(type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
                    _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)
     with np.errstate(all="ignore"):
@@ -174,22 +174,31 @@ def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Prot
     return _error_result(amb, opts.seed, opts.name, "layer")
 
 
-def _argument_names(layer: Any, forward: str | None) -> list[str]:
+def _argument_names(layer: Any, forward: str | None, inputs: tuple[Any, ...]) -> list[str]:
     """The forward's positional parameter names (``y_pred``, ``y_true``), those naming an
-    attribute of the layer or of the form ``x<k>`` left out (``""``)."""
+    attribute of the layer or of the form ``x<k>`` left out (``""``); the forward found
+    as :func:`check_layer` finds it (``__call__`` beside ``gradients``)."""
+    if forward is None and not callable(getattr(layer, "forward", None)):
+        try:
+            forward = method_pair(layer, None, None, inputs)[0]
+        except (TypeError, ValueError):
+            forward = None
     method = getattr(layer, forward or "forward", None)
     names = (positional_names(method) or []) if callable(method) else []
     # a name that is also an attribute, or one of the inputs' own names (x1 of
     # forward(x1, x2) is x1, the second input), names no argument here
-    return ["" if hasattr(layer, a) or re.fullmatch(r"x\d+", a) else a for a in names]
+    return ["" if isinstance(getattr(layer, a, None), np.ndarray) or re.fullmatch(r"x\d+", a)
+            else a for a in names]
 
 
-def _wrt_names(wrt: Any, n: int, layer: Any = None, forward: str | None = None) -> Any:
+def _wrt_names(wrt: Any, inputs: tuple[Any, ...], layer: Any = None,
+               forward: str | None = None) -> Any:
     """``wrt`` with input positions (``0``, ``-1``) and the forward's argument names
     (``'y_pred'``) read as the inputs' names ``x0``..."""
     if wrt is None:
         return wrt
-    names = _argument_names(layer, forward) if layer is not None else []
+    n = len(inputs)
+    names = _argument_names(layer, forward, inputs) if layer is not None else []
     if isinstance(wrt, str):
         return f"x{list(names).index(wrt)}" if wrt and wrt in names[:n] else wrt
     items = [wrt] if isinstance(wrt, int) and not isinstance(wrt, bool) else wrt

@@ -92,7 +92,8 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         if np.size(loss) != 1:
             raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
                                 f"shape {np.shape(loss)}")
-        return np.asarray(loss, dtype=np.float64).reshape(()), [
+        loss = np.asarray(loss)  # a float32 loss keeps its dtype: its steps and tolerance
+        return (loss if loss.dtype.kind == "f" else loss.astype(np.float64)).reshape(()), [
             np.array(d, copy=True) for d in out[1:]]
 
     def bwd(dy: Any, ds: Any) -> list[Any]:

@@ -236,6 +236,14 @@ class Protocol:
         arrays, or equal ones): the inputs' gradients (the stored ones are read where they
         are stored)."""
         n = self.n_inputs
+        if isinstance(ret, tuple) and len(ret) > n and isinstance(ret[0], np.ndarray) and all(
+                r is None or (isinstance(r, np.ndarray) and r.shape == np.shape(x))
+                for r, x in zip(ret[:n], xs, strict=False)) and all(
+                r is None or (type(r) in (int, float) and r == 0) for r in ret[n:]):
+            self.note(f"backward returned {len(ret)} items for {n} inputs, the last "
+                      f"{len(ret) - n} placeholders (None or 0): the first {n} are the "
+                      "inputs' gradients")  # (dx, None, None) beside forward(x, training)
+            return ret[:n]
         if not isinstance(ret, tuple) or len(ret) <= n or not all(
                 isinstance(r, np.ndarray) and isinstance(x, np.ndarray) and r.shape == x.shape
                 for r, x in zip(ret[:n], xs, strict=False)) or not all(

@@ -93,12 +93,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     """The names of the forward and backward methods, and a note when they were found
     (not given and not ``forward``/``backward``): by their names, else by what they
     return (:func:`_by_returns`)."""
-    if isinstance(layer, type):
-        methods = ", ".join(n for n in vars(layer) if not n.startswith("_")) or "(none)"
-        raise TypeError(f"check_layer was given the class {layer.__name__}, not an object of "
-                        f"it: pass an instance, {layer.__name__}(...); a class of static "
-                        f"methods ({methods}) is checked as functions, e.g. check_loss("
-                        "lambda a, y: (loss(a, y), gradient(a, y)), a, y)")
+    _not_a_class(layer)
 
     def has(n: str | None) -> bool:
         return n is not None and callable(getattr(layer, n, None))
@@ -136,6 +131,10 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
             return takers[0], bwds[0], (
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
                 f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
+    if len(fwds) == 1 and not bwds and inputs and (taker := _one_taker(layer, fwds[0], inputs)):
+        return fwds[0], taker, (  # gradients(grad_out) beside __call__(x, w, b)
+            f"backward found as the one other method taking one argument, whose results, "
+            f"after {fwds[0]}, are linear in it: {taker} (backward)")
     if not fwds or not bwds:
         what = "forward" if not fwds else "backward"
         raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "
@@ -146,6 +145,45 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
                     f"apart ({found}); name them: check_layer(layer, x, forward='...', "
                     "backward='...')")
+
+
+def _not_a_class(layer: Any) -> None:
+    if isinstance(layer, type):
+        methods = ", ".join(n for n in vars(layer) if not n.startswith("_")) or "(none)"
+        raise TypeError(f"check_layer was given the class {layer.__name__}, not an object of "
+                        f"it: pass an instance, {layer.__name__}(...); a class of static "
+                        f"methods ({methods}) is checked as functions, e.g. check_loss("
+                        "lambda a, y: (loss(a, y), gradient(a, y)), a, y)")
+
+
+def _one_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
+    """The one public method besides the forward taking one argument, when it is linear in
+    it after the forward (:func:`_linear_after`); ``""`` otherwise."""
+    takers = [n for n in _public(layer) if n != forward and len(
+        positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
+    return takers[0] if len(takers) == 1 and _linear_after(
+        layer, forward, takers[0], inputs) else ""
+
+
+def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``name``, called on copies after the forward with an array of the output's
+    shape, returns float arrays (some not zero), twice as large for twice the array."""
+    got = []
+    for scale in (1.0, 2.0):
+        obj = clone(layer)
+        try:
+            out = getattr(obj, forward)(*clone(inputs))
+            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                return False
+            ret = getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
+        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
+            return False
+        got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
+                    if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
+    one, two = got
+    return bool(one) and len(one) == len(two) and any(np.any(a) for a in one) and all(
+        a.shape == b.shape and np.allclose(2 * a, b, rtol=1e-6, atol=1e-12)
+        for a, b in zip(one, two, strict=True))
 
 
 def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:

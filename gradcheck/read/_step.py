@@ -30,23 +30,52 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     every = positional_names(method)
     n = len(xs)
     f_names = (positional_names(getattr(proto.layer, proto.forward)) or [])[:n]
-    order: list[Any] = []
-    if names is not None and len(names) == n + 2 and (
+    if names is not None and len(names) == n + 2 and proto.draws is not None and (
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
-        order, names = [*range(n), None, STEP], names[n:]
-    elif proto.style == "inputs":
+        return _placed(proto, xs, names, names[:n] == f_names)
+    if proto.style == "inputs":
         return False
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
             and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
     if names is None or len(names) != 2 or proto.draws is None:
         return False
-    saved, proto.order = proto.order, order
+    saved, proto.order = proto.order, []
     if _reads_a_step(proto, xs, names[1]):
-        proto.notes = [t for t in proto.notes if "inputs again: called as" not in t]
         return True
     proto.order = saved
     return False
+
+
+def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> bool:
+    """The forward's inputs again (in order), the output gradient and a step size, in the
+    one order that reads as a step: ``bp(input, delta, lrt)`` by the inputs' names, or,
+    named otherwise, any place for the gradient and the step
+    (``backwardpass(lr, activation_prev, delta)``); several are no reading."""
+    n = len(xs)
+    orders = [[*range(n), None, STEP]] if by_name else [
+        o for i in range(n + 2) for j in range(n + 2) if i != j
+        for o in [_with(n, i, j)]]
+    saved, style, found = proto.order, proto.style, []
+    for order in orders:
+        proto.order, notes = order, list(proto.notes)
+        if _reads_a_step(proto, xs, names[order.index(STEP)]):
+            found.append((order, proto.notes, proto.stepped))
+        proto.notes, proto.style = notes, style
+    if len(found) != 1:
+        proto.order = saved
+        return False
+    proto.order, proto.notes, proto.stepped = found[0]
+    proto.style = "step"
+    proto.notes = [t for t in proto.notes if "inputs again: called as" not in t]
+    return True
+
+
+def _with(n: int, i: int, j: int) -> list[Any]:
+    """The inputs ``0..n-1`` in order, the output gradient (None) at ``i`` and the step
+    size at ``j``."""
+    rest = iter(range(n))
+    return [None if k == i else STEP if k == j else next(rest) for k in range(n + 2)]
 
 
 def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
