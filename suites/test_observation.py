@@ -479,15 +479,18 @@ def test_a_gradient_attached_to_the_parameter_array(broken):
 
 
 def test_a_layer_with_no_backward_like_method_says_which_methods_it_has():
-    class NoBackward:
+    class NoBackward:  # two methods taking one argument: observation cannot pick one
         def forward(self, x):
             return x
 
         def grad_fn(self, d):
             return d
 
+        def scale(self, d):
+            return 2 * d
+
     with pytest.raises(TypeError, match=r"no backward-like method \(its methods: forward, "
-                                        r"grad_fn\); name it: .*backward='...'"):
+                                        r"grad_fn, scale\); name it: .*backward='...'"):
         gradcheck.check_layer(NoBackward(), X)
 
 

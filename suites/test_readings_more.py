@@ -624,3 +624,83 @@ def test_a_step_size_first_then_the_input_and_the_gradient(broken):
     else:
         assert res.passed, res.report()
         assert any("lr scales the change" in n for n in res.notes), res.notes
+
+
+# -- corpus 29: recurrent layers as classes ------------------------------------------------------
+class _Cell:
+    def __init__(self, w):
+        self.w = w  # shared by every cell of the layer
+        self.dw = np.zeros_like(w)
+
+    def forward(self, x, h):
+        self.x, self.h = x, h
+        self.out = np.tanh(x + h @ self.w)
+        return self.out
+
+    def backward(self, d):
+        dz = d * (1 - self.out ** 2)
+        self.dw = self.h.T @ dz  # this step's share of the shared weight's gradient
+        return dz, dz @ self.w.T
+
+
+class _Unrolled:
+    """NPDL's LSTM: a cell per step, each holding its step's share in ``dW``; the layer
+    holds the sum (``stale``: the layer keeps the last step's share only)."""
+
+    def __init__(self, stale=False):
+        self.w = 0.5 * np.random.default_rng(6).standard_normal((3, 3))
+        self.dw = np.zeros_like(self.w)
+        self.stale = stale
+
+    def forward(self, xs):
+        self.cells, h = [], np.zeros((xs.shape[1], 3))
+        for x in xs:
+            self.cells.append(_Cell(self.w))
+            h = self.cells[-1].forward(x, h)
+        return h
+
+    def backward(self, dh):
+        dxs, self.dw = [], np.zeros_like(self.w)
+        for cell in reversed(self.cells):
+            dx, dh = cell.backward(dh)
+            self.dw = cell.dw.copy() if self.stale else self.dw + cell.dw
+            dxs.append(dx)
+        return np.stack(dxs[::-1])
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_cells_holding_shares_of_a_shared_weight_s_gradient(stale):
+    xs = np.random.default_rng(114).standard_normal((3, 2, 3))
+    res = gradcheck.check_layer(_Unrolled(stale), xs)
+    if stale:
+        assert not res.passed and res.status == "mismatch", res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _SeqDefault:
+    """deepnp: ``forward(xs) -> (hs, h_last)``, ``backward(d_h_next=1)``."""
+
+    def __init__(self, broken=False):
+        self.w = 0.5 * np.random.default_rng(7).standard_normal((3, 3))
+        self.broken = broken
+
+    def forward(self, x):
+        self.x = x
+        self.y = np.tanh(x @ self.w)
+        return self.y, self.y[-1]
+
+    def backward(self, d_h_next=1):
+        dz = d_h_next * (1 - self.y ** (1 if self.broken else 2))
+        self.dw = self.x.T @ dz
+        return dz @ self.w.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_several_outputs_and_a_backward_whose_gradient_has_a_default(broken):
+    x = np.random.default_rng(115).standard_normal((4, 3))
+    res = gradcheck.check_layer(_SeqDefault(broken), x)
+    if broken:
+        assert res.status == "mismatch", res.report()
+    else:
+        assert res.passed, res.report()

@@ -67,7 +67,10 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
             exc.as_dict()):
         return False
-    if len(positional_names(getattr(proto.layer, proto.backward), required=True) or []) != 1:
+    method = getattr(proto.layer, proto.backward)  # backward(dh) or backward(dh=1)
+    if len(positional_names(method, required=True) or []) != 1 and (
+            positional_names(method, required=True) != [] or len(
+                positional_names(method) or []) != 1):
         return False
     shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
     return not any(np.shape(r) in shapes for r in returned[1:])

@@ -357,14 +357,24 @@ class Protocol:
 def _same_elsewhere(p: Param, fresh: Any, grad: Any, befores: dict[str, Any]) -> None:
     """Every other place the gradient of ``p`` is read from (a composite's ``grads``
     list) must hold what its own place holds: a backward that rebinds
-    ``self.grads[0] = ...`` leaves the composite's list (what its optimizer reads) stale."""
+    ``self.grads[0] = ...`` leaves the composite's list (what its optimizer reads) stale.
+    Two or more places that differ but sum to it are shares (an unrolled recurrent
+    layer's cells, each with its own step's part of the shared weight's gradient)."""
+    if grad is None:
+        return
+    g = np.asarray(grad, dtype=np.float64)
+    tol = 1e-9 * float(np.max(np.abs(g), initial=1e-300))
+    differ = []
     for path in p.also:
         other = _change(try_path(fresh, path), befores[path], None)
-        if grad is None or other is None or np.shape(other) != np.shape(grad):
+        if other is None or np.shape(other) != np.shape(grad):
             continue
-        g, o = np.asarray(grad, dtype=np.float64), np.asarray(other, dtype=np.float64)
-        if np.allclose(o, g, rtol=1e-6, atol=1e-9 * float(np.max(np.abs(g), initial=1e-300))):
-            continue
+        o = np.asarray(other, dtype=np.float64)
+        if not np.allclose(o, g, rtol=1e-6, atol=tol):
+            differ.append((path, o))
+    if len(differ) >= 2 and np.allclose(sum(o for _, o in differ), g, rtol=1e-6, atol=tol):
+        return
+    for path, o in differ[:1]:
         stale = " (unchanged by the backward: stale)" if not np.any(o) else ""
         raise ProtocolError(
             "mismatch", f"gradient mismatch at {path}{stale}: the parameter {p.name} is also "
