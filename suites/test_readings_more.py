@@ -704,3 +704,125 @@ def test_several_outputs_and_a_backward_whose_gradient_has_a_default(broken):
         assert res.status == "mismatch", res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- from an eighth review ------------------------------------------------------------------------
+def _ce(s, y):
+    p = np.exp(s - s.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    d = p.copy()
+    d[np.arange(len(y)), y] -= 1
+    return -np.log(p[np.arange(len(y)), y]).mean(), d / len(y)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0, 0.0])
+def test_a_loss_too_coarse_for_its_gradient_is_inconclusive(scale):
+    rng = np.random.default_rng(116)
+    s, y = rng.standard_normal((5, 4)), np.array([0, 3, 1, 2, 0])
+
+    def half(s, y):
+        loss, d = _ce(s, y)
+        return np.float16(loss), scale * d
+
+    def offset(s, y):
+        loss, d = _ce(s, y)
+        return np.float32(loss + 1e5), scale * d
+
+    for fn in (half, offset):
+        res = gradcheck.check_loss(fn, s, y)
+        assert res.status == "inconclusive" and not res.passed, res.report()
+
+
+class _StepScalesDx(_FpBp):
+    def bp(self, x, delta, lrt):
+        return lrt * self._bp(x, delta, lrt)
+
+
+def test_an_input_gradient_scaled_by_the_step_size_fails():
+    x = np.random.default_rng(117).standard_normal((5, 4))
+    res = gradcheck.check_layer(_StepScalesDx(), x)
+    assert res.status == "mismatch" and "scales with its step size lrt" in res.message, \
+        res.report()
+
+
+class _PReluZero:
+    """``(dx, 0)``: the gradient of its float scalar ``alpha`` never filled in."""
+
+    def __init__(self):
+        self.alpha = 0.25
+
+    def forward(self, x):
+        self.x = x
+        return np.where(x > 0, x, self.alpha * x)
+
+    def backward(self, dout):
+        return dout * np.where(self.x > 0, 1.0, self.alpha), 0
+
+
+def test_a_zero_beside_a_float_scalar_is_no_placeholder():
+    x = np.random.default_rng(118).standard_normal((4, 3)) + 0.05
+    assert not gradcheck.check_layer(_PReluZero(), x).passed
+
+
+def test_later_outputs_gradients_after_the_cache_in_an_unobserved_order_are_not_read():
+    rng = np.random.default_rng(119)
+    x, w = rng.standard_normal((3, 4)), 0.5 * rng.standard_normal((4, 4))
+
+    def fwd(x, w):
+        h = np.tanh(x @ w)
+        return 2 * h, h, x @ w, (x, w, h)
+
+    def bwd(d_big, cache, dc_next=None, dh_next=None):  # correct, in its own order
+        x, w, h = cache
+        dh = 2 * d_big + (0 if dh_next is None else dh_next)
+        dz = dh * (1 - h ** 2) + (0 if dc_next is None else dc_next)
+        return dz @ w.T, x.T @ dz
+
+    assert gradcheck.check_vjp(fwd, bwd, [x, w]).status != "mismatch"
+
+
+def test_a_numeric_setting_without_a_shared_default_is_not_passed_on():
+    rng = np.random.default_rng(120)
+    x, w = rng.standard_normal((3, 2)), rng.standard_normal(2)
+
+    def sf(x, w, scale):
+        return x * w * scale, (x, w, scale)
+
+    def sb(dout, cache, scale=1.0):  # a loss-scaling divisor of its own, 1 in a plain call
+        x, w, s = cache
+        return dout * w * s / scale, (dout * x * s).sum(0) / scale, None
+
+    assert gradcheck.check_vjp(sf, sb, [x, w, 3]).passed
+
+
+class _OutAndPenalty:
+    """``(y, 0.5 * lam * |W|^2)`` beside ``backward(dy=1.0)``: the penalty is no loss."""
+
+    def __init__(self):
+        self.w = np.random.default_rng(8).standard_normal((3, 2))
+
+    def forward(self, x):
+        self.x, self.y = x, np.tanh(x @ self.w)
+        return self.y, 0.5 * 0.1 * float(np.sum(self.w ** 2))
+
+    def backward(self, dy=1.0):
+        dz = dy * (1 - self.y ** 2)
+        self.dw = self.x.T @ dz
+        return dz @ self.w.T
+
+
+def test_a_side_scalar_beside_a_backward_taking_a_gradient_is_no_loss():
+    x = np.random.default_rng(121).standard_normal((4, 3))
+    assert gradcheck.check_layer(_OutAndPenalty(), x).status != "mismatch"
+
+
+class _WithUpdate(_CallGradients):
+    def update(self, lr):
+        self.lr = lr
+
+
+def test_the_one_linear_method_beside_an_update_is_the_backward():
+    rng = np.random.default_rng(122)
+    x, w, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal(3)
+    assert gradcheck.check_layer(_WithUpdate(), x, w, b).passed
+    assert gradcheck.check_layer(_WithUpdate(True), x, w, b).status == "mismatch"

@@ -55,6 +55,12 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         extras = _extra_items(fn, args)
         if extras:
             fn = _first_two(fn)
+        coarse = _unresolved(fn, args)
+        if coarse:
+            res = _error_result(ProtocolError("inconclusive", coarse), opts.seed, opts.name,
+                                "loss")
+            record(res)
+            return res
         k = _prediction_after_labels(args)
         if k and _difference_only(fn, args, k):
             res = _either_argument(fn, args, k, opts)
@@ -154,6 +160,31 @@ def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
         "pass a float to have its gradient checked)" if ints and any(
             k.startswith("a float") for k in kinds) else ""
     return ", ".join(kinds) + held
+
+
+def _unresolved(fn: Callable[..., Any], args: list[Any]) -> str:
+    """Why a loss returned in float16 or float32 cannot resolve its gradient: a move of a
+    hundredth of its point along the gradient it returns changes the loss by less than
+    100 of its rounding units (a large constant term, a float16 loss; a zero gradient).
+    Empty when it can, or for a float64 loss."""
+    try:
+        out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+        loss, g = np.asarray(out[0]), np.asarray(out[1], dtype=np.float64)
+    except Exception:  # noqa: BLE001 - the check itself reports it
+        return ""
+    if loss.dtype not in (np.float16, np.float32) or loss.size != 1:
+        return ""
+    x = next((np.asarray(a, dtype=np.float64) for a in args if isinstance(a, np.ndarray)
+              and a.dtype.kind == "f" and a.shape == g.shape), None)
+    if x is None:
+        return ""
+    step = 1e-2 * (1.0 + float(np.sqrt(np.mean(x ** 2))))
+    change, ulp = step * float(np.linalg.norm(g)), float(np.spacing(np.abs(loss)))
+    if change >= 100 * ulp:
+        return ""
+    return (f"the loss is {loss.dtype} ({float(loss):.6g}): its rounding unit {ulp:.1e} is "
+            f"too coarse for its gradient (a move of {step:.1e} along it changes the loss by "
+            f"about {change:.1e}); nothing can be compared: compute the loss in float64")
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

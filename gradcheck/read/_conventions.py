@@ -40,9 +40,11 @@ _MISREAD = ("tuple", "sequence", "inhomogeneous", "positional argument")
 
 def _same_default(fwd: Callable[..., Any], bwd: Callable[..., Any], name: str) -> bool:
     """Whether both functions give their parameter ``name`` one default (``mode="max"``
-    in both: one setting, meant alike)."""
+    in both: one setting, meant alike), or the backward a string one (a mode's name)
+    and the forward none."""
     a, b = default_of(fwd, name), default_of(bwd, name)
-    return a is not inspect.Parameter.empty and type(a) is type(b) and a == b
+    return (a is not inspect.Parameter.empty and type(a) is type(b) and a == b) or (
+        a is inspect.Parameter.empty and isinstance(b, str))  # a mode: "max"
 
 
 def misread(error: dict[str, str]) -> bool:
@@ -253,11 +255,11 @@ class Conventions:
         the cache, then the others' as optional arguments defaulting to None
         (``backward(dHout, cache, dhn=None)`` for ``Hout, h_last, cache``), after it
         raised ``error`` given every output's gradient as one. None unless so."""
-        every = positional_names(self._bwd) or []
-        if self._required != 2 or self.outputs < 2 or error is None or not misread(error) \
-                or len(every) != self.outputs + 1 or not all(
-                    default_of(self._bwd, n) is None for n in every[2:]):
-            return None
+        every = positional_names(self._bwd) or []  # one later output, an array: with
+        if self._required != 2 or self.outputs != 2 or error is None or not misread(
+                error) or len(every) != 3 or default_of(self._bwd, every[2]) is not None or \
+                not all(len(s) == 1 and len(s[0]) > 0 for s in self._shapes[1:]):
+            return None  # more, their order is not observed; a scalar may be a penalty
         other = Conventions(self._fwd, self._bwd, self._given, self._wanted)
         other.split = True
         return other

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import Param, get_path, is_float_array, try_path, walk
+from ._discovery import Param, float_scalars, get_path, is_float_array, try_path, walk
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit
@@ -216,8 +216,10 @@ class Protocol:
         held = {id(g) for p in self.params if isinstance(g := p.read_grad(fresh), np.ndarray)}
         held = held or {id(v) for p, v in walk(fresh) if p not in {
             q.value for q in self.params}}  # a gradient location, never a weight itself
-        def placeholder(r: Any) -> bool:
-            return r is None or (type(r) in (int, float) and r == 0)
+        scalars = bool(float_scalars(fresh))  # a 0 beside a float scalar (a PReLU's alpha)
+
+        def placeholder(r: Any) -> bool:  # may be its forgotten gradient
+            return r is None or (type(r) in (int, float) and r == 0 and not scalars)
 
         if len(fit) == 1 and all(r is fit[0] or id(r) in held for r in ret):
             self.note("backward returned the input gradient beside the gradients it stored "
@@ -239,9 +241,9 @@ class Protocol:
         if isinstance(ret, tuple) and len(ret) > n and isinstance(ret[0], np.ndarray) and all(
                 r is None or (isinstance(r, np.ndarray) and r.shape == np.shape(x))
                 for r, x in zip(ret[:n], xs, strict=False)) and all(
-                r is None or (type(r) in (int, float) and r == 0) for r in ret[n:]):
+                r is None for r in ret[n:]):  # a 0 may be a scalar's forgotten gradient
             self.note(f"backward returned {len(ret)} items for {n} inputs, the last "
-                      f"{len(ret) - n} placeholders (None or 0): the first {n} are the "
+                      f"{len(ret) - n} placeholders (None): the first {n} are the "
                       "inputs' gradients")  # (dx, None, None) beside forward(x, training)
             return ret[:n]
         if not isinstance(ret, tuple) or len(ret) <= n or not all(

@@ -270,8 +270,10 @@ def loss_part(proto: Protocol, method: Any, out: Any) -> Any:
         return out
     scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
                and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
-    if len(scalars) != 1:
-        return out
+    arrays = [o for k, o in enumerate(out) if k not in scalars and isinstance(o, np.ndarray)
+              and o.dtype.kind == "f"]
+    if len(scalars) != 1 or (arrays and positional_names(method)):  # (y, penalty) and
+        return out  # backward(dy=1.0): the penalty is no loss
     (k,) = scalars
     proto.out_path = f"<returned>[{k}]"
     proto.note(f"{type(proto.layer).__name__}.{proto.forward} returns {len(out)} values and "

@@ -157,12 +157,12 @@ def _not_a_class(layer: Any) -> None:
 
 
 def _one_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
-    """The one public method besides the forward taking one argument, when it is linear in
-    it after the forward (:func:`_linear_after`); ``""`` otherwise."""
+    """Of the public methods besides the forward taking one argument, the one linear in it
+    after the forward (:func:`_linear_after`); ``""`` when none or several are."""
     takers = [n for n in _public(layer) if n != forward and len(
         positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
-    return takers[0] if len(takers) == 1 and _linear_after(
-        layer, forward, takers[0], inputs) else ""
+    linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
+    return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing)
 
 
 def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
-from ._protocol import clone, map_arrays
+from ._protocol import ProtocolError, clone, map_arrays
 from ._reading import STEP, leaves, read_output
 
 __all__ = ["takes_a_step"]
@@ -56,12 +56,17 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
     orders = [[*range(n), None, STEP]] if by_name else [
         o for i in range(n + 2) for j in range(n + 2) if i != j
         for o in [_with(n, i, j)]]
-    saved, style, found = proto.order, proto.style, []
+    saved, style, found, scaled = proto.order, proto.style, [], []
     for order in orders:
         proto.order, notes = order, list(proto.notes)
-        if _reads_a_step(proto, xs, names[order.index(STEP)]):
-            found.append((order, proto.notes, proto.stepped))
+        try:
+            if _reads_a_step(proto, xs, names[order.index(STEP)]):
+                found.append((order, proto.notes, proto.stepped))
+        except ProtocolError as exc:  # a step, and an input gradient scaled by it
+            scaled.append(exc)
         proto.notes, proto.style = notes, style
+    if not found and len(scaled) == 1:
+        raise scaled[0]
     if len(found) != 1:
         proto.order = saved
         return False
@@ -102,6 +107,11 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
     if not _same_return(r1, r2):  # what it returns depends on the step it took
         if not moved:
             return False
+        if _scaled(r1, r2):
+            raise ProtocolError("mismatch", (
+                f"{type(proto.layer).__name__}.{proto.backward} returns an input gradient "
+                f"that scales with its step size {name} (twice as large for a step twice "
+                "as large): the input's gradient must not depend on the learning rate"))
         proto.note(f"what {type(proto.layer).__name__}.{proto.backward} returns changes "
                    f"with {name}: computed after the step it takes? (called with 1.0)")
     proto.style, proto.stepped = "step", moved
@@ -165,6 +175,15 @@ def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scaled(a: Any, b: Any) -> bool:
+    """Whether ``b`` returned twice what ``a`` did, not all zero."""
+    xa, xb = leaves(a), leaves(b)
+    arrays = [(u, v) for u, v in zip(xa, xb, strict=False) if isinstance(u, np.ndarray)
+              and isinstance(v, np.ndarray) and u.shape == v.shape and np.any(u)]
+    return len(xa) == len(xb) and bool(arrays) and all(
+        np.allclose(v, 2 * u, rtol=1e-9, atol=0) for u, v in arrays)
 
 
 def _same_return(a: Any, b: Any) -> bool:
