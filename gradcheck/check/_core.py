@@ -484,8 +484,19 @@ def check_vjp(
         res.error or {}).get("in") == "backward" else None
     if fewer is not None:  # it raised given every output's gradient: try the first ones
         again = _run_read(fewer, fwd, bwd, inputs, wrt, opts)
-        res = again if again.status != "error" else res
+        res = _unsure_order(fewer, again) if again.status != "error" else res
     record(res)
+    return res
+
+
+def _unsure_order(conv: Conventions, res: CheckResult) -> CheckResult:
+    """A failure reading several later outputs' gradients after the cache in the outputs'
+    order is no verdict: the order the backward takes them in is not observed."""
+    if conv.split and conv.outputs > 2 and res.status in ("mismatch", "shape-mismatch"):
+        res.passed, res.status = False, "bad-protocol"
+        res.message = (f"{res.message}, the later outputs' gradients given after the cache "
+                       "in the outputs' order, which cannot be observed: say it, e.g. bwd = "
+                       "lambda dy, c: backward(dy[0], c, dc_next=dy[2], dh_next=dy[1])")
     return res
 
 

@@ -255,11 +255,12 @@ class Conventions:
         the cache, then the others' as optional arguments defaulting to None
         (``backward(dHout, cache, dhn=None)`` for ``Hout, h_last, cache``), after it
         raised ``error`` given every output's gradient as one. None unless so."""
-        every = positional_names(self._bwd) or []  # one later output, an array: with
-        if self._required != 2 or self.outputs != 2 or error is None or not misread(
-                error) or len(every) != 3 or default_of(self._bwd, every[2]) is not None or \
+        every = positional_names(self._bwd) or []  # later outputs arrays (a scalar may
+        if self._required != 2 or self.outputs < 2 or error is None or not misread(  # be a
+                error) or len(every) != self.outputs + 1 or not all(  # penalty)
+                    default_of(self._bwd, n) is None for n in every[2:]) or \
                 not all(len(s) == 1 and len(s[0]) > 0 for s in self._shapes[1:]):
-            return None  # more, their order is not observed; a scalar may be a penalty
+            return None
         other = Conventions(self._fwd, self._bwd, self._given, self._wanted)
         other.split = True
         return other
