@@ -831,3 +831,136 @@ def test_the_one_linear_method_beside_an_update_is_the_backward():
     x, w, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), rng.standard_normal(3)
     assert gradcheck.check_layer(_WithUpdate(), x, w, b).passed
     assert gradcheck.check_layer(_WithUpdate(True), x, w, b).status == "mismatch"
+
+
+# -- corpora 32 and 34 ----------------------------------------------------------------------------
+class _Propaga:
+    """TdR (Catalan): ``propaga(entrada)``, ``retropropaga(delta)``; ``tanh``/``d_tanh`` too."""
+
+    def __init__(self, broken=False):
+        self.broken = broken
+
+    def tanh(self, x):
+        return np.tanh(x)
+
+    def d_tanh(self, x):
+        return 1 - np.tanh(x) ** 2
+
+    def propaga(self, entrada):
+        self.entrada = entrada
+        return self.tanh(entrada)
+
+    def retropropaga(self, delta):
+        return delta * (1 - self.entrada ** 2 if self.broken else self.d_tanh(self.entrada))
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_backward_named_as_the_forward_with_a_prefix(broken):
+    res = gradcheck.check_layer(_Propaga(broken), np.random.default_rng(123).standard_normal(5))
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("retropropaga is propaga with a prefix" in n for n in res.notes), res.notes
+
+
+class _ListLinear:
+    """dlfs: ``forward(bottom)`` keeps the input list and its output list on the layer,
+    ``backward(top_grad)`` stores ``bottom_grad``, named like the kept list."""
+
+    def __init__(self, broken=False):
+        self.W = np.random.default_rng(9).standard_normal((2, 3))
+        self.dW = np.zeros_like(self.W)
+        self.broken = broken
+
+    def forward(self, bottom):
+        self.bottom = bottom
+        self.top = [bottom[0] @ self.W.T]
+        return self.top
+
+    def backward(self, top_grad):
+        self.dW[...] = top_grad[0].T @ self.bottom[0] * (2.0 if self.broken else 1.0)
+        self.bottom_grad = [top_grad[0] @ self.W]
+        return self.bottom_grad
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_kept_input_list_is_no_array_built_by_the_forward(broken):
+    x = np.random.default_rng(124).standard_normal((4, 3))
+    res = gradcheck.check_layer(_ListLinear(broken), [x])
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+# -- corpora 31 and 33 ----------------------------------------------------------------------------
+class _CallStores:
+    """david's ``__call__(x)`` storing ``self.inputs`` before ``forward(x)``."""
+
+    def __init__(self, broken=False):
+        self.w = np.random.default_rng(10).standard_normal((3, 2))
+        self.broken = broken
+
+    def __call__(self, x):
+        self.inputs = x
+        return self.forward(x)
+
+    def forward(self, x):
+        return x @ self.w
+
+    def backward(self, dout):
+        self.dw = self.inputs.T @ dout * (2.0 if self.broken else 1.0)
+        return dout @ self.w.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_call_that_keeps_what_the_backward_needs_is_the_forward(broken):
+    x = np.random.default_rng(125).standard_normal((4, 3))
+    res = gradcheck.check_layer(_CallStores(broken), x)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["w"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("__call__ checked as the forward" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_check_grad_at_a_point_that_is_a_list_of_arrays(broken):
+    rng = np.random.default_rng(126)
+    point = [rng.standard_normal((2, 2)), rng.standard_normal(3)]
+
+    def f(p):
+        return np.sum(p[0] ** 2) + np.sum(np.sin(p[1]))
+
+    def grad(p):
+        return [2 * p[0], (np.sin if broken else np.cos)(p[1])]
+
+    res = gradcheck.check_grad(f, grad, point)
+    assert res.status == ("mismatch" if broken else "ok"), res.report()
+
+
+class _StepForgetsBias(_FpBp):
+    def bp(self, x, delta, lrt):
+        b = self.b.copy()
+        dx = self._bp(x, delta, lrt)
+        self.b = b  # the bias never stepped
+        return dx
+
+
+def test_a_step_that_leaves_a_parameter_untouched_reads_a_zero_gradient():
+    x = np.random.default_rng(127).standard_normal((5, 4))
+    res = gradcheck.check_layer(_StepForgetsBias(), x)
+    assert res.status == "mismatch" and _failing(res) == ["b"], res.report()
+
+
+def test_a_log_epsilon_s_error_is_told_tiny_as_a_whole():
+    y = np.array([[1.0], [0.0], [1.0], [0.0]])
+    p = np.array([[0.3], [0.6], [0.8], [0.2]])
+
+    def bce(p, y):
+        loss = -np.mean(y * np.log(p + 1e-5) + (1 - y) * np.log(1 - p + 1e-5))
+        return loss, -(y - p) / ((p + 1e-5) * (1 - p + 1e-5)) / y.size
+
+    res = gradcheck.check_loss(bce, p, y)
+    assert res.status == "mismatch" and "tiny" in res.inputs[0].hint, res.report()

@@ -490,8 +490,7 @@ def check_vjp(
 
 
 def _unsure_order(conv: Conventions, res: CheckResult) -> CheckResult:
-    """A failure reading several later outputs' gradients after the cache in the outputs'
-    order is no verdict: the order the backward takes them in is not observed."""
+    """A failure with several later outputs' gradients given after the cache: no verdict."""
     if conv.split and conv.outputs > 2 and res.status in ("mismatch", "shape-mismatch"):
         res.passed, res.status = False, "bad-protocol"
         res.message = (f"{res.message}, the later outputs' gradients given after the cache "
@@ -587,11 +586,13 @@ def check_grad(
     if y0.ndim != 0 and y0.size != 1:
         raise ValueError(f"check_grad: f must return a scalar, got shape {y0.shape}")
 
-    def fwd(x_: np.ndarray) -> tuple[Any, np.ndarray]:
+    def fwd(x_: Any) -> tuple[Any, Any]:
         return np.asarray(f(x_)).reshape(()), x_
 
-    def bwd(dy: np.ndarray, x_: np.ndarray) -> tuple[np.ndarray]:
-        return (np.asarray(grad(x_.copy())) * dy,)
+    def bwd(dy: np.ndarray, x_: Any) -> tuple[Any]:  # a point that is a list of arrays too
+        g = grad(copy.deepcopy(x_))
+        return (type(g)(np.asarray(a) * dy for a in g) if isinstance(g, (list, tuple))
+                else np.asarray(g) * dy,)
 
     # the input is named as f names it (x0 when f's signature cannot be read)
     fwd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

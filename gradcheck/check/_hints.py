@@ -452,20 +452,21 @@ def _locality(c: HintContext) -> str:
 
 
 def _tiny(c: HintContext) -> str:
-    """Every error at most a relative 1e-5 in float64: the size a small constant in the
-    forward (an epsilon guard) leaves when the backward omits it. Stated, not excused."""
+    """Every error at most a relative 1e-5 in float64, or the error's norm 1e-4 of the
+    gradient's: the size a small constant in the forward (an epsilon guard) leaves when
+    the backward omits it. Stated, not excused."""
     if c.dtype != "float64":
         return ""
     f = c.failed
     rel = np.abs(c.error[f]) / np.maximum(np.abs(c.numeric[f]), 1e-3 * c.scale)
     worst = float(np.max(rel))
     whole = float(np.linalg.norm(c.error) / max(float(np.linalg.norm(c.numeric)), 1e-300))
-    if not worst <= 1e-5 and whole <= 1e-5:  # large only where the gradient is near zero
+    if not worst <= 1e-5 and whole <= 1e-4:  # (log(p + 1e-5): 1e-5 / p of each element)
         return (f"the error is tiny as a whole, a relative {whole:.1e} of the gradient's norm "
-                f"(up to {worst:.1e} at elements near zero): the size a small constant in "
-                "the forward leaves when the backward omits it (an epsilon guard such as "
-                "std + 1e-6); if that is the cause, the backward is the gradient of a "
-                "slightly different function")
+                f"(up to {worst:.1e} at single elements): the size a small constant in the "
+                "forward leaves when the backward omits it (an epsilon guard such as "
+                "std + 1e-6 or log(p + 1e-5)); if that is the cause, the backward is the "
+                "gradient of a slightly different function")
     if not worst <= 1e-5:
         return ""
     accepts = bool(np.all(np.abs(c.error[f]) <= 1e-5 * np.abs(c.numeric[f])))

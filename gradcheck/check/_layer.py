@@ -105,20 +105,48 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
+    res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    if forward is None and _call_first(layer, res):  # __call__ keeps what forward needs
+        again = check_layer(layer, *inputs, forward="__call__", backward=backward,
+                            params=params, grads=grads, wrt=wrt, output=output, **options)
+        if again.status != "error":
+            return _noted(again, "the backward needs what __call__ stores before it calls "
+                                 "forward: __call__ checked as the forward")
+    record(res)
+    return res
+
+
+def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+             backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
+             opts: Options) -> CheckResult:
+    """:func:`check_layer`'s result, not recorded."""
     wrt, draws = _wrt_names(wrt, inputs, layer, forward), GlobalDraws(type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
                    _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)
     with np.errstate(all="ignore"):
         try:
-            res = _run(read(), len(inputs), inputs, wrt, opts)
+            return _run(read(), len(inputs), inputs, wrt, opts)
         except AmbiguousReading as amb:
-            res = _each_reading(amb, read, inputs, wrt, opts)
+            return _each_reading(amb, read, inputs, wrt, opts)
         except (UserCodeError, ProtocolError) as exc:
-            res = _error_result(exc, opts.seed, opts.name, "layer")
+            return _error_result(exc, opts.seed, opts.name, "layer")
         finally:
             draws.restore()  # the user's global generators as they were
-    record(res)
+
+
+def _noted(res: CheckResult, note: str) -> CheckResult:
+    res.notes.append(note)
     return res
+
+
+def _call_first(layer: Any, res: CheckResult) -> bool:
+    """Whether the backward raised on an attribute the layer lacks while the layer's
+    own ``__call__`` (one it defines) could set it before calling the forward."""
+    err = res.error or {}
+    return res.status == "error" and err.get("type") == "AttributeError" and \
+        "has no attribute" in err.get("message", "") and any(
+            "__call__" in vars(c) and "forward" in vars(c) for c in type(layer).__mro__
+            if c is not object)
 
 
 def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Options

@@ -135,6 +135,9 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         return fwds[0], taker, (  # gradients(grad_out) beside __call__(x, w, b)
             f"backward found as the one other method taking one argument, whose results, "
             f"after {fwds[0]}, are linear in it: {taker} (backward)")
+    if not fwds and not bwds and inputs and (pair := _prefixed(layer, inputs)):
+        return pair[0], pair[1], (f"methods found by their names: {pair[1]} is {pair[0]} "
+                                  "with a prefix (propaga, retropropaga)")
     if not fwds or not bwds:
         what = "forward" if not fwds else "backward"
         raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "
@@ -145,6 +148,19 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
                     f"apart ({found}); name them: check_layer(layer, x, forward='...', "
                     "backward='...')")
+
+
+def _prefixed(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
+    """The one pair of public methods of which the second's name is the first's with a
+    prefix (``propaga``/``retropropaga``, ``prop``/``backprop`` in any language), the
+    first taking the inputs and returning a float array; None otherwise."""
+    names = _public(layer)
+    pairs = [(f, b) for f in names for b in names  # (not d_tanh for tanh: a derivative)
+             if len(b) > len(f) >= 3 and b.lower().endswith(f.lower())
+             and not _GRAD_AFFIX.fullmatch(b[:-len(f)])]
+    if len(pairs) != 1 or not _returns_a_value(layer, pairs[0][0], inputs):
+        return None
+    return pairs[0]
 
 
 def _not_a_class(layer: Any) -> None:

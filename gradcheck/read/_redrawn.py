@@ -16,7 +16,7 @@ from ._depends import copy_of
 from ._discovery import float_arrays, is_float_array, try_path
 from ._layer_call import Protocol
 from ._observe import grad_of
-from ._protocol import clone
+from ._protocol import clone, map_arrays
 from ._reading import forward_output
 
 __all__ = ["lost_steps", "redrawn"]
@@ -36,7 +36,7 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
     if not graded or proto.draws is None:
         return []
     other = clone(proto.layer)
-    moved = [x * 1.25 + 0.125 if is_float_array(x) else x for x in clone(xs)]
+    moved = map_arrays(clone(xs), lambda x: x * 1.25 + 0.125 if is_float_array(x) else x)
     try:
         forward_output(other, proto.forward, moved, proto.draws, proto.out_path)
     except Exception:  # noqa: BLE001 - no evidence either way: the reading stays as it was
