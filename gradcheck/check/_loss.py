@@ -163,28 +163,34 @@ def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
 
 
 def _unresolved(fn: Callable[..., Any], args: list[Any]) -> str:
-    """Why a loss returned in float16 or float32 cannot resolve its gradient: a move of a
-    hundredth of its point along the gradient it returns changes the loss by less than
-    100 of its rounding units (a large constant term, a float16 loss; a zero gradient).
-    Empty when it can, or for a float64 loss."""
+    """Why a loss returned in float16 or float32 cannot resolve its gradient: moved by a
+    hundredth of its point along a random direction, each way, it changes by less than
+    100 of its rounding units (a large constant term, a float16 loss). Measured on the
+    loss itself, whatever gradient is returned. Empty when it can, or for float64."""
+    def call(a: list[Any]) -> Any:
+        return fn(*[np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in a])
+
     try:
-        out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
-        loss, g = np.asarray(out[0]), np.asarray(out[1], dtype=np.float64)
+        out = call(args)
+        loss, g = np.asarray(out[0]), np.asarray(out[1])
+        if loss.dtype not in (np.float16, np.float32) or loss.size != 1:
+            return ""
+        k = next(j for j, a in enumerate(args) if isinstance(a, np.ndarray)
+                 and a.dtype.kind == "f" and a.shape == g.shape)
+        x = np.asarray(args[k], dtype=np.float64)
+        u = np.random.default_rng(0).standard_normal(x.shape)
+        step = 1e-2 * (1.0 + float(np.sqrt(np.mean(x ** 2))))
+        ends = [float(np.asarray(call(args[:k] + [(x + s * step * u / np.linalg.norm(u))
+                .astype(args[k].dtype)] + args[k + 1:])[0])) for s in (1.0, -1.0)]
     except Exception:  # noqa: BLE001 - the check itself reports it
         return ""
-    if loss.dtype not in (np.float16, np.float32) or loss.size != 1:
-        return ""
-    x = next((np.asarray(a, dtype=np.float64) for a in args if isinstance(a, np.ndarray)
-              and a.dtype.kind == "f" and a.shape == g.shape), None)
-    if x is None:
-        return ""
-    step = 1e-2 * (1.0 + float(np.sqrt(np.mean(x ** 2))))
-    change, ulp = step * float(np.linalg.norm(g)), float(np.spacing(np.abs(loss)))
+    change, ulp = abs(ends[0] - ends[1]), float(np.spacing(np.abs(loss)))
     if change >= 100 * ulp:
         return ""
     return (f"the loss is {loss.dtype} ({float(loss):.6g}): its rounding unit {ulp:.1e} is "
-            f"too coarse for its gradient (a move of {step:.1e} along it changes the loss by "
-            f"about {change:.1e}); nothing can be compared: compute the loss in float64")
+            f"too coarse for its gradient (moved by {step:.1e} each way along a random "
+            f"direction it changes by {change:.1e}); nothing can be compared: compute the "
+            "loss in float64")
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

@@ -468,10 +468,11 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
             proto.handed[p] = h
             proto.note(f"the gradient of {p} is what the backward hands to {h.owner}."
                        f"{h.method} beside it (argument {h.arg}): an update it makes itself")
-    if (idle := [p for p in left if p not in proto.handed]) and proto.stepped:  # no step on
-        proto.stepped, out = proto.stepped + idle, out + [Param(p, p, _no_grad) for p in idle]
-        proto.note(f"the backward steps {', '.join(proto.stepped[:-len(idle)])} and not "
-                   f"{', '.join(idle)}, which the output depends on: a zero gradient, checked")
+    if (idle := [p for p in left if p not in proto.handed]) and proto.stepped:
+        raise ProtocolError("bad-protocol", (  # a forgotten step, or a frozen parameter?
+            f"the backward steps {', '.join(proto.stepped)} by its step size but not "
+            f"{', '.join(idle)}, which the output depends on: a forgotten update or a frozen "
+            "parameter, not told apart; name them: check_layer(layer, x, params=, grads=)"))
     return out
 
 

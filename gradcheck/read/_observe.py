@@ -160,7 +160,10 @@ def _prefixed(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
              and not _GRAD_AFFIX.fullmatch(b[:-len(f)])]
     if len(pairs) != 1 or not _returns_a_value(layer, pairs[0][0], inputs):
         return None
-    return pairs[0]
+    f, b = pairs[0]  # no other method that reads as a backward (unpad beside gradient)
+    others = [n for n in names if n not in (f, b) and len(
+        positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
+    return None if any(_linear_after(layer, f, n, inputs) for n in others[:4]) else (f, b)
 
 
 def _not_a_class(layer: Any) -> None:
@@ -183,9 +186,10 @@ def _one_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
 
 def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
     """Whether ``name``, called on copies after the forward with an array of the output's
-    shape, returns float arrays (some not zero), twice as large for twice the array."""
+    shape, returns float arrays (some not zero), twice as large for twice the array and
+    minus them for minus it (a ReLU is homogeneous, not linear)."""
     got = []
-    for scale in (1.0, 2.0):
+    for scale in (1.0, 2.0, -1.0):  # -1: a ReLU is homogeneous, not linear
         obj = clone(layer)
         try:
             out = getattr(obj, forward)(*clone(inputs))
@@ -196,10 +200,12 @@ def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) 
             return False
         got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
                     if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
-    one, two = got
-    return bool(one) and len(one) == len(two) and any(np.any(a) for a in one) and all(
-        a.shape == b.shape and np.allclose(2 * a, b, rtol=1e-6, atol=1e-12)
-        for a, b in zip(one, two, strict=True))
+    one, two, minus = got
+    return bool(one) and len(one) == len(two) == len(minus) and any(
+        np.any(a) for a in one) and all(
+        a.shape == b.shape == c.shape and np.allclose(2 * a, b, rtol=1e-6, atol=1e-12)
+        and np.allclose(-a, c, rtol=1e-6, atol=1e-12)
+        for a, b, c in zip(one, two, minus, strict=True))
 
 
 def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
