@@ -1049,3 +1049,48 @@ def test_a_homogeneous_helper_is_no_rival_backward(broken):
         assert res.status == "mismatch", res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- corpora 28 and 34: a step size the layer holds ---------------------------------------------
+class _HeldRate:
+    """Lab_NN: ``backward(grad)`` steps the weights by ``self.learning_rate``."""
+
+    def __init__(self, broken=False, beta=None):
+        rng = np.random.default_rng(12)
+        self.w, self.b = rng.standard_normal((3, 2)), rng.standard_normal(2)
+        self.learning_rate, self.broken = 0.01, broken
+        if beta is not None:  # libaohang: momentum v = beta v + (1 - beta) g, then w -= lr v
+            self.beta, self.vw, self.vb = beta, np.zeros((3, 2)), np.zeros(2)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.w + self.b
+
+    def backward(self, grad):
+        dw, db = self.x.T @ grad, grad.sum(0) * (2.0 if self.broken else 1.0)
+        dx = grad @ self.w.T
+        if hasattr(self, "beta"):
+            self.vw = self.beta * self.vw + (1 - self.beta) * dw
+            self.vb = self.beta * self.vb + (1 - self.beta) * db
+            dw, db = self.vw, self.vb
+        self.w -= self.learning_rate * dw
+        self.b -= self.learning_rate * db
+        return dx
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_step_size_held_on_the_layer(broken):
+    x = np.random.default_rng(132).standard_normal((4, 3))
+    res = gradcheck.check_layer(_HeldRate(broken), x)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["b"], res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("learning_rate is the step size" in n for n in res.notes), res.notes
+
+
+def test_a_held_step_through_a_momentum_is_not_read():
+    """``(1 - beta) g`` is no gradient: a momentum's scalar changing the step is refused."""
+    x = np.random.default_rng(133).standard_normal((4, 3))
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(_HeldRate(beta=0.9), x)

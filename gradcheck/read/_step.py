@@ -14,7 +14,7 @@ from ._discovery import is_float_array, walk
 from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone, map_arrays
-from ._reading import STEP, leaves, read_output
+from ._reading import STEP, forward_output, leaves, read_output
 
 __all__ = ["takes_a_step"]
 
@@ -38,12 +38,71 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
             and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
+    elif names is not None and len(names) == 1 and proto.draws is not None:
+        return _held_step(proto, xs)
     if names is None or len(names) != 2 or proto.draws is None:
         return False
     saved, proto.order = proto.order, []
     if _reads_a_step(proto, xs, names[1]):
         return True
     proto.order = saved
+    return False
+
+
+def _held_step(proto: Protocol, xs: list[Any]) -> bool:
+    """A backward taking the output gradient alone that steps the weights by a step size
+    the layer holds (``self.learning_rate``): the one float scalar of the layer's own that
+    reads as a step size, and no other scalar the output does not depend on (a
+    momentum's beta) changing the step. The layer's copy then holds 1.0 there."""
+    layer = proto.layer
+    names = [n for n, v in vars(layer).items() if isinstance(v, float)] if hasattr(
+        layer, "__dict__") else []
+    found, stepped = [], proto.stepped
+    for name in names:
+        proto.step_attr, notes = name, list(proto.notes)
+        if _reads_a_step(proto, xs, name) and proto.stepped and \
+                not _changed_otherwise(proto, xs) and \
+                not _optimizer_scalars(proto, xs, name, names):
+            found.append((name, proto.notes, proto.stepped))
+        proto.notes, proto.style, proto.step_attr, proto.stepped = notes, "one", None, stepped
+    if len(found) != 1:
+        return False
+    name, proto.notes, proto.stepped = found[0]
+    proto.layer = clone(layer)
+    setattr(proto.layer, name, 1.0)  # every evaluation steps by 1.0: minus the change
+    proto.note(f"{type(layer).__name__}.{name} is the step size its backward takes: set "
+               "to 1.0 on the copies checked")
+    return True
+
+
+def _changed_otherwise(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the backward changes an array it held before other than those it steps by
+    the step size (an update of its own beside one scaled by a bug factor)."""
+    seen = _stepped(proto, xs, 1.0)
+    return seen is None or any(not p.startswith("<made>") and p not in proto.stepped
+                               and np.any(d) for p, d in seen[1].items())
+
+
+def _optimizer_scalars(proto: Protocol, xs: list[Any], step: str, names: list[str]) -> bool:
+    """Whether another float scalar of the layer that the output does not depend on
+    changes the step (a momentum's ``beta``: no plain step, its gradient not minus it)."""
+    layer = proto.layer
+    base = _stepped(proto, xs, 1.0)
+    for name in [n for n in names if n != step]:
+        old = getattr(layer, name)
+        try:
+            setattr(layer, name, old * 1.5 + 0.1)
+            moved = _stepped(proto, xs, 1.0)
+            out = forward_output(clone(layer), proto.forward, clone(xs), proto.draws,
+                                 proto.out_path) if proto.draws is not None else None
+        finally:
+            setattr(layer, name, old)
+        same_out = _same_return(out, forward_output(
+            clone(layer), proto.forward, clone(xs), proto.draws, proto.out_path)) \
+            if proto.draws is not None else False
+        if base is None or moved is None or (same_out and not all(
+                np.array_equal(base[1][p], moved[1][p]) for p in proto.stepped)):
+            return True
     return False
 
 
@@ -56,7 +115,7 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
     orders = [[*range(n), None, STEP]] if by_name else [
         o for i in range(n + 2) for j in range(n + 2) if i != j
         for o in [_with(n, i, j)]]
-    saved, style, found, scaled = proto.order, proto.style, [], []
+    saved, style, found, scaled, stepped = proto.order, proto.style, [], [], proto.stepped
     for order in orders:
         proto.order, notes = order, list(proto.notes)
         try:
@@ -64,7 +123,7 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
                 found.append((order, proto.notes, proto.stepped))
         except ProtocolError as exc:  # a step, and an input gradient scaled by it
             scaled.append(exc)
-        proto.notes, proto.style = notes, style
+        proto.notes, proto.style, proto.stepped = notes, style, stepped
     if not found and len(scaled) == 1:
         raise scaled[0]
     if len(found) != 1:
@@ -133,8 +192,11 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
         out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
         before = float_state(layer)
         dy = times(_varied(ones_like(out)), g)
+        if proto.step_attr is not None:  # the step size the layer holds
+            setattr(layer, proto.step_attr, a)
         ret = getattr(layer, proto.backward)(*[dy if k is None else a if k == STEP else
-                                               clone(xs[k]) for k in proto.order or [None, STEP]])
+                                               clone(xs[k]) for k in proto.order or (
+                                                   [None] if proto.step_attr else [None, STEP])])
     except Exception:  # noqa: BLE001 - not a step size
         return None
     now = {p: v for p, v in walk(layer) if is_float_array(v)}
