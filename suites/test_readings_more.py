@@ -1094,3 +1094,61 @@ def test_a_held_step_through_a_momentum_is_not_read():
     x = np.random.default_rng(133).standard_normal((4, 3))
     with pytest.raises(gradcheck.LayerConventionError):
         gradcheck.check_layer(_HeldRate(beta=0.9), x)
+
+
+# -- from a tenth review: a held step size is read only when nothing else explains it -----------
+class _HeldScalarParam(_HeldRate):
+    """A float parameter ``c`` stepped too (the twin: by five times its gradient)."""
+
+    def __init__(self, broken=False):
+        super().__init__()
+        self.c, self.bad = 0.5, broken
+
+    def forward(self, x):
+        return super().forward(x) + self.c
+
+    def backward(self, grad):
+        self.c -= self.learning_rate * grad.sum() * (5.0 if self.bad else 1.0)
+        return super().backward(grad)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_held_step_beside_a_stepped_float_is_not_read(broken):
+    x = np.random.default_rng(134).standard_normal((4, 3))
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(_HeldScalarParam(broken), x)
+
+
+class _ScaledOutput:
+    """``scale * (x @ w + b)``, gradients stored; ``scale`` is in the output, no step."""
+
+    def __init__(self, broken=False):
+        rng = np.random.default_rng(13)
+        self.w, self.b = rng.standard_normal((3, 2)), rng.standard_normal(2)
+        self.scale, self.broken = 2.0, broken
+
+    def forward(self, x):
+        self.x = x
+        return (x @ self.w + self.b) * self.scale
+
+    def backward(self, grad):
+        g = grad * self.scale
+        self.dw, self.db = self.x.T @ g, g.sum(0) * (2.0 if self.broken else 1.0)
+        return g @ self.w.T
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_float_the_output_depends_on_is_no_step_size(broken):
+    x = np.random.default_rng(135).standard_normal((4, 3))
+    res = gradcheck.check_layer(_ScaledOutput(broken), x)
+    if broken:
+        assert res.status == "mismatch" and _failing(res) == ["b"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+def test_a_held_step_through_a_momentum_of_a_numpy_float_is_not_read():
+    layer = _HeldRate(beta=0.9)
+    layer.beta = np.float32(0.9)
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(layer, np.random.default_rng(136).standard_normal((4, 3)))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import is_float_array, walk
+from ._discovery import get_path, is_float_array, walk
 from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone, map_arrays
@@ -51,19 +51,24 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
 
 def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     """A backward taking the output gradient alone that steps the weights by a step size
-    the layer holds (``self.learning_rate``): the one float scalar of the layer's own that
-    reads as a step size, and no other scalar the output does not depend on (a
-    momentum's beta) changing the step. The layer's copy then holds 1.0 there."""
+    the layer holds (``self.learning_rate``): the one float of the layer's own, which
+    the output does not depend on, that reads as a step size, when the backward changes
+    nothing else it held (no array, no float) and its second step, from the same point,
+    is its first (no momentum: a history would make the change no gradient). The
+    layer's copy then holds 1.0 there."""
     layer = proto.layer
-    names = [n for n, v in vars(layer).items() if isinstance(v, float)] if hasattr(
-        layer, "__dict__") else []
+    names = [n for n, v in vars(layer).items() if isinstance(v, (float, np.floating))
+             and not isinstance(v, bool)] if hasattr(layer, "__dict__") else []
     found, stepped = [], proto.stepped
     for name in names:
         proto.step_attr, notes = name, list(proto.notes)
-        if _reads_a_step(proto, xs, name) and proto.stepped and \
-                not _changed_otherwise(proto, xs) and \
-                not _optimizer_scalars(proto, xs, name, names):
-            found.append((name, proto.notes, proto.stepped))
+        try:
+            if not _in_output(proto, xs, name) and _reads_a_step(proto, xs, name) and \
+                    proto.stepped and not _changed_otherwise(proto, xs, name) and \
+                    _history_free(proto, xs, name):
+                found.append((name, proto.notes, proto.stepped))
+        except ProtocolError:  # a scaled input gradient: not this reading
+            pass
         proto.notes, proto.style, proto.step_attr, proto.stepped = notes, "one", None, stepped
     if len(found) != 1:
         return False
@@ -75,35 +80,61 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     return True
 
 
-def _changed_otherwise(proto: Protocol, xs: list[Any]) -> bool:
-    """Whether the backward changes an array it held before other than those it steps by
-    the step size (an update of its own beside one scaled by a bug factor)."""
+def _in_output(proto: Protocol, xs: list[Any], name: str) -> bool:
+    """Whether the forward's output changes with the float ``name`` (a scale it applies)."""
+    assert proto.draws is not None
+    other = clone(proto.layer)
+    setattr(other, name, getattr(other, name) * 1.5 + 0.1)
+    try:
+        a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
+                           proto.out_path)
+        b = forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)
+    except Exception:  # noqa: BLE001 - no evidence: not read as a step size
+        return True
+    return not _same_return(a, b)
+
+
+def _changed_otherwise(proto: Protocol, xs: list[Any], step: str) -> bool:
+    """Whether the backward changes an array or a float of the layer's own other than
+    those it steps by the step size (a float parameter stepped too, an update of its
+    own beside one scaled by a bug factor)."""
     seen = _stepped(proto, xs, 1.0)
-    return seen is None or any(not p.startswith("<made>") and p not in proto.stepped
-                               and np.any(d) for p, d in seen[1].items())
+    if seen is None or any(not p.startswith("<made>") and p not in proto.stepped
+                           and np.any(d) for p, d in seen[1].items()):
+        return True
+    layer = clone(proto.layer)
+    setattr(layer, step, 1.0)
+    before = {n: v for n, v in vars(layer).items() if isinstance(v, (float, np.floating))}
+    try:
+        _step_once(proto, layer, xs)
+    except Exception:  # noqa: BLE001 - no evidence: not read as a step size
+        return True
+    return any(getattr(layer, n, None) != v for n, v in before.items())
 
 
-def _optimizer_scalars(proto: Protocol, xs: list[Any], step: str, names: list[str]) -> bool:
-    """Whether another float scalar of the layer that the output does not depend on
-    changes the step (a momentum's ``beta``: no plain step, its gradient not minus it)."""
-    layer = proto.layer
-    base = _stepped(proto, xs, 1.0)
-    for name in [n for n in names if n != step]:
-        old = getattr(layer, name)
-        try:
-            setattr(layer, name, old * 1.5 + 0.1)
-            moved = _stepped(proto, xs, 1.0)
-            out = forward_output(clone(layer), proto.forward, clone(xs), proto.draws,
-                                 proto.out_path) if proto.draws is not None else None
-        finally:
-            setattr(layer, name, old)
-        same_out = _same_return(out, forward_output(
-            clone(layer), proto.forward, clone(xs), proto.draws, proto.out_path)) \
-            if proto.draws is not None else False
-        if base is None or moved is None or (same_out and not all(
-                np.array_equal(base[1][p], moved[1][p]) for p in proto.stepped)):
-            return True
-    return False
+def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
+    """Whether two steps in a row, tiny, from the same point change the stepped arrays
+    alike: a momentum's second step carries its first."""
+    layer = clone(proto.layer)
+    setattr(layer, step, 1e-6)
+    changes = []
+    try:
+        for _ in range(2):
+            before = {p: np.array(get_path(layer, p), copy=True) for p in proto.stepped}
+            _step_once(proto, layer, xs)
+            changes.append({p: get_path(layer, p) - before[p] for p in proto.stepped})
+    except Exception:  # noqa: BLE001 - no evidence: not read as a step size
+        return False
+    return all(np.allclose(changes[1][p], changes[0][p], rtol=1e-3, atol=1e-18)
+               for p in proto.stepped)
+
+
+def _step_once(proto: Protocol, layer: Any, xs: list[Any]) -> None:
+    """One forward and ``backward(gradient)`` on ``layer``."""
+    assert proto.draws is not None
+    proto.draws.reset()
+    out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
+    getattr(layer, proto.backward)(_varied(ones_like(out)))
 
 
 def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> bool:
