@@ -116,7 +116,7 @@ def _more_gradients(fn: Callable[..., Any], args: list[Any]) -> list[int] | None
     dx, dW)``: one per float array argument after the first, in order, each of its
     shape (word2vec's ``(loss, gradCenterVec, gradOutsideVecs)``). None otherwise."""
     try:
-        out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+        out = _on_copies(fn, args)
     except Exception:  # noqa: BLE001 - the check itself reports it
         return None
     floats = [j for j, a in enumerate(args) if j and isinstance(a, np.ndarray)
@@ -134,7 +134,7 @@ def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
     None, whole numbers, strings, or a float scalar when no float argument is a scalar.
     A float array there may be a gradient, so it is no extra. Empty otherwise."""
     try:
-        out = fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+        out = _on_copies(fn, args)
     except Exception:  # noqa: BLE001 - the check itself reports it
         return ""
     shapes = [_shape(a) for a in args]
@@ -167,11 +167,8 @@ def _unresolved(fn: Callable[..., Any], args: list[Any]) -> str:
     hundredth of its point along a random direction, each way, it changes by less than
     100 of its rounding units (a large constant term, a float16 loss). Measured on the
     loss itself, whatever gradient is returned. Empty when it can, or for float64."""
-    def call(a: list[Any]) -> Any:
-        return fn(*[np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in a])
-
     try:
-        out = call(args)
+        out = _on_copies(fn, args)
         loss, g = np.asarray(out[0]), np.asarray(out[1])
         if loss.dtype not in (np.float16, np.float32) or loss.size != 1:
             return ""
@@ -180,8 +177,10 @@ def _unresolved(fn: Callable[..., Any], args: list[Any]) -> str:
         x = np.asarray(args[k], dtype=np.float64)
         u = np.random.default_rng(0).standard_normal(x.shape)
         step = 1e-2 * (1.0 + float(np.sqrt(np.mean(x ** 2))))
-        ends = [float(np.asarray(call(args[:k] + [(x + s * step * u / np.linalg.norm(u))
-                .astype(args[k].dtype)] + args[k + 1:])[0])) for s in (1.0, -1.0)]
+        moved = [(x + s * step * u / np.linalg.norm(u)).astype(args[k].dtype)
+                 for s in (1.0, -1.0)]
+        ends = [float(np.asarray(_on_copies(fn, args[:k] + [m] + args[k + 1:])[0]))
+                for m in moved]
     except Exception:  # noqa: BLE001 - the check itself reports it
         return ""
     change, ulp = abs(ends[0] - ends[1]), float(np.spacing(np.abs(loss)))
@@ -191,6 +190,11 @@ def _unresolved(fn: Callable[..., Any], args: list[Any]) -> str:
             f"too coarse for its gradient (moved by {step:.1e} each way along a random "
             f"direction it changes by {change:.1e}); nothing can be compared: compute the "
             "loss in float64")
+
+
+def _on_copies(fn: Callable[..., Any], args: list[Any]) -> Any:
+    """``fn`` called with copies of the array arguments (it may write into them)."""
+    return fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:
