@@ -39,3 +39,41 @@ def test_a_gradient_stored_and_returned_must_agree(wrong):
         assert res.status == "mismatch" and "dW" in res.message, res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- a gradient handed to an optimizer beside the moments the layer keeps ---------------------
+class _Sgd:
+    def optimize(self, w, dw, m1, m2, param):
+        return w - param.get("lr", 1e-3) * dw, m1, m2
+
+
+class _SteppedScale:
+    """``forward(X, param)``, ``backward(dout, param)`` stepping its own ``gamma`` through
+    ``self.optimizer.optimize(gamma, dgamma, m1, m2, param)``; ``bug`` halves dgamma."""
+
+    def __init__(self, bug: bool = False):
+        self.gamma = np.random.default_rng(5).uniform(0.5, 1.5, (1, 3))
+        self.g1 = self.g2 = np.zeros((1, 3))
+        self.optimizer, self.bug = _Sgd(), bug
+
+    def forward(self, X, param):
+        self.x = X
+        return X * self.gamma
+
+    def backward(self, dout, param):
+        dx = dout * self.gamma
+        dgamma = np.sum(dout * self.x, axis=0) * (0.5 if self.bug else 1.0)
+        self.gamma, self.g1, self.g2 = self.optimizer.optimize(self.gamma, dgamma, self.g1,
+                                                               self.g2, param)
+        return dx
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_gradient_handed_beside_held_moments(bug):
+    x = np.random.default_rng(6).standard_normal((4, 3))
+    res = gradcheck.check_layer(_SteppedScale(bug), x, {"mode": "train", "lr": 0.01})
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["gamma"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("hands to optimizer.optimize" in n for n in res.notes), res.notes

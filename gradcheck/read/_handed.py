@@ -6,7 +6,8 @@ attached to the parameter array itself.
   of an object it holds, beside the parameter itself. :func:`find_handed` records the
   calls of every method of the objects the layer holds while one backward runs, and
   reads as the gradient of a parameter the one float array of its shape passed in the
-  same call as the parameter; :func:`listen` records the same calls in every later
+  same call as the parameter (when there are several, the one the layer did not hold
+  before: moments it keeps are passed too); :func:`listen` records the same calls in every later
   backward, so that each evaluation reads its own.
 - **Attached**: a parameter kept in an ndarray subclass with a gradient attribute
   (``self.W.grad = ...``): :func:`attached` names the float array attribute of the
@@ -95,6 +96,7 @@ def find_handed(layer: Any, xs: list[Any], missing: list[str],
     if not owners:
         return {}
     params = {p: get_path(layer, p) for p in missing}
+    kept = {id(v) for _, v in walk(layer) if is_float_array(v)}  # moments, not gradients
     log = listen(layer, owners)
     backward(layer, xs)
     found: dict[str, Handed] = {}
@@ -110,6 +112,8 @@ def find_handed(layer: Any, xs: list[Any], missing: list[str],
                     x.shape, a.shape) and not any(x is h for h in held)]
                 if len(fits) > 1 and at[1] is not None:  # lists side by side: same place
                     fits = [w for w in fits if w[1] == at[1]]
+                if len(fits) > 1:  # beside moments the layer held before: the new one
+                    fits = [w for w in fits if id(dict(flat)[w]) not in kept] or fits
                 if len(fits) == 1:
                     found[path] = Handed(owner, method, i, fits[0][0], fits[0][1])
     return found

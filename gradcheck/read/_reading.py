@@ -221,11 +221,17 @@ def unchanged(a: Probe, b: Probe) -> bool:
 
 def _arrays(p: Probe, created: bool) -> list[np.ndarray]:
     """What a probe's backward returned, then what it stored (``created``: only the
-    arrays it created), in float64."""
+    arrays it created), in float64: of an array it changed, the change (a step on the
+    weights, ``W - lr * dW``, moves linearly with the output gradient)."""
     got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
            if isinstance(v, np.ndarray | np.generic | float)]
-    return got + [np.asarray(v, dtype=np.float64) for k, v in p.stored.items()
-                  if not created or try_path(p.init, k) is None]
+    for k, v in p.stored.items():
+        old = try_path(p.init, k)
+        if old is None or not created:
+            was = np.asarray(old, dtype=np.float64) if is_float_array(old) and np.shape(
+                old) == np.shape(v) else 0.0
+            got.append(np.asarray(v, dtype=np.float64) - was)
+    return got
 
 
 # -- one forward and backward, observed --------------------------------------------------------
