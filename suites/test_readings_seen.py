@@ -77,3 +77,31 @@ def test_a_gradient_handed_beside_held_moments(bug):
     else:
         assert res.passed, res.report()
     assert any("hands to optimizer.optimize" in n for n in res.notes), res.notes
+
+
+# -- backwardpass(lr, activation_prev, delta) of a layer with nothing to step -----------------
+class _HalfPool:
+    """Average pooling of pairs along the last axis; its backward takes a step size, the
+    input again (read for its batch size only) and the output gradient, in that order."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def forwardpass(self, X):
+        return 0.5 * (X[..., 0::2] + X[..., 1::2])
+
+    def backwardpass(self, alpha, activation_prev, delta):
+        n = activation_prev.shape[0]
+        out = np.zeros((n, delta.shape[1], 2 * delta.shape[2]))
+        out[..., 0::2] = out[..., 1::2] = delta * (1.0 if self.bug else 0.5)
+        return out
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_step_size_first_on_a_layer_with_nothing_to_step(bug):
+    x = np.random.default_rng(7).standard_normal((2, 3, 4))
+    res = gradcheck.check_layer(_HalfPool(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()

@@ -157,6 +157,8 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
         proto.notes, proto.style, proto.stepped = notes, style, stepped
     if not found and len(scaled) == 1:
         raise scaled[0]
+    if len(found) > 1:  # an order whose gradient argument changes nothing reads no gradient
+        found = [f for f in found if _moves_with_gradient(proto, xs, f[0])]
     if len(found) != 1:
         proto.order = saved
         return False
@@ -164,6 +166,19 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
     proto.style = "step"
     proto.notes = [t for t in proto.notes if "inputs again: called as" not in t]
     return True
+
+
+def _moves_with_gradient(proto: Protocol, xs: list[Any], order: list[Any]) -> bool:
+    """Whether, called in ``order``, the backward returns or changes something else for
+    twice the output gradient (not so when that slot takes an argument it only reads the
+    batch size of: ``activation_prev.shape[0]``)."""
+    saved, proto.order = proto.order, order
+    try:
+        one, two = _stepped(proto, xs, 1.0), _stepped(proto, xs, 1.0, 2.0)
+    finally:
+        proto.order = saved
+    return one is not None and two is not None and not (_same_return(one[0], two[0]) and all(
+        np.array_equal(one[1][p], two[1].get(p)) for p in one[1]))
 
 
 def _with(n: int, i: int, j: int) -> list[Any]:
