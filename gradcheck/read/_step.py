@@ -178,7 +178,7 @@ def _moves_with_gradient(proto: Protocol, xs: list[Any], order: list[Any]) -> bo
     finally:
         proto.order = saved
     return one is not None and two is not None and not (_same_return(one[0], two[0]) and all(
-        np.array_equal(one[1][p], two[1].get(p)) for p in one[1]))
+        p in two[1] and np.array_equal(one[1][p], two[1][p]) for p in one[1]))
 
 
 def _with(n: int, i: int, j: int) -> list[Any]:
