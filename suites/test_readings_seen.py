@@ -105,3 +105,56 @@ def test_a_step_size_first_on_a_layer_with_nothing_to_step(bug):
         assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- forward(A_prev, W, b) -> (A, Z); backward(dA, A_prev, W, b, Z) ---------------------------
+class _StatelessDense:
+    """Columns are samples; tanh activation; the backward takes the output gradient, the
+    inputs again and the forward's second value ``Z``; ``bug`` takes tanh' at A."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def forward(self, A_prev, W, b):
+        Z = W @ A_prev + b
+        return np.tanh(Z), Z
+
+    def backward(self, dA, A_prev, W, b, Z):
+        dZ = dA * (1 - np.tanh(np.tanh(Z) if self.bug else Z) ** 2)
+        return W.T @ dZ, dZ @ A_prev.T, dZ.sum(axis=1, keepdims=True)
+
+
+class _StatelessDropout:
+    """``forward(A, W, b) -> (A * mask, None)``, ``backward(dA, A_prev, W, b, Z)``."""
+
+    def __init__(self, bug: bool = False):
+        self.bug, self.mask, self.rng = bug, None, np.random.default_rng(10)
+
+    def forward(self, A, W, b):
+        self.mask = (self.rng.random(A.shape) > 0.4).astype(float)
+        return A * self.mask, None
+
+    def backward(self, dA, A_prev, W, b, Z):
+        return dA * (1 - self.mask if self.bug else self.mask), None, None
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_the_inputs_again_and_the_forwards_second_value(bug):
+    rng = np.random.default_rng(8)
+    a, w, b = rng.standard_normal((4, 5)), rng.standard_normal((3, 4)), rng.standard_normal((3, 1))
+    res = gradcheck.check_layer(_StatelessDense(bug), a, w, b)
+    if bug:
+        assert res.status == "mismatch" and set(_failing(res)) == {"x0", "x1", "x2"}, res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("the forward's second value" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_parameter_free_layer_returning_its_output_and_none(bug):
+    x = np.random.default_rng(9).standard_normal((4, 5))
+    res = gradcheck.check_layer(_StatelessDropout(bug), x, None, None)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()

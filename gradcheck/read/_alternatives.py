@@ -17,7 +17,7 @@ from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
-from ._reading import EACH, OUTPUT, leaves, linear, probe, unchanged
+from ._reading import CACHED, EACH, FIRST, OUTPUT, leaves, linear, probe, unchanged
 
 __all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache",
            "takes_gradient"]
@@ -76,7 +76,8 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     return not any(np.shape(r) in shapes for r in returned[1:])
 
 
-def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | None:
+def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any = None
+             ) -> list[Any] | None:
     """The order of a backward taking the forward's inputs again and the output gradient
     under names of its own (``forward(img)``, ``backward(inputs, prev_grad)``), after it
     raised on missing arguments given the gradient alone: each place for the output
@@ -87,15 +88,52 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
     """
     method = getattr(proto.layer, proto.backward)
     n = len(xs)
-    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not exc.ours or \
-            "missing" not in exc.text or proto.draws is None or \
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or proto.draws is None:
+        return None
+    was = proto.out_path
+    if _beside_cache(proto, returned, method, n):
+        names = positional_names(method, required=True) or []
+        f_names = (positional_names(getattr(proto.layer, proto.forward)) or [])[:n]
+        every = [_with(n, i, j) for i in range(n + 2) for j in range(n + 2) if i != j]
+        order = _trial(proto, xs, [o for o in every if all(  # the inputs named as such
+            o[i] == f_names.index(a) for i, a in enumerate(names) if a in f_names)] or every)
+        proto.out_path = was if order is None else proto.out_path
+        return order
+    if not exc.ours or "missing" not in exc.text or \
             len(positional_names(method, required=True) or []) != n + 1:
         return None
-    draws = proto.draws
-    found = []
     orders: list[list[Any]] = [[*range(k), None, *range(k, n)] for k in range(n + 1)]
     if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
         orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence
+    return _trial(proto, xs, orders)
+
+
+def _beside_cache(proto: Protocol, returned: Any, method: Any, n: int) -> bool:
+    """A forward returning two values (``A, Z``; ``A, None``) and a backward taking two
+    arguments more than it, which raised: the output gradient and the second value
+    beside the inputs again (``backward(dA, A_prev, W, b, Z)``) are tried, the output
+    being the first value (set so)."""
+    if not (isinstance(returned, tuple) and len(returned) == 2 and is_float_array(
+            returned[0])) or proto.out_path not in (None, FIRST) or len(positional_names(
+            method, required=True) or []) != n + 2:
+        return False
+    proto.out_path = FIRST
+    return True
+
+
+def _with(n: int, i: int, j: int) -> list[Any]:
+    """The inputs in order, the output gradient (None) at ``i``, the forward's second
+    value at ``j``."""
+    rest = iter(range(n))
+    return [None if k == i else CACHED if k == j else next(rest) for k in range(n + 2)]
+
+
+def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any] | None:
+    """The one order of ``orders`` whose call runs and gives twice every result for
+    twice the gradient (several giving the same results are one); else None."""
+    draws = proto.draws
+    assert draws is not None
+    found = []
     for order in orders:
 
         def run(scale: float, order: list[Any] = order) -> Any:
@@ -107,9 +145,18 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
                 found.append((order, first))
         except UserCodeError:
             continue
+    if len(found) > 1:  # those returning one gradient per input, of its shape, first
+        found = [f for f in found if _shaped_as(f[1].ret, xs)] or found
     if found and all(unchanged(found[0][1], f) for _, f in found[1:]):
         return found[0][0]  # one order, or several giving the same (leaky relu: x, y)
     return None
+
+
+def _shaped_as(ret: Any, xs: list[Any]) -> bool:
+    """Whether ``ret`` holds one item per input, in order, each None or of its shape."""
+    got = ret if isinstance(ret, (tuple, list)) else (ret,)
+    return len(got) == len(xs) and all(g is None or np.shape(g) == np.shape(x)
+                                       for g, x in zip(got, xs, strict=True))
 
 
 def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],

@@ -23,7 +23,16 @@ from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit
 from ._protocol import ProtocolError, call_user, clone
-from ._reading import CACHE, OUTPUT, GlobalDraws, call_backward, leaves, read_output, split_return
+from ._reading import (
+    CACHE,
+    CACHED,
+    OUTPUT,
+    GlobalDraws,
+    call_backward,
+    leaves,
+    read_output,
+    split_return,
+)
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
 
@@ -125,7 +134,8 @@ class Protocol:
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
-        returned = clone(out) if OUTPUT in self.order or self.style == CACHE else None
+        returned = clone(out) if OUTPUT in self.order or CACHED in self.order or \
+            self.style == CACHE else None
         out = read_output(layer, out, self.out_path)
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))

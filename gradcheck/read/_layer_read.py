@@ -81,7 +81,6 @@ from ._reading import (
     EACH,
     FEED,
     FIRST,
-    OUTPUT,
     UNSURE,
     GlobalDraws,
     call_backward,
@@ -90,6 +89,7 @@ from ._reading import (
     forward_output,
     linear,
     match_stored,
+    order_text,
     output_path,
     probe,
     split_return,
@@ -234,10 +234,9 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             proto.row = True
             text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
                     "output's gradient: given it as one row, (1, n)")
-        elif (order := by_trial(proto, xs, exc)) is not None:
+        elif (order := by_trial(proto, xs, exc, returned)) is not None:
             proto.trial = order
-            shown = ", ".join("dout" if k is None else "the output" if k == OUTPUT
-                              else f"x{k}" for k in order)
+            shown = order_text(order)
             text = (f"{type(proto.layer).__name__}.{proto.backward} takes the forward's "
                     "inputs (or output) again and the output gradient under other names: "
                     f"called as ({shown}), the one order whose results are linear in the "

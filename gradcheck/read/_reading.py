@@ -40,9 +40,9 @@ from ._observe import (
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
 
-__all__ = ["CACHE", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE", "GlobalDraws",
-           "Probe", "call_backward", "call_style", "describe", "leaves", "linear", "output_path",
-           "probe", "read_output", "split_return", "unchanged"]
+__all__ = ["CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
+           "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
+           "order_text", "output_path", "probe", "read_output", "split_return", "unchanged"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -87,9 +87,15 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     elif by_name.count(None) != 1 or len(set(by_name)) != len(by_name):
         return base, [], ""  # a count alone says nothing (backward(d_out, learning_rate))
     order = by_name
-    shown = ", ".join("dout" if k is None else "the output" if k == OUTPUT else (
-        f_names[k] if isinstance(k, int) and k < len(f_names) else f"x{k}") for k in order)
-    return "inputs", order, f"backward takes the forward's inputs again: called as ({shown})"
+    return "inputs", order, ("backward takes the forward's inputs again: called as "
+                             f"({order_text(order, f_names)})")
+
+
+def order_text(order: Sequence[Any], f_names: Sequence[str] = ()) -> str:
+    """A backward's call order as the note shows it: ``dout, x, the output``."""
+    return ", ".join("dout" if k is None else "the output" if k == OUTPUT else
+                     "the forward's second value" if k == CACHED else f_names[k] if
+                     isinstance(k, int) and k < len(f_names) else f"x{k}" for k in order)
 
 
 #: The style of a layer used as a pair of functions: its forward returns ``(y, cache)``
@@ -108,6 +114,10 @@ EACH = "each"
 
 #: In a call order, the forward's output (what it returned) as an argument of the backward.
 OUTPUT = "<output>"
+
+#: In a call order, the second of the two values the forward returned (``A, Z =
+#: forward(A_prev, W, b)``; ``backward(dA, A_prev, W, b, Z)``): its first is the output.
+CACHED = "<returned>[1]"
 
 
 #: The style of a backward that takes no argument, its output gradient given to another
@@ -178,7 +188,7 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
-            else get_path(obj, k) for k in order]
+            else out[1] if k == CACHED else get_path(obj, k) for k in order]
 
 
 def _call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
@@ -327,7 +337,8 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     xs = clone(inputs)
     raw = forward_output(init, method_f, xs, draws, None)
     out = read_output(init, raw, out_path)
-    returned = clone(raw) if out_path is None or style[0] == CACHE else None
+    returned = clone(raw) if out_path is None or style[0] == CACHE or CACHED in style[1] \
+        else None
     after = clone(init)
     before = float_state(after)
     method = getattr(after, method_b)
