@@ -158,3 +158,79 @@ def test_a_parameter_free_layer_returning_its_output_and_none(bug):
         assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- backward(x, cache, dout, gradients): a dict the caller passes, filled by the backward -----
+class _FillsGradients:
+    """Parameters in ``self._parameters['Dense/W']``; ``forward(x) -> (y, {})``; the
+    backward writes ``gradients['Dense/W']``; ``bug`` averages the bias gradient."""
+
+    def __init__(self, bug: bool = False):
+        rng = np.random.default_rng(11)
+        self._parameters = {"Dense/W": rng.standard_normal((4, 3)),
+                            "Dense/b": rng.standard_normal(3)}
+        self.bug = bug
+
+    def forward(self, x):
+        return x @ self._parameters["Dense/W"] + self._parameters["Dense/b"], {}
+
+    def backward(self, x, cache, backwards_gradient, gradients):
+        del cache
+        gradients["Dense/W"] = x.T @ backwards_gradient
+        db = backwards_gradient.mean(0) if self.bug else backwards_gradient.sum(0)
+        gradients["Dense/b"] = db
+        return backwards_gradient @ self._parameters["Dense/W"].T
+
+
+class _AddsToGradients:
+    """``forward(x) -> (y, (x,))``; ``backward(dout, cache, grads)`` adds into
+    ``grads['W']``; ``bug`` transposes nothing but doubles it."""
+
+    def __init__(self, bug: bool = False):
+        self.W, self.bug = np.random.default_rng(12).standard_normal((4, 3)), bug
+
+    def forward(self, x):
+        return x @ self.W, (x,)
+
+    def backward(self, dout, cache, grads):
+        (x,) = cache
+        grads["W"] += x.T @ dout * (2 if self.bug else 1)
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("layer", [_FillsGradients, _AddsToGradients])
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_gradient_dict_the_backward_is_given_and_fills(layer, bug):
+    x = np.random.default_rng(13).standard_normal((5, 4))
+    res = gradcheck.check_layer(layer(bug), x)
+    if bug:
+        assert res.status == "mismatch", res.report()
+        assert _failing(res) in (["_parameters['Dense/b']"], ["W"]), res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("a gradient dict it fills" in n for n in res.notes), res.notes
+    assert not any("separate arguments" in n for n in res.notes), res.notes
+
+
+class _TanhGivenGradients:
+    """An activation of the same framework: nothing to write in the dict it is given."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def forward(self, x):
+        return np.tanh(x), {}
+
+    def backward(self, x, cache, backwards_gradient, gradients):
+        t = np.tanh(x)
+        return backwards_gradient * (1 - (t if self.bug else t ** 2))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_an_activation_given_a_gradient_dict_it_leaves_empty(bug):
+    x = np.random.default_rng(14).standard_normal((3, 4))
+    res = gradcheck.check_layer(_TanhGivenGradients(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()

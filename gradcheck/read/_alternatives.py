@@ -17,10 +17,11 @@ from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
-from ._reading import CACHED, EACH, FIRST, OUTPUT, leaves, linear, probe, unchanged
+from ._reading import EACH, FIRST, OUTPUT, leaves, linear, probe, unchanged
+from ._tokens import CACHED, SINK, filled, token_orders
 
-__all__ = ["by_trial", "each_holds", "first_of_several", "one_dimensional", "returns_cache",
-           "takes_gradient"]
+__all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
+           "returns_cache", "takes_gradient"]
 
 
 def each_holds(proto: Protocol, xs: list[Any]) -> bool:
@@ -76,8 +77,7 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     return not any(np.shape(r) in shapes for r in returned[1:])
 
 
-def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any = None
-             ) -> list[Any] | None:
+def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | None:
     """The order of a backward taking the forward's inputs again and the output gradient
     under names of its own (``forward(img)``, ``backward(inputs, prev_grad)``), after it
     raised on missing arguments given the gradient alone: each place for the output
@@ -90,15 +90,6 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any =
     n = len(xs)
     if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or proto.draws is None:
         return None
-    was = proto.out_path
-    if _beside_cache(proto, returned, method, n):
-        names = positional_names(method, required=True) or []
-        f_names = (positional_names(getattr(proto.layer, proto.forward)) or [])[:n]
-        every = [_with(n, i, j) for i in range(n + 2) for j in range(n + 2) if i != j]
-        order = _trial(proto, xs, [o for o in every if all(  # the inputs named as such
-            o[i] == f_names.index(a) for i, a in enumerate(names) if a in f_names)] or every)
-        proto.out_path = was if order is None else proto.out_path
-        return order
     if not exc.ours or "missing" not in exc.text or \
             len(positional_names(method, required=True) or []) != n + 1:
         return None
@@ -108,24 +99,29 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any =
     return _trial(proto, xs, orders)
 
 
-def _beside_cache(proto: Protocol, returned: Any, method: Any, n: int) -> bool:
-    """A forward returning two values (``A, Z``; ``A, None``) and a backward taking two
-    arguments more than it, which raised: the output gradient and the second value
-    beside the inputs again (``backward(dA, A_prev, W, b, Z)``) are tried, the output
-    being the first value (set so)."""
-    if not (isinstance(returned, tuple) and len(returned) == 2 and is_float_array(
-            returned[0])) or proto.out_path not in (None, FIRST) or len(positional_names(
-            method, required=True) or []) != n + 2:
-        return False
-    proto.out_path = FIRST
-    return True
-
-
-def _with(n: int, i: int, j: int) -> list[Any]:
-    """The inputs in order, the output gradient (None) at ``i``, the forward's second
-    value at ``j``."""
-    rest = iter(range(n))
-    return [None if k == i else CACHED if k == j else next(rest) for k in range(n + 2)]
+def by_tokens(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any = None
+              ) -> list[Any] | None:
+    """The order of a backward taking, beside the output gradient, the forward's second
+    value (``A, Z = forward(...)``; ``backward(dA, A_prev, W, b, Z)``) or a dict it fills
+    with the parameters' gradients (``backward(x, cache, dout, gradients)``), and the
+    inputs again or none of them, after the plain call raised: every order of these the
+    signature leaves open (inputs named as the forward's at their places) is tried, as
+    :func:`by_trial` does. The output of a forward returning two values is the first."""
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or proto.draws is None:
+        return None
+    method = getattr(proto.layer, proto.backward)
+    two = isinstance(returned, tuple) and len(returned) == 2 and (is_float_array(
+        returned[0]) or isinstance(returned[0], (float, np.floating)))
+    if two and proto.out_path not in (None, FIRST) or not two and proto.out_path is not None:
+        return None
+    orders = token_orders(positional_names(method, required=True) or [], (positional_names(
+        getattr(proto.layer, proto.forward)) or [])[:len(xs)], len(xs), two)
+    if not orders:
+        return None
+    was, proto.out_path = proto.out_path, FIRST if two else proto.out_path
+    order = _trial(proto, xs, orders)
+    proto.out_path = was if order is None else proto.out_path
+    return order
 
 
 def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any] | None:
@@ -147,6 +143,11 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
             continue
     if len(found) > 1:  # those returning one gradient per input, of its shape, first
         found = [f for f in found if _shaped_as(f[1].ret, xs)] or found
+    # a gradient dict given and left empty is no evidence of one (backward(grad, wrt, a, b)),
+    # but beside a cache, of a layer holding no array (an activation's)
+    bare = not float_arrays(proto.layer)
+    found = [f for f in found if SINK not in f[0] or filled(f[1].after) or (
+        bare and CACHED in f[0])]
     if found and all(unchanged(found[0][1], f) for _, f in found[1:]):
         return found[0][0]  # one order, or several giving the same (leaky relu: x, y)
     return None
@@ -161,16 +162,15 @@ def _shaped_as(ret: Any, xs: list[Any]) -> bool:
 
 def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
                   method: Any) -> bool:
-    """A forward returning ``(y, cache)``, the cache a container, one of the inputs
-    itself or the output itself (a ReLU's ``return out, out``), beside a backward taking
+    """A forward returning ``(y, cache)``, the cache a container or an array (one of the
+    inputs, the output itself as a ReLU's ``return out, out``, ``ext``), beside a backward taking
     two arguments that reads the second (its results change when the cache does) and
     whose results that move with the output gradient,
     and those of a weight's shape, are all zero for a zero one (a second output's
     gradient would make some: ``(h, (h, c))`` with ``backward(dy, dstate)``; one it
     ignores gives no evidence of a cache): the layer is a pair of functions."""
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
-            isinstance(out[1], (tuple, list, dict)) or out[1] is out[0]
-            or any(out[1] is x for x in given)) and
+            isinstance(out[1], (tuple, list, dict, np.ndarray))) and
             len(positional_names(method, required=True) or []) == 2) or proto.draws is None:
         return False
     runs = [r for scale, other in ((1.0, False), (2.0, False), (0.0, False), (1.0, True))

@@ -459,7 +459,7 @@ def times(dy: Any, scale: float) -> Any:
         return type(dy)(times(d, scale) for d in dy)
     if isinstance(dy, dict):
         return {k: times(d, scale) for k, d in dy.items()}
-    return dy * scale
+    return None if dy is None else dy * scale
 
 
 def ones_like(out: Any) -> Any:
@@ -467,4 +467,7 @@ def ones_like(out: Any) -> Any:
         return type(out)(ones_like(o) for o in out)
     if isinstance(out, dict):
         return {k: ones_like(v) for k, v in out.items()}
-    return np.ones_like(np.asarray(out, dtype=float))
+    try:
+        return np.ones_like(np.asarray(out, dtype=float))
+    except (TypeError, ValueError):  # a string or an object among the outputs: no gradient
+        return None

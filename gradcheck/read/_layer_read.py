@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._alternatives import (
+    by_tokens,
     by_trial,
     each_holds,
     first_of_several,
@@ -234,7 +235,7 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             proto.row = True
             text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
                     "output's gradient: given it as one row, (1, n)")
-        elif (order := by_trial(proto, xs, exc, returned)) is not None:
+        elif (order := by_trial(proto, xs, exc) or by_tokens(proto, xs, exc, returned)):
             proto.trial = order
             shown = order_text(order)
             text = (f"{type(proto.layer).__name__}.{proto.backward} takes the forward's "
@@ -248,7 +249,7 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
                     f"{feed[1]}: called one after the other")
         else:
             raise
-        proto.notes = [n for n in saved[0] if n and "per sample" not in n]
+        proto.notes = [n for n in saved[0] if n and not re.search("per sample|separate ar", n)]
         proto.note(text)
         try:
             return probe_style(proto, xs, what)

@@ -39,6 +39,7 @@ from ._observe import (
 )
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
+from ._tokens import CACHED, SINK, give_sinks
 
 __all__ = ["CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
@@ -94,7 +95,8 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
 def order_text(order: Sequence[Any], f_names: Sequence[str] = ()) -> str:
     """A backward's call order as the note shows it: ``dout, x, the output``."""
     return ", ".join("dout" if k is None else "the output" if k == OUTPUT else
-                     "the forward's second value" if k == CACHED else f_names[k] if
+                     "the forward's second value" if k == CACHED else "a gradient dict it "
+                     "fills" if k == SINK else f_names[k] if
                      isinstance(k, int) and k < len(f_names) else f"x{k}" for k in order)
 
 
@@ -114,10 +116,6 @@ EACH = "each"
 
 #: In a call order, the forward's output (what it returned) as an argument of the backward.
 OUTPUT = "<output>"
-
-#: In a call order, the second of the two values the forward returned (``A, Z =
-#: forward(A_prev, W, b)``; ``backward(dA, A_prev, W, b, Z)``): its first is the output.
-CACHED = "<returned>[1]"
 
 
 #: The style of a backward that takes no argument, its output gradient given to another
@@ -188,7 +186,8 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
-            else out[1] if k == CACHED else get_path(obj, k) for k in order]
+            else out[1] if k == CACHED else None if k == SINK else get_path(obj, k)
+            for k in order]
 
 
 def _call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
@@ -201,7 +200,8 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
         getattr(method.__self__, style.removeprefix(FEED).split(":")[0])(dy)
         return method()
     if style in ("one", "row", "spread", "inputs", "given"):  # a path: what was stored
-        return method(*_arguments(style, order, dy, xs, out, getattr(method, "__self__", None)))
+        return method(*give_sinks(method, list(order), _arguments(
+            style, order, dy, xs, out, getattr(method, "__self__", None))))
     if style == "step":  # backward(output_error, learning_rate), bp(input, delta, lrt)
         return method(*[dy if k is None else 1.0 if k == STEP else xs[int(k)]
                         for k in order or [None, STEP]])
