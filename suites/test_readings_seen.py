@@ -234,3 +234,29 @@ def test_an_activation_given_a_gradient_dict_it_leaves_empty(bug):
         assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- a one-hot the forward builds from token ids is a cache, not a weight drawn anew ------------
+class _OneHotEmbedding:
+    def __init__(self, bug: bool = False):
+        self.weights, self.bug = np.random.default_rng(15).standard_normal((6, 3)), bug
+
+    def forward(self, ids):
+        self.inputs = np.eye(6)[ids]  # (B, T, 6), float, rebuilt from the ids every call
+        return self.inputs @ self.weights
+
+    def backward(self, dvalues):
+        flat = self.inputs.reshape(-1, 6)
+        self.dweights = flat.T @ dvalues.reshape(-1, 3) * (0.5 if self.bug else 1.0)
+        self.dinputs = dvalues @ self.weights.T
+        return self.dinputs
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_one_hot_of_token_ids_is_no_weight_drawn_in_the_forward(bug):
+    ids = np.array([[1, 4, 1], [2, 4, 0]])
+    res = gradcheck.check_layer(_OneHotEmbedding(bug), ids)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
+    else:
+        assert res.passed, res.report()

@@ -1,9 +1,10 @@
 """Gradients that can never reach the output: the backward computes a gradient for an
 array (stores it under the array's name, or takes a step on it) that the forward builds
-anew on every call without reading the inputs (``self.W = np.random.randn(3, 2)`` in the
-forward), or takes its only steps on arrays the output does not depend on. Such arrays
-are checked as parameters: the output's derivative with respect to them is zero, so a
-gradient that is not zero fails there, where the bug is, instead of passing unseen.
+anew on every call without reading the inputs, float or whole-number (``self.W =
+np.random.randn(3, 2)`` in the forward; not a one-hot of token ids), or takes its only
+steps on arrays the output does not depend on. Such arrays are checked as parameters:
+the output's derivative with respect to them is zero, so a gradient that is not zero
+fails there, where the bug is, instead of passing unseen.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
     if not graded or proto.draws is None:
         return []
     other = clone(proto.layer)
-    moved = map_arrays(clone(xs), lambda x: x * 1.25 + 0.125 if is_float_array(x) else x)
+    moved = map_arrays(clone(xs), _moved)
     try:
         forward_output(other, proto.forward, moved, proto.draws, proto.out_path)
     except Exception:  # noqa: BLE001 - no evidence either way: the reading stays as it was
@@ -70,6 +71,16 @@ def lost_steps(proto: Protocol, missing: list[str], reaching: set[str]) -> list[
     proto.note(f"the backward takes a step on {', '.join(steps)}, which the output does not "
                "depend on: checked as parameters (their numerical gradient is zero)")
     return steps
+
+
+def _moved(x: Any) -> Any:
+    """An input changed: a float array's values, a whole-number array's order (token ids
+    stay ids: a one-hot built from them moves)."""
+    if is_float_array(x):
+        return x * 1.25 + 0.125
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.size > 1:
+        return np.roll(x.ravel(), 1).reshape(x.shape)
+    return x
 
 
 def _same(a: Any, b: np.ndarray) -> bool:
