@@ -260,3 +260,21 @@ def test_a_one_hot_of_token_ids_is_no_weight_drawn_in_the_forward(bug):
         assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- check_loss: a loss returning (gradient, loss) --------------------------------------------
+def _mse_gradient_first(preds, labels, bug=False):
+    diff = preds - labels
+    return (1.0 if bug else 2.0) * diff / diff.size, float(np.mean(diff ** 2))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_check_loss_reads_a_gradient_returned_before_the_loss(bug):
+    rng = np.random.default_rng(16)
+    res = gradcheck.check_loss(lambda p, t: _mse_gradient_first(p, t, bug),
+                               rng.standard_normal((4, 3)), rng.standard_normal((4, 3)))
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("(gradient, loss)" in n for n in res.notes), res.notes

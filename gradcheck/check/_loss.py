@@ -52,6 +52,8 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     args = [x, *constants]
     with np.errstate(all="ignore"):
+        if swapped := _gradient_first(fn, args):
+            fn = _swapped(fn)
         extras = _extra_items(fn, args)
         if extras:
             fn = _first_two(fn)
@@ -72,6 +74,9 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
             res = _loss_check(fn, args, 0, opts)
             if res.status == "mismatch":
                 res = _for_another_argument(fn, args, opts, res)
+    if swapped:
+        res.notes.append("fn returns (gradient, loss): the scalar second item is the loss, "
+                         "the first, of x's shape, its gradient")
     if extras:
         res.notes.append(f"fn returned {extras} after (loss, gradient): no argument's "
                          "gradient (None, whole numbers or a float scalar, no float "
@@ -203,6 +208,26 @@ def _shape(x: Any) -> tuple[int, ...] | None:
         return np.shape(x)
     except ValueError:
         return None
+
+
+def _gradient_first(fn: Callable[..., Any], args: list[Any]) -> bool:
+    """Whether ``fn`` returns ``(gradient, loss)``: two items, the first of the first
+    argument's shape (more than one element), the second a float scalar."""
+    try:
+        out = _on_copies(fn, args)
+    except Exception:  # noqa: BLE001 - the check itself reports it
+        return False
+    return isinstance(out, tuple) and len(out) == 2 and _shape(out[0]) == _shape(
+        args[0]) and np.size(out[0]) > 1 and np.size(out[1]) == 1 and np.asarray(
+        out[1]).dtype.kind == "f"
+
+
+def _swapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` returning ``(loss, gradient)`` for its ``(gradient, loss)``."""
+    def swapped(*a: Any) -> Any:
+        out = fn(*a)
+        return (out[1], out[0]) if isinstance(out, tuple) and len(out) == 2 else out
+    return swapped
 
 
 def _first_two(fn: Callable[..., Any]) -> Callable[..., Any]:
