@@ -278,3 +278,20 @@ def test_check_loss_reads_a_gradient_returned_before_the_loss(bug):
     else:
         assert res.passed, res.report()
     assert any("(gradient, loss)" in n for n in res.notes), res.notes
+
+
+class _MaskFirst:
+    """``forward`` returns ``(mask, output)``, the boolean cache first."""
+
+    def forward(self, batch):
+        positive = batch > 0
+        return positive, batch * positive
+
+    def backward(self, grad, positive, lr=None):
+        return grad * positive
+
+
+def test_a_boolean_first_value_is_no_output_read_beside_a_cache():
+    x = np.random.default_rng(17).standard_normal((3, 4))
+    res = gradcheck.check_layer(_MaskFirst(), x)
+    assert res.status not in ("mismatch", "shape-mismatch") and not res.passed, res.report()

@@ -169,7 +169,7 @@ def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
     and those of a weight's shape, are all zero for a zero one (a second output's
     gradient would make some: ``(h, (h, c))`` with ``backward(dy, dstate)``; one it
     ignores gives no evidence of a cache): the layer is a pair of functions."""
-    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], np.ndarray) and (
+    if not (isinstance(out, tuple) and len(out) == 2 and is_float_array(out[0]) and (
             isinstance(out[1], (tuple, list, dict, np.ndarray))) and
             len(positional_names(method, required=True) or []) == 2) or proto.draws is None:
         return False
