@@ -295,3 +295,40 @@ def test_a_boolean_first_value_is_no_output_read_beside_a_cache():
     x = np.random.default_rng(17).standard_normal((3, 4))
     res = gradcheck.check_layer(_MaskFirst(), x)
     assert res.status not in ("mismatch", "shape-mismatch") and not res.passed, res.report()
+
+
+# -- a loss whose backward(*args) hands the forward's inputs to another method ----------------
+class _PassOnLoss:
+    """``forward(x, y)`` per sample, ``__call__`` their mean, ``backward(*args)`` calling
+    ``backward_impl(x, y)`` and dividing by the batch; ``bug`` drops the division."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def __call__(self, *args):
+        return self.forward(*args).mean()
+
+    def forward(self, x, y):
+        p = np.exp(x - x.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        return -(y * np.log(p)).sum(-1)
+
+    def backward(self, *args):
+        g = self.backward_impl(*args)
+        return g if self.bug else g / g.shape[0]
+
+    def backward_impl(self, x, y):
+        p = np.exp(x - x.max(-1, keepdims=True))
+        return p / p.sum(-1, keepdims=True) - y
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_loss_backward_handing_on_its_arguments(bug):
+    rng = np.random.default_rng(18)
+    res = gradcheck.check_layer(_PassOnLoss(bug), rng.standard_normal((5, 4)),
+                                np.eye(4)[[0, 3, 1, 1, 2]])
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("(*args) raised given the output gradient alone" in n for n in res.notes)

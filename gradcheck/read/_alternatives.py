@@ -7,6 +7,7 @@ tells. Each is taken only on evidence observed here, never on a name.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +52,8 @@ def each_holds(proto: Protocol, xs: list[Any]) -> bool:
 
 def one_dimensional(proto: Protocol, returned: Any) -> bool:
     return proto.out_path is None and isinstance(returned, np.ndarray) and \
-        returned.ndim == 1 and returned.dtype.kind == "f"
+        returned.ndim == 1 and returned.dtype.kind == "f" and not _passes_on(
+            getattr(proto.layer, proto.backward))
 
 
 def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
@@ -90,6 +92,8 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
     n = len(xs)
     if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or proto.draws is None:
         return None
+    if _passes_on(method) and "missing" in exc.text and isinstance(exc.exc, TypeError):
+        return _given_again(proto, xs)
     if not exc.ours or "missing" not in exc.text or \
             len(positional_names(method, required=True) or []) != n + 1:
         return None
@@ -97,6 +101,33 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
     if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
         orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence
     return _trial(proto, xs, orders)
+
+
+def _passes_on(method: Any) -> bool:
+    """Whether ``method`` takes ``*args`` only (it hands them to another method)."""
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_POSITIONAL for p in params) and not any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _given_again(proto: Protocol, xs: list[Any]) -> list[Any] | None:
+    """``backward(*args)`` handing its arguments to a method that raised on a missing
+    one, given the output gradient alone: the forward's inputs again, no output
+    gradient (a loss's ``backward(x, y)``), when so it runs and returns an array of an
+    input's shape."""
+    draws = proto.draws
+    assert draws is not None
+    order = list(range(len(xs)))
+    try:
+        got = probe(proto.layer, proto.forward, proto.backward, xs, draws, ("given", order),
+                    proto.out_path, ones_like, proto.then)
+    except UserCodeError:
+        return None
+    shapes = {np.shape(x) for x in xs if is_float_array(x)}
+    return order if isinstance(got.ret, np.ndarray) and got.ret.shape in shapes else None
 
 
 def by_tokens(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any = None

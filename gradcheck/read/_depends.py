@@ -27,8 +27,8 @@ from ._observe import grad_of, positional_names
 from ._protocol import ProtocolError, clone
 from ._reading import forward_output, leaves, probe
 
-__all__ = ["copy_of", "keeps_input", "misshapen_input", "moves_output", "moves_with_dout",
-           "persistent_arrays", "stale_slot"]
+__all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
+           "moves_with_dout", "persistent_arrays", "stale_slot"]
 
 
 def keeps_input(first: Any, p: Param | str) -> bool:
@@ -135,3 +135,16 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
                 raise ProtocolError("shape-mismatch", (
                     f"gradient of x{k} (stored in {c}) has shape {np.shape(free[c])}, "
                     f"expected {shape}"))
+
+
+def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None:
+    """A gradient found by its name whose shape is not its array's is a wrong gradient
+    (``shape-mismatch``), not a reading problem."""
+    for path in left:
+        a = get_path(base, path)
+        ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
+        named = grad_of(path, a.shape, ghost)
+        if named is not None and np.shape(cands[named]) != a.shape:
+            raise ProtocolError("shape-mismatch", (
+                f"gradient of {path} (stored in {named}) has shape "
+                f"{np.shape(cands[named])}, expected {a.shape}"))

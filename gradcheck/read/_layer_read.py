@@ -31,6 +31,7 @@ from ._conventions import zero_one
 from ._depends import (
     keeps_input,
     misshapen_input,
+    misshapen_param,
     moves_output,
     moves_with_dout,
     persistent_arrays,
@@ -72,7 +73,6 @@ from ._loss_read import (
 from ._observe import (
     completing_methods,
     float_state,
-    grad_of,
     method_pair,
     positional_names,
 )
@@ -241,7 +241,10 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             text = (f"{type(proto.layer).__name__}.{proto.backward} takes the forward's "
                     "inputs (or output) again and the output gradient under other names: "
                     f"called as ({shown}), the one order whose results are linear in the "
-                    "output gradient")
+                    "output gradient") if None in order else (
+                f"{type(proto.layer).__name__}.{proto.backward}(*args) raised given the "
+                f"output gradient alone: called with the forward's inputs again ({shown}), "
+                "a loss's backward, which takes no output gradient")
         elif (feed := fed_by(proto, xs, exc)) is not None:
             proto.fed = ":".join(feed)
             text = (f"{type(proto.layer).__name__}.{feed[0]}(dout) feeds the output "
@@ -272,7 +275,8 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
         proto.style = FEED + proto.fed if proto.fed is not None else "row"
         proto.order, in_note, note = [], "", ""
     if proto.trial is not None:
-        proto.style, proto.order, in_note, note = "inputs", list(proto.trial), "", ""
+        proto.style = "inputs" if None in proto.trial else "given"
+        proto.order, in_note, note = list(proto.trial), "", ""
     if not proto.style:
         proto.style, proto.order, in_note = call_style(
             method, getattr(init, proto.forward), len(given), base, labels_of(proto, given))
@@ -397,26 +401,13 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
     left = [p for p in moving if p not in {q.value for q in observed}]
     if left:
-        _misshapen(left, base, cands)
+        misshapen_param(left, base, cands)
         raise _observed_error(layer, left, first, cands)
     _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
                  claimed=frozenset(g for p in found for g in (p.grad, p.value)
                                    if isinstance(g, str)))  # (a step moves the weights)
     proto.params = [stale_slot(base, first, p) for p in found]
     proto.note(_constant_scalars(base, found))
-
-
-def _misshapen(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None:
-    """A gradient found by its name whose shape is not its array's is a wrong gradient
-    (``shape-mismatch``), not a reading problem."""
-    for path in left:
-        a = get_path(base, path)
-        ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
-        named = grad_of(path, a.shape, ghost)
-        if named is not None and np.shape(cands[named]) != a.shape:
-            raise ProtocolError("shape-mismatch", (
-                f"gradient of {path} (stored in {named}) has shape "
-                f"{np.shape(cands[named])}, expected {a.shape}"))
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],

@@ -154,8 +154,9 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
         if (name.startswith("_") and name != "__call__") or name in known or \
                 not inspect.isfunction(fn):
             continue
-        if len(positional_names(fn, required=True) or []) != n + 1:  # self and the inputs
-            continue
+        if len(positional_names(fn, required=True) or []) != n + 1 and not any(
+                q.kind is q.VAR_POSITIONAL for q in inspect.signature(fn).parameters.values()):
+            continue  # self and the inputs, or (self, *args) handing them on
         try:
             if proto.draws is not None:
                 proto.draws.reset()
