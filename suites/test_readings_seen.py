@@ -332,3 +332,29 @@ def test_a_loss_backward_handing_on_its_arguments(bug):
     else:
         assert res.passed, res.report()
     assert any("(*args) raised given the output gradient alone" in n for n in res.notes)
+
+
+# -- a loss's backward(y_pred, y_true) storing its gradient: the labels are its targets --------
+class _StoredBce:
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def calculate(self, y_pred, y_true):
+        return float(np.mean(-(y_true * np.log(y_pred) + (1 - y_true) * np.log(1 - y_pred))))
+
+    def backward(self, y_pred, y_true):
+        g = (y_pred - y_true) / (y_pred * (1 - y_pred))
+        self.dinputs = g if self.bug else g / y_pred.size
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_stored_loss_gradient_beside_label_targets(bug):
+    rng = np.random.default_rng(19)
+    p = 1 / (1 + np.exp(-rng.standard_normal((6, 1))))
+    t = np.array([[1.0], [0.0], [1.0], [1.0], [0.0], [0.0]])
+    res = gradcheck.check_layer(_StoredBce(bug), p, t)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("x1: the loss's target(s), holding labels" in n for n in res.notes), res.notes

@@ -63,6 +63,7 @@ from ._layer_call import (
 from ._loss_read import (
     as_prediction,
     given_loss,
+    given_targets,
     labels_of,
     left_at_none,
     loss_part,
@@ -504,6 +505,7 @@ def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
     if proto.returned is not None or ret is not None:
         return {}
     names = positional_names(getattr(first.init, proto.forward)) or []
+    given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets
     return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
 
 

@@ -19,8 +19,8 @@ from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import describe, leaves, read_output
 
-__all__ = ["as_prediction", "given_loss", "labels_of", "left_at_none", "loss_part", "loss_stored",
-           "pick_prediction", "settle"]
+__all__ = ["as_prediction", "given_loss", "given_targets", "labels_of", "left_at_none",
+           "loss_part", "loss_stored", "pick_prediction", "settle"]
 
 
 def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
@@ -194,6 +194,20 @@ def labels_of(proto: Protocol, xs: list[Any]) -> list[bool]:
     """Which inputs hold labels: 0/1 values (one-hot rows, binary targets) or integers."""
     return [proto.labels[k] or (isinstance(x, np.ndarray) and x.dtype.kind in "biu")
             for k, x in enumerate(xs)]
+
+
+def given_targets(proto: Protocol, xs: list[Any]) -> None:
+    """A loss's backward taking the forward's inputs again (``backward(y_pred, y_true)``)
+    without ``wrt=``: the inputs holding labels are its targets, constants, when another
+    float input holds none (its gradient is the prediction's)."""
+    labels = labels_of(proto, xs)
+    if proto.style != "given" or proto.wrt_given or all(labels[k] for k in proto.wanted):
+        return
+    targets = [k for k in proto.wanted if labels[k]]
+    if targets:
+        proto.wanted = [k for k in proto.wanted if not labels[k]]
+        proto.note(f"{', '.join(f'x{k}' for k in targets)}: the loss's target(s), holding "
+                   "labels, constants (name them in wrt= to differentiate them)")
 
 
 def settle(proto: Protocol) -> None:
