@@ -32,11 +32,39 @@ class _StoresAndReturns:
 
 
 @pytest.mark.parametrize("wrong", ["", "stored", "returned"])
-def test_a_gradient_stored_and_returned_must_agree(wrong):
+def test_a_gradient_stored_and_returned_is_checked_in_both_places(wrong):
     x = np.random.default_rng(4).standard_normal((4, 3))
     res = gradcheck.check_layer(_StoresAndReturns(wrong), x)
     if wrong:
-        assert res.status == "mismatch" and "dW" in res.message, res.report()
+        want = ["W"] if wrong == "stored" else ["W (returned 'W')"]
+        assert res.status == "mismatch" and _failing(res) == want, res.report()
+        assert any("in two places that differ" in n for n in res.notes), res.notes
+    else:
+        assert res.passed, res.report()
+        assert [i.name for i in res.inputs] == ["x0", "W", "b"], res.report()
+
+
+class _StoresAndReturnsList(_StoresAndReturns):
+    """``self.params = [W, b]`` and ``return dX, [dW, db]`` beside ``self.dW``; a wide W
+    (checked along random directions, every tensor at once)."""
+
+    def __init__(self, wrong: str = ""):
+        rng = np.random.default_rng(22)
+        self.W, self.b, self.wrong = rng.standard_normal((40, 30)), rng.standard_normal(30), wrong
+        self.params = [self.W, self.b]
+
+    def backward(self, dout):
+        dx, got = super().backward(dout)
+        return dx, [got["W"], got["b"]]
+
+
+@pytest.mark.parametrize("wrong", ["", "stored", "returned"])
+def test_a_gradient_stored_and_returned_in_a_list_along_directions(wrong):
+    x = np.random.default_rng(23).standard_normal((5, 40))
+    res = gradcheck.check_layer(_StoresAndReturnsList(wrong), x)
+    if wrong:
+        want = ["W"] if wrong == "stored" else ["W (returned 0)"]
+        assert res.status == "mismatch" and _failing(res) == want, res.report()
     else:
         assert res.passed, res.report()
 
@@ -196,6 +224,28 @@ class _AddsToGradients:
         (x,) = cache
         grads["W"] += x.T @ dout * (2 if self.bug else 1)
         return dout @ self.W.T
+
+
+class _StoresAndFills(_AddsToGradients):
+    """Stores ``self.dW`` and writes ``grads['W']`` (what the caller's optimizer reads);
+    ``bug`` doubles the dict's copy only."""
+
+    def backward(self, dout, cache, grads):
+        (x,) = cache
+        self.dW = x.T @ dout
+        grads["W"] = self.dW * (2 if self.bug else 1)
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_gradient_stored_and_written_in_the_given_dict(bug):
+    x = np.random.default_rng(24).standard_normal((5, 4))
+    res = gradcheck.check_layer(_StoresAndFills(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["W (at grads['W'])"], \
+            res.report()
+    else:
+        assert res.passed, res.report()
 
 
 @pytest.mark.parametrize("layer", [_FillsGradients, _AddsToGradients])
@@ -358,3 +408,90 @@ def test_a_stored_loss_gradient_beside_label_targets(bug):
     else:
         assert res.passed, res.report()
     assert any("x1: the loss's target(s), holding labels" in n for n in res.notes), res.notes
+
+
+# -- a layer read by trial after it ran once (its gradient buffers hold the last ones) --------
+class _TrialDense:
+    def __init__(self, bug: bool = False):
+        r = np.random.default_rng(20)
+        self.W, self.b = r.standard_normal((3, 2)), r.standard_normal(2)
+        self.dW, self.db, self.bug = np.zeros_like(self.W), np.zeros_like(self.b), bug
+
+    def forward(self, inp):
+        return inp @ self.W + self.b
+
+    def backward(self, inputs, grad):  # overwrites its gradients
+        self.dW = inputs.T @ grad * (0.5 if self.bug else 1.0)
+        self.db = grad.sum(0)
+        return grad @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_layer_read_by_trial_after_it_ran_once(bug):
+    rng = np.random.default_rng(21)
+    layer = _TrialDense(bug)
+    layer.backward(rng.standard_normal((4, 3)), rng.standard_normal((4, 2)))
+    res = gradcheck.check_layer(layer, rng.standard_normal((4, 3)))
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+@pytest.mark.parametrize("ids", [[[3, 3, 3]], [2], [[0, 0], [0, 0]]])
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_one_hot_of_ids_all_alike_is_no_weight_either(ids, bug):
+    res = gradcheck.check_layer(_OneHotEmbedding(bug), np.array(ids))
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_check_loss_reads_gradient_first_for_a_one_element_point(bug):
+    x, t = np.array([0.3]), np.array([1.1])
+    res = gradcheck.check_loss(lambda p, y: _mse_gradient_first(p, y, bug), x, t)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _StepFirstSigmoid:
+    """``backwardpass(alpha, activation_prev, delta)``: the input and the output gradient
+    have one shape, only one order doubles with the gradient; ``bug`` drops (1 - s)."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def forwardpass(self, X):
+        return 1 / (1 + np.exp(-X))
+
+    def backwardpass(self, alpha, activation_prev, delta):
+        s = 1 / (1 + np.exp(-activation_prev))
+        return delta * s if self.bug else delta * s * (1 - s)
+
+
+class _StepFirstIdentityBug:
+    """A ReLU whose broken backward ignores both the step and the input: the orders left
+    give the same results, one reading."""
+
+    def forwardpass(self, X):
+        return np.maximum(X, 0)
+
+    def backwardpass(self, alpha, activation_prev, delta):
+        return delta * 1.0
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_step_first_activation_is_read_in_the_order_that_doubles(bug):
+    x = np.random.default_rng(25).standard_normal((3, 4))
+    x[np.abs(x) < 0.05] = 0.3
+    res = gradcheck.check_layer(_StepFirstSigmoid(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()
+    res = gradcheck.check_layer(_StepFirstIdentityBug(), x)
+    assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()

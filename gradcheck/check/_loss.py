@@ -212,13 +212,13 @@ def _shape(x: Any) -> tuple[int, ...] | None:
 
 def _gradient_first(fn: Callable[..., Any], args: list[Any]) -> bool:
     """Whether ``fn`` returns ``(gradient, loss)``: two items, the first of the first
-    argument's shape (more than one element), the second a float scalar."""
+    argument's shape, the second a float scalar of another shape."""
     try:
         out = _on_copies(fn, args)
     except Exception:  # noqa: BLE001 - the check itself reports it
         return False
     return isinstance(out, tuple) and len(out) == 2 and _shape(out[0]) == _shape(
-        args[0]) and np.size(out[0]) > 1 and np.size(out[1]) == 1 and np.asarray(
+        args[0]) != _shape(out[1]) and np.size(out[1]) == 1 and np.asarray(
         out[1]).dtype.kind == "f"
 
 

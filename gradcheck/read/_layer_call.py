@@ -31,7 +31,6 @@ from ._reading import (
     call_backward,
     leaves,
     read_output,
-    split_return,
 )
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
@@ -119,7 +118,6 @@ class Protocol:
     trial: list[Any] | None = None  # style "inputs" in an order found by trial
     pick: list[int] = field(default_factory=list)  # a loss's one array: [k] x_k's, [a, b] unsure
     step_attr: str | None = None  # a step size held on the layer (self.learning_rate)
-    twice: dict[str, Any] | None = None  # stored gradients also returned: name -> key
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -127,7 +125,12 @@ class Protocol:
 
     def run_forward(self, xs: list[Any], ps: list[np.ndarray]) -> tuple[Any, Any]:
         layer = clone(self.layer)
+        written: dict[str, Any] = {}
         for p, value in zip(self.params, ps, strict=True):
+            if isinstance(p.value, str) and p.value in written:  # a second place's twin:
+                value = written[p.value] + (value - p.read(self.layer))  # moves add up
+            if isinstance(p.value, str):
+                written[p.value] = value
             p.write(layer, value)
         if self.draws is not None:
             self.draws.reset()
@@ -194,23 +197,11 @@ class Protocol:
             else:
                 g = _change(p.read_grad(fresh), b, scale)
                 _same_elsewhere(p, fresh, g, elsewhere)
-                if pgrads is not None and scale is None:
-                    _same_returned(p, g, pgrads, self._twice(ret))
             grads.append(self._unit(g, np.shape(p.read(fresh)), p.name,
                                     np.shape(p.read(self.layer))))
         if scale is not None:
             dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
         return dxs + grads
-
-    def _twice(self, ret: Any) -> dict[str, Any]:
-        """The parameters read where the backward stored their gradients that its
-        returned part (``dX, {"W": dW}``) names too: name -> key (found once)."""
-        if self.twice is None:
-            split = split_return(ret, self.layer, self.n_inputs)
-            j, mine = self.returned or (None, {})
-            self.twice = {p: k for p, k in (split[1] if split and split[0] == j else {})
-                          .items() if p not in mine}
-        return self.twice
 
     def _unit(self, g: Any, shape: tuple[int, ...], name: str,
               given: tuple[int, ...] | None = None) -> Any:
@@ -408,29 +399,6 @@ def _same_elsewhere(p: Param, fresh: Any, grad: Any, befores: dict[str, Any]) ->
             f"(max |difference| {float(np.max(np.abs(o - g))):.3e}); a backward that rebinds "
             "a gradient (self.grads[0] = ...) leaves the other references to the old array "
             "stale: write in place (self.grads[0][...] = ...)")
-
-
-def _same_returned(p: Param, grad: Any, part: Any, twice: dict[str, Any]) -> None:
-    """A gradient the backward both stored and returned (``self.dW = ...; return dX,
-    {"W": ...}``) must be one gradient: when the two differ, one of them is wrong,
-    whichever the optimizer reads."""
-    if p.name not in twice or grad is None:
-        return
-    try:
-        other = np.asarray(part[twice[p.name]], dtype=np.float64)
-    except (KeyError, IndexError, TypeError, ValueError):
-        return
-    g = np.asarray(grad, dtype=np.float64)
-    tol = 1e-9 * float(np.max(np.abs(g), initial=1e-300))
-    if other.size == g.size and np.allclose(other.reshape(g.shape), g, rtol=1e-6, atol=tol):
-        return
-    diff = f"max |difference| {float(np.max(np.abs(other.reshape(g.shape) - g))):.3e}" \
-        if other.size == g.size else f"shapes {other.shape} and {g.shape}"
-    raise ProtocolError(
-        "mismatch", f"gradient mismatch in {p.name}: the backward stores its gradient at "
-        f"{p.grad} and returns another one (key {twice[p.name]!r} of its returned part); "
-        f"they differ ({diff}), so at most one is right: compute it once and return or "
-        "store that")
 
 
 def _change(after: Any, before: np.ndarray | None, scale: Any) -> Any:

@@ -97,6 +97,7 @@ from ._reading import (
     split_return,
 )
 from ._redrawn import lost_steps, redrawn
+from ._second import second_places
 from ._slot import slot_style
 from ._step import takes_a_step
 
@@ -253,7 +254,8 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
                     f"{feed[1]}: called one after the other")
         else:
             raise
-        proto.notes = [n for n in saved[0] if n and not re.search("per sample|separate ar", n)]
+        proto.notes = [n for n in saved[0]
+                       if n and not re.search("per sample|separate ar|again: called", n)]
         proto.note(text)
         try:
             return probe_style(proto, xs, what)
@@ -408,6 +410,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                  claimed=frozenset(g for p in found for g in (p.grad, p.value)
                                    if isinstance(g, str)))  # (a step moves the weights)
     proto.params = [stale_slot(base, first, p) for p in found]
+    second_places(proto, first)
     proto.note(_constant_scalars(base, found))
 
 

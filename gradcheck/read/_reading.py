@@ -212,13 +212,19 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
 
 def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
     """Whether ``b``, run with twice the output gradient of ``a``, returned and stored
-    twice what ``a`` did: a backward is linear in its output gradient. ``created``: of
-    the stored arrays, only those the backward created (a step it takes on the weights
-    is not linear in the gradient)."""
+    twice what ``a`` did: a backward is linear in its output gradient. A stored array it
+    changed may double in its value (a gradient overwritten) or in its change (a step on
+    the weights, ``W - lr * dW``). ``created``: of the stored arrays, only those the
+    backward created."""
     xa, xb = _arrays(a, created), _arrays(b, created)
     return len(xa) == len(xb) and all(
-        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
-            1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(xa, xb, strict=True))
+        u.shape == v.shape and (_doubles(u, v) or _doubles(u - was, v - was))
+        for (u, was), (v, _) in zip(xa, xb, strict=True))
+
+
+def _doubles(u: np.ndarray, v: np.ndarray) -> bool:
+    return bool(np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
+        1 + float(np.max(np.abs(v), initial=0)))))
 
 
 def unchanged(a: Probe, b: Probe) -> bool:
@@ -226,21 +232,21 @@ def unchanged(a: Probe, b: Probe) -> bool:
     the same as ``a`` (a backward that ignores what it is given)."""
     xa, xb = _arrays(a, True), _arrays(b, True)
     return len(xa) == len(xb) and all(u.shape == v.shape and np.array_equal(u, v)
-                                      for u, v in zip(xa, xb, strict=True))
+                                      for (u, _), (v, _) in zip(xa, xb, strict=True))
 
 
-def _arrays(p: Probe, created: bool) -> list[np.ndarray]:
+def _arrays(p: Probe, created: bool) -> list[tuple[np.ndarray, Any]]:
     """What a probe's backward returned, then what it stored (``created``: only the
-    arrays it created), in float64: of an array it changed, the change (a step on the
-    weights, ``W - lr * dW``, moves linearly with the output gradient)."""
-    got = [np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
-           if isinstance(v, np.ndarray | np.generic | float)]
+    arrays it created), in float64, each with what it was before (0 for a new one)."""
+    got: list[tuple[np.ndarray, Any]] = [
+        (np.asarray(v, dtype=np.float64), 0.0) for v in leaves(p.ret)
+        if isinstance(v, np.ndarray | np.generic | float)]
     for k, v in p.stored.items():
         old = try_path(p.init, k)
         if old is None or not created:
             was = np.asarray(old, dtype=np.float64) if is_float_array(old) and np.shape(
                 old) == np.shape(v) else 0.0
-            got.append(np.asarray(v, dtype=np.float64) - was)
+            got.append((np.asarray(v, dtype=np.float64), was))
     return got
 
 
