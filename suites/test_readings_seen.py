@@ -495,3 +495,30 @@ def test_a_step_first_activation_is_read_in_the_order_that_doubles(bug):
         assert res.passed, res.report()
     res = gradcheck.check_layer(_StepFirstIdentityBug(), x)
     assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+
+
+# -- (dx, np.array([]), np.array([])): empty arrays as placeholders ---------------------------
+class _PoolEmptyPlaceholders:
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return np.maximum(x[:, 0::2], x[:, 1::2])
+
+    def backward(self, dout):
+        a, b = self.x[:, 0::2], self.x[:, 1::2]
+        dx = np.zeros_like(self.x)
+        dx[:, 0::2] = dout * (a >= b if not self.bug else 1.0)
+        dx[:, 1::2] = dout * (b > a)
+        return dx, np.array([]), np.array([])
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_empty_arrays_beside_the_input_gradient_are_placeholders(bug):
+    x = np.random.default_rng(26).standard_normal((3, 6))
+    res = gradcheck.check_layer(_PoolEmptyPlaceholders(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
+    else:
+        assert res.passed, res.report()

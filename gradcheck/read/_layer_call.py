@@ -221,8 +221,8 @@ class Protocol:
     def _beside_stored(self, ret: Any, fresh: Any, xs: list[Any]) -> Any:
         """A flat ``(dX, dW, db)`` of a one-input layer whose other items are the very
         arrays it stored (``self.W['grad']``), or placeholders (``dX, 0, 0``, ``dX, None,
-        None``): ``dX``, the one item of the input's shape (the stored gradients are read
-        where they are stored)."""
+        None``, ``dX, np.array([]), np.array([])``): ``dX``, the one item of the input's
+        shape (the stored gradients are read where they are stored)."""
         if self.n_inputs > 1:
             return self._inputs_then_stored(ret, fresh, xs)
         if not isinstance(ret, tuple) or len(ret) < 2 or not isinstance(xs[0], np.ndarray):
@@ -234,7 +234,8 @@ class Protocol:
         scalars = bool(float_scalars(fresh))  # a 0 beside a float scalar (a PReLU's alpha)
 
         def placeholder(r: Any) -> bool:  # may be its forgotten gradient
-            return r is None or (type(r) in (int, float) and r == 0 and not scalars)
+            return r is None or (type(r) in (int, float) and r == 0 and not scalars) or (
+                isinstance(r, np.ndarray) and r.size == 0)  # np.array([]): nothing held
 
         if len(fit) == 1 and all(r is fit[0] or id(r) in held for r in ret):
             self.note("backward returned the input gradient beside the gradients it stored "
