@@ -175,7 +175,7 @@ def test_a_backward_taking_the_inputs_again_and_the_forwards_second_value(bug):
         assert res.status == "mismatch" and set(_failing(res)) == {"x0", "x1", "x2"}, res.report()
     else:
         assert res.passed, res.report()
-    assert any("the forward's second value" in n for n in res.notes), res.notes
+    assert any("the forward's last value" in n for n in res.notes), res.notes
 
 
 @pytest.mark.parametrize("bug", [False, True])
@@ -522,3 +522,86 @@ def test_empty_arrays_beside_the_input_gradient_are_placeholders(bug):
         assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- forward -> (h, c, cache); backward(dh, dc, cache) ----------------------------------------
+class _TwoOutputsThenCache:
+    """``h = tanh(x @ W)``, ``c = x * s``; the cache comes last, the backward takes the
+    two outputs' gradients and the cache; ``bug`` drops tanh' in dW."""
+
+    def __init__(self, bug: bool = False):
+        rng = np.random.default_rng(27)
+        self.W, self.s, self.bug = rng.standard_normal((3, 3)), rng.standard_normal(3), bug
+
+    def forward(self, x):
+        h = np.tanh(x @ self.W)
+        return h, x * self.s, (x, h)
+
+    def backward(self, dh, dc, cache):
+        x, h = cache
+        dz = dh * (1 - h ** 2)
+        self.dW = x.T @ (dh if self.bug else dz)
+        self.ds = (dc * x).sum(0)
+        return dz @ self.W.T + dc * self.s
+
+
+class _ThreeOutputs:
+    """Three outputs and a backward taking their three gradients (no cache)."""
+
+    def forward(self, x):
+        self.x = x
+        return 2 * x, x ** 2, np.sin(x)
+
+    def backward(self, d1, d2, d3):
+        return 2 * d1 + 2 * d2 * self.x + d3 * np.cos(self.x)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_outputs_then_a_cache_beside_a_backward_taking_their_gradients(bug):
+    x = np.random.default_rng(28).standard_normal((4, 3))
+    res = gradcheck.check_layer(_TwoOutputsThenCache(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("outputs and then a cache" in n for n in res.notes), res.notes
+    res = gradcheck.check_layer(_ThreeOutputs(), x)
+    assert res.passed and not any("then a cache" in n for n in res.notes), res.report()
+
+
+class _MomentumDicts:
+    """Stores ``self.dW`` and updates ``self.v = {'dW': ..., 'db': ...}`` (a momentum
+    named like gradients, not a second place of them); ``bug`` halves dW."""
+
+    def __init__(self, bug: bool = False):
+        rng = np.random.default_rng(29)
+        self.W, self.b, self.bug = rng.standard_normal((3, 2)), rng.standard_normal(2), bug
+        self.v = {"dW": np.zeros((3, 2)), "db": np.zeros(2)}
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout * (0.5 if self.bug else 1.0)
+        self.db = dout.sum(0)
+        self.v["dW"] = 0.9 * self.v["dW"] + 0.1 * self.dW
+        self.v["db"] = 0.9 * self.v["db"] + 0.1 * self.db
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_momentum_keyed_like_gradients_is_no_second_place(bug):
+    x = np.random.default_rng(30).standard_normal((4, 3))
+    res = gradcheck.check_layer(_MomentumDicts(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert not any("two places" in n for n in res.notes), res.notes
+
+
+def test_wrt_naming_a_parameter_checks_its_second_place_too():
+    x = np.random.default_rng(31).standard_normal((4, 3))
+    res = gradcheck.check_layer(_StoresAndReturns("returned"), x, wrt=["W"])
+    assert res.status == "mismatch" and _failing(res) == ["W (returned 'W')"], res.report()

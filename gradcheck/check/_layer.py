@@ -174,8 +174,8 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
     def bwd(dy: Any, cache: Any) -> dict[str, Any]:
         return dict(zip(all_names, proto.run_backward(dy, cache), strict=True))
 
-    res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)), wrt, opts,
-                             kind="layer")
+    res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)),
+                             _with_twins(wrt, all_names), opts, kind="layer")
     res.notes = list(res.notes) + [t for t in proto.notes if t not in res.notes]
     return res
 
@@ -227,6 +227,17 @@ def _argument_names(layer: Any, forward: str | None, inputs: tuple[Any, ...]) ->
     # forward(x1, x2) is x1, the second input), names no argument here
     return ["" if isinstance(getattr(layer, a, None), np.ndarray) or re.fullmatch(r"x\d+", a)
             else a for a in names]
+
+
+def _with_twins(wrt: Any, names: list[str]) -> Any:
+    """``wrt`` with the second place of each parameter it names (``W (returned 'W')``
+    for ``W``): a gradient put in two places is checked in both."""
+    if wrt is None:
+        return wrt
+    items = [wrt] if isinstance(wrt, (str, int)) else list(wrt)
+    twins = [n for n in names if n not in items and any(
+        isinstance(w, str) and n.startswith(f"{w} (") for w in items)]
+    return items + twins if twins else wrt
 
 
 def _wrt_names(wrt: Any, inputs: tuple[Any, ...], layer: Any = None,

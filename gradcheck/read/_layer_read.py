@@ -100,6 +100,7 @@ from ._redrawn import lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
 from ._step import takes_a_step
+from ._tokens import spread_cache
 
 __all__ = ["discover"]
 
@@ -330,7 +331,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     if proto.style == "one" and not proto.row:
         return given_loss(proto, takes_gradient(proto, run), out)
     if proto.style != "inputs" or proto.order.index(None) >= len(xs):
-        return given_loss(proto, run(1.0), out)
+        return given_loss(proto, *spread_cache(proto, run, out))
     try:
         first = run(1.0)
         if linear(first, run(2.0)):

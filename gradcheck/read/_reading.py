@@ -39,7 +39,7 @@ from ._observe import (
 )
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
-from ._tokens import CACHED, SINK, give_sinks
+from ._tokens import BUT_LAST, CACHED, DY, SINK, give_sinks
 
 __all__ = ["CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
@@ -95,8 +95,9 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
 def order_text(order: Sequence[Any], f_names: Sequence[str] = ()) -> str:
     """A backward's call order as the note shows it: ``dout, x, the output``."""
     return ", ".join("dout" if k is None else "the output" if k == OUTPUT else
-                     "the forward's second value" if k == CACHED else "a gradient dict it "
-                     "fills" if k == SINK else f_names[k] if
+                     "the forward's last value" if k == CACHED else "a gradient dict it "
+                     "fills" if k == SINK else f"the gradient of output {k[len(DY):-1]}" if
+                     isinstance(k, str) and k.startswith(DY) else f_names[k] if
                      isinstance(k, int) and k < len(f_names) else f"x{k}" for k in order)
 
 
@@ -186,8 +187,8 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
-            else out[1] if k == CACHED else None if k == SINK else get_path(obj, k)
-            for k in order]
+            else out[-1] if k == CACHED else None if k == SINK else dy[int(k[len(DY):-1])]
+            if isinstance(k, str) and k.startswith(DY) else get_path(obj, k) for k in order]
 
 
 def _call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
@@ -279,6 +280,8 @@ def read_output(layer: Any, out: Any, out_path: str | None) -> Any:
     ``out_path``."""
     if out_path is None:
         return out
+    if out_path == BUT_LAST:  # outputs, then a cache
+        return tuple(np.array(o, copy=True) for o in out[:-1])
     if out_path.startswith("<returned>["):
         return np.array(out[int(out_path[len("<returned>["):-1])], copy=True)
     return np.array(get_path(layer, out_path), copy=True)

@@ -1,6 +1,7 @@
 """A parameter's gradient that the backward puts in two places: stored on the layer
-(``self.dW``) and returned (``dX, {"dW": ...}``), or stored and written in a gradient
-dict its caller passes (``grads["W"]``). Whichever one the caller's optimizer reads must
+(``self.dW``) and returned (``dX, {"W": ...}``, ``dX, [dW, db]``), or stored and written
+in a gradient dict its caller passes (``grads["W"]``); never a momentum's or a cache's
+array named like a gradient (``v['dW']``). Whichever one the caller's optimizer reads must
 be right, so when the two differ the second is checked too, as a parameter of its own
 (``W (returned 'dW')``): the wrong one fails, where it is.
 """
@@ -17,6 +18,7 @@ from ._flat import FLAT
 from ._layer_call import Protocol
 from ._observe import grad_of
 from ._reading import split_return
+from ._tokens import Sink
 
 __all__ = ["second_places"]
 
@@ -39,7 +41,8 @@ def second_places(proto: Protocol, first: Any) -> None:
         places: dict[str, tuple[Any, Any]] = {  # a name grad_of reads -> (key, value)
             f"grads[{k!r}]": (k, v) for k, v in part.items() if k != own}
         places |= {path: (None, v) for path, v in first.stored.items() if path not in taken
-                   and path not in p.also and _owner(path) == _owner(p.value)}
+                   and path not in p.also and _owner(path) == _owner(p.value)
+                   and isinstance(try_path(first.after, _holder(path)), Sink)}
         matched = {f"grads[{k!r}]" for q, k in split.items() if q == p.value and k != own}
         for where, (key, value) in places.items():
             if not is_float_array(value) or (where not in matched and grad_of(
@@ -53,6 +56,11 @@ def second_places(proto: Protocol, first: Any) -> None:
             first_place = p.grad if own is None else f"returned {own!r}"
             proto.note(f"the gradient of {p.name} is in two places that differ, {first_place} "
                        f"and {twin[len(p.name) + 2:-1]}: both are checked, the second as {twin}")
+
+
+def _holder(path: str) -> str:
+    """The container a path's last key belongs to (``grads`` for ``grads['W']``)."""
+    return re.sub(r"\[[^\]]*\]$", "", path)
 
 
 def _owner(path: str) -> str:

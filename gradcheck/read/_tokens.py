@@ -14,11 +14,23 @@ from typing import Any
 
 from ._observe import positional_names
 
-__all__ = ["CACHED", "SINK", "Sink", "filled", "give_sinks", "token_orders"]
+__all__ = ["BUT_LAST", "CACHED", "DY", "SINK", "Sink", "dy_part", "filled", "give_sinks",
+           "spread_cache", "token_orders"]
 
-#: In a call order, the second of the two values the forward returned (``A, Z =
-#: forward(A_prev, W, b)``; ``backward(dA, A_prev, W, b, Z)``): its first is the output.
-CACHED = "<returned>[1]"
+#: In a call order, the last of the values the forward returned (``A, Z =
+#: forward(A_prev, W, b)``; ``backward(dA, A_prev, W, b, Z)``; ``h, c, cache``): the
+#: others are the output.
+CACHED = "<returned>[-1]"
+
+#: The ``out_path`` of a forward returning its outputs and then a cache (``h, c, cache``).
+BUT_LAST = "<returned>[:-1]"
+
+#: In a call order, the gradient of the forward's output ``k`` (:func:`dy_part`).
+DY = "<dy>["
+
+
+def dy_part(k: int) -> str:
+    return f"{DY}{k}]"
 
 #: In a call order, a dict the backward fills with the parameters' gradients.
 SINK = "<gradients>"
@@ -91,3 +103,39 @@ def give_sinks(method: Any, order: list[Any], args: list[Any]) -> list[Any]:
 def filled(layer: Any) -> bool:
     """Whether a :class:`Sink` kept on ``layer`` holds something."""
     return any(isinstance(v, Sink) and v for v in getattr(layer, "__dict__", {}).values())
+
+
+def spread_cache(proto: Any, run: Any, out: Any) -> tuple[Any, Any]:
+    """One probe of the backward and the output it differentiates. A forward returning
+    outputs and then a cache (``h, c, cache``) whose backward takes one gradient per
+    value (``backward(dh, dc, cache)``): when, given a gradient for each, its results
+    are not linear in them, it is called with the outputs' gradients and the cache
+    itself, and read so when its results are linear then."""
+    first = run(1.0)
+    if proto.style != "spread" or not isinstance(out, tuple) or len(out) < 3 or \
+            proto.out_path is not None or _linear(first, run, 2.0):
+        return first, out
+    saved = (proto.style, list(proto.order), proto.out_path)
+    proto.style, proto.out_path = "inputs", BUT_LAST
+    proto.order = [dy_part(k) for k in range(len(out) - 1)] + [CACHED]
+    try:
+        cached = run(1.0)
+    except Exception:  # noqa: BLE001 - not this reading: the plain one stands
+        cached = None
+    if cached is None or not _linear(cached, run, 2.0):
+        proto.style, proto.order, proto.out_path = saved
+        return first, out
+    proto.notes = [t for t in proto.notes if "separate arguments" not in t]
+    what = type(proto.layer).__name__
+    proto.note(f"{what}.{proto.forward} returns {len(out) - 1} outputs and then a cache, and "
+               f"{what}.{proto.backward} takes their gradients and that cache: called so")
+    return cached, out[:-1]
+
+
+def _linear(first: Any, run: Any, scale: float) -> bool:
+    """Whether ``run(scale)`` gives ``scale`` times ``first`` (False if it raises)."""
+    from ._reading import linear  # noqa: PLC0415 - _reading imports this module
+    try:
+        return linear(first, run(scale))
+    except Exception:  # noqa: BLE001 - no evidence of linearity
+        return False
