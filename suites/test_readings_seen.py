@@ -605,3 +605,52 @@ def test_wrt_naming_a_parameter_checks_its_second_place_too():
     x = np.random.default_rng(31).standard_normal((4, 3))
     res = gradcheck.check_layer(_StoresAndReturns("returned"), x, wrt=["W"])
     assert res.status == "mismatch" and _failing(res) == ["W (returned 'W')"], res.report()
+
+
+# -- method names: a core pair beside its wrappers, and private names -------------------------
+class _WrappedPropagate:
+    """``propagate``/``backpropagate`` and the wrappers ``*_with_validation`` calling
+    them; ``bug`` drops tanh' in the backward."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def propagate_with_validation(self, x):
+        return self.propagate(x)
+
+    def backpropagate_with_validation(self, delta):
+        return self.backpropagate(delta)
+
+    def propagate(self, x):
+        self.y = np.tanh(x)
+        return self.y
+
+    def backpropagate(self, delta):
+        return delta if self.bug else delta * (1 - self.y ** 2)
+
+
+class _PrivateNames:
+    def __init__(self, bug: bool = False):
+        self.W, self.bug = np.random.default_rng(32).standard_normal((3, 2)), bug
+
+    def count_params(self):
+        return self.W.size
+
+    def _forwards(self, x):
+        self.x = x
+        return x @ self.W
+
+    def _backwards(self, dout):
+        self.dW = self.x.T @ dout * (2 if self.bug else 1)
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("layer", [_WrappedPropagate, _PrivateNames])
+@pytest.mark.parametrize("bug", [False, True])
+def test_method_pairs_beside_wrappers_and_private_ones(layer, bug):
+    x = np.random.default_rng(33).standard_normal((4, 3))
+    res = gradcheck.check_layer(layer(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) in (["x0"], ["W"]), res.report()
+    else:
+        assert res.passed, res.report()

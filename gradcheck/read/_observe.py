@@ -45,10 +45,15 @@ _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['
 
 # -- the method pair ---------------------------------------------------------------------------
 def _methods(layer: Any, pattern: re.Pattern[str]) -> list[str]:
-    names = [n for n in dir(type(layer)) if not n.startswith("_") and pattern.search(n)
-             and callable(getattr(layer, n, None))
-             and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
-             and _short_paired(layer, n)]
+    """The methods named as a forward (or a backward): public ones, else private ones
+    (``_forwards``), never dunders but ``__call__``."""
+    def named(private: bool) -> list[str]:
+        return [n for n in dir(type(layer)) if n.startswith("_") == private
+                and not n.startswith("__") and pattern.search(n)
+                and callable(getattr(layer, n, None))
+                and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
+                and _short_paired(layer, n)]
+    names = named(False) or named(True)
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer):
         names.append("__call__")
     return names
@@ -135,7 +140,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         return fwds[0], taker, (  # gradients(grad_out) beside __call__(x, w, b)
             f"backward found as the one other method taking one argument, whose results, "
             f"after {fwds[0]}, are linear in it: {taker} (backward)")
-    if not fwds and not bwds and inputs and (pair := _prefixed(layer, inputs)):
+    if not fwds and inputs and (pair := _prefixed(layer, inputs, bwds)):
         return pair[0], pair[1], (f"methods found by their names: {pair[1]} is {pair[0]} "
                                   "with a prefix (propaga, retropropaga)")
     if not fwds or not bwds:
@@ -150,18 +155,24 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
                     "backward='...')")
 
 
-def _prefixed(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str] | None:
+def _prefixed(layer: Any, inputs: tuple[Any, ...], bwds: list[str]
+              ) -> tuple[str, str] | None:
     """The one pair of public methods of which the second's name is the first's with a
     prefix (``propaga``/``retropropaga``, ``prop``/``backprop`` in any language), the
-    first taking the inputs and returning a float array; None otherwise."""
+    first taking the inputs and returning a float array, the second one of ``bwds``,
+    the methods named as backwards, if any; None otherwise."""
     names = _public(layer)
     pairs = [(f, b) for f in names for b in names  # (not d_tanh for tanh: a derivative)
              if len(b) > len(f) >= 3 and b.lower().endswith(f.lower())
              and not _GRAD_AFFIX.fullmatch(b[:-len(f)])]
-    if len(pairs) != 1 or not _returns_a_value(layer, pairs[0][0], inputs):
+    pairs = [p for p in pairs if _returns_a_value(layer, p[0], inputs)]  # not a wrapper
+    if len(pairs) > 1:  # that raises, nor one named as a pair's with more (propagate and
+        pairs = [(f, b) for f, b in pairs if not any(  # propagate_with_validation: the
+            g != f and g in f and c in b for g, c in pairs)]  # core pair, not its wrapper)
+    if len(pairs) != 1 or (bwds and pairs[0][1] not in bwds):
         return None
-    f, b = pairs[0]  # no other method that reads as a backward (unpad beside gradient)
-    others = [n for n in names if n not in (f, b) and len(
+    f, b = pairs[0]  # no other method that reads as a backward (unpad beside gradient),
+    others = [n for n in names if f not in n and b not in n and len(  # but its wrappers'
         positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
     return None if any(_linear_after(layer, f, n, inputs) for n in others[:4]) else (f, b)
 
