@@ -654,3 +654,78 @@ def test_method_pairs_beside_wrappers_and_private_ones(layer, bug):
         assert res.status == "mismatch" and _failing(res) in (["x0"], ["W"]), res.report()
     else:
         assert res.passed, res.report()
+
+
+class _PropagateWithHelper:
+    """Public ``propagate``/``backpropagate`` beside a private ``_forward_linear`` helper
+    (no forward); ``bug`` forgets the ReLU mask."""
+
+    def __init__(self, bug: bool = False):
+        rng = np.random.default_rng(34)
+        self.W, self.b, self.bug = rng.standard_normal((3, 2)), rng.standard_normal(2), bug
+
+    def _forward_linear(self, x):
+        return x @ self.W + self.b
+
+    def propagate(self, x):
+        self.x, self.z = x, self._forward_linear(x)
+        return np.maximum(self.z, 0)
+
+    def backpropagate(self, delta):
+        dz = delta if self.bug else delta * (self.z > 0)
+        self.dW, self.db = self.x.T @ dz, dz.sum(0)
+        return dz @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_private_helper_is_no_forward_beside_public_methods(bug):
+    x = np.random.default_rng(35).standard_normal((4, 3))
+    res = gradcheck.check_layer(_PropagateWithHelper(bug), x)
+    if bug:
+        assert res.status == "mismatch" and "x0" in _failing(res), res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _GradsDictOnTheLayer(_StoresAndReturns):
+    """Stores ``self.dW`` and ``self.grads['W']`` (what its optimizer reads); ``wrong``
+    doubles the dict's copy."""
+
+    def backward(self, dout):
+        dw = self.x.T @ dout
+        self.dW, self.db = dw, dout.sum(0)
+        self.grads = {"W": dw * (2 if self.wrong else 1), "b": dout.sum(0)}
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("wrong", ["", "dict"])
+def test_a_gradient_also_kept_in_the_layers_grads_dict(wrong):
+    x = np.random.default_rng(36).standard_normal((4, 3))
+    res = gradcheck.check_layer(_GradsDictOnTheLayer(wrong), x)
+    if wrong:
+        assert res.status == "mismatch" and _failing(res) == ["W (at grads['W'])"], \
+            res.report()
+    else:
+        assert res.passed, res.report()
+
+
+class _CacheWithShape(_TwoOutputsThenCache):
+    """``(h, c, (x, h, shape))``: the backward raises given a gradient in the cache's place."""
+
+    def forward(self, x):
+        h, c, (x, hh) = super().forward(x)
+        return h, c, (x, hh, x.shape)
+
+    def backward(self, dh, dc, cache):
+        x, h, shape = cache
+        return super().backward(dh, dc, (x.reshape(shape), h))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_outputs_then_a_cache_the_plain_reading_cannot_call(bug):
+    x = np.random.default_rng(37).standard_normal((4, 3))
+    res = gradcheck.check_layer(_CacheWithShape(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
+    else:
+        assert res.passed, res.report()

@@ -30,8 +30,8 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["float_state", "grad_of", "last_name", "method_pair", "parent_of", "positional_names",
-           "same_but_unit", "stored"]
+__all__ = ["float_state", "grad_of", "grads_holder", "last_name", "method_pair", "parent_of",
+           "positional_names", "same_but_unit", "stored"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
 _BACKWARD_LONG = r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd|^back_?forward$"
@@ -44,16 +44,16 @@ _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['
 
 
 # -- the method pair ---------------------------------------------------------------------------
-def _methods(layer: Any, pattern: re.Pattern[str]) -> list[str]:
-    """The methods named as a forward (or a backward): public ones, else private ones
-    (``_forwards``), never dunders but ``__call__``."""
-    def named(private: bool) -> list[str]:
-        return [n for n in dir(type(layer)) if n.startswith("_") == private
-                and not n.startswith("__") and pattern.search(n)
-                and callable(getattr(layer, n, None))
-                and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
-                and _short_paired(layer, n)]
-    names = named(False) or named(True)
+def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> list[str]:
+    """The public methods named as a forward (or a backward), ``__call__`` too; with
+    ``private``, the private ones (``_forwards``), never dunders."""
+    names = [n for n in dir(type(layer)) if n.startswith("_") == private
+             and not n.startswith("__") and pattern.search(n)
+             and callable(getattr(layer, n, None))
+             and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
+             and _short_paired(layer, n)]
+    if private:
+        return names
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer):
         names.append("__call__")
     return names
@@ -79,6 +79,20 @@ def _pairs(fwds: list[str], bwds: list[str]) -> list[tuple[str, str]]:
 
     return [(f, b) for f in fwds for b in bwds
             if f == "__call__" or stem(f, _FORWARD) == stem(b, _BACKWARD)]
+
+
+def _named(layer: Any, forward: str | None, backward: str | None
+           ) -> tuple[list[str], list[str]]:
+    """The methods named as forwards and as backwards (the given ones as themselves);
+    private ones (``_forwards``/``_backwards``) only when no public method reads as
+    either and they make a pair (a private helper, ``_forward_linear`` beside a public
+    ``propagate``, is no forward)."""
+    bwds = [backward] if backward is not None else _methods(layer, _BACKWARD)
+    fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
+    if fwds or bwds:
+        return fwds, bwds
+    fwds, bwds = _methods(layer, _FORWARD, True), _methods(layer, _BACKWARD, True)
+    return (fwds, bwds) if fwds and bwds else ([], [])
 
 
 def _forward_alone(layer: Any, fwds: list[str], bwds: list[str]) -> list[str]:
@@ -111,8 +125,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
                             f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
     if f is not None and b is not None:
         return f, b, ""
-    bwds = [b] if b is not None else _methods(layer, _BACKWARD)
-    fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
+    fwds, bwds = _named(layer, forward, b)
     if forward is None and f == "forward":  # forward() beside other forward-like methods
         fwds = _forward_alone(layer, fwds, bwds)
     pairs = [(x, y) for x, y in _pairs(fwds, bwds)] if len(fwds) > 1 or len(bwds) > 1 \
@@ -404,6 +417,11 @@ def parent_of(path: str) -> str:
     """The path of the object holding the attribute or item at ``path``."""
     cut = max(path.rfind("."), path.rfind("["))
     return path[:cut] if cut > 0 else ""
+
+
+def grads_holder(name: str) -> bool:
+    """Whether ``name`` is a container named for gradients (``grads``, ``gradients``)."""
+    return bool(name) and not _GRAD_AFFIX.sub("", name.lstrip("_"))
 
 
 def last_name(path: str) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 from ._discovery import Param, is_float_array, try_path
 from ._flat import FLAT
 from ._layer_call import Protocol
-from ._observe import grad_of
+from ._observe import grad_of, grads_holder, last_name
 from ._reading import split_return
 from ._tokens import Sink
 
@@ -42,7 +42,7 @@ def second_places(proto: Protocol, first: Any) -> None:
             f"grads[{k!r}]": (k, v) for k, v in part.items() if k != own}
         places |= {path: (None, v) for path, v in first.stored.items() if path not in taken
                    and path not in p.also and _owner(path) == _owner(p.value)
-                   and isinstance(try_path(first.after, _holder(path)), Sink)}
+                   and _gradient_place(first.after, path)}
         matched = {f"grads[{k!r}]" for q, k in split.items() if q == p.value and k != own}
         for where, (key, value) in places.items():
             if not is_float_array(value) or (where not in matched and grad_of(
@@ -56,6 +56,16 @@ def second_places(proto: Protocol, first: Any) -> None:
             first_place = p.grad if own is None else f"returned {own!r}"
             proto.note(f"the gradient of {p.name} is in two places that differ, {first_place} "
                        f"and {twin[len(p.name) + 2:-1]}: both are checked, the second as {twin}")
+
+
+def _gradient_place(layer: Any, path: str) -> bool:
+    """Whether ``path`` is a place for gradients: an attribute of the layer's own
+    (``self.W_grad``), an item of a gradient dict it was given, or of a container named
+    for gradients (``self.grads['W']``); not a momentum's (``self.v['dW']``)."""
+    holder = _holder(path)
+    if holder == path:
+        return True
+    return isinstance(try_path(layer, holder), Sink) or grads_holder(last_name(holder))
 
 
 def _holder(path: str) -> str:

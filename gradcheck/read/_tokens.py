@@ -13,6 +13,7 @@ import itertools
 from typing import Any
 
 from ._observe import positional_names
+from ._protocol import UserCodeError
 
 __all__ = ["BUT_LAST", "CACHED", "DY", "SINK", "Sink", "dy_part", "filled", "give_sinks",
            "spread_cache", "token_orders"]
@@ -111,9 +112,14 @@ def spread_cache(proto: Any, run: Any, out: Any) -> tuple[Any, Any]:
     value (``backward(dh, dc, cache)``): when, given a gradient for each, its results
     are not linear in them, it is called with the outputs' gradients and the cache
     itself, and read so when its results are linear then."""
-    first = run(1.0)
     if proto.style != "spread" or not isinstance(out, tuple) or len(out) < 3 or \
-            proto.out_path is not None or _linear(first, run, 2.0):
+            proto.out_path is not None:
+        return run(1.0), out
+    try:  # given a "gradient" in the cache's place, it may raise: no evidence either
+        first, raised = run(1.0), None
+    except UserCodeError as exc:
+        first, raised = None, exc
+    if first is not None and _linear(first, run, 2.0):
         return first, out
     saved = (proto.style, list(proto.order), proto.out_path)
     proto.style, proto.out_path = "inputs", BUT_LAST
@@ -124,6 +130,8 @@ def spread_cache(proto: Any, run: Any, out: Any) -> tuple[Any, Any]:
         cached = None
     if cached is None or not _linear(cached, run, 2.0):
         proto.style, proto.order, proto.out_path = saved
+        if raised is not None:
+            raise raised
         return first, out
     proto.notes = [t for t in proto.notes if "separate arguments" not in t]
     what = type(proto.layer).__name__
