@@ -729,3 +729,49 @@ def test_outputs_then_a_cache_the_plain_reading_cannot_call(bug):
         assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- parameters nested deep (a Sequential of Residual blocks of Linear layers) ----------------
+class _Param:
+    def __init__(self, a):
+        self.data, self.grad = a, np.zeros_like(a)
+
+
+class _DeepDense:
+    def __init__(self, bug: bool = False):
+        self._parameters = {"weight": _Param(np.random.default_rng(38).standard_normal((3, 3)))}
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self._parameters["weight"].data
+
+    def backward(self, dout):
+        w = self._parameters["weight"]
+        w.grad += self.x.T @ dout / (len(dout) if self.bug else 1)
+        return dout @ w.data.T
+
+
+class _Holder:
+    def __init__(self, inner):
+        self._modules = {"0": inner}
+
+    def forward(self, x):
+        return self._modules["0"].forward(x)
+
+    def backward(self, dout):
+        return self._modules["0"].backward(dout)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_parameter_nested_twelve_containers_deep_is_checked(bug):
+    layer = _DeepDense(bug)
+    for _ in range(12):
+        layer = _Holder(layer)
+    res = gradcheck.check_layer(layer, np.random.default_rng(39).standard_normal((4, 3)))
+    deep = [i.name for i in res.inputs if i.name.endswith("_parameters['weight']")]
+    assert len(deep) == 1, res.report()
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == deep, res.report()
+    else:
+        assert res.passed, res.report()
