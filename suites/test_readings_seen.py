@@ -775,3 +775,37 @@ def test_a_parameter_nested_twelve_containers_deep_is_checked(bug):
         assert res.status == "mismatch" and _failing(res) == deep, res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- backward(alpha=..., weight_decay=...) is the step; gradient(eta) the backward -----------
+class _StepNamedBackward:
+    def __init__(self, bug: bool = False):
+        rng = np.random.default_rng(40)
+        self.weights, self.bias, self.bug = rng.standard_normal((3, 2)), rng.standard_normal(2), bug
+        self.w_gradient, self.b_gradient = np.zeros((3, 2)), np.zeros(2)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weights + self.bias
+
+    def gradient(self, eta):
+        self.w_gradient += self.x.T @ eta * (0.5 if self.bug else 1.0)
+        self.b_gradient += eta.sum(0)
+        return eta @ self.weights.T
+
+    def backward(self, alpha=0.00001, weight_decay=0.0004):
+        self.weights *= 1 - weight_decay
+        self.weights -= alpha * self.w_gradient
+        self.bias -= alpha * self.b_gradient
+        self.w_gradient, self.b_gradient = np.zeros((3, 2)), np.zeros(2)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_only_step_settings_is_no_backward(bug):
+    x = np.random.default_rng(41).standard_normal((4, 3))
+    res = gradcheck.check_layer(_StepNamedBackward(bug), x)
+    if bug:
+        assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("gradient(), linear in its argument" in n for n in res.notes), res.notes

@@ -35,6 +35,7 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from functools import partial
@@ -47,7 +48,7 @@ from ..read._discovery import LayerConventionError
 from ..read._layer_call import Protocol
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
-from ..read._observe import method_pair, positional_names
+from ..read._observe import method_pair, one_taker, positional_names
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ..read._reading import GlobalDraws
 from ._core import raise_unless_passed, run_protocol_check
@@ -111,6 +112,12 @@ def check_layer(
         if again.status != "error":
             res = _noted(again, "the backward needs what __call__ stores before it calls "
                                 "forward: __call__ checked as the forward")
+    elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)):
+        again = _checked(layer, inputs, forward, other[1], params, grads, wrt, output, opts)
+        if again.status not in ("error", "bad-protocol"):
+            res = _noted(again, f"{other[0]}() takes settings with defaults only (a step), "
+                                f"not an output gradient: {other[1]}(), linear in its "
+                                "argument after the forward, checked as the backward")
     record(res)
     return res
 
@@ -136,6 +143,26 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
 def _noted(res: CheckResult, note: str) -> CheckResult:
     res.notes.append(note)
     return res
+
+
+def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
+                         forward: str | None) -> tuple[str, str] | None:
+    """When the method read as the backward failed and takes only numbers with defaults
+    (``backward(alpha=1e-5, weight_decay=4e-4)``: an optimizer step), it and the one
+    other method taking one argument whose results, after the forward, are linear in it
+    (``gradient(eta)``); None otherwise."""
+    if res.status not in ("error", "bad-protocol"):
+        return None
+    try:
+        f, b, _ = method_pair(layer, forward, None, inputs)
+        params = list(inspect.signature(getattr(layer, b)).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not params or any(p.default is p.empty or type(p.default) not in (int, float)
+                         for p in params):
+        return None
+    other = one_taker(layer, f, inputs, skip=b)
+    return (b, other) if other else None
 
 
 def _call_first(layer: Any, inputs: tuple[Any, ...], res: CheckResult) -> bool:

@@ -30,8 +30,8 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["float_state", "grad_of", "grads_holder", "last_name", "method_pair", "parent_of",
-           "positional_names", "same_but_unit", "stored"]
+__all__ = ["float_state", "grad_of", "grads_holder", "last_name", "method_pair", "one_taker",
+           "parent_of", "positional_names", "same_but_unit", "stored"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
 _BACKWARD_LONG = r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd|^back_?forward$"
@@ -149,7 +149,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
             return takers[0], bwds[0], (
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
                 f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
-    if len(fwds) == 1 and not bwds and inputs and (taker := _one_taker(layer, fwds[0], inputs)):
+    if len(fwds) == 1 and not bwds and inputs and (taker := one_taker(layer, fwds[0], inputs)):
         return fwds[0], taker, (  # gradients(grad_out) beside __call__(x, w, b)
             f"backward found as the one other method taking one argument, whose results, "
             f"after {fwds[0]}, are linear in it: {taker} (backward)")
@@ -199,10 +199,11 @@ def _not_a_class(layer: Any) -> None:
                         "lambda a, y: (loss(a, y), gradient(a, y)), a, y)")
 
 
-def _one_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
-    """Of the public methods besides the forward taking one argument, the one linear in it
-    after the forward (:func:`_linear_after`); ``""`` when none or several are."""
-    takers = [n for n in _public(layer) if n != forward and len(
+def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "") -> str:
+    """Of the public methods besides the forward (and ``skip``) taking one argument, the
+    one linear in it after the forward (:func:`_linear_after`); ``""`` when none or
+    several are."""
+    takers = [n for n in _public(layer) if n not in (forward, skip) and len(
         positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
     linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
     return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing)
