@@ -809,3 +809,43 @@ def test_a_backward_taking_only_step_settings_is_no_backward(bug):
     else:
         assert res.passed, res.report()
     assert any("gradient(), linear in its argument" in n for n in res.notes), res.notes
+
+
+# -- backward_delta(input, delta) beside backward_update_gradient(input, delta) ---------------
+class _SplitBackward:
+    """The course template: ``backward_update_gradient`` adds the parameters' gradients
+    into ``self._gradient``, ``backward_delta`` returns the input's; ``bug`` says which
+    is wrong."""
+
+    def __init__(self, bug: str = ""):
+        rng = np.random.default_rng(42)
+        self._parameters = {"weight": rng.standard_normal((3, 2)), "bias": rng.standard_normal(2)}
+        self._gradient = {"weight": np.zeros((3, 2)), "bias": np.zeros(2)}
+        self.bug = bug
+
+    def zero_grad(self):
+        self._gradient = {"weight": np.zeros((3, 2)), "bias": np.zeros(2)}
+
+    def forward(self, X):
+        return X @ self._parameters["weight"] + self._parameters["bias"]
+
+    def backward_update_gradient(self, input, delta):
+        self._gradient["weight"] += input.T @ delta * (2 if self.bug == "dW" else 1)
+        self._gradient["bias"] += delta.sum(0)
+
+    def backward_delta(self, input, delta):
+        return delta @ self._parameters["weight"].T * (-1 if self.bug == "dX" else 1)
+
+    def update_parameters(self, learning_rate=1e-3):
+        self._parameters["weight"] -= learning_rate * self._gradient["weight"]
+
+
+@pytest.mark.parametrize("bug", ["", "dW", "dX"])
+def test_a_backward_split_into_delta_and_update_gradient(bug):
+    x = np.random.default_rng(43).standard_normal((4, 3))
+    res = gradcheck.check_layer(_SplitBackward(bug), x)
+    want = {"dW": ["_parameters['weight']"], "dX": ["x0"]}.get(bug)
+    if want:
+        assert res.status == "mismatch" and _failing(res) == want, res.report()
+    else:
+        assert res.passed, res.report()

@@ -30,8 +30,9 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["float_state", "grad_of", "grads_holder", "last_name", "method_pair", "one_taker",
-           "parent_of", "positional_names", "same_but_unit", "stored"]
+__all__ = ["backward_named", "float_state", "grad_of", "grads_holder", "last_name",
+           "method_pair", "one_taker", "parent_of", "positional_names", "same_but_unit",
+           "stored"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
 _BACKWARD_LONG = r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd|^back_?forward$"
@@ -87,12 +88,24 @@ def _named(layer: Any, forward: str | None, backward: str | None
     private ones (``_forwards``/``_backwards``) only when no public method reads as
     either and they make a pair (a private helper, ``_forward_linear`` beside a public
     ``propagate``, is no forward)."""
-    bwds = [backward] if backward is not None else _methods(layer, _BACKWARD)
+    bwds = [backward] if backward is not None else _completed(layer, _methods(layer, _BACKWARD))
     fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
     if fwds or bwds:
         return fwds, bwds
     fwds, bwds = _methods(layer, _FORWARD, True), _methods(layer, _BACKWARD, True)
     return (fwds, bwds) if fwds and bwds else ([], [])
+
+
+def _completed(layer: Any, bwds: list[str]) -> list[str]:
+    """The backward-like methods less those that complete another one: named for
+    gradients and taking no more arguments than it (``backward_update_gradient(input,
+    delta)`` beside ``backward_delta(input, delta)``), tried after it as
+    :func:`completing_methods` are."""
+    def args(n: str) -> int:
+        return len(positional_names(getattr(layer, n)) or [None] * 99)
+    done = [b for b in bwds if "grad" in b.lower() and any(
+        o != b and "grad" not in o.lower() and args(b) <= args(o) for o in bwds)]
+    return [b for b in bwds if b not in done]
 
 
 def _forward_alone(layer: Any, fwds: list[str], bwds: list[str]) -> list[str]:
@@ -418,6 +431,11 @@ def parent_of(path: str) -> str:
     """The path of the object holding the attribute or item at ``path``."""
     cut = max(path.rfind("."), path.rfind("["))
     return path[:cut] if cut > 0 else ""
+
+
+def backward_named(name: str) -> bool:
+    """Whether ``name`` reads as a backward's (``backward_update_gradient``)."""
+    return bool(_BACKWARD.search(name))
 
 
 def grads_holder(name: str) -> bool:

@@ -30,6 +30,7 @@ from ._discovery import get_path, is_float_array, try_path, walk
 from ._flat import by_affix, by_place
 from ._lists import param_lists, properties
 from ._observe import (
+    backward_named,
     float_state,
     grad_of,
     parent_of,
@@ -147,7 +148,9 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         extra = done(*[given[n] for n in wants])
     if ran:  # it runs the layer: a numerical gradient, not the backward's
         raise ProtocolError("bad-protocol", f"{then}() runs {ran[0]}()")
-    if extra is None:  # it stores what it computes: a step the backward itself must take
+    if extra is None and backward_named(then):  # the second half of a backward split in
+        return ret  # two (backward_update_gradient(input, delta)): read where it stores
+    if extra is None:  # it stores what it computes: the backward must call it itself
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")
     return ret, extra
 
