@@ -849,3 +849,62 @@ def test_a_backward_split_into_delta_and_update_gradient(bug):
         assert res.status == "mismatch" and _failing(res) == want, res.report()
     else:
         assert res.passed, res.report()
+
+
+class _ForgetsItsHelper:
+    """``backward(x, dout)`` meant to call ``backward_grad(x, dout)`` (which creates
+    ``self.dW``); the broken one forgets: no check may pass it by calling the helper."""
+
+    def __init__(self, bug: bool = False):
+        self.W, self.bug = np.random.default_rng(44).standard_normal((3, 2)), bug
+
+    def forward(self, x):
+        return x @ self.W
+
+    def backward_grad(self, x, dout):
+        self.dW = x.T @ dout
+
+    def backward(self, x, dout):
+        if not self.bug:
+            self.backward_grad(x, dout)
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_that_forgets_its_gradient_helper_never_passes(bug):
+    x = np.random.default_rng(45).standard_normal((4, 3))
+    if not bug:
+        assert gradcheck.check_layer(_ForgetsItsHelper(), x).passed
+        return
+    try:
+        res = gradcheck.check_layer(_ForgetsItsHelper(True), x)
+    except gradcheck.LayerConventionError:
+        return
+    assert not res.passed, res.report()
+
+
+class _DefaultUnitGradient:
+    """``backward(dout=1.0)`` beside a ``local_grad(dout)``: the backward is a backward,
+    not a step, even though its one argument has a default; ``bug`` makes it raise."""
+
+    def __init__(self, bug: bool = False):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x)
+
+    def local_grad(self, dout):
+        return dout * (1 - np.tanh(self.x) ** 2)
+
+    def backward(self, dout=1.0):
+        if self.bug:
+            raise ValueError("shapes")
+        return self.local_grad(dout)
+
+
+def test_a_backward_with_a_unit_default_is_not_swapped_for_another_method():
+    x = np.random.default_rng(46).standard_normal((3, 4))
+    assert gradcheck.check_layer(_DefaultUnitGradient(), x).passed
+    res = gradcheck.check_layer(_DefaultUnitGradient(True), x)
+    assert res.status == "error" and not res.passed, res.report()

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..read._conventions import differentiable
 from ..read._discovery import LayerConventionError
-from ..read._layer_call import Protocol
+from ..read._layer_call import Protocol, cotangent_named
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
 from ..read._observe import method_pair, one_taker, positional_names
@@ -107,17 +107,7 @@ def check_layer(
     """
     opts = validate_options("check_layer", **options)
     res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
-    if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
-        again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
-        if again.status != "error":
-            res = _noted(again, "the backward needs what __call__ stores before it calls "
-                                "forward: __call__ checked as the forward")
-    elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)):
-        again = _checked(layer, inputs, forward, other[1], params, grads, wrt, output, opts)
-        if again.status not in ("error", "bad-protocol"):
-            res = _noted(again, f"{other[0]}() takes settings with defaults only (a step), "
-                                f"not an output gradient: {other[1]}(), linear in its "
-                                "argument after the forward, checked as the backward")
+    res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
     record(res)
     return res
 
@@ -145,6 +135,30 @@ def _noted(res: CheckResult, note: str) -> CheckResult:
     return res
 
 
+def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str | None,
+             backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
+             opts: Options) -> CheckResult:
+    """``res``, or the check under another reading its failure points to: ``__call__``
+    as the forward (it stores what the backward needs), or the one other linear method
+    as the backward when the one named so is a step (:func:`_step_named_backward`)."""
+    if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
+        again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
+        if again.status != "error":
+            return _noted(again, "the backward needs what __call__ stores before it calls "
+                                 "forward: __call__ checked as the forward")
+    elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)):
+        try:
+            again = _checked(layer, inputs, forward, other[1], params, grads, wrt, output,
+                             opts)
+        except (LayerConventionError, TypeError):  # no reading that way either
+            return res
+        if again.status not in ("error", "bad-protocol"):
+            return _noted(again, f"{other[0]}() takes settings with defaults only (a step), "
+                                 f"not an output gradient: {other[1]}(), linear in its "
+                                 "argument after the forward, checked as the backward")
+    return res
+
+
 def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
                          forward: str | None) -> tuple[str, str] | None:
     """When the method read as the backward failed and takes only numbers with defaults
@@ -159,7 +173,8 @@ def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
     except (TypeError, ValueError):
         return None
     if not params or any(p.default is p.empty or type(p.default) not in (int, float)
-                         for p in params):
+                         for p in params) or cotangent_named(params[0].name) or \
+            params[0].default == 1:  # backward(dout=1.0): an output gradient, unit
         return None
     other = one_taker(layer, f, inputs, skip=b)
     return (b, other) if other else None

@@ -50,7 +50,7 @@ PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
 GRAD_BOXES = ("grads", "gradients", "grad", "dparams")  # dicts of gradients by name
 GRAD_NAMES = ("d{}", "d_{}", "grad_{}", "{}_grad", "grad{}", "{}_gradient", "gradient_{}")
 _TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(-?\d+)\]|\[(['\"])(.*?)\3\]")
-_DEPTH = 64  # nesting walked (a Sequential of Residual blocks of Linear layers: ~10)
+_DEPTH = 32  # nesting walked (a Sequential of Residual blocks of Linear layers: ~10)
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
            types.MethodType, np.random.Generator, np.random.RandomState, np.ndarray,
            np.generic, str, bytes)

@@ -33,7 +33,8 @@ from ._reading import (
     read_output,
 )
 
-__all__ = ["Protocol", "call_layer", "call_style_of", "leaves", "ones_like", "times"]
+__all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "leaves", "ones_like",
+           "times"]
 
 _COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
                              r"upstream(_grad)?|accum_grad|error)$", re.I)
@@ -48,6 +49,11 @@ def _positional(method: Any) -> tuple[list[inspect.Parameter], bool] | None:
     ps = list(sig.parameters.values())
     pos = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return pos, any(p.kind is p.VAR_POSITIONAL for p in ps)
+
+
+def cotangent_named(name: str) -> bool:
+    """Whether an argument's name reads as an output gradient's (``dout``, ``grad``)."""
+    return bool(_COTANGENT_NAME.match(name))
 
 
 def takes_no_gradient(method: Any) -> bool:

@@ -98,13 +98,13 @@ def _named(layer: Any, forward: str | None, backward: str | None
 
 def _completed(layer: Any, bwds: list[str]) -> list[str]:
     """The backward-like methods less those that complete another one: named for
-    gradients and taking no more arguments than it (``backward_update_gradient(input,
-    delta)`` beside ``backward_delta(input, delta)``), tried after it as
+    gradients and taking as many arguments as it, two or more (``backward_update_gradient(
+    input, delta)`` beside ``backward_delta(input, delta)``), tried after it as
     :func:`completing_methods` are."""
     def args(n: str) -> int:
         return len(positional_names(getattr(layer, n)) or [None] * 99)
-    done = [b for b in bwds if "grad" in b.lower() and any(
-        o != b and "grad" not in o.lower() and args(b) <= args(o) for o in bwds)]
+    done = [b for b in bwds if "grad" in b.lower() and any(  # (input, delta) both
+        o != b and "grad" not in o.lower() and args(b) == args(o) >= 2 for o in bwds)]
     return [b for b in bwds if b not in done]
 
 

@@ -144,15 +144,24 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     # grads_wrt_outputs)): what it returns is read beside what the backward returned
     args = _arguments(style, order, dy, xs, out, method.__self__)
     given = dict(zip((positional_names(method) or [])[:len(args)], args, strict=False))
+    held = float_state(method.__self__)
     with _watched(method.__self__, {then, method.__name__}) as ran:
         extra = done(*[given[n] for n in wants])
     if ran:  # it runs the layer: a numerical gradient, not the backward's
         raise ProtocolError("bad-protocol", f"{then}() runs {ran[0]}()")
-    if extra is None and backward_named(then):  # the second half of a backward split in
-        return ret  # two (backward_update_gradient(input, delta)): read where it stores
-    if extra is None:  # it stores what it computes: the backward must call it itself
-        raise ProtocolError("bad-protocol", f"{then}() returned nothing")
-    return ret, extra
+    if extra is None and backward_named(then) and _into_buffers(held, method.__self__):
+        return ret  # the second half of a backward split in two: backward_update_gradient
+    if extra is None:  # (input, delta) adding into the buffers it keeps; another that
+        raise ProtocolError("bad-protocol", f"{then}() returned nothing")  # stores: the
+    return ret, extra  # backward must call it itself (it may forget)
+
+
+def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:
+    """Whether, since ``held`` (:func:`float_state`), ``obj`` changed float arrays it
+    held, in place, and made no new one (``self._gradient['weight'] += ...``)."""
+    now = {p: v for p, v in walk(obj) if is_float_array(v)}
+    return all(p in held and held[p][0] == id(v) for p, v in now.items()) and any(
+        not np.array_equal(held[p][1], v) for p, v in now.items())
 
 
 @contextlib.contextmanager
