@@ -11,6 +11,14 @@ def _failing(res: gradcheck.CheckResult) -> list[str]:
     return [i.name for i in res.inputs if not i.passed]
 
 
+def _expect(res: gradcheck.CheckResult, failing: list[str] | None) -> None:
+    """A pass (``failing`` None), or a mismatch in exactly ``failing``."""
+    if failing is None:
+        assert res.passed, res.report()
+    else:
+        assert res.status == "mismatch" and _failing(res) == failing, res.report()
+
+
 # -- a gradient both stored and returned: the two must agree ----------------------------------
 class _StoresAndReturns:
     """``self.dW = ...`` and ``return dX, {"W": ..., "b": ...}``; ``wrong`` says which of
@@ -100,10 +108,7 @@ class _SteppedScale:
 def test_a_gradient_handed_beside_held_moments(bug):
     x = np.random.default_rng(6).standard_normal((4, 3))
     res = gradcheck.check_layer(_SteppedScale(bug), x, {"mode": "train", "lr": 0.01})
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["gamma"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["gamma"] if bug else None)
     assert any("hands to optimizer.optimize" in n for n in res.notes), res.notes
 
 
@@ -129,10 +134,7 @@ class _HalfPool:
 def test_a_step_size_first_on_a_layer_with_nothing_to_step(bug):
     x = np.random.default_rng(7).standard_normal((2, 3, 4))
     res = gradcheck.check_layer(_HalfPool(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
 
 
 # -- forward(A_prev, W, b) -> (A, Z); backward(dA, A_prev, W, b, Z) ---------------------------
@@ -182,10 +184,7 @@ def test_a_backward_taking_the_inputs_again_and_the_forwards_second_value(bug):
 def test_a_parameter_free_layer_returning_its_output_and_none(bug):
     x = np.random.default_rng(9).standard_normal((4, 5))
     res = gradcheck.check_layer(_StatelessDropout(bug), x, None, None)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
 
 
 # -- backward(x, cache, dout, gradients): a dict the caller passes, filled by the backward -----
@@ -280,10 +279,7 @@ class _TanhGivenGradients:
 def test_an_activation_given_a_gradient_dict_it_leaves_empty(bug):
     x = np.random.default_rng(14).standard_normal((3, 4))
     res = gradcheck.check_layer(_TanhGivenGradients(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
 
 
 # -- a one-hot the forward builds from token ids is a cache, not a weight drawn anew ------------
@@ -306,10 +302,7 @@ class _OneHotEmbedding:
 def test_a_one_hot_of_token_ids_is_no_weight_drawn_in_the_forward(bug):
     ids = np.array([[1, 4, 1], [2, 4, 0]])
     res = gradcheck.check_layer(_OneHotEmbedding(bug), ids)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["weights"] if bug else None)
 
 
 # -- check_loss: a loss returning (gradient, loss) --------------------------------------------
@@ -323,10 +316,7 @@ def test_check_loss_reads_a_gradient_returned_before_the_loss(bug):
     rng = np.random.default_rng(16)
     res = gradcheck.check_loss(lambda p, t: _mse_gradient_first(p, t, bug),
                                rng.standard_normal((4, 3)), rng.standard_normal((4, 3)))
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
     assert any("(gradient, loss)" in n for n in res.notes), res.notes
 
 
@@ -377,10 +367,7 @@ def test_a_loss_backward_handing_on_its_arguments(bug):
     rng = np.random.default_rng(18)
     res = gradcheck.check_layer(_PassOnLoss(bug), rng.standard_normal((5, 4)),
                                 np.eye(4)[[0, 3, 1, 1, 2]])
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
     assert any("(*args) raised given the output gradient alone" in n for n in res.notes)
 
 
@@ -403,10 +390,7 @@ def test_a_stored_loss_gradient_beside_label_targets(bug):
     p = 1 / (1 + np.exp(-rng.standard_normal((6, 1))))
     t = np.array([[1.0], [0.0], [1.0], [1.0], [0.0], [0.0]])
     res = gradcheck.check_layer(_StoredBce(bug), p, t)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
     assert any("x1: the loss's target(s), holding labels" in n for n in res.notes), res.notes
 
 
@@ -432,30 +416,21 @@ def test_a_layer_read_by_trial_after_it_ran_once(bug):
     layer = _TrialDense(bug)
     layer.backward(rng.standard_normal((4, 3)), rng.standard_normal((4, 2)))
     res = gradcheck.check_layer(layer, rng.standard_normal((4, 3)))
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["W"] if bug else None)
 
 
 @pytest.mark.parametrize("ids", [[[3, 3, 3]], [2], [[0, 0], [0, 0]]])
 @pytest.mark.parametrize("bug", [False, True])
 def test_a_one_hot_of_ids_all_alike_is_no_weight_either(ids, bug):
     res = gradcheck.check_layer(_OneHotEmbedding(bug), np.array(ids))
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["weights"] if bug else None)
 
 
 @pytest.mark.parametrize("bug", [False, True])
 def test_check_loss_reads_gradient_first_for_a_one_element_point(bug):
     x, t = np.array([0.3]), np.array([1.1])
     res = gradcheck.check_loss(lambda p, y: _mse_gradient_first(p, y, bug), x, t)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
 
 
 class _StepFirstSigmoid:
@@ -489,10 +464,7 @@ def test_a_step_first_activation_is_read_in_the_order_that_doubles(bug):
     x = np.random.default_rng(25).standard_normal((3, 4))
     x[np.abs(x) < 0.05] = 0.3
     res = gradcheck.check_layer(_StepFirstSigmoid(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
     res = gradcheck.check_layer(_StepFirstIdentityBug(), x)
     assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
 
@@ -518,10 +490,7 @@ class _PoolEmptyPlaceholders:
 def test_empty_arrays_beside_the_input_gradient_are_placeholders(bug):
     x = np.random.default_rng(26).standard_normal((3, 6))
     res = gradcheck.check_layer(_PoolEmptyPlaceholders(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["x0"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["x0"] if bug else None)
 
 
 # -- forward -> (h, c, cache); backward(dh, dc, cache) ----------------------------------------
@@ -560,10 +529,7 @@ class _ThreeOutputs:
 def test_outputs_then_a_cache_beside_a_backward_taking_their_gradients(bug):
     x = np.random.default_rng(28).standard_normal((4, 3))
     res = gradcheck.check_layer(_TwoOutputsThenCache(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["W"] if bug else None)
     assert any("outputs and then a cache" in n for n in res.notes), res.notes
     res = gradcheck.check_layer(_ThreeOutputs(), x)
     assert res.passed and not any("then a cache" in n for n in res.notes), res.report()
@@ -594,10 +560,7 @@ class _MomentumDicts:
 def test_a_momentum_keyed_like_gradients_is_no_second_place(bug):
     x = np.random.default_rng(30).standard_normal((4, 3))
     res = gradcheck.check_layer(_MomentumDicts(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["W"] if bug else None)
     assert not any("two places" in n for n in res.notes), res.notes
 
 
@@ -725,10 +688,7 @@ class _CacheWithShape(_TwoOutputsThenCache):
 def test_outputs_then_a_cache_the_plain_reading_cannot_call(bug):
     x = np.random.default_rng(37).standard_normal((4, 3))
     res = gradcheck.check_layer(_CacheWithShape(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["W"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["W"] if bug else None)
 
 
 # -- parameters nested deep (a Sequential of Residual blocks of Linear layers) ----------------
@@ -804,10 +764,7 @@ class _StepNamedBackward:
 def test_a_backward_taking_only_step_settings_is_no_backward(bug):
     x = np.random.default_rng(41).standard_normal((4, 3))
     res = gradcheck.check_layer(_StepNamedBackward(bug), x)
-    if bug:
-        assert res.status == "mismatch" and _failing(res) == ["weights"], res.report()
-    else:
-        assert res.passed, res.report()
+    _expect(res, ["weights"] if bug else None)
     assert any("gradient(), linear in its argument" in n for n in res.notes), res.notes
 
 

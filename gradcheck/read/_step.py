@@ -170,15 +170,21 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
     return True
 
 
+def _stepped_in(proto: Protocol, xs: list[Any], order: list[Any], g: float = 1.0
+                ) -> tuple[Any, dict[str, np.ndarray], dict[str, float]] | None:
+    """:func:`_stepped` (step size 1) with the backward called in ``order``."""
+    saved, proto.order = proto.order, order
+    try:
+        return _stepped(proto, xs, 1.0, g)
+    finally:
+        proto.order = saved
+
+
 def _moves_with_gradient(proto: Protocol, xs: list[Any], order: list[Any]) -> bool:
     """Whether, called in ``order``, the backward returns twice what it returns for twice
     the output gradient (not so when that slot takes an argument it only reads the batch
     size of, ``activation_prev.shape[0]``, nor the input of a sigmoid's backward)."""
-    saved, proto.order = proto.order, order
-    try:
-        one, two = _stepped(proto, xs, 1.0), _stepped(proto, xs, 1.0, 2.0)
-    finally:
-        proto.order = saved
+    one, two = _stepped_in(proto, xs, order), _stepped_in(proto, xs, order, 2.0)
     if one is None or two is None:
         return False
     a = [np.asarray(v, dtype=np.float64) for v in leaves(one[0]) if is_float_array(v)]
@@ -190,13 +196,7 @@ def _moves_with_gradient(proto: Protocol, xs: list[Any], order: list[Any]) -> bo
 
 def _alike(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> bool:
     """Whether the backward returns the same called in each of ``orders``."""
-    saved, got = proto.order, []
-    try:
-        for order in orders:
-            proto.order = order
-            got.append(_stepped(proto, xs, 1.0))
-    finally:
-        proto.order = saved
+    got = [_stepped_in(proto, xs, order) for order in orders]
     runs = [g for g in got if g is not None]
     return len(runs) == len(got) and all(_same_return(g[0], runs[0][0]) for g in runs[1:])
 
