@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import is_float_array, walk
-from ._observe import last_name, parent_of, same_but_unit
+from ._discovery import get_path, is_float_array, walk
+from ._observe import last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
-__all__ = ["FLAT", "by_place", "flat_return", "split_flat"]
+__all__ = ["FLAT", "by_affix", "by_attribute", "by_place", "flat_return", "split_flat"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
 
@@ -151,3 +151,23 @@ def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray],
               if same_but_unit(np.shape(v), np.shape(params[p]))]  # (a grads list, a gamma_m:
     # which one is the gradient, no affix says)
     return {} if rivals else fit
+
+
+def by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
+                  ) -> dict[str, Any] | None:
+    """``param path -> key`` when every key of a returned dict names one of the layer's
+    float arrays: its path (``'W'``, ``'gamma'``) or its path with ``_`` for ``.``
+    (``'w1_W'`` for ``w1.W``, a sub-layer's) or its name in the source (``'w'`` for
+    ``self.__w``, held as ``_Dense__w``), each gradient of its array's shape but for
+    size-1 axes. None when a key names none."""
+    paths = {p: get_path(layer, p) for p in held.values()}
+    spelled = {p.replace(".", "_"): p for p in paths} | {p: p for p in paths}
+    spelled = {unmangled(p): p for p in paths} | spelled  # {'w': dw} for self.__w
+    out: dict[str, Any] = {}
+    for k, g in part.items():
+        p = spelled.get(k) if isinstance(k, str) else None
+        if p is None or p in out or not isinstance(g, np.ndarray) or not (
+                g.shape == paths[p].shape or same_but_unit(g.shape, paths[p].shape)):
+            return None
+        out[p] = k
+    return out

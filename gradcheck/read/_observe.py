@@ -41,6 +41,7 @@ _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|d_?)|(_?gradients?|_?grads?)$",
                          re.I)
+_MANGLED = re.compile(r"^_[A-Za-z][A-Za-z0-9_]*?__(?=[A-Za-z0-9])")  # _Dense__w: self.__w
 _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
 
 
@@ -370,11 +371,14 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
     """The layer's public methods, other than its forward and backward, that name
     gradients and either take no argument and say they compute them
     (``compute_gradients()``) or take some of the backward's arguments, by name
-    (``grads_wrt_params(inputs, grads_wrt_outputs)``): candidates to complete a backward
+    (``grads_wrt_params(inputs, grads_wrt_outputs)``), the others as many as the
+    forward's inputs (``gradient(z_down, _e)``): candidates to complete a backward
     that leaves the parameters' gradients to a second call."""
     found = []
     bwd = getattr(layer, backward or "backward", None)
     given = set(positional_names(bwd) or []) if callable(bwd) else set()
+    fwd = getattr(layer, forward or "forward", None)
+    n_in = len(positional_names(fwd, required=True) or []) if callable(fwd) else -1
     for name in dir(type(layer)):
         if name.startswith("_") or name in (forward, backward, "forward", "backward") or \
                 "grad" not in name.lower():
@@ -384,8 +388,9 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
         if names is None:
             continue
         wants = [n for n in names if default_of(method, n) is inspect.Parameter.empty]
-        if (not wants and _COMPUTES_GRADIENTS.match(name)) or (wants and set(wants) <= given):
-            found.append(name)
+        if (not wants and _COMPUTES_GRADIENTS.match(name)) or (wants and set(wants) <= given) \
+                or (set(wants) & given and len(set(wants) - given) == n_in):
+            found.append(name)  # the rest are the forward's inputs: gradient(z_down, _e)
     return found
 
 
@@ -433,6 +438,11 @@ def parent_of(path: str) -> str:
     return path[:cut] if cut > 0 else ""
 
 
+def forward_named(name: str) -> bool:
+    """Whether ``name`` reads as a forward's (``forward``, ``_forward_prop``)."""
+    return bool(_FORWARD.search(name))
+
+
 def backward_named(name: str) -> bool:
     """Whether ``name`` reads as a backward's (``backward_update_gradient``)."""
     return bool(_BACKWARD.search(name))
@@ -441,6 +451,11 @@ def backward_named(name: str) -> bool:
 def grads_holder(name: str) -> bool:
     """Whether ``name`` is a container named for gradients (``grads``, ``gradients``)."""
     return bool(name) and not _GRAD_AFFIX.sub("", name.lstrip("_"))
+
+
+def unmangled(path: str) -> str:
+    """``path`` with each private name as the source spells it (``_Dense__w`` -> ``w``)."""
+    return ".".join(_MANGLED.sub("", part) for part in path.split("."))
 
 
 def last_name(path: str) -> str:
@@ -464,7 +479,8 @@ def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.nd
             ) -> str | None:
     """The candidate named as the gradient of the array at ``param_path`` (``dW``,
     ``d_W``, ``grad_W``, ``W_grad``, ``dweights`` for ``weights``) whose shape fits."""
-    name = last_name(param_path).lower().lstrip("_")  # private names: _dW for _W
+    name = _MANGLED.sub("", last_name(param_path))  # self.__w: _Dense__w, named w
+    name = name.lower().lstrip("_")  # private names: _dW for _W
     tail = _INDEX_TAIL.search(param_path)
     for path, g in candidates.items():
         own = last_name(path).lstrip("_")

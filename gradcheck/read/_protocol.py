@@ -120,17 +120,30 @@ def clone(obj: _T) -> _T:
     ``self.xp = np`` to run on NumPy or CuPy): a module cannot be copied and holds no
     state of the layer. Anything else that cannot be copied is a ``bad-protocol`` that
     names it, since every evaluation runs on a copy."""
+    memo: dict[int, Any] = {}
     try:
-        return copy.deepcopy(obj)
+        return _with_attributes(copy.deepcopy(obj, memo), memo)
     except Exception:  # a module, or what cannot be copied: said below
-        memo: dict[int, Any] = {id(m): m for m in list(sys.modules.values()) if m is not None}
+        memo = {id(m): m for m in list(sys.modules.values()) if m is not None}
         try:
-            return copy.deepcopy(obj, memo)
+            return _with_attributes(copy.deepcopy(obj, memo), memo)
         except Exception as exc:
             raise ProtocolError("bad-protocol", f"{type(obj).__name__} holds an object that "
                                 f"cannot be copied ({type(exc).__name__}: {exc}); every "
                                 "evaluation runs on a copy, so that none leaks into the "
                                 "next: keep such objects outside the layer") from None
+
+
+def _with_attributes(copied: _T, memo: dict[int, Any]) -> _T:
+    """``copied`` with the attributes of the array subclasses in it copied too (NumPy's
+    deep copy of a ``Param(np.ndarray)`` drops its ``.gradient`` and ``.trainable``)."""
+    for orig in list(memo.get(id(memo), ())):
+        if isinstance(orig, np.ndarray) and type(orig) is not np.ndarray and \
+                getattr(orig, "__dict__", None):
+            twin = memo.get(id(orig))
+            if twin is not None and twin is not orig and not vars(twin):
+                vars(twin).update(copy.deepcopy(vars(orig), memo))
+    return copied
 
 
 class AmbiguousReading(ProtocolError):

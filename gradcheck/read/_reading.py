@@ -27,11 +27,12 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._flat import by_affix, by_place
+from ._flat import by_affix, by_attribute, by_place
 from ._lists import param_lists, properties
 from ._observe import (
     backward_named,
     float_state,
+    forward_named,
     grad_of,
     parent_of,
     positional_names,
@@ -144,11 +145,14 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     # grads_wrt_outputs)): what it returns is read beside what the backward returned
     args = _arguments(style, order, dy, xs, out, method.__self__)
     given = dict(zip((positional_names(method) or [])[:len(args)], args, strict=False))
+    rest = [n for n in wants if n not in given]  # the forward's inputs, in order
+    given |= dict(zip(rest, xs, strict=False)) if len(rest) == len(xs) else {}
     held = float_state(method.__self__)
     with _watched(method.__self__, {then, method.__name__}) as ran:
         extra = done(*[given[n] for n in wants])
-    if ran:  # it runs the layer: a numerical gradient, not the backward's
-        raise ProtocolError("bad-protocol", f"{then}() runs {ran[0]}()")
+    forwards = [n for n in ran if forward_named(n)]  # helpers (its own conv) are fine
+    if forwards:  # it runs the layer: a numerical gradient, not the backward's
+        raise ProtocolError("bad-protocol", f"{then}() runs {forwards[0]}()")
     if extra is None and backward_named(then) and _into_buffers(held, method.__self__):
         return ret  # the second half of a backward split in two: backward_update_gradient
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
@@ -459,7 +463,7 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
         fits = [arrays for _, arrays in param_lists(layer, set(held))
                 if _keys(arrays) == _keys(part)]
         live = [a for a in fits if any(np.any(v) for v in _items(a))]
-        named = _by_attribute(part, held, layer) if isinstance(part, dict) else None
+        named = by_attribute(part, held, layer) if isinstance(part, dict) else None
         # lists of zeros: gradient buffers made ready, or parameters initialised so; one
         # of them is taken only when it is the only list that fits and no name says more
         chosen = live[0] if live else fits[0] if len(fits) == 1 and not named else None
@@ -469,7 +473,7 @@ def split_return(ret: Any, layer: Any, n: int = 1) -> tuple[int, dict[str, Any]]
                  for _, arrays in properties(layer, set(held)) if _keys(arrays) == _keys(part)]
         if built and all(b == built[0] for b in built):  # params returning [self.W, self.b]
             return j, built[0]
-        named = _by_attribute(part, held, layer) if isinstance(part, dict) else _by_shape(
+        named = by_attribute(part, held, layer) if isinstance(part, dict) else _by_shape(
             part, held, layer)
         if named:
             return j, named
@@ -500,24 +504,6 @@ def _by_shape(part: Any, held: dict[int, str], layer: Any) -> dict[str, Any] | N
             return None
         out[paths[0]] = k
     return out or None
-
-
-def _by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
-                  ) -> dict[str, Any] | None:
-    """``param path -> key`` when every key of a returned dict names one of the layer's
-    float arrays: its path (``'W'``, ``'gamma'``) or its path with ``_`` for ``.``
-    (``'w1_W'`` for ``w1.W``, a sub-layer's), each gradient of its array's shape but for
-    size-1 axes. None when a key names none."""
-    paths = {p: get_path(layer, p) for p in held.values()}
-    spelled = {p.replace(".", "_"): p for p in paths} | {p: p for p in paths}
-    out: dict[str, Any] = {}
-    for k, g in part.items():
-        p = spelled.get(k) if isinstance(k, str) else None
-        if p is None or p in out or not isinstance(g, np.ndarray) or not (
-                g.shape == paths[p].shape or same_but_unit(g.shape, paths[p].shape)):
-            return None
-        out[p] = k
-    return out
 
 
 def _items(part: Any) -> list[Any]:

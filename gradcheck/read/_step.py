@@ -57,8 +57,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     is its first (no momentum: a history would make the change no gradient). The
     layer's copy then holds 1.0 there."""
     layer = proto.layer
-    names = [n for n, v in vars(layer).items() if isinstance(v, (float, np.floating))
-             and not isinstance(v, bool)] if hasattr(layer, "__dict__") else []
+    names = held_floats(layer)
     found, stepped = [], proto.stepped
     for name in names:
         proto.step_attr, notes = name, list(proto.notes)
@@ -74,17 +73,49 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
         return False
     name, proto.notes, proto.stepped = found[0]
     proto.layer = clone(layer)
-    setattr(proto.layer, name, 1.0)  # every evaluation steps by 1.0: minus the change
+    set_float(proto.layer, name, 1.0)  # every evaluation steps by 1.0: minus the change
     proto.note(f"{type(layer).__name__}.{name} is the step size its backward takes: set "
                "to 1.0 on the copies checked")
     return True
+
+
+def held_floats(layer: Any) -> list[str]:
+    """The floats a layer holds, as ``name``, and those held one object away, as
+    ``owner.name`` (``self.nn.learning_rate``: the step size of the network it is in)."""
+    if not hasattr(layer, "__dict__"):
+        return []
+    found = [n for n, v in vars(layer).items() if _is_float(v)]
+    for n, v in vars(layer).items():
+        if hasattr(v, "__dict__") and not isinstance(v, (type, np.ndarray)) and not \
+                callable(v) and not hasattr(v, "__path__") and v is not layer:
+            found += [f"{n}.{m}" for m, w in vars(v).items() if _is_float(w)]
+    return found
+
+
+def get_float(obj: Any, path: str) -> Any:
+    """The value at ``name`` or ``owner.name`` (see :func:`held_floats`); None if gone."""
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def set_float(obj: Any, path: str, value: float) -> None:
+    """Set the float at ``name`` or ``owner.name`` (see :func:`held_floats`)."""
+    *owners, last = path.split(".")
+    for part in owners:
+        obj = getattr(obj, part)
+    setattr(obj, last, value)
+
+
+def _is_float(v: Any) -> bool:
+    return isinstance(v, (float, np.floating)) and not isinstance(v, bool)
 
 
 def _in_output(proto: Protocol, xs: list[Any], name: str) -> bool:
     """Whether the forward's output changes with the float ``name`` (a scale it applies)."""
     assert proto.draws is not None
     other = clone(proto.layer)
-    setattr(other, name, getattr(other, name) * 1.5 + 0.1)
+    set_float(other, name, get_float(other, name) * 1.5 + 0.1)
     try:
         a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
                            proto.out_path)
@@ -103,20 +134,20 @@ def _changed_otherwise(proto: Protocol, xs: list[Any], step: str) -> bool:
                            and np.any(d) for p, d in seen[1].items()):
         return True
     layer = clone(proto.layer)
-    setattr(layer, step, 1.0)
-    before = {n: v for n, v in vars(layer).items() if isinstance(v, (float, np.floating))}
+    set_float(layer, step, 1.0)
+    before = {n: get_float(layer, n) for n in held_floats(layer)}
     try:
         _step_once(proto, layer, xs)
     except Exception:  # noqa: BLE001 - no evidence: not read as a step size
         return True
-    return any(getattr(layer, n, None) != v for n, v in before.items())
+    return any(get_float(layer, n) != v for n, v in before.items())
 
 
 def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
     """Whether two steps in a row, tiny, from the same point change the stepped arrays
     alike: a momentum's second step carries its first."""
     layer = clone(proto.layer)
-    setattr(layer, step, 1e-6)
+    set_float(layer, step, 1e-6)
     changes = []
     try:
         for _ in range(2):
@@ -259,7 +290,7 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
         before = float_state(layer)
         dy = times(_varied(ones_like(out)), g)
         if proto.step_attr is not None:  # the step size the layer holds
-            setattr(layer, proto.step_attr, a)
+            set_float(layer, proto.step_attr, a)
         ret = getattr(layer, proto.backward)(*[dy if k is None else a if k == STEP else
                                                clone(xs[k]) for k in proto.order or (
                                                    [None] if proto.step_attr else [None, STEP])])
