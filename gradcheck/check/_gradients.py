@@ -5,6 +5,7 @@ axes or a transpose would fix a shape, and the result row of an input not compar
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
     else:
         if isinstance(grads_raw, dict):
             grads_raw = _by_name(grads_raw, prep, notes)
+        grads_raw = _fields(grads_raw, len(prep.tree.skeleton), notes)
         if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
             raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
                                 f"gradients, one per input; got {type(grads_raw).__name__}")
@@ -51,12 +53,44 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
         if len(grads_raw) != n_top:
             raise ProtocolError("shape-mismatch", f"backward returned {len(grads_raw)} "
                                 f"gradient(s) for {n_top} input(s)")
+        _in_order(grads_raw, prep.leaves if len(prep.leaves) == n_top else None)
         masked = [g if k in chosen else None for k, g in enumerate(grads_raw)]
         leaves = prep.tree.match(masked, "gradient ", stacked, shapes)
     if notes is not None:
         notes += [f"the gradient of the sequence input {_bare(n)} came as one array stacked "
                   "along its first axis: split into its parts" for n in stacked]
     return leaves
+
+
+def _fields(grads: Any, n: int, notes: list[str] | None) -> Any:
+    """A dataclass of gradients (``LayerGradients(dX, dW=None, db=None)``) as the tuple
+    of its fields in order, those past the ``n`` inputs dropped when None."""
+    if not dataclasses.is_dataclass(grads) or isinstance(grads, type):
+        return grads
+    values = [getattr(grads, f.name) for f in dataclasses.fields(grads)]
+    names = [f.name for f in dataclasses.fields(grads)]
+    while len(values) > n and values[-1] is None:
+        values.pop()
+    if notes is not None:
+        notes.append(f"backward returned a {type(grads).__name__}: its fields "
+                     f"{', '.join(names[:len(values)])} read in order, one per input")
+    return tuple(values)
+
+
+def _in_order(grads: Any, leaves: list[Any] | None) -> None:
+    """A ``bad-protocol`` when the gradients returned, one per array input, have the
+    inputs' shapes in another order (``(dw_down, dw_up, dw_gate, dX)`` for
+    ``(X, w_up, w_gate, w_down)``): returned in another order, or each computed wrongly?
+    Shapes cannot tell (as for a layer, :func:`gradcheck.read._flat.split_flat`)."""
+    if leaves is None or not all(isinstance(g, np.ndarray) for g in grads) or not all(
+            isinstance(x, np.ndarray) for x in leaves):
+        return
+    got, want = [g.shape for g in grads], [x.shape for x in leaves]
+    if got != want and sorted(got) == sorted(want):
+        raise ProtocolError("bad-protocol", (
+            f"backward returned gradients with the shapes of the inputs in another order "
+            f"(shapes {got} for inputs of shapes {want}): returned in another order, or "
+            "each computed wrongly? Shapes cannot tell; return them in the inputs' order"))
 
 
 def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> list[Any]:

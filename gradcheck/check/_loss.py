@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..read._conventions import label_like as _label_like
+from ..read._conventions import zero_one
 from ..read._protocol import ProtocolError
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
@@ -97,7 +98,9 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         if not isinstance(out, tuple) or len(out) != 1 + len(wanted):
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
                                 f"(loss, dx); it returned {type(out).__name__}"
-                                + (f" of {len(out)}" if isinstance(out, tuple) else "")
+                                + (f" of {len(out)} ({_kinds(out)}): which item is the "
+                                   "gradient cannot be told; return (loss, dx)" if
+                                   isinstance(out, tuple) else "")
                                 + _flag_advice(fn))
         loss = out[0]
         if np.size(loss) != 1:
@@ -116,16 +119,24 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
 
 
+def _kinds(out: tuple[Any, ...]) -> str:
+    """The items of a returned tuple, briefly: ``float64 (8, 4)``, ``None``."""
+    return ", ".join("None" if o is None else f"{np.asarray(o).dtype} {np.shape(o)}"
+                     if isinstance(o, (np.ndarray, np.generic, float, int)) else
+                     type(o).__name__ for o in out)
+
+
 def _more_gradients(fn: Callable[..., Any], args: list[Any]) -> list[int] | None:
     """The further arguments whose gradients ``fn`` returns after the first's, ``(loss,
     dx, dW)``: one per float array argument after the first, in order, each of its
-    shape (word2vec's ``(loss, gradCenterVec, gradOutsideVecs)``). None otherwise."""
+    shape (word2vec's ``(loss, gradCenterVec, gradOutsideVecs)``), labels (0 and 1 only:
+    one-hot rows) being none. None otherwise."""
     try:
         out = _on_copies(fn, args)
     except Exception:  # noqa: BLE001 - the check itself reports it
         return None
     floats = [j for j, a in enumerate(args) if j and isinstance(a, np.ndarray)
-              and a.dtype.kind == "f"]
+              and a.dtype.kind == "f" and not zero_one(a)]  # one-hot rows are labels
     if not isinstance(out, tuple) or len(out) < 3 or len(out) - 2 != len(floats) or any(
             np.shape(d) != args[j].shape for d, j in zip(out[2:], floats, strict=True)) or \
             np.shape(out[1]) != np.shape(args[0]):

@@ -16,7 +16,7 @@ import numpy as np
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
-from ._observe import float_state, positional_names, stored
+from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import EACH, FIRST, OUTPUT, leaves, linear, probe, unchanged
 from ._tokens import CACHED, SINK, filled, token_orders
@@ -172,8 +172,11 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
                 found.append((order, first))
         except UserCodeError:
             continue
-    if len(found) > 1:  # those returning one gradient per input, of its shape, first
-        found = [f for f in found if _shaped_as(f[1].ret, xs)] or found
+    if len(found) > 1:  # those returning one gradient per input, of its shape, first;
+        found = [f for f in found if _shaped_as(f[1].ret, xs)] or found  # then those
+        found = [f for f in found if _all_fit(f[1].ret, xs, proto.layer)] or found  # whose
+        # every array has an input's or a held array's shape (the output for the input
+        # in backward(prev_g, prev_h) makes a dW of no array's shape)
     # a gradient dict given and left empty is no evidence of one (backward(grad, wrt, a, b)),
     # but beside a cache, of a layer holding no array (an activation's)
     bare = not float_arrays(proto.layer)
@@ -182,6 +185,15 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
     if found and all(unchanged(found[0][1], f) for _, f in found[1:]):
         return found[0][0]  # one order, or several giving the same (leaky relu: x, y)
     return None
+
+
+def _all_fit(ret: Any, xs: list[Any], layer: Any) -> bool:
+    """Whether every float array in ``ret`` has the shape of an input or of a float array
+    ``layer`` holds (but for size-1 axes)."""
+    shapes = [np.shape(x) for x in xs if isinstance(x, np.ndarray)] + [
+        np.shape(v) for _, v in float_arrays(layer).values()]
+    return all(any(np.shape(r) == s or same_but_unit(np.shape(r), s) for s in shapes)
+               for r in leaves(ret) if is_float_array(r))
 
 
 def _shaped_as(ret: Any, xs: list[Any]) -> bool:
@@ -248,25 +260,29 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
 
 
-def takes_gradient(proto: Protocol, run: Callable[[float], Any]) -> Any:
-    """One forward and backward (``run(scale)``) of a backward taking one argument, after
-    checking that it takes an output gradient: a backward whose results, of those that
-    change with its argument, are affine in it and not linear (``A - y_target``, a
-    loss's gradient) is a ``bad-protocol``; any other (one ignoring it, clipping it, or
-    caching arrays beside its gradients) is checked, and that is its verdict; copies
-    drawing different weights give no evidence."""
+def takes_gradient(proto: Protocol, run: Callable[[float | None], Any]) -> Any:
+    """One forward and backward (``run(scale)``; ``run(None)`` gives it the output
+    itself) of a backward taking one argument, after checking that it takes an output
+    gradient: a backward whose results, of those that change with its argument, are
+    affine in it and not linear, and that reads as a loss's gradient taking targets
+    (given the output itself, it gives zero; or more of its argument gives less,
+    ``A - y_target``) is a ``bad-protocol``; any other (one ignoring it, clipping it,
+    caching arrays beside its gradients, or adding a constant: a gradient bug) is
+    checked, and that is its verdict; copies drawing different weights give no
+    evidence."""
     first, second, zero = run(1.0), run(2.0), run(0.0)
     a, b, c = _results(first), _results(second), _results(zero)
     if a.keys() != b.keys() or a.keys() != c.keys() or not unchanged(first, run(1.0)):
         return first
     moving = [k for k in a if a[k].shape == b[k].shape and not np.array_equal(a[k], b[k])]
     returned = [k for k in moving if k.startswith("<ret>")]  # the input gradient decides:
-    moving = returned or moving  # a stored dW with an L2 term is affine too, and checked
+    inputs = [k for k in moving if a[k].shape in proto.shapes]  # a stored dW with an L2
+    moving = returned or inputs or moving  # term is affine too, and checked
     affine = bool(moving) and all(
         a[k].shape == c[k].shape and np.allclose(b[k] - a[k], a[k] - c[k], rtol=1e-6,
                                                  atol=1e-12 * (1 + np.abs(b[k]).max()))
         for k in moving)
-    if affine and any(np.any(c[k]) for k in moving):
+    if affine and any(np.any(c[k]) for k in moving) and _targets(a, c, moving, run):
         raise ProtocolError("bad-protocol", (
             f"{type(proto.layer).__name__}.{proto.backward} is affine, not linear, in the "
             "argument it was given as the output gradient (a zero one gives a nonzero "
@@ -274,6 +290,21 @@ def takes_gradient(proto: Protocol, run: Callable[[float], Any]) -> Any:
             "outside the forward is checked with check_loss on a function returning "
             "(loss, gradient)"))
     return first
+
+
+def _targets(a: dict[str, np.ndarray], c: dict[str, np.ndarray], moving: list[str],
+             run: Callable[[float | None], Any]) -> bool:
+    """Whether an affine backward reads as a loss's gradient taking targets: more of its
+    argument gives less everywhere (``(p - y) / N``), or the forward's output given as
+    its argument gives zero (``(A - y) @ W.T``: the prediction is its own target)."""
+    if all(np.all(a[k] - c[k] <= 0) for k in moving):
+        return True
+    try:
+        own = _results(run(None))
+    except Exception:  # noqa: BLE001 - no evidence of targets
+        return False
+    return all(k in own and np.allclose(own[k], 0, atol=1e-12 * (1 + np.abs(c[k]).max()))
+               for k in moving)
 
 
 def _results(p: Any) -> dict[str, np.ndarray]:

@@ -298,7 +298,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     assert proto.draws is not None  # discover always sets them
     before, given, method = float_state(init), clone(xs), getattr(init, proto.backward)
     out = loss_part(proto, method, forward_output(init, proto.forward, given, proto.draws,
-                                                  proto.out_path))
+                                                  proto.out_path), given)
     if proto.out_path is None and returns_cache(proto, xs, out, given, method):
         proto.out_path, proto.style, proto.order = FIRST, CACHE, []
         out = out[0]
@@ -310,10 +310,10 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
     proto.note(in_note or note)
     draws = proto.draws
 
-    def run(scale: float) -> Any:
+    def run(scale: float | None) -> Any:  # None: the output itself as the argument
         return probe(layer, proto.forward, proto.backward, xs, draws,
-                     (proto.style, proto.order), proto.out_path,
-                     lambda o: times(ones_like(o), scale), proto.then)
+                     (proto.style, proto.order), proto.out_path, lambda o: clone(o) if
+                     scale is None else times(ones_like(o), scale), proto.then)
 
     if proto.style == "inputs" and takes_a_step(proto, xs):  # bp(input, delta, lrt)
         return run(1.0)

@@ -233,7 +233,8 @@ def pick_prediction(proto: Protocol, xs: list[Any], out: Any) -> None:
     (-1, 0 and 1 only: one-hot rows, 0/1 or -1/+1 targets); when two hold floats and the loss
     depends on their difference only, both (the first is read, with a note: one's
     gradient is minus the other's). Left empty otherwise, or when ``wrt=`` says."""
-    if proto.wrt_given or proto.style not in ("given", "none") or np.size(out) != 1 or \
+    if proto.pick or proto.wrt_given or proto.style not in ("given", "none") or \
+            not _scalar(out) or \
             not proto.wanted or not isinstance(xs[proto.wanted[0]], np.ndarray):
         return
     shape = xs[proto.wanted[0]].shape
@@ -246,6 +247,11 @@ def pick_prediction(proto: Protocol, xs: list[Any], out: Any) -> None:
         proto.pick = soft
     elif _difference_only(proto, xs, soft[0], soft[1]):
         proto.pick = soft[:2]
+
+
+def _scalar(out: Any) -> bool:
+    """Whether ``out`` is one number (a tuple of a loss and arrays is not)."""
+    return isinstance(out, (np.ndarray, np.generic, float, int)) and np.size(out) == 1
 
 
 def _binary(x: np.ndarray) -> bool:
@@ -276,22 +282,30 @@ def _difference_only(proto: Protocol, xs: list[Any], a: int, b: int) -> bool:
     return abs(both - here) <= 1e-9 * max(1.0, abs(here)) < abs(alone - here)
 
 
-def loss_part(proto: Protocol, method: Any, out: Any) -> Any:
-    """A forward returning ``(probs, loss)`` beside a backward taking no output gradient:
-    the one part that is a float scalar is the loss, the output checked (the others are
-    not); ``out`` as it was otherwise."""
+def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
+    """A forward returning ``(probs, loss)`` beside a backward taking no output gradient,
+    or ``(loss, y_pred)`` handing back an input it was ``given``: the one part that is a
+    float scalar is the loss, the output checked (the others are not); ``out`` as it was
+    otherwise."""
     if proto.out_path is not None or not isinstance(out, tuple) or len(out) < 2 or \
-            hasattr(out, "_fields") or not takes_no_gradient(method):
+            hasattr(out, "_fields"):
         return out
     scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
                and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
+    handed = all(any(o is x for x in given) for k, o in enumerate(out) if k not in scalars)
+    if not takes_no_gradient(method) and not (handed and len(scalars) == 1):
+        return out
     arrays = [o for k, o in enumerate(out) if k not in scalars and isinstance(o, np.ndarray)
               and o.dtype.kind == "f"]
-    if len(scalars) != 1 or (arrays and positional_names(method)):  # (y, penalty) and
-        return out  # backward(dy=1.0): the penalty is no loss
+    if len(scalars) != 1 or (arrays and positional_names(method) and not handed):  # (y,
+        return out  # penalty) and backward(dy=1.0): the penalty is no loss
     (k,) = scalars
+    back = [j for j, x in enumerate(given) for o in out if o is x and isinstance(x, np.ndarray)]
+    if handed and len(set(back)) == 1:  # (loss, y_pred): the input handed back is the
+        proto.pick = back[:1]  # prediction, the one a single returned array is for
     proto.out_path = f"<returned>[{k}]"
-    proto.note(f"{type(proto.layer).__name__}.{proto.forward} returns {len(out)} values and "
-               f"{proto.backward} takes no output gradient: the one float scalar, part {k}, "
-               "is the loss, the output checked")
+    proto.note(f"{type(proto.layer).__name__}.{proto.forward} returns {len(out)} values " + (
+        "(the others inputs it was given)" if handed else
+        f"and {proto.backward} takes no output gradient") + f": the one float scalar, part "
+        f"{k}, is the loss, the output checked")
     return np.array(out[k], copy=True)

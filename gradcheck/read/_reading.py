@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -523,6 +524,9 @@ def _pairs(part: Any) -> list[tuple[Any, Any]]:
 _INPUT_NAMES = ("inputs", "input", "x")  # an input's gradient named for no argument
 
 
+_KEYED = re.compile(r"\[['\"][^\[\]]*['\"]\]$")  # an item of a dict: ['dLdW']
+
+
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray], returned: Any = None
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
@@ -568,7 +572,7 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
-                and parent_of(c) == home(key)]  # nor an array of another object's
+                and home(key) in (parent_of(c), parent_of(_KEYED.sub("", c)))]  # its own
         rivals = [w for w, s in wanting if w != key and home(w) == home(key) and any(
             same_but_unit(left[c].shape, s) for c in fits)]  # (gamma.value: gamma.gradient)
         if len(fits) == 1 and not rivals:
