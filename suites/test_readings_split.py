@@ -366,3 +366,25 @@ def test_a_loss_returning_probabilities_beside_its_gradient_is_no_verdict(bug):
     y = np.eye(4)[[0, 3, 1, 2, 2]]
     res = gradcheck.check_loss(lambda a, b: _sce(a, b, bug), logits, y)
     assert res.status == "bad-protocol" and "cannot be told" in res.message, res.report()
+
+
+# -- a function pair without a cache, the output gradient first: tanh_backward(dA, Z) -------------
+def _tanh_act(z):
+    return np.tanh(z)
+
+
+def _tanh_dA(dA, Z):
+    return dA * (1 - np.tanh(Z) ** 2)
+
+
+def _tanh_dA_broken(dA, Z):
+    return dA * (1 - np.tanh(Z))
+
+
+@pytest.mark.parametrize("bwd, failing", [(_tanh_dA, None), (_tanh_dA_broken, ["z"])])
+def test_a_backward_taking_the_gradient_then_the_inputs_again(bwd, failing):
+    x = np.random.default_rng(61).standard_normal((3, 4))
+    res = gradcheck.check_vjp(_tanh_act, bwd, [x])
+    _expect(res, failing)
+    assert any("the output gradient, then the forward's inputs again" in n
+               for n in res.notes), res.notes

@@ -140,6 +140,7 @@ class _Again:
     """The cache of a forward with none: its inputs, given to the backward again."""
 
     args: tuple[Any, ...]
+    first: bool = False  # the output gradient first: tanh_backward(dA, Z) of tanh(Z)
 
 
 class Conventions:
@@ -164,6 +165,9 @@ class Conventions:
         f_names, b_names = (positional_names(fwd) or [])[:self._n], required or []
         self._again = self._listed and self._n > 0 and len(f_names) == self._n and \
             b_names[:-1] == f_names and len(b_names) == self._n + 1
+        self._dy_first = self._listed and self._n > 0 and len(f_names) == self._n and \
+            [b.lower() for b in b_names[1:]] == [f.lower() for f in f_names] and \
+            len(b_names) == self._n + 1 and not self._again  # tanh(z), backward(dA, Z)
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
@@ -202,6 +206,10 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
+        if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
+            self._note("the forward returns its output alone and the backward takes the "
+                       "output gradient, then the forward's inputs again: called so")
+            return out, _Again(args, first=True)
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.ndarray, np.generic, int, float)):  # a cache, not an array
             self._note("the backward takes the cache, then the forward's inputs "
@@ -288,7 +296,7 @@ class Conventions:
             grads = self._split(dy, cache)
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):
-            grads = self._bwd(*cache.args, dy)
+            grads = self._bwd(dy, *cache.args) if cache.first else self._bwd(*cache.args, dy)
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _With):
             again = [cache.args[k] for k in self._after]
