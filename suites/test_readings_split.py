@@ -388,3 +388,259 @@ def test_a_backward_taking_the_gradient_then_the_inputs_again(bwd, failing):
     _expect(res, failing)
     assert any("the output gradient, then the forward's inputs again" in n
                for n in res.notes), res.notes
+
+
+# -- a float scalar the backward steps with its arrays: GIN's learnable eps ------------------------
+class _Gin:
+    """``backward(g, lr)`` steps ``W`` and the float ``eps``; ``self.decay`` shrinks the
+    step size it keeps for later (a float that changes, but as no parameter)."""
+
+    def __init__(self, bug: str = ""):
+        self.W, self.eps, self.bug = np.random.default_rng(62).standard_normal((3, 2)), 0.3, bug
+        self.decay = 1.0
+
+    def forward(self, H, A):
+        self.H, self.A = H, A
+        self.S = (1 + self.eps) * H + A @ H
+        return self.S @ self.W
+
+    def backward(self, g, lr):
+        gS = g @ self.W.T
+        gW = self.S.T @ g
+        gH = (1 + self.eps) * gS + self.A.T @ gS
+        grad_eps = np.sum(gS * self.H) * (-1 if self.bug == "eps-sign" else 1)
+        self.eps -= lr * grad_eps
+        self.W -= lr * gW
+        self.decay *= 0.99
+        return gH
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("eps-sign", ["eps"])])
+def test_a_float_scalar_stepped_with_the_arrays_is_checked(bug, failing):
+    H = np.random.default_rng(63).standard_normal((3, 3))
+    A = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]])
+    res = gradcheck.check_layer(_Gin(bug), H, A)
+    _expect(res, failing)
+    assert "eps" in [i.name for i in res.inputs] and "decay" not in [
+        i.name for i in res.inputs], res.report()
+
+
+# -- from the review of this batch -------------------------------------------------------------
+class _NumericalViaHelper:
+    """``backward`` returns dx only; ``numerical_grads(dout, x)`` differences the
+    forward's own helper ``_affine``: a numerical gradient, never read as the backward's."""
+
+    def __init__(self):
+        rng = np.random.default_rng(64)
+        self.W, self.b = rng.standard_normal((3, 2)), rng.standard_normal(2)
+
+    def _affine(self, x):
+        return x @ self.W + self.b
+
+    def forward(self, x):
+        return self._affine(x)
+
+    def backward(self, dout):
+        return dout @ self.W.T
+
+    def numerical_grads(self, dout, x):
+        grads = []
+        for a in (self.W, self.b):
+            g = np.zeros_like(a)
+            for i in np.ndindex(a.shape):
+                a[i] += 1e-6
+                up = np.sum(dout * self._affine(x))
+                a[i] -= 2e-6
+                g[i] = (up - np.sum(dout * self._affine(x))) / 2e-6
+                a[i] += 1e-6
+            grads.append(g)
+        return grads
+
+
+def test_a_gradient_method_running_a_helper_of_the_forward_is_not_read():
+    x = np.random.default_rng(65).standard_normal((4, 3))
+    with pytest.raises(LayerConventionError):
+        gradcheck.check_layer(_NumericalViaHelper(), x)
+
+
+@dataclasses.dataclass
+class _NamedGrads:
+    dw: np.ndarray
+    dx: np.ndarray
+
+
+def _mm_named(bug=""):
+    def backward(dout, cache):
+        x, w = cache
+        return _NamedGrads(x.T @ dout * (2.0 if bug else 1.0), dout @ w.T)
+    return backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("dw", ["w"])])
+def test_dataclass_fields_named_for_the_inputs_are_read_by_name(bug, failing):
+    rng = np.random.default_rng(66)  # square: shapes cannot say which is which
+    res = gradcheck.check_vjp(_mm_forward_xw, _mm_named(bug),
+                              [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))])
+    _expect(res, failing)
+
+
+def _mm_forward_xw(x, w):
+    return x @ w, (x, w)
+
+
+@dataclasses.dataclass
+class _GradsExtra:
+    dX: np.ndarray
+    dW: np.ndarray
+    loss_scale: float = 1.0
+
+
+def test_a_dataclass_with_a_field_set_past_the_inputs_is_no_verdict():
+    rng = np.random.default_rng(67)
+
+    def backward(dout, cache):
+        x, w = cache
+        return _GradsExtra(dout @ w.T, x.T @ dout)
+    res = gradcheck.check_vjp(_mm_forward, backward,
+                              [rng.standard_normal((2, 3)), rng.standard_normal((3, 4))])
+    assert res.status == "bad-protocol" and "loss_scale" in res.message, res.report()
+
+
+class _CacheSum:
+    """The backward stores ``dW`` and keeps ``cache['dout_sum']`` (equal to ``db``, which
+    it never computes): a cache is no gradient store."""
+
+    def __init__(self):
+        rng = np.random.default_rng(68)
+        self.W, self.b, self.cache = rng.standard_normal((3, 2)), rng.standard_normal(2), {}
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        self.cache["dout_sum"] = dout.sum(0)
+        return dout @ self.W.T
+
+
+def test_an_array_in_a_cache_dict_is_no_gradient():
+    x = np.random.default_rng(69).standard_normal((4, 3))
+    with pytest.raises(LayerConventionError, match="b"):
+        gradcheck.check_layer(_CacheSum(), x)
+
+
+class _HandsLabelsBack:
+    """A binary cross-entropy ``forward(y_pred, y_true)`` returning ``(loss, y_true)``:
+    labels handed back are the targets, not the prediction."""
+
+    def __init__(self, bug: str = ""):
+        self.bug = bug
+
+    def forward(self, y_pred, y_true):
+        loss = -np.mean(y_true * np.log(y_pred) + (1 - y_true) * np.log(1 - y_pred))
+        return loss, y_true
+
+    def backward(self, y_pred, y_true):
+        g = (y_pred - y_true) / (y_pred * (1 - y_pred)) / y_pred.size
+        return -g if self.bug else g
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("sign", ["x0"])])
+def test_labels_handed_back_are_no_prediction(bug, failing):
+    rng = np.random.default_rng(70)
+    p = rng.uniform(0.2, 0.8, (4, 3))
+    y = (rng.random((4, 3)) > 0.5).astype(float)
+    _expect(gradcheck.check_layer(_HandsLabelsBack(bug), p, y), failing)
+
+
+class _Tagged(np.ndarray):
+    """``__array_finalize__`` sets ``.tag`` on every view and copy; ``.trainable`` is set
+    on the parameter alone."""
+
+    def __array_finalize__(self, obj):
+        self.tag = getattr(obj, "tag", "param")
+
+
+class _TaggedLayer(_FlaggedDense):
+    def __init__(self, bug: str = ""):
+        super().__init__(bug)
+        self.W = np.random.default_rng(71).standard_normal((3, 2)).view(_Tagged)
+        self.W.trainable = True
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("dW", ["W"])])
+def test_subclass_attributes_are_kept_beside_those_its_finalizer_sets(bug, failing):
+    x = np.random.default_rng(72).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_TaggedLayer(bug), x), failing)
+
+
+def _loss_weighted(x, w, bug=""):
+    """``sum(w * x ** 2)`` with 0/1 weights of another shape than ``x``: weights, not
+    labels, and their gradient is returned."""
+    loss = np.sum(w * x ** 2)
+    return loss, 2 * w * x * (0.5 if bug else 1.0), np.sum(x ** 2, axis=0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("dx", ["x0"])])
+def test_zero_one_weights_of_another_shape_keep_their_gradient(bug, failing):
+    x = np.random.default_rng(73).standard_normal((4, 3))
+    w = np.array([1.0, 0.0, 1.0])
+    _expect(gradcheck.check_loss(lambda a, b: _loss_weighted(a, b, bug), x, w), failing)
+
+
+# -- from corpus 58: flags read as step sizes, parameter objects stepped in place ----------------
+class _FirstLayerFlag:
+    """``backward(dout, is_first_layer)`` returning None when the flag is set: a flag,
+    no step size (0 makes it return the input gradient)."""
+
+    def __init__(self, bug: str = ""):
+        self.w, self.bug = np.array([1.5, -0.7, 0.3]), bug
+
+    def forward(self, x):
+        self.x = x
+        return x * self.w
+
+    def backward(self, dout, is_first_layer):
+        self.dw = (dout * self.x).sum(0)
+        if is_first_layer:
+            return None
+        return dout * self.w * (2.0 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("bug", ["", "dx"])
+def test_a_flag_that_skips_the_input_gradient_is_no_step_size(bug):
+    x = np.random.default_rng(74).standard_normal((4, 3))
+    res = gradcheck.check_layer(_FirstLayerFlag(bug), x)
+    assert not res.passed, res.report()  # never read as a first layer with x0 unchecked
+
+
+class _Box:
+    """A parameter object: ``.data`` and ``.grad``."""
+
+    def __init__(self, a):
+        self.data, self.grad = a, None
+
+
+class _BoxStepped:
+    """``backward(eta, lr)`` steps ``self.w.data`` in place and keeps the input gradient
+    in ``self.w.grad`` (its author's use of the field)."""
+
+    def __init__(self, bug: str = ""):
+        self.w, self.bug = _Box(np.random.default_rng(75).standard_normal((3, 2))), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.w.data
+
+    def backward(self, eta, lr):
+        self.w.grad = eta @ self.w.data.T
+        step = self.x.T @ eta / (len(self.x) if self.bug else 1)
+        self.w.data -= lr * step
+        return self.w.grad
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("1/N", ["w"])])
+def test_a_parameter_object_stepped_in_place_is_read_by_its_step(bug, failing):
+    x = np.random.default_rng(76).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_BoxStepped(bug), x), failing)

@@ -43,9 +43,9 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
         masked: Any = {k: grads_raw.get(k) if k in chosen else None for k in prep.tree.skeleton}
         leaves = prep.tree.match(masked, "gradient ", stacked, shapes)
     else:
+        grads_raw = _fields(grads_raw, prep, notes)
         if isinstance(grads_raw, dict):
             grads_raw = _by_name(grads_raw, prep, notes)
-        grads_raw = _fields(grads_raw, len(prep.tree.skeleton), notes)
         if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
             raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
                                 f"gradients, one per input; got {type(grads_raw).__name__}")
@@ -62,19 +62,33 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
     return leaves
 
 
-def _fields(grads: Any, n: int, notes: list[str] | None) -> Any:
-    """A dataclass of gradients (``LayerGradients(dX, dW=None, db=None)``) as the tuple
-    of its fields in order, those past the ``n`` inputs dropped when None."""
+def _fields(grads: Any, prep: _Inputs, notes: list[str] | None) -> Any:
+    """A dataclass of gradients: a dict by its fields' names when each one set names an
+    input (``d`` + its name, ``GradsWX(dw, dx)``), else the tuple of its fields in order
+    (``LayerGradients(dX, dW=None, db=None)``), those left None past the inputs dropped;
+    one set past them is a ``bad-protocol`` naming it."""
     if not dataclasses.is_dataclass(grads) or isinstance(grads, type):
         return grads
-    values = [getattr(grads, f.name) for f in dataclasses.fields(grads)]
-    names = [f.name for f in dataclasses.fields(grads)]
-    while len(values) > n and values[-1] is None:
-        values.pop()
+    pairs = [(f.name, getattr(grads, f.name)) for f in dataclasses.fields(grads)]
+    names = {n for k in prep.tree.skeleton if isinstance(k, int)
+             for n in (prep.tree.names[k], f"d{prep.tree.names[k]}")}
+    kind = type(grads).__name__
+    if all(k in names for k, v in pairs if v is not None):
+        if notes is not None:
+            notes.append(f"backward returned a {kind}: its fields read by their names")
+        return {k: v for k, v in pairs if v is not None}
+    n = len(prep.tree.skeleton)
+    while len(pairs) > n and pairs[-1][1] is None:
+        pairs.pop()
+    if len(pairs) > n:
+        raise ProtocolError("bad-protocol", (
+            f"backward returned a {kind} of {len(pairs)} fields set for {n} input(s) "
+            f"({', '.join(k for k, _ in pairs[n:])} past them): return one gradient per "
+            "input, in order or named d + the input's name"))
     if notes is not None:
-        notes.append(f"backward returned a {type(grads).__name__}: its fields "
-                     f"{', '.join(names[:len(values)])} read in order, one per input")
-    return tuple(values)
+        notes.append(f"backward returned a {kind}: its fields "
+                     f"{', '.join(k for k, _ in pairs)} read in order, one per input")
+    return tuple(v for _, v in pairs)
 
 
 def _in_order(grads: Any, leaves: list[Any] | None) -> None:

@@ -136,7 +136,8 @@ def _more_gradients(fn: Callable[..., Any], args: list[Any]) -> list[int] | None
     except Exception:  # noqa: BLE001 - the check itself reports it
         return None
     floats = [j for j, a in enumerate(args) if j and isinstance(a, np.ndarray)
-              and a.dtype.kind == "f" and not zero_one(a)]  # one-hot rows are labels
+              and a.dtype.kind == "f" and not (zero_one(a) and a.shape == np.shape(
+                  args[0]))]  # one-hot rows of the scores' shape are labels
     if not isinstance(out, tuple) or len(out) < 3 or len(out) - 2 != len(floats) or any(
             np.shape(d) != args[j].shape for d, j in zip(out[2:], floats, strict=True)) or \
             np.shape(out[1]) != np.shape(args[0]):

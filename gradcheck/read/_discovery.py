@@ -41,8 +41,8 @@ import numpy as np
 from ._protocol import ProtocolError
 
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
-           "float_scalars", "get_path", "is_float_array", "is_float_scalar", "parameters",
-           "steps", "try_path", "unmatched", "walk"]
+           "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
+           "parameters", "steps", "try_path", "unmatched", "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
@@ -268,6 +268,14 @@ def walk(obj: Any, path: str = "", depth: int = 0,
         if depth < _DEPTH and (not isinstance(v, np.ndarray) or v.dtype == object) and \
                 _param_object(v) is None:
             yield from walk(v, p, depth + 1, seen)
+
+
+def held_values(obj: Any) -> dict[str, tuple[int, np.ndarray]]:
+    """``path.data -> (identity, copy)`` of the value array of every parameter object
+    reachable from ``obj`` (:func:`walk` does not enter them)."""
+    return {f"{p}.{attr}": (id(a), a.copy()) for p, v in walk(obj)
+            if (attr := _param_object(v)) is not None
+            and is_float_array(a := getattr(v, attr))}
 
 
 def float_arrays(obj: Any) -> dict[int, tuple[str, np.ndarray]]:

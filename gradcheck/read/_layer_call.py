@@ -194,9 +194,9 @@ class Protocol:
         for p, b in zip(self.params, before, strict=True):
             if p.name in keys and pgrads is not None:
                 g = np.array(pgrads[keys[p.name]], copy=True)
-            elif p.name in moved:  # a step of size 1 made: its gradient is minus it
-                g = (moved[p.name] - np.asarray(get_path(fresh, p.name))).astype(
-                    moved[p.name].dtype)
+            elif (at := p.name if p.name in moved else p.value) in moved:  # a step of
+                g = (moved[at] - np.asarray(get_path(fresh, at))).astype(  # size 1 made:
+                    moved[at].dtype)  # its gradient is minus it (w.data of a w object)
             elif p.name in self.handed:
                 g = self.handed[p.name].read(log)
                 g = g if scale is None or g is None else g * scale

@@ -44,6 +44,7 @@ from ._discovery import (
     float_scalars,
     get_path,
     is_float_array,
+    is_float_scalar,
     parameters,
     try_path,
     unmatched,
@@ -446,7 +447,8 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     for t in notes:
         proto.note(t)
     left = [p for p in rest if p not in got_p]
-    stepped = [p for p in left if p in proto.stepped]
+    stepped = [p for p in left if p in proto.stepped] + [  # and float scalars it steps
+        p for p in proto.stepped if is_float_scalar(try_path(proto.layer, p))]
     out += [Param(p, p, _no_grad) for p in stepped]
     left = [p for p in left if p not in stepped]
     on_array = attached(first.after, left, first.init)

@@ -300,7 +300,8 @@ def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
     if len(scalars) != 1 or (arrays and positional_names(method) and not handed):  # (y,
         return out  # penalty) and backward(dy=1.0): the penalty is no loss
     (k,) = scalars
-    back = [j for j, x in enumerate(given) for o in out if o is x and isinstance(x, np.ndarray)]
+    back = [j for j, x in enumerate(given) for o in out if o is x and isinstance(x, np.ndarray)
+            and not label_like(x)]  # labels handed back are the targets: no prediction
     if handed and len(set(back)) == 1:  # (loss, y_pred): the input handed back is the
         proto.pick = back[:1]  # prediction, the one a single returned array is for
     proto.out_path = f"<returned>[{k}]"

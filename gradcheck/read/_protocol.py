@@ -141,8 +141,10 @@ def _with_attributes(copied: _T, memo: dict[int, Any]) -> _T:
         if isinstance(orig, np.ndarray) and type(orig) is not np.ndarray and \
                 getattr(orig, "__dict__", None):
             twin = memo.get(id(orig))
-            if twin is not None and twin is not orig and not vars(twin):
-                vars(twin).update(copy.deepcopy(vars(orig), memo))
+            if twin is not None and twin is not orig and hasattr(twin, "__dict__"):
+                lost = {k: v for k, v in vars(orig).items() if k not in vars(twin)}
+                vars(twin).update(copy.deepcopy(lost, memo))  # __array_finalize__ may set
+                # some (.tag): the others are copied all the same
     return copied
 
 

@@ -18,10 +18,8 @@ record:
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +31,9 @@ from ._lists import param_lists, properties
 from ._observe import (
     backward_named,
     float_state,
-    forward_named,
     grad_of,
+    grads_holder,
+    last_name,
     parent_of,
     positional_names,
     same_but_unit,
@@ -43,6 +42,7 @@ from ._observe import (
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
 from ._tokens import BUT_LAST, CACHED, DY, SINK, give_sinks
+from ._watch import runs_forward, watched
 
 __all__ = ["CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
@@ -149,11 +149,10 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     rest = [n for n in wants if n not in given]  # the forward's inputs, in order
     given |= dict(zip(rest, xs, strict=False)) if len(rest) == len(xs) else {}
     held = float_state(method.__self__)
-    with _watched(method.__self__, {then, method.__name__}) as ran:
+    with watched(method.__self__, {then, method.__name__}) as ran:
         extra = done(*[given[n] for n in wants])
-    forwards = [n for n in ran if forward_named(n)]  # helpers (its own conv) are fine
-    if forwards:  # it runs the layer: a numerical gradient, not the backward's
-        raise ProtocolError("bad-protocol", f"{then}() runs {forwards[0]}()")
+    if ran and (runs := runs_forward(method.__self__, ran, xs)):  # a numerical gradient,
+        raise ProtocolError("bad-protocol", f"{then}() runs {runs}()")  # not the backward's
     if extra is None and backward_named(then) and _into_buffers(held, method.__self__):
         return ret  # the second half of a backward split in two: backward_update_gradient
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
@@ -167,31 +166,6 @@ def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:
     now = {p: v for p, v in walk(obj) if is_float_array(v)}
     return all(p in held and held[p][0] == id(v) for p, v in now.items()) and any(
         not np.array_equal(held[p][1], v) for p, v in now.items())
-
-
-@contextlib.contextmanager
-def _watched(obj: Any, skip: set[str]) -> Iterator[list[str]]:
-    """The names of the object's other methods called inside the block, in order (each
-    shadowed on the instance meanwhile, then put back)."""
-    ran: list[str] = []
-    names = [n for n in dir(type(obj)) if not n.startswith("__") and n not in skip
-             and inspect.isfunction(getattr(type(obj), n, None)) and n not in vars(obj)]
-
-    def watch(name: str) -> Any:
-        bound = getattr(obj, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            ran.append(name)
-            return bound(*args, **kwargs)
-        return call
-
-    for n in names:
-        setattr(obj, n, watch(n))
-    try:
-        yield ran
-    finally:
-        for n in names:
-            vars(obj).pop(n, None)
 
 
 def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],
@@ -527,15 +501,20 @@ _INPUT_NAMES = ("inputs", "input", "x")  # an input's gradient named for no argu
 _KEYED = re.compile(r"\[['\"][^\[\]]*['\"]\]$")  # an item of a dict: ['dLdW']
 
 
+def _grads_dict(c: str) -> str | None:
+    """The object holding the dict that holds ``c``, when ``c`` is an item of a dict
+    named for gradients (``gradients['dLdW']``); else None."""
+    holder = _KEYED.sub("", c)
+    return parent_of(holder) if holder != c and grads_holder(last_name(holder)) else None
+
+
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray], returned: Any = None
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
     """``param path -> stored path``, ``input k -> stored path`` and notes: by name
     (``dW`` for ``W``, ``dinputs`` for the forward's ``inputs``), then, for what is left,
     by shape where one candidate fits one array alone."""
-    left = dict(cands)
-    got_p: dict[str, str] = {}
-    got_x: dict[int, str] = {}
+    left, got_p, got_x = dict(cands), {}, {}
     for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
         g = grad_of(name, np.shape(x), left) if name else None
         if g is None and len(inputs) == 1:  # the generic names: dinputs, input_grad
@@ -572,7 +551,8 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
-                and home(key) in (parent_of(c), parent_of(_KEYED.sub("", c)))]  # its own
+                and home(key) in (parent_of(c), _grads_dict(c))]  # its own, or in a
+        # dict it holds named for gradients (self.gradients['dLdW'], not cache['sum'])
         rivals = [w for w, s in wanting if w != key and home(w) == home(key) and any(
             same_but_unit(left[c].shape, s) for c in fits)]  # (gamma.value: gamma.gradient)
         if len(fits) == 1 and not rivals:

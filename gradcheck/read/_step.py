@@ -10,13 +10,24 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import get_path, is_float_array, walk
+from ._discovery import (
+    float_scalars,
+    get_path,
+    held_values,
+    is_float_array,
+    is_float_scalar,
+    try_path,
+    walk,
+)
 from ._layer_call import Protocol, ones_like, times
 from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone, map_arrays
 from ._reading import STEP, forward_output, leaves, read_output
 
-__all__ = ["takes_a_step"]
+__all__ = ["SCALAR", "takes_a_step"]
+
+#: The key of a float scalar's change among the arrays' in what :func:`_stepped` saw.
+SCALAR = "<scalar>"
 
 
 def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
@@ -63,7 +74,8 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
         proto.step_attr, notes = name, list(proto.notes)
         try:
             if not _in_output(proto, xs, name) and _reads_a_step(proto, xs, name) and \
-                    proto.stepped and not _changed_otherwise(proto, xs, name) and \
+                    proto.stepped and not _scalar_stepped(proto) and \
+                    not _changed_otherwise(proto, xs, name) and \
                     _history_free(proto, xs, name):
                 found.append((name, proto.notes, proto.stepped))
         except ProtocolError:  # a scaled input gradient: not this reading
@@ -111,6 +123,12 @@ def _is_float(v: Any) -> bool:
     return isinstance(v, (float, np.floating)) and not isinstance(v, bool)
 
 
+def _scalar_stepped(proto: Protocol) -> bool:
+    """Whether a float scalar is among what the backward steps: beside a step size the
+    layer holds, a float parameter stepped too leaves the reading unsure (refused)."""
+    return any(is_float_scalar(try_path(proto.layer, p)) for p in proto.stepped)
+
+
 def _in_output(proto: Protocol, xs: list[Any], name: str) -> bool:
     """Whether the forward's output changes with the float ``name`` (a scale it applies)."""
     assert proto.draws is not None
@@ -130,12 +148,12 @@ def _changed_otherwise(proto: Protocol, xs: list[Any], step: str) -> bool:
     those it steps by the step size (a float parameter stepped too, an update of its
     own beside one scaled by a bug factor)."""
     seen = _stepped(proto, xs, 1.0)
-    if seen is None or any(not p.startswith("<made>") and p not in proto.stepped
-                           and np.any(d) for p, d in seen[1].items()):
+    if seen is None or any(not p.startswith("<made>") and p.removeprefix(SCALAR) not in
+                           proto.stepped and np.any(d) for p, d in seen[1].items()):
         return True
     layer = clone(proto.layer)
     set_float(layer, step, 1.0)
-    before = {n: get_float(layer, n) for n in held_floats(layer)}
+    before = {n: get_float(layer, n) for n in held_floats(layer) if n not in proto.stepped}
     try:
         _step_once(proto, layer, xs)
     except Exception:  # noqa: BLE001 - no evidence: not read as a step size
@@ -246,11 +264,13 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
         return False
     (r1, d1, scale), (r2, d2, _) = seen  # type: ignore[misc]
     moved = [p for p in d1 if not p.startswith("<made>") and not np.array_equal(d1[p], d2[p])]
+    moved = _with_scalars(proto, xs, moved, d1, d2)
     if not moved:  # changing nothing, it ignores the argument for any value (not so a
-        third = _stepped(proto, xs, -1.0)  # sign mask of its input's, nor an L2 term
-        if third is None or not _same_return(r1, third[0]) or not _same_return(
-                _made(seen[0]), _made(seen[1])):  # in the gradients it stores)
-            return False
+        third, zero = _stepped(proto, xs, -1.0), _stepped(proto, xs, 0.0)  # sign mask
+        if third is None or zero is None or not _same_return(r1, third[0]) or not \
+                _same_return(r1, zero[0]) or not _same_return(  # of its input's, a flag
+                _made(seen[0]), _made(seen[1])):  # (is_first_layer), nor an L2 term in
+            return False  # the gradients it stores)
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
         return False
@@ -270,12 +290,28 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
                 "as large): the input's gradient must not depend on the learning rate"))
         proto.note(f"what {type(proto.layer).__name__}.{proto.backward} returns changes "
                    f"with {name}: computed after the step it takes? (called with 1.0)")
-    proto.style, proto.stepped = "step", moved
+    proto.style, proto.stepped = "step", [p.removeprefix(SCALAR) for p in moved]
     proto.note(f"backward's argument {name} " + (
-        f"scales the change it makes to {', '.join(moved)} (a step size): called with 1.0, "
+        f"scales the change it makes to {', '.join(proto.stepped)} (a step size): called "
+        "with 1.0, "
         "their gradients read as minus that change" if moved else
         "changes nothing it returns or holds: called with 1.0"))
     return True
+
+
+def _with_scalars(proto: Protocol, xs: list[Any], moved: list[str], d1: dict[str, Any],
+                  d2: dict[str, Any]) -> list[str]:
+    """``moved`` less the float scalars that do not step as a parameter does (twice the
+    change for twice the step size, and for twice the gradient: GIN's learnable
+    ``self.eps -= lr * grad_eps``); a counter or a decaying rate is no parameter."""
+    floats = [p for p in moved if p.startswith(SCALAR)]
+    if not floats:
+        return moved
+    twice = _stepped(proto, xs, 1.0, 2.0)
+    kept = [p for p in floats if twice is not None and p in twice[1] and np.allclose(
+        d2[p], 2 * d1[p], rtol=1e-6, atol=1e-15) and np.allclose(
+        twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-15)]
+    return [p for p in moved if p not in floats] + kept
 
 
 def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
@@ -287,7 +323,8 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
     proto.draws.reset()
     try:
         out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
-        before = float_state(layer)
+        before = float_state(layer) | held_values(layer)  # parameter objects' .data too
+        scalars = {p: try_path(layer, p) for p in float_scalars(layer) if p != proto.step_attr}
         dy = times(_varied(ones_like(out)), g)
         if proto.step_attr is not None:  # the step size the layer holds
             set_float(layer, proto.step_attr, a)
@@ -296,11 +333,15 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
                                                    [None] if proto.step_attr else [None, STEP])])
     except Exception:  # noqa: BLE001 - not a step size
         return None
-    now = {p: v for p, v in walk(layer) if is_float_array(v)}
+    now = {p: v for p, v in walk(layer) if is_float_array(v)} | {
+        p: v for p, (_, v) in held_values(layer).items()}
     made = {p: v for p, v in now.items() if p not in before}  # arrays it created
+    floats = {f"{SCALAR}{p}": np.asarray(try_path(layer, p) - v, dtype=np.float64)
+              for p, v in scalars.items() if is_float_scalar(try_path(layer, p))}
     return ret, {p: now[p] - old for p, (_, old) in before.items()
                  if p in now and _broadcasts(now[p].shape, old.shape)} | {
-        f"<made>{p}": v for p, v in made.items()}, {p: _rounding(now[p]) for p in now}
+        f"<made>{p}": v for p, v in made.items()} | floats, {p: _rounding(now[p])
+                                                            for p in now}
 
 
 def _made(seen: Any) -> list[np.ndarray]:

@@ -1,0 +1,57 @@
+"""What methods of a layer a call runs: a method completing the backward
+(``gradient(z_down, _e)``) may call helpers of its own, but one that runs the forward, or
+a helper the forward runs (``self._affine``), computes a numerical gradient, not the
+backward's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+from ._observe import forward_named
+from ._protocol import clone
+
+__all__ = ["runs_forward", "watched"]
+
+
+@contextlib.contextmanager
+def watched(obj: Any, skip: set[str]) -> Iterator[list[str]]:
+    """The names of the object's other methods called inside the block, in order (each
+    shadowed on the instance meanwhile, then put back)."""
+    ran: list[str] = []
+    names = [n for n in dir(type(obj)) if not n.startswith("__") and n not in skip
+             and inspect.isfunction(getattr(type(obj), n, None)) and n not in vars(obj)]
+
+    def watch(name: str) -> Any:
+        bound = getattr(obj, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            ran.append(name)
+            return bound(*args, **kwargs)
+        return call
+
+    for n in names:
+        setattr(obj, n, watch(n))
+    try:
+        yield ran
+    finally:
+        for n in names:
+            vars(obj).pop(n, None)
+
+
+def runs_forward(obj: Any, ran: list[str], xs: list[Any]) -> str:
+    """The first of the methods ``ran`` that is a forward (by its name) or that a forward
+    of ``obj`` runs given ``xs`` (on a copy); empty when none is."""
+    helpers: set[str] = set()
+    for name in [n for n in dir(type(obj)) if forward_named(n) or n == "__call__"]:
+        if not inspect.isfunction(getattr(type(obj), name, None)):
+            continue
+        copy = clone(obj)
+        # a forward-like name taking other arguments raises: what it ran still counts
+        with watched(copy, {name}) as called, contextlib.suppress(Exception):
+            getattr(copy, name)(*clone(xs))
+        helpers |= set(called)
+    return next((n for n in ran if forward_named(n) or n in helpers), "")
