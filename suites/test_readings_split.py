@@ -644,3 +644,37 @@ class _BoxStepped:
 def test_a_parameter_object_stepped_in_place_is_read_by_its_step(bug, failing):
     x = np.random.default_rng(76).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_BoxStepped(bug), x), failing)
+
+
+# -- a step-named backward whose change is affine in its argument stays no backward --------------
+class _DecayingStep:
+    """``backward(alpha=1e-5, weight_decay=4e-4)`` decays the bias by ``alpha * bias``
+    (a change affine in what it is given, no input gradient); ``gradient(eta)`` is the
+    backward, storing ``w_gradient`` and ``b_gradient``."""
+
+    def __init__(self, bug: bool = False):
+        rng = np.random.default_rng(77)
+        self.weights, self.bias, self.bug = rng.standard_normal((6, 3)), rng.standard_normal(3), bug
+        self.w_gradient, self.b_gradient = np.zeros((6, 3)), np.zeros(3)
+
+    def forward(self, x):
+        self.x = x.flatten()
+        return self.x @ self.weights + self.bias
+
+    def gradient(self, eta):
+        self.w_gradient += np.outer(self.x, eta)
+        self.b_gradient += eta
+        return (eta @ self.weights.T * (-1.0 if self.bug else 1.0)).reshape(2, 3)
+
+    def backward(self, alpha=0.00001, weight_decay=0.0004):
+        self.weights *= 1 - weight_decay
+        self.bias *= 1 - weight_decay
+        self.weights -= alpha * self.w_gradient
+        self.bias -= alpha * self.bias
+        self.w_gradient, self.b_gradient = np.zeros((6, 3)), np.zeros(3)
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["x0"])])
+def test_a_step_backward_affine_in_its_argument_is_replaced_by_the_gradient(bug, failing):
+    x = np.random.default_rng(78).standard_normal((2, 3))
+    _expect(gradcheck.check_layer(_DecayingStep(bug), x), failing)
