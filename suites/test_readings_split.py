@@ -678,3 +678,52 @@ class _DecayingStep:
 def test_a_step_backward_affine_in_its_argument_is_replaced_by_the_gradient(bug, failing):
     x = np.random.default_rng(78).standard_normal((2, 3))
     _expect(gradcheck.check_layer(_DecayingStep(bug), x), failing)
+
+
+# -- a parameter dict holding a setting beside its arrays: attn = {"n_heads": 2, "Wq": ...} -------
+def _attn_forward(x, attn):
+    h = x @ attn["Wq"]
+    return h @ attn["Wo"], (x, h)
+
+
+def _attn_backward(bug=""):
+    def backward(dy, cache, attn):
+        x, h = cache
+        d_h = dy @ attn["Wo"].T
+        d_wo = h.T @ dy
+        return d_h @ attn["Wq"].T, {"Wq": x.T @ d_h, "Wo": d_wo.T if bug else d_wo}
+    return backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("Wo-transposed", ["attn['Wo']"])])
+def test_a_parameter_dict_with_a_setting_is_checked_where_gradients_come_back(bug, failing):
+    rng = np.random.default_rng(79)
+    attn = {"n_heads": 2, "Wq": rng.standard_normal((4, 4)), "Wo": rng.standard_normal((4, 4))}
+    res = gradcheck.check_vjp(_attn_forward, _attn_backward(bug),
+                              [rng.standard_normal((3, 4)), attn])
+    _expect(res, failing)
+    assert {"attn['Wq']", "attn['Wo']"} <= {i.name for i in res.inputs}, res.report()
+
+
+# -- check_grad's point of several arrays: a part's gradient (4,) for (1, 4) ---------------------
+def _two_layer(point, bug=""):
+    W, b = point
+    x = np.random.default_rng(80).standard_normal((5, 3))
+
+    def f(p):
+        return float(np.sum(np.tanh(x @ p[0] + p[1]) ** 2))
+
+    def grad(p):
+        a = np.tanh(x @ p[0] + p[1])
+        dz = 2 * a * (1 - a ** 2)
+        return [x.T @ dz, dz.sum(0) * (0.5 if bug else 1.0)]  # db (4,) for b (1, 4)
+    return f, grad
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("db", ["p[1]"])])
+def test_check_grad_parts_differing_by_size_one_axes_are_reshaped(bug, failing):
+    rng = np.random.default_rng(81)
+    point = [rng.standard_normal((3, 4)), rng.standard_normal((1, 4))]
+    f, grad = _two_layer(point, bug)
+    res = gradcheck.check_grad(f, grad, point)
+    _expect(res, failing)

@@ -46,6 +46,7 @@ from ._leaves import (
     _split_forward,
     _without_configuration,
     input_names,
+    not_data,
 )
 from ._modes import InputChecker, method_label, overall, resolve_mode
 from ._mutation import WROTE_DY, ForwardMutation, final_status, on_copies
@@ -147,7 +148,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     for i in prep.diff:
         if leaves[i] is not None:
             grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], notes,
-                                 unit=_not_data(prep, i))
+                                 unit=not_data(prep, i))
             computed[i] = np.asarray(leaves[i]).dtype.name
     for i in prep.ints:
         if leaves[i] is not None:
@@ -171,13 +172,6 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
             computed[i] = name
     return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed, arith,
                    unnamed)
-
-
-def _not_data(prep: _Inputs, i: int) -> bool:
-    """Whether leaf ``i`` is no part of the first positional input (the data a batch of
-    one leaves no other evidence for than its gradient's shape): a gradient of it that
-    differs by size-1 axes is compared after reshaping."""
-    return prep.as_kwargs or prep.owner[i] != prep.owner[0]
 
 
 def _unnamed(prep: _Inputs, grads: list[F64 | None], none: list[int]) -> list[int]:
@@ -246,7 +240,7 @@ def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[An
         for i in prep.diff:
             if leaves[i] is not None:
                 grads[i] = validated(leaves[i], prep.leaves[i], prep.tree.names[i], [],
-                                     unit=_not_data(prep, i))
+                                     unit=not_data(prep, i))
         return grads
 
     return vjp
@@ -361,7 +355,7 @@ def run_protocol_check(
     names positional inputs (default ``x0``, ``x1``...; see :func:`input_names`).
     """
     wrt_given = wrt is not None
-    wrt, config_note = _without_configuration(inputs, wrt, names)
+    wrt, config_note = _without_configuration(inputs, wrt, names, (fwd, bwd))
     draws = GlobalDraws()  # every forward starts from the global generators' state
     fwd = _from_draws(fwd, draws)
     try:

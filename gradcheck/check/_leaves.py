@@ -21,7 +21,7 @@ from ..read._conventions import is_configuration
 from ..read._protocol import ProtocolError, Tree, call_user
 from ._numeric import F64
 
-__all__ = ["input_names"]
+__all__ = ["input_names", "not_data"]
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -202,10 +202,14 @@ class _Outputs:
         return out
 
 
-def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None
+def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None,
+                           pair: tuple[Callable[..., Any], Callable[..., Any]] | None = None
                            ) -> tuple[Any, list[str]]:
     """Without ``wrt=``, settings dicts (:func:`is_configuration`) are constants: ``wrt``
-    becomes the other inputs, and a note names them."""
+    becomes the other inputs, and a note names them; but a dict whose float arrays the
+    backward of ``pair`` (``fwd``, ``bwd``) returns gradients for, by key and shape
+    (``attn = {"n_heads": 2, "Wq": ...}`` with ``grads = {"Wq": ...}``), is differentiated
+    all the same, its other values held constant."""
     if wrt is not None or not isinstance(inputs, (Sequence, dict)) or isinstance(
             inputs, str):
         return wrt, []
@@ -214,8 +218,53 @@ def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None
               or is_configuration(inputs[k])]
     if not config:
         return wrt, []
-    shown = [(names[k] if names and isinstance(k, int) and k < len(names) else
-              f"x{k}" if isinstance(k, int) else str(k)) for k in config]
-    return [k for k in keys if k not in config], [
-        f"{', '.join(shown)}: settings (holds values that are no float): passed through "
-        "as a constant, the float arrays in it too (name it in wrt= to differentiate it)"]
+    kept = _given_gradients(inputs, config, pair) if isinstance(inputs, Sequence) else []
+    config = [k for k in config if k not in kept]
+
+    def shown(ks: list[Any]) -> str:
+        return ", ".join(names[k] if names and isinstance(k, int) and k < len(names) else
+                         f"x{k}" if isinstance(k, int) else str(k) for k in ks)
+    notes = [f"{shown(kept)}: holds settings beside float arrays the backward returns "
+             "gradients for: those are checked, the settings held constant"] if kept else []
+    return [k for k in keys if k not in config], notes + [
+        f"{shown(config)}: settings (holds values that are no float): passed through "
+        "as a constant, the float arrays in it too (name it in wrt= to differentiate it)"
+    ] if config else notes
+
+
+def _given_gradients(inputs: Sequence[Any], config: list[Any],
+                     pair: tuple[Callable[..., Any], Callable[..., Any]] | None) -> list[Any]:
+    """The settings dicts among ``config`` whose float arrays get a gradient by key and
+    shape in what one forward and backward on copies return (none if they raise)."""
+    dicts = [k for k in config if isinstance(inputs[k], dict)]
+    if pair is None or not dicts:
+        return []
+    try:
+        out, cache = pair[0](*copy.deepcopy(list(inputs)))
+        grads = pair[1](_ones(out), cache)
+    except Exception:  # noqa: BLE001 - no evidence: the settings stay constants
+        return []
+    if not isinstance(grads, (list, tuple)) or len(grads) != len(inputs):
+        return []
+    return [k for k in dicts if isinstance(g := grads[k], dict) and g and all(
+        isinstance(v, np.ndarray) and isinstance(inputs[k].get(key), np.ndarray) and
+        inputs[k][key].dtype.kind == "f" and v.shape == inputs[k][key].shape
+        for key, v in g.items() if v is not None)]
+
+
+def _ones(out: Any) -> Any:
+    """An output gradient of ones for ``out`` (containers kept)."""
+    if isinstance(out, (tuple, list)):
+        return type(out)(_ones(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _ones(v) for k, v in out.items()}
+    return np.ones_like(np.asarray(out, dtype=np.float64))
+
+
+def not_data(prep: _Inputs, i: int) -> bool:
+    """Whether a gradient of leaf ``i`` that differs by size-1 axes is compared after
+    reshaping: not for a first positional input of one array (data, whose batch of one
+    leaves no other evidence than that shape); for parts of a first input made of
+    several arrays (``check_grad``'s point ``[A, B, C]``) and any other input, yes."""
+    return prep.as_kwargs or prep.owner[i] != prep.owner[0] or prep.owner.count(
+        prep.owner[0]) > 1
