@@ -727,3 +727,26 @@ def test_check_grad_parts_differing_by_size_one_axes_are_reshaped(bug, failing):
     f, grad = _two_layer(point, bug)
     res = gradcheck.check_grad(f, grad, point)
     _expect(res, failing)
+
+
+def _block_forward(x, block):
+    return _attn_forward(x, block["attn"])
+
+
+def _block_backward(bug=""):
+    inner = _attn_backward(bug)
+
+    def backward(dy, cache, block):
+        dx, g = inner(dy, cache, block["attn"])
+        return dx, {"attn": g}
+    return backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("Wo-transposed", ["block['attn']['Wo']"])])
+def test_a_nested_parameter_dict_with_a_setting_is_checked_too(bug, failing):
+    rng = np.random.default_rng(82)
+    block = {"attn": {"n_heads": 2, "Wq": rng.standard_normal((4, 4)),
+                      "Wo": rng.standard_normal((4, 4))}}
+    res = gradcheck.check_vjp(_block_forward, _block_backward(bug),
+                              [rng.standard_normal((3, 4)), block])
+    _expect(res, failing)

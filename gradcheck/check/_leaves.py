@@ -246,10 +246,24 @@ def _given_gradients(inputs: Sequence[Any], config: list[Any],
         return []
     if not isinstance(grads, (list, tuple)) or len(grads) != len(inputs):
         return []
-    return [k for k in dicts if isinstance(g := grads[k], dict) and g and all(
-        isinstance(v, np.ndarray) and isinstance(inputs[k].get(key), np.ndarray) and
-        inputs[k][key].dtype.kind == "f" and v.shape == inputs[k][key].shape
-        for key, v in g.items() if v is not None)]
+    return [k for k in dicts if _fits_keys(grads[k], inputs[k])]
+
+
+def _fits_keys(g: Any, x: Any) -> bool:
+    """Whether ``g`` is a non-empty dict (nested dicts too) each of whose arrays sits at
+    the key of a float array of ``x`` of its shape (``{"attn": {"Wq": dWq}}``)."""
+    if not isinstance(g, dict) or not isinstance(x, dict) or not g:
+        return False
+    for key, v in g.items():
+        if v is None:
+            continue
+        if isinstance(v, dict):
+            if not _fits_keys(v, x.get(key)):
+                return False
+        elif not (isinstance(v, np.ndarray) and isinstance(x.get(key), np.ndarray) and
+                  x[key].dtype.kind == "f" and v.shape == x[key].shape):
+            return False
+    return True
 
 
 def _ones(out: Any) -> Any:
