@@ -750,3 +750,62 @@ def test_a_nested_parameter_dict_with_a_setting_is_checked_too(bug, failing):
     res = gradcheck.check_vjp(_block_forward, _block_backward(bug),
                               [rng.standard_normal((3, 4)), block])
     _expect(res, failing)
+
+
+# -- from corpus 55: a first layer returning its kernel's gradient; a backward needing dout != 0
+class _FirstConv:
+    """``backward`` stores ``self.grad`` (the kernel's gradient) and returns that very
+    array: no input gradient (a network's first layer)."""
+
+    def __init__(self, bug: str = ""):
+        self.kernel, self.bug = np.random.default_rng(83).standard_normal((2, 2)), bug
+
+    def forward(self, image):
+        self.image = image
+        h, w = image.shape[0] - 1, image.shape[1] - 1
+        return np.array([[np.sum(image[i:i + 2, j:j + 2] * self.kernel) for j in range(w)]
+                         for i in range(h)])
+
+    def backward(self, dout):
+        self.grad = np.zeros_like(self.kernel)
+        for i in range(dout.shape[0]):
+            for j in range(dout.shape[1]):
+                self.grad += dout[i, j] * self.image[i:i + 2, j:j + 2] * (
+                    0.5 if self.bug and i == 0 else 1.0)
+        return self.grad
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("row0", ["kernel"])])
+def test_a_returned_parameter_gradient_is_no_input_gradient(bug, failing):
+    x = np.random.default_rng(84).standard_normal((4, 4))
+    res = gradcheck.check_layer(_FirstConv(bug), x)
+    _expect(res, failing)
+    assert any("x0 held constant" in n for n in res.notes), res.notes
+
+
+class _NonzeroOnly:
+    """A backward that sets ``self.dW`` only inside a loop over the nonzero entries of
+    the output gradient (a zero one leaves it unset)."""
+
+    def __init__(self, bug: str = ""):
+        self.W, self.bug = np.random.default_rng(85).standard_normal((3, 2)), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, dout):
+        for k in range(dout.shape[1]):
+            if np.any(dout[:, k]):
+                if not hasattr(self, "dW_acc"):
+                    self.dW_acc = np.zeros_like(self.W)
+                self.dW_acc[:, k] = self.x.T @ dout[:, k]
+        self.dW = self.dW_acc * (2.0 if self.bug else 1.0)
+        del self.dW_acc
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("dW", ["W"])])
+def test_a_backward_raising_for_a_zero_gradient_is_still_read(bug, failing):
+    x = np.random.default_rng(86).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_NonzeroOnly(bug), x), failing)

@@ -231,6 +231,10 @@ class Protocol:
         shape (the stored gradients are read where they are stored)."""
         if self.n_inputs > 1:
             return self._inputs_then_stored(ret, fresh, xs)
+        if isinstance(ret, np.ndarray) and any(ret is p.read_grad(fresh) for p in self.params):
+            self.note("backward returned the very array it stored as a parameter's gradient "
+                      "and no input gradient: x0 held constant (a first layer's backward)")
+            return None
         if not isinstance(ret, tuple) or len(ret) < 2 or not isinstance(xs[0], np.ndarray):
             return ret
         fit = [r for r in ret if isinstance(r, np.ndarray) and r.shape == xs[0].shape]
