@@ -809,3 +809,107 @@ class _NonzeroOnly:
 def test_a_backward_raising_for_a_zero_gradient_is_still_read(bug, failing):
     x = np.random.default_rng(86).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_NonzeroOnly(bug), x), failing)
+
+
+# -- from the second review --------------------------------------------------------------------
+class _LogsItsStep(_Gin):
+    """Beside its step, the backward logs the step's size in a float the output never
+    reads (``self.last_update``): no parameter."""
+
+    def backward(self, g, lr):
+        self.last_update = 0.0 if not hasattr(self, "last_update") else self.last_update
+        gH = super().backward(g, lr)
+        self.last_update += lr * float(np.abs(self.S.T @ g).sum())
+        return gH
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("eps-sign", ["eps"])])
+def test_a_float_logging_the_step_is_no_parameter(bug, failing):
+    H = np.random.default_rng(87).standard_normal((3, 3))
+    A = np.array([[1, 1, 0], [1, 1, 1], [0, 1, 1]])
+    layer = _LogsItsStep(bug)
+    layer.last_update = 0.0
+    res = gradcheck.check_layer(layer, H, A)
+    _expect(res, failing)
+    assert "last_update" not in [i.name for i in res.inputs], res.report()
+
+
+class _ForgotDx:
+    """A middle layer whose backward returns its weight's gradient, of the input's shape,
+    instead of the input's: read as dx, and failing there."""
+
+    def __init__(self):
+        self.w = np.random.default_rng(88).standard_normal((4, 3))
+
+    def forward(self, x):
+        self.x = x
+        return x * self.w
+
+    def backward(self, g):
+        self.dw = g * self.x
+        return self.dw
+
+
+def test_a_returned_parameter_gradient_of_the_inputs_shape_is_read_as_dx():
+    x = np.random.default_rng(89).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_ForgotDx(), x), ["x0"])
+
+
+def _attn_backward_keys(bug="", drop=""):
+    def backward(dy, cache, attn):
+        dx, g = _attn_backward(bug)(dy, cache, attn)
+        return dx, {k: v for k, v in g.items() if k != drop}
+    return backward
+
+
+@pytest.mark.parametrize("bug, drop, failing", [("Wo-transposed", "", ["attn['Wo']"]),
+                                                 ("", "Wo", ["attn['Wo']"])])
+def test_a_settings_dict_whose_gradients_are_partly_wrong_or_missing_fails(bug, drop, failing):
+    rng = np.random.default_rng(90)
+    attn = {"n_heads": 2, "Wq": rng.standard_normal((4, 4)), "Wo": rng.standard_normal((4, 4))}
+    res = gradcheck.check_vjp(_attn_forward, _attn_backward_keys(bug, drop),
+                              [rng.standard_normal((3, 4)), attn])
+    _expect(res, failing)
+
+
+def test_the_settings_probe_leaves_the_global_generator_as_it_was():
+    rng = np.random.default_rng(91)
+    attn = {"n_heads": 2, "Wq": rng.standard_normal((4, 4)), "Wo": rng.standard_normal((4, 4))}
+
+    def forward(x, a):  # draws from the user's global generator
+        return _attn_forward(x + 0 * np.random.rand(*x.shape), a)  # noqa: NPY002
+    np.random.seed(5)  # noqa: NPY002 - the user's global state
+    before = np.random.get_state()[1].copy()  # noqa: NPY002
+    gradcheck.check_vjp(forward, _attn_backward(), [rng.standard_normal((3, 4)), attn])
+    assert np.array_equal(np.random.get_state()[1], before)  # noqa: NPY002
+
+
+class _SharedActivation:
+    """``gradient(z_down, _e)`` recomputes the forward's activation helper once: the
+    backward's own work, no numerical gradient."""
+
+    def __init__(self, bug: str = ""):
+        rng = np.random.default_rng(92)
+        self.w, self.b, self.bug = rng.standard_normal((3, 4)), rng.standard_normal(3), bug
+
+    def _act(self, z):
+        return 1 / (1 + np.exp(-z))
+
+    def forward(self, x):
+        self.z = self.w @ x + self.b
+        return self._act(self.z)
+
+    def backward(self, _e):
+        s = self._act(self.z)
+        return self.w.T @ (_e * s * (1 - s))
+
+    def gradient(self, z_down, _e):
+        s = self._act(self.z)
+        dz = _e * s * (1 - s)
+        return np.outer(dz, z_down) * (2.0 if self.bug else 1.0), dz
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("dw", ["w"])])
+def test_a_gradient_method_recomputing_the_activation_once_is_read(bug, failing):
+    x = np.random.default_rng(93).standard_normal(4)
+    _expect(gradcheck.check_layer(_SharedActivation(bug), x), failing)

@@ -37,7 +37,7 @@ from ..read._protocol import (
 )
 from ._complex import complex_checks, complex_ok
 from ._dispatch import run_checks
-from ._gradients import Unreduced, gradient_leaves, plain_result, validated
+from ._gradients import Unreduced, gradient_leaves, keyed, plain_result, validated
 from ._leaves import (
     _Inputs,
     _Outputs,
@@ -164,7 +164,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         [d if d is not None else np.zeros(a.shape) for d, a in zip(dy_leaves, arrays,
                                                                      strict=True)]))
     none = [i for i in prep.diff if grads[i] is None]
-    unnamed = _unnamed(prep, grads, none) if isinstance(grads_raw, dict) else []
+    unnamed = _unnamed(prep, grads, none) if keyed(grads_raw) else []
     shapes = [tuple(arrays[k].shape) for k in outputs.floating]
     arith = _narrowest_output(outputs, prep, notes)
     for i, name in arith.items():  # the gradient's tolerance: the narrower of the two
@@ -355,10 +355,10 @@ def run_protocol_check(
     names positional inputs (default ``x0``, ``x1``...; see :func:`input_names`).
     """
     wrt_given = wrt is not None
-    wrt, config_note = _without_configuration(inputs, wrt, names, (fwd, bwd))
     draws = GlobalDraws()  # every forward starts from the global generators' state
     fwd = _from_draws(fwd, draws)
     try:
+        wrt, config_note = _without_configuration(inputs, wrt, names, (fwd, bwd))
         return _protocol_check(fwd, bwd, inputs, wrt, opts, kind, origins, names,
                                wrt_given, config_note)
     finally:

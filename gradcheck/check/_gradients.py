@@ -17,7 +17,7 @@ from ._leaves import _Inputs
 from ._numeric import F64
 from ._result import InputResult
 
-__all__ = ["Unreduced", "gradient_leaves", "plain_result", "validated"]
+__all__ = ["Unreduced", "gradient_leaves", "keyed", "plain_result", "validated"]
 
 
 def _bare(name: str) -> str:
@@ -60,6 +60,14 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
         notes += [f"the gradient of the sequence input {_bare(n)} came as one array stacked "
                   "along its first axis: split into its parts" for n in stacked]
     return leaves
+
+
+def keyed(grads: Any) -> bool:
+    """Whether gradients came keyed: a dict, or a list or tuple holding one (``dx,
+    {"Wq": dWq}`` for ``x, attn``): an array part a key is missing for is then checked
+    to leave the output unchanged."""
+    return isinstance(grads, dict) or (isinstance(grads, (list, tuple)) and any(
+        isinstance(g, dict) for g in grads))
 
 
 def _fields(grads: Any, prep: _Inputs, notes: list[str] | None) -> Any:

@@ -251,17 +251,19 @@ def _given_gradients(inputs: Sequence[Any], config: list[Any],
 
 def _fits_keys(g: Any, x: Any) -> bool:
     """Whether ``g`` is a non-empty dict (nested dicts too) each of whose arrays sits at
-    the key of a float array of ``x`` of its shape (``{"attn": {"Wq": dWq}}``)."""
+    the key of a float array of ``x``, or at ``d`` + that key (``{"attn": {"Wq": dWq}}``,
+    ``{"dWq": ...}``), whatever its shape (a wrong one is that gradient's verdict)."""
     if not isinstance(g, dict) or not isinstance(x, dict) or not g:
         return False
     for key, v in g.items():
+        own = key[1:] if isinstance(key, str) and key not in x and key[:1] == "d" else key
         if v is None:
             continue
         if isinstance(v, dict):
-            if not _fits_keys(v, x.get(key)):
+            if not _fits_keys(v, x.get(own)):
                 return False
-        elif not (isinstance(v, np.ndarray) and isinstance(x.get(key), np.ndarray) and
-                  x[key].dtype.kind == "f" and v.shape == x[key].shape):
+        elif not (isinstance(v, np.ndarray) and isinstance(x.get(own), np.ndarray) and
+                  x[own].dtype.kind == "f"):
             return False
     return True
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import (
+    Param,
     float_scalars,
     get_path,
     held_values,
@@ -133,8 +134,8 @@ def _in_output(proto: Protocol, xs: list[Any], name: str) -> bool:
     """Whether the forward's output changes with the float ``name`` (a scale it applies)."""
     assert proto.draws is not None
     other = clone(proto.layer)
-    set_float(other, name, get_float(other, name) * 1.5 + 0.1)
     try:
+        Param(name, name, name).write(other, np.asarray(try_path(other, name) * 1.5 + 0.1))
         a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
                            proto.out_path)
         b = forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)
@@ -310,7 +311,8 @@ def _with_scalars(proto: Protocol, xs: list[Any], moved: list[str], d1: dict[str
     twice = _stepped(proto, xs, 1.0, 2.0)
     kept = [p for p in floats if twice is not None and p in twice[1] and np.allclose(
         d2[p], 2 * d1[p], rtol=1e-6, atol=1e-15) and np.allclose(
-        twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-15)]
+        twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-15) and _in_output(  # not a log of
+        proto, xs, p.removeprefix(SCALAR))]  # the step's size: the output depends on it
     return [p for p in moved if p not in floats] + kept
 
 

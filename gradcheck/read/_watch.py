@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,9 +44,11 @@ def watched(obj: Any, skip: set[str]) -> Iterator[list[str]]:
 
 
 def runs_forward(obj: Any, ran: list[str], xs: list[Any]) -> str:
-    """The first of the methods ``ran`` that is a forward (by its name) or that a forward
-    of ``obj`` runs given ``xs`` (on a copy); empty when none is."""
-    helpers: set[str] = set()
+    """The first of the methods ``ran`` that is a forward (by its name) or a helper a
+    forward of ``obj`` runs given ``xs`` (on a copy), run more often than that forward
+    runs it (a numerical gradient runs it twice per element; recomputing an activation
+    once is the backward's own work); empty when none is."""
+    helpers: Counter[str] = Counter()
     for name in [n for n in dir(type(obj)) if forward_named(n) or n == "__call__"]:
         if not inspect.isfunction(getattr(type(obj), name, None)):
             continue
@@ -53,5 +56,7 @@ def runs_forward(obj: Any, ran: list[str], xs: list[Any]) -> str:
         # a forward-like name taking other arguments raises: what it ran still counts
         with watched(copy, {name}) as called, contextlib.suppress(Exception):
             getattr(copy, name)(*clone(xs))
-        helpers |= set(called)
-    return next((n for n in ran if forward_named(n) or n in helpers), "")
+        helpers |= Counter(called)
+    runs = Counter(ran)
+    return next((n for n in ran if forward_named(n) or runs[n] > helpers.get(n, runs[n])),
+                "")
