@@ -913,3 +913,68 @@ class _SharedActivation:
 def test_a_gradient_method_recomputing_the_activation_once_is_read(bug, failing):
     x = np.random.default_rng(93).standard_normal(4)
     _expect(gradcheck.check_layer(_SharedActivation(bug), x), failing)
+
+
+# -- from corpora 59-62 -------------------------------------------------------------------------
+class _GivenItself:
+    """``backward(X, layer, V)``: the caller hands the layer itself (it reads ``layer.A``);
+    the layer also lists itself, ``self.layers = [self]``."""
+
+    def __init__(self, bug: str = ""):
+        self.W, self.bug = np.random.default_rng(94).standard_normal((3, 2)), bug
+        self.layers = [self]
+
+    def forward(self, X):
+        self.A = np.tanh(X @ self.W)
+        return self.A
+
+    def backward(self, X, layer, V):
+        d = V * (1 - layer.A ** 2)
+        self.dW = X.T @ d * (2.0 if self.bug else 1.0)
+        return d @ layer.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("dW", ["W"])])
+def test_a_backward_given_the_layer_itself(bug, failing):
+    x = np.random.default_rng(95).standard_normal((4, 3))
+    res = gradcheck.check_layer(_GivenItself(bug), x)
+    _expect(res, failing)
+    assert [i.name for i in res.inputs] == ["x0", "W"], res.report()
+
+
+class _WrappedLoss:
+    """``compute``/``prime`` wrap ``mse``/``mse_prime`` (leogaudin's loss objects): never
+    a forward ``prime`` paired with a backward ``mse_prime``."""
+
+    def __init__(self, bug: str = ""):
+        self.loss, self.loss_prime, self.bug = self.mse, self.mse_prime, bug
+
+    def compute(self, y_pred, y_true):
+        return self.loss(y_pred, y_true)
+
+    def prime(self, y_pred, y_true):
+        return self.loss_prime(y_pred, y_true)
+
+    def mse(self, y_pred, y_true):
+        return np.mean((y_true - y_pred) ** 2)
+
+    def mse_prime(self, y_pred, y_true):
+        return (1 if self.bug else 2) * (y_pred - y_true) / y_pred.size
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-2", ["x0"])])
+def test_loss_wrappers_alike_are_one_reading(bug, failing):
+    rng = np.random.default_rng(96)
+    _expect(gradcheck.check_layer(_WrappedLoss(bug), rng.standard_normal((4, 3)),
+                                  rng.standard_normal((4, 3))), failing)
+
+
+def test_output_names_one_place():
+    class Two:
+        def forward(self, x):
+            self.a, self.b = 2 * x, 3 * x
+
+        def backward(self, d):
+            return d
+    with pytest.raises(TypeError, match="output= must be one name"):
+        gradcheck.check_layer(Two(), np.ones(3), output=["a", "b"])

@@ -106,6 +106,13 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
+    for key, value in (("forward", forward), ("backward", backward), ("output", output)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"check_layer: {key}= must be one name or path (a str), got "
+                            f"{type(value).__name__} {value!r}" + (
+                                "; a layer with several outputs is checked through "
+                                "check_vjp on a forward returning them all" if key ==
+                                "output" else ""))
     res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
     res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
     record(res)

@@ -19,7 +19,7 @@ from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import EACH, FIRST, OUTPUT, leaves, linear, probe, unchanged
-from ._tokens import CACHED, SINK, filled, token_orders
+from ._tokens import CACHED, SELF, SINK, filled, token_orders
 
 __all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
            "returns_cache", "takes_gradient"]
@@ -172,6 +172,12 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
                 found.append((order, first))
         except UserCodeError:
             continue
+    # the layer itself as an argument (backward(X, layer, V)): only when no other order
+    # runs, and when it returns a gradient of every input's shape (a flag it fills, an
+    # object being true, returns none)
+    found = [f for f in found if SELF not in f[0]] or [
+        f for f in found if all(is_float_array(r) for r in leaves(f[1].ret)) and _shaped_as(
+            f[1].ret, xs) and f[1].ret is not None]
     if len(found) > 1:  # those returning one gradient per input, of its shape, first;
         found = [f for f in found if _shaped_as(f[1].ret, xs)] or found  # then those
         found = [f for f in found if _all_fit(f[1].ret, xs, proto.layer)] or found  # whose

@@ -257,8 +257,9 @@ def _param_object(v: Any) -> str | None:
 def walk(obj: Any, path: str = "", depth: int = 0,
          seen: set[int] | None = None) -> Iterator[tuple[str, Any]]:
     """Every (path, value) reachable from ``obj``, each object once, parameter objects
-    and arrays as leaves (not entered)."""
-    seen = set() if seen is None else seen
+    and arrays as leaves (not entered); the object itself is never entered again (a layer
+    holding itself, ``self.layers = [self]``, has ``W``, not ``layers[0].W``)."""
+    seen = {id(obj)} if seen is None else seen
     for key, v, attr in _children(obj):
         p = _join(path, key, attr)
         if id(v) in seen or v is None or isinstance(v, (int, float, complex, bool)):

@@ -192,7 +192,8 @@ def _prefixed(layer: Any, inputs: tuple[Any, ...], bwds: list[str]
     pairs = [(f, b) for f in names for b in names  # (not d_tanh for tanh: a derivative)
              if len(b) > len(f) >= 3 and b.lower().endswith(f.lower())
              and not _GRAD_AFFIX.fullmatch(b[:-len(f)])]
-    pairs = [p for p in pairs if _returns_a_value(layer, p[0], inputs)]  # not a wrapper
+    pairs = [p for p in pairs if _returns_a_value(layer, p[0], inputs) and not _alike(
+        layer, p, inputs)]  # not a wrapper returning what the other does (prime, mse_prime)
     if len(pairs) > 1:  # that raises, nor one named as a pair's with more (propagate and
         pairs = [(f, b) for f, b in pairs if not any(  # propagate_with_validation: the
             g != f and g in f and c in b for g, c in pairs)]  # core pair, not its wrapper)
@@ -247,6 +248,16 @@ def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) 
         for a, b, c in zip(one, two, minus, strict=True))
 
 
+def _alike(layer: Any, pair: tuple[str, str], inputs: tuple[Any, ...]) -> bool:
+    """Whether both methods of ``pair``, called on copies with the inputs, return the same
+    (``prime`` wrapping ``mse_prime``: one method, not a forward and its backward)."""
+    try:
+        a, b = (getattr(clone(layer), n)(*clone(inputs)) for n in pair)
+        return bool(np.shape(a) == np.shape(b) and np.array_equal(a, b))
+    except Exception:  # noqa: BLE001 - the second takes other arguments: a pair
+        return False
+
+
 def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
     """Whether ``name``, called on a copy with the inputs, returns a float array or
     scalar (a forward does; an ``update(lr)`` step does not)."""
@@ -273,7 +284,21 @@ def _by_returns(layer: Any, inputs: tuple[Any, ...], forward: str | None = None
              and _loss_and_gradient(layer, f, g, inputs, after=ga == [])]
     if len({g for _, g in found}) == 1 and len(found) > 1:  # __call__ running forward
         found = [(f, g) for f, g in found if f != "__call__"]
+    if len(found) > 1 and _pairs_alike(layer, found, inputs):  # compute/prime wrapping
+        found = found[:1]  # mse/mse_prime: the same loss and gradient, one reading
     return found[0] if len(found) == 1 else None
+
+
+def _pairs_alike(layer: Any, pairs: list[tuple[str, str]], inputs: tuple[Any, ...]) -> bool:
+    """Whether every pair's methods, called on copies with the inputs, return the same
+    loss and the same gradient."""
+    try:
+        got = [[np.asarray(getattr(clone(layer), n)(*clone(inputs))) for n in p]
+               for p in pairs]
+    except Exception:  # noqa: BLE001 - a method taking nothing after the forward: unsure
+        return False
+    return all(a.shape == b.shape and np.array_equal(a, b) for g in got[1:]
+               for a, b in zip(g, got[0], strict=True))
 
 
 def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],

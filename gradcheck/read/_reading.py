@@ -41,7 +41,7 @@ from ._observe import (
 )
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
-from ._tokens import BUT_LAST, CACHED, DY, SINK, give_sinks
+from ._tokens import BUT_LAST, CACHED, DY, SELF, SINK, give_sinks
 from ._watch import runs_forward, watched
 
 __all__ = ["CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
@@ -99,7 +99,8 @@ def order_text(order: Sequence[Any], f_names: Sequence[str] = ()) -> str:
     """A backward's call order as the note shows it: ``dout, x, the output``."""
     return ", ".join("dout" if k is None else "the output" if k == OUTPUT else
                      "the forward's last value" if k == CACHED else "a gradient dict it "
-                     "fills" if k == SINK else f"the gradient of output {k[len(DY):-1]}" if
+                     "fills" if k == SINK else "the layer itself" if k == SELF else
+                     f"the gradient of output {k[len(DY):-1]}" if
                      isinstance(k, str) and k.startswith(DY) else f_names[k] if
                      isinstance(k, int) and k < len(f_names) else f"x{k}" for k in order)
 
@@ -178,7 +179,8 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
-            else out[-1] if k == CACHED else None if k == SINK else dy[int(k[len(DY):-1])]
+            else out[-1] if k == CACHED else None if k == SINK else obj if k == SELF else dy[
+                int(k[len(DY):-1])]
             if isinstance(k, str) and k.startswith(DY) else get_path(obj, k) for k in order]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from ._observe import positional_names
 from ._protocol import UserCodeError
 
-__all__ = ["BUT_LAST", "CACHED", "DY", "SINK", "Sink", "dy_part", "filled", "give_sinks",
+__all__ = ["BUT_LAST", "CACHED", "DY", "SELF", "SINK", "Sink", "dy_part", "filled", "give_sinks",
            "spread_cache", "token_orders"]
 
 #: In a call order, the last of the values the forward returned (``A, Z =
@@ -36,6 +36,9 @@ def dy_part(k: int) -> str:
 #: In a call order, a dict the backward fills with the parameters' gradients.
 SINK = "<gradients>"
 
+#: In a call order, the layer itself (``backward(X, layer, V)`` reading ``layer.A``).
+SELF = "<self>"
+
 
 class Sink(dict[Any, Any]):
     """A caller's gradient dict: a key read before it is set reads as 0.0, so that
@@ -48,7 +51,8 @@ class Sink(dict[Any, Any]):
 def token_orders(names: list[str], f_names: list[str], n: int, two: bool
                  ) -> list[list[Any]]:
     """Every order of a backward's ``names`` (its required arguments) made of the
-    output gradient (None), a :data:`SINK`, :data:`CACHED` when the forward returned two
+    output gradient (None), a :data:`SINK`, the layer itself (:data:`SELF`), :data:`CACHED`
+    when the forward returned two
     values (then always), and the inputs ``0..n-1``: those named as the forward names
     them at their places, the others all in order or none. Orders without a sink or a
     second value are left to the plain trial; none for more than 6 arguments."""
@@ -57,7 +61,7 @@ def token_orders(names: list[str], f_names: list[str], n: int, two: bool
     fixed = {i: f_names.index(a) for i, a in enumerate(names) if a in f_names}
     free = [i for i in range(len(names)) if i not in fixed]
     rest = [k for k in range(n) if k not in fixed.values()]
-    pool: list[Any] = [None, SINK] + ([CACHED] if two else [])
+    pool: list[Any] = [None, SINK, SELF] + ([CACHED] if two else [])
     orders = []
     for inputs in ([rest, []] if rest else [[]]):
         t = len(free) - len(inputs)
@@ -65,7 +69,7 @@ def token_orders(names: list[str], f_names: list[str], n: int, two: bool
             continue
         for tokens in itertools.permutations(pool, t):
             if None not in tokens or (two and CACHED not in tokens) or (
-                    not two and SINK not in tokens):
+                    not two and SINK not in tokens and SELF not in tokens):
                 continue
             for at in itertools.combinations(free, len(inputs)):
                 order: list[Any] = [None] * len(names)
