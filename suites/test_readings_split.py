@@ -836,7 +836,7 @@ def test_a_float_logging_the_step_is_no_parameter(bug, failing):
 
 class _ForgotDx:
     """A middle layer whose backward returns its weight's gradient, of the input's shape,
-    instead of the input's: read as dx, and failing there."""
+    instead of the input's (or a first layer returning its ``dw``: the same code)."""
 
     def __init__(self):
         self.w = np.random.default_rng(88).standard_normal((4, 3))
@@ -850,9 +850,12 @@ class _ForgotDx:
         return self.dw
 
 
-def test_a_returned_parameter_gradient_of_the_inputs_shape_is_read_as_dx():
+def test_a_returned_parameter_gradient_of_the_inputs_shape_is_no_verdict():
+    """A forgotten dx and a first layer's dw look alike: never a pass, never a verdict on
+    x0 that a correct first layer would get."""
     x = np.random.default_rng(89).standard_normal((4, 3))
-    _expect(gradcheck.check_layer(_ForgotDx(), x), ["x0"])
+    res = gradcheck.check_layer(_ForgotDx(), x)
+    assert res.status == "bad-protocol" and "forgotten" in res.message, res.report()
 
 
 def _attn_backward_keys(bug="", drop=""):
@@ -978,3 +981,31 @@ def test_output_names_one_place():
             return d
     with pytest.raises(TypeError, match="output= must be one name"):
         gradcheck.check_layer(Two(), np.ones(3), output=["a", "b"])
+
+
+class _PrevLayer:
+    """``backward(grad, prev_layer)`` reading ``prev_layer.output`` (its input, from the
+    layer before): the layer itself is never given for it."""
+
+    def __init__(self):
+        self.W = np.random.default_rng(97).standard_normal((3, 3))
+
+    def forward(self, x):
+        self.x, self.output = x, x @ self.W
+        return self.output
+
+    def backward(self, grad, prev_layer):
+        self.dW = prev_layer.output.T @ grad
+        return grad @ self.W.T
+
+
+def test_a_backward_taking_another_layer_gets_no_verdict():
+    x = np.random.default_rng(98).standard_normal((4, 3))
+    res = gradcheck.check_layer(_PrevLayer(), x)
+    assert res.status in ("error", "bad-protocol"), res.report()
+
+
+@pytest.mark.parametrize("wrt", [2.5, [0, 1.5], {"x0"}])
+def test_wrt_of_the_wrong_kind_is_a_clear_type_error(wrt):
+    with pytest.raises(TypeError, match="wrt= takes"):
+        gradcheck.check_layer(_ForgotDx(), np.ones((4, 3)), wrt=wrt)

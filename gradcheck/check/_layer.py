@@ -106,6 +106,16 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
+    _names_given(forward, backward, output, wrt)
+    res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    record(res)
+    return res
+
+
+def _names_given(forward: Any, backward: Any, output: Any, wrt: Any) -> None:
+    """A ``TypeError`` naming the keyword when one is not a name (a list for ``output=``,
+    a float in ``wrt=``)."""
     for key, value in (("forward", forward), ("backward", backward), ("output", output)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"check_layer: {key}= must be one name or path (a str), got "
@@ -113,10 +123,11 @@ def check_layer(
                                 "; a layer with several outputs is checked through "
                                 "check_vjp on a forward returning them all" if key ==
                                 "output" else ""))
-    res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
-    res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
-    record(res)
-    return res
+    items = [wrt] if isinstance(wrt, (int, str)) else wrt if isinstance(wrt, (list, tuple)) \
+        else None
+    if wrt is not None and (items is None or not all(isinstance(k, (int, str)) for k in items)):
+        raise TypeError("check_layer: wrt= takes input positions (0, 'x0'), the forward's "
+                        f"argument names or parameter names, one or a list; got {wrt!r}")
 
 
 def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,

@@ -173,11 +173,12 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
         except UserCodeError:
             continue
     # the layer itself as an argument (backward(X, layer, V)): only when no other order
-    # runs, and when it returns a gradient of every input's shape (a flag it fills, an
-    # object being true, returns none)
+    # runs, the inputs are given too (an object read for the input, backward(grad,
+    # prev_layer) reading prev.output, is another layer), and it returns a gradient of
+    # every input's shape (a flag it fills, an object being true, returns none)
     found = [f for f in found if SELF not in f[0]] or [
         f for f in found if all(is_float_array(r) for r in leaves(f[1].ret)) and _shaped_as(
-            f[1].ret, xs) and f[1].ret is not None]
+            f[1].ret, xs) and f[1].ret is not None and set(range(len(xs))) <= set(f[0])]
     if len(found) > 1:  # those returning one gradient per input, of its shape, first;
         found = [f for f in found if _shaped_as(f[1].ret, xs)] or found  # then those
         found = [f for f in found if _all_fit(f[1].ret, xs, proto.layer)] or found  # whose

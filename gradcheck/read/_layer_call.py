@@ -231,8 +231,14 @@ class Protocol:
         shape (the stored gradients are read where they are stored)."""
         if self.n_inputs > 1:
             return self._inputs_then_stored(ret, fresh, xs)
-        if isinstance(ret, np.ndarray) and np.shape(ret) != np.shape(xs[0]) and any(
-                ret is p.read_grad(fresh) for p in self.params):  # of x's shape: its dx
+        if isinstance(ret, np.ndarray) and any(ret is p.read_grad(fresh) for p in self.params
+                                               if p.value not in self.stepped):  # not .grad
+            if np.shape(ret) == np.shape(xs[0]):  # a middle layer forgetting dx, or a first
+                raise ProtocolError("bad-protocol", (  # layer's dw: not told apart
+                    "backward returned the very array it stored as a parameter's gradient, "
+                    "of the input's shape: the input's gradient forgotten, or a first "
+                    "layer's backward returning its weight's? Return dx (None for a first "
+                    "layer)"))
             self.note("backward returned the very array it stored as a parameter's gradient "
                       "and no input gradient: x0 held constant (a first layer's backward)")
             return None
