@@ -1009,3 +1009,32 @@ def test_a_backward_taking_another_layer_gets_no_verdict():
 def test_wrt_of_the_wrong_kind_is_a_clear_type_error(wrt):
     with pytest.raises(TypeError, match="wrt= takes"):
         gradcheck.check_layer(_ForgotDx(), np.ones((4, 3)), wrt=wrt)
+
+
+# -- from corpus 64: parameters rebuilt by the first forward --------------------------------------
+class _LazyGain:
+    """``forward`` rebuilds ``g`` (ones, for the input's shape) on its first call: a
+    perturbation of the old ``g`` would be thrown away."""
+
+    def __init__(self, n: int, bug: str = ""):
+        self.n, self.shape, self.bug = n, None, bug
+        self.g = np.ones(n)
+
+    def forward(self, x):
+        if self.shape is None:
+            self.shape = x.shape[1:]
+            self.g = np.ones(self.n) * 1.5
+        self.x = x
+        return x * self.g
+
+    def backward(self, dout):
+        self.grad_g = (dout * self.x).sum(axis=0) * (0.5 if self.bug else 1.0)
+        return dout * self.g
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("g", ["g"])])
+def test_parameters_rebuilt_by_the_first_forward_start_from_a_copy_that_ran(bug, failing):
+    x = np.random.default_rng(99).standard_normal((4, 3))
+    res = gradcheck.check_layer(_LazyGain(3, bug), x)
+    _expect(res, failing)
+    assert any("builds arrays on its first forward" in n for n in res.notes), res.notes

@@ -28,7 +28,7 @@ from ._protocol import ProtocolError, clone
 from ._reading import forward_output, leaves, probe
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
-           "moves_with_dout", "persistent_arrays", "stale_slot"]
+           "moves_with_dout", "persistent_arrays", "rebuilt_once", "stale_slot"]
 
 
 def keeps_input(first: Any, p: Param | str) -> bool:
@@ -81,6 +81,22 @@ def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: se
             if now.get(p) is a and np.array_equal(a, values)
             and not any(p.startswith(g + "[") for g in grown)}
 
+
+
+def rebuilt_once(layer: Any, inputs: tuple[Any, ...], forward: str) -> bool:
+    """Whether the first forward rebinds float arrays the layer held that a second
+    forward leaves as they are (a BatchNorm building ``gamma`` and ``beta`` for the
+    input's shape on its first call): then every evaluation starts from a copy that ran
+    once, or a perturbation of the old array would be thrown away."""
+    again = clone(layer)
+    ids = {p: id(a) for p, a in float_arrays(again).values()}
+    call_layer(again, forward, clone(list(inputs)))
+    now = {p: a for p, a in float_arrays(again).values()}
+    rebound = {p: now[p] for p, i in ids.items() if p in now and id(now[p]) != i}
+    if not rebound:
+        return False
+    call_layer(again, forward, clone(list(inputs)))
+    return any(try_path(again, p) is a for p, a in rebound.items())
 
 
 def stale_slot(base: Any, first: Any, p: Param) -> Param:

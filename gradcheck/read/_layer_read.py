@@ -35,6 +35,7 @@ from ._depends import (
     moves_output,
     moves_with_dout,
     persistent_arrays,
+    rebuilt_once,
     stale_slot,
 )
 from ._discovery import (
@@ -385,12 +386,12 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                    "value before the call is no parameter (not checked)")
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in first.stored.items() if k not in used}
-    if any(not is_float_array(try_path(base, p)) for p in missing):
+    if any(not is_float_array(try_path(base, p)) for p in missing) or (
+            base is layer and rebuilt_once(layer, tuple(xs), proto.forward)):
         base = proto.layer = first.init  # built by the first forward: start from it
-        proto.note(f"{type(layer).__name__} creates arrays on its first forward: "
-                   "initialised once on a copy, every evaluation starts from it")
-    # the arrays the output depends on are the parameters; the others are state (or
-    # gradient buffers: a gradient may be stored in an array that existed before)
+        proto.note(f"{type(layer).__name__} builds arrays on its first forward: run once "
+                   "on a copy, every evaluation starts from it")
+    # the arrays the output depends on are parameters; the others state (or gradient buffers)
     moving = [p for p in missing if moves_output(proto, xs, p, rng)]
     moving += [p for p in missing if p in lost and p not in moving]
     moving += lost_steps(proto, [p for p in missing if p not in moving],
