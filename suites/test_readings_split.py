@@ -1038,3 +1038,51 @@ def test_parameters_rebuilt_by_the_first_forward_start_from_a_copy_that_ran(bug,
     res = gradcheck.check_layer(_LazyGain(3, bug), x)
     _expect(res, failing)
     assert any("builds arrays on its first forward" in n for n in res.notes), res.notes
+
+
+# -- from corpora 63 and 65: an input rounded to float32 inside a float64 layer -------------------
+class _Float32Inside:
+    """``y = float32(x) @ W + b`` with float64 ``W``, ``b``: the output moves in float32's
+    steps as ``x`` moves."""
+
+    def __init__(self, scale: float = 1.0):
+        rng = np.random.default_rng(100)
+        self.W, self.b, self.scale = rng.standard_normal((4, 3)), rng.standard_normal(3), scale
+
+    def forward(self, x):
+        self.x = np.asarray(x, np.float32)
+        return self.x @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW, self.db = self.x.T @ dout, dout.sum(axis=0)
+        return dout @ self.W.T * self.scale
+
+
+@pytest.mark.parametrize("representable", [False, True])
+@pytest.mark.parametrize("scale, failing", [(1.0, None), (0.9, ["x0"])])
+def test_an_input_rounded_to_float32_is_compared_at_float32s_steps(representable, scale,
+                                                                      failing):
+    x = np.random.default_rng(101).standard_normal((5, 4))
+    if representable:  # data loaded as float32: exactly on float32's grid
+        x = x.astype(np.float32).astype(np.float64)
+    res = gradcheck.check_layer(_Float32Inside(scale), x)
+    _expect(res, failing)
+    assert all(i.kinks == 0 for i in res.inputs), res.report()
+    if failing or not representable:  # (on float32's grid, float64's steps can pass it)
+        assert any("rounds x0 to float32" in n for n in res.notes), res.notes
+
+
+def test_a_float64_layer_is_not_read_as_rounding_to_float32():
+    class Dense:
+        def __init__(self):
+            self.W = np.random.default_rng(102).standard_normal((4, 3))
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.W
+
+        def backward(self, d):
+            self.dW = self.x.T @ d
+            return d @ self.W.T
+    res = gradcheck.check_layer(Dense(), np.random.default_rng(103).standard_normal((5, 4)))
+    assert res.passed and not any("float32" in n for n in res.notes), res.report()
