@@ -1086,3 +1086,31 @@ def test_a_float64_layer_is_not_read_as_rounding_to_float32():
             return d @ self.W.T
     res = gradcheck.check_layer(Dense(), np.random.default_rng(103).standard_normal((5, 4)))
     assert res.passed and not any("float32" in n for n in res.notes), res.report()
+
+
+class _ScalarDb:
+    """``self.db = np.sum(dout)``: one number for a bias of three (a wrong gradient,
+    found by its name: a shape-mismatch, not a missing gradient)."""
+
+    def __init__(self, bug: bool = True):
+        rng = np.random.default_rng(104)
+        self.w, self.b, self.bug = rng.standard_normal((4, 3)), rng.standard_normal(3), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.w + self.b
+
+    def backward(self, dout):
+        self.dw = self.x.T @ dout
+        self.db = np.sum(dout) if self.bug else dout.sum(0)
+        return dout @ self.w.T
+
+
+@pytest.mark.parametrize("bug", [True, False])
+def test_a_scalar_stored_as_a_bias_gradient_is_a_shape_mismatch(bug):
+    x = np.random.default_rng(105).standard_normal((5, 4))
+    res = gradcheck.check_layer(_ScalarDb(bug), x)
+    if bug:
+        assert res.status == "shape-mismatch" and "stored in db" in res.message, res.report()
+    else:
+        assert res.passed, res.report()

@@ -17,6 +17,7 @@ from ._discovery import (
     GRAD_NAMES,
     Param,
     float_arrays,
+    float_scalars,
     get_path,
     is_float_array,
     try_path,
@@ -153,9 +154,13 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
                     f"expected {shape}"))
 
 
-def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray]) -> None:
+def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
+                    after: Any = None) -> None:
     """A gradient found by its name whose shape is not its array's is a wrong gradient
-    (``shape-mismatch``), not a reading problem."""
+    (``shape-mismatch``), not a reading problem; so is a float scalar the backward left
+    under that name (``self.db = np.sum(dout)`` for a bias of three)."""
+    if after is not None:
+        cands = {p: np.asarray(try_path(after, p)) for p in float_scalars(after)} | cands
     for path in left:
         a = get_path(base, path)
         ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
