@@ -1114,3 +1114,73 @@ def test_a_scalar_stored_as_a_bias_gradient_is_a_shape_mismatch(bug):
         assert res.status == "shape-mismatch" and "stored in db" in res.message, res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- from corpus 64: a base class's backward stub beside the real one -----------------------------
+class _Activation:
+    def forward(self, x):
+        raise NotImplementedError
+
+    def backward(self, dout):
+        pass
+
+
+class _LogSoftmax(_Activation):
+    """``backward`` is the base class's ``pass``; ``jacobian_backward`` the real one."""
+
+    def __init__(self, bug: str = ""):
+        self.bug = bug
+
+    def forward(self, x):
+        z = x - x.max(axis=1, keepdims=True)
+        self.y = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return self.y
+
+    def jacobian_backward(self, dout):
+        p = np.exp(self.y)
+        return (dout - p * dout.sum(axis=1, keepdims=True)) / (len(dout) if self.bug else 1)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("1/N", ["x0"])])
+def test_a_backward_stub_gives_way_to_the_one_real_backward(bug, failing):
+    x = np.random.default_rng(106).standard_normal((4, 5))
+    res = gradcheck.check_layer(_LogSoftmax(bug), x)
+    _expect(res, failing)
+    assert any("does nothing" in n for n in res.notes), res.notes
+
+
+# -- from the fourth review ----------------------------------------------------------------------
+class _Float32InsideOffset(_Float32Inside):
+    """The same with a float64 offset of 150 added after: float32's rounding of ``x``
+    moves the output by float32's share of ``x @ W``, not of 150."""
+
+    def forward(self, x):
+        return super().forward(x) + 150.0
+
+
+@pytest.mark.parametrize("scale, failing", [(1.0, None), (1.1, ["x0"])])
+def test_a_float64_offset_does_not_widen_a_rounded_inputs_tolerance(scale, failing):
+    x = np.random.default_rng(107).standard_normal((5, 4))
+    _expect(gradcheck.check_layer(_Float32InsideOffset(scale), x), failing)
+
+
+class _DecayRate:
+    """A weight-decay rate ``self.dw = 1e-4`` set once, beside gradients in a dict the
+    check cannot name: never read as ``w``'s (misshapen) gradient."""
+
+    def __init__(self):
+        self.w, self.dw, self.store = np.random.default_rng(108).standard_normal((3, 2)), 1e-4, {}
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.w
+
+    def backward(self, d):
+        self.store["weight"] = self.x.T @ d
+        return d @ self.w.T
+
+
+def test_a_float_setting_named_like_a_gradient_is_no_gradient():
+    x = np.random.default_rng(109).standard_normal((4, 3))
+    with pytest.raises(LayerConventionError, match="no gradient was found"):
+        gradcheck.check_layer(_DecayRate(), x)

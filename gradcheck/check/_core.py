@@ -76,6 +76,7 @@ class _Called:
     computed: dict[int, str] = field(default_factory=dict)  # leaf -> its gradient's dtype
     arith: dict[int, str] = field(default_factory=dict)  # leaf -> the output's, if narrower
     unnamed: list[int] = field(default_factory=list)  # leaves a dict of gradients left out
+    rounded: dict[int, float] = field(default_factory=dict)  # leaf -> its rounding's scale
 
 
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
@@ -284,7 +285,7 @@ def _compare_inputs(fwd: Callable[..., Any], prep: _Inputs, called: _Called, opt
                     called.y0, opts, rng, swap=True)
     runner.out_shapes = called.out_shapes
     runner.computed = called.computed
-    runner.arith = called.arith
+    runner.arith, runner.rounded = called.arith, called.rounded
     runner.evaluations = 2
     runner.vjp = vjp
     checked = [i for i in prep.diff if called.grads[i] is not None]

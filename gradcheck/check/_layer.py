@@ -48,7 +48,14 @@ from ..read._discovery import LayerConventionError
 from ..read._layer_call import Protocol, cotangent_named
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
-from ..read._observe import method_pair, one_taker, positional_names
+from ..read._observe import (
+    backward_named,
+    float_state,
+    method_pair,
+    one_taker,
+    positional_names,
+    stored,
+)
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ..read._reading import GlobalDraws
 from ._core import raise_unless_passed, run_protocol_check
@@ -164,21 +171,45 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
         if again.status != "error":
             return _noted(again, "the backward needs what __call__ stores before it calls "
                                  "forward: __call__ checked as the forward")
-    elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)):
+    elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)
+                               or _stub_backward(layer, inputs, res, forward)):
         try:
             again = _checked(layer, inputs, forward, other[1], params, grads, wrt, output,
                              opts)
         except (LayerConventionError, TypeError):  # no reading that way either
             return res
         if again.status not in ("error", "bad-protocol"):
-            return _noted(again, f"{other[0]}() takes settings with defaults only (a step), "
-                                 f"not an output gradient: {other[1]}(), linear in its "
-                                 "argument after the forward, checked as the backward")
+            return _noted(again, f"{other[0]}() {other[2]}")
     return res
 
 
+def _stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
+                   forward: str | None) -> tuple[str, str, str] | None:
+    """When the method read as the backward does nothing, after a forward on a copy
+    (returns None, stores and changes nothing: a base class's ``pass``), it and the one
+    other method named as a backward (``jacobian_backward``); None otherwise."""
+    if res.status not in ("error", "bad-protocol"):
+        return None
+    try:
+        f, b, _ = method_pair(layer, forward, None, inputs)
+        obj = clone(layer)
+        with np.errstate(all="ignore"):
+            out = getattr(obj, f)(*clone(inputs))
+            before = float_state(obj)
+            ret = getattr(obj, b)(np.ones_like(np.asarray(out, dtype=np.float64)))
+    except Exception:  # noqa: BLE001 - no evidence: the first result stays
+        return None
+    if ret is not None or stored(before, obj):
+        return None
+    others = [n for n in dir(type(layer)) if not n.startswith("_") and n != b and
+              backward_named(n) and callable(getattr(layer, n, None))]
+    return (b, others[0], f"does nothing (returns None, stores nothing): {others[0]}(), "
+            "the one other method named as a backward, checked as the backward") if len(
+        others) == 1 else None
+
+
 def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
-                         forward: str | None) -> tuple[str, str] | None:
+                         forward: str | None) -> tuple[str, str, str] | None:
     """When the method read as the backward failed and takes only numbers with defaults
     (``backward(alpha=1e-5, weight_decay=4e-4)``: an optimizer step), it and the one
     other method taking one argument whose results, after the forward, are linear in it
@@ -195,7 +226,9 @@ def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
             params[0].default == 1:  # backward(dout=1.0): an output gradient, unit
         return None
     other = one_taker(layer, f, inputs, skip=b)
-    return (b, other) if other else None
+    return (b, other, "takes settings with defaults only (a step), not an output gradient: "
+            f"{other}(), linear in its argument after the forward, checked as the backward"
+            ) if other else None
 
 
 def _call_first(layer: Any, inputs: tuple[Any, ...], res: CheckResult) -> bool:

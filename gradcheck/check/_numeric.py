@@ -74,6 +74,7 @@ class Runner:
         self.arrays = arrays
         self.computed: dict[int, str] = {}  # leaf -> dtype its gradient was computed in
         self.arith: dict[int, str] = {}  # leaf -> narrower dtype the output was computed in
+        self.rounded: dict[int, float] = {}  # leaf -> scale of its float32 rounding's noise
         self.swap = swap
         self.names = names
         self.evaluate = evaluate
@@ -138,6 +139,8 @@ class Runner:
         that of a narrower dtype the output was computed in (``arith``)."""
         own = eps_of(self.arrays[i].dtype)
         narrow = self.arith.get(i)
+        if i in self.rounded:  # rounded to float32 on its way in: float32's rounding of the
+            return eps_of(np.dtype(np.float32)) * self.rounded[i]  # part it moves, not of y
         return max(own, eps_of(np.dtype(narrow))) if narrow else own
 
     def _diffs(self, yp: F64, ym: F64, eps: float) -> tuple[float, float, float, float]:
@@ -280,7 +283,7 @@ class Runner:
     # -- step sizes ------------------------------------------------------------------
     def step(self, i: int, method: str, magnitude: float) -> float:
         """Step from the dtype and the magnitude of the element (or of the input)."""
-        eps = self.eps(i)
+        eps = eps_of(np.dtype(np.float32)) if i in self.rounded else self.eps(i)
         power = 1.0 / 5.0 if method == "richardson" else 1.0 / 3.0
         return float(eps**power * max(1.0, magnitude))
 

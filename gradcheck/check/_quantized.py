@@ -20,25 +20,27 @@ _TINY, _SMALL = 1e-11, 1e-4  # relative moves: below float32's rounding, and wel
 
 
 def requantized(fwd: Callable[..., Any], prep: _Inputs, outputs: _Outputs,
-                results: list[InputResult], called: Any) -> dict[int, str]:
+                results: list[InputResult], called: Any) -> dict[int, float]:
     """After a first comparison: the float64 inputs whose check skipped kinks or failed
     and that the forward rounds to float32 (:func:`quantized_inputs`), set in
     ``called``'s ``arith`` and ``computed`` for the comparison to run again at float32's
     steps; empty (nothing to run again) otherwise. A check that passed with no kink
     costs no extra forward."""
-    doubt = [i for i in prep.diff if i not in called.arith and (
+    doubt = [i for i in prep.diff if i not in called.arith and i not in called.rounded and (
         results[i].kinks or not results[i].passed)]
     found = quantized_inputs(fwd, prep, outputs, called.notes, doubt) if doubt else {}
-    called.arith.update(found)
-    called.computed.update(found)
+    called.rounded.update(found)
+    called.computed.update(dict.fromkeys(found, "float32"))
     return found
 
 
 def quantized_inputs(fwd: Callable[..., Any], prep: _Inputs, outputs: _Outputs,
-                     notes: list[str], only: list[int]) -> dict[int, str]:
-    """``leaf -> "float32"`` for each float64 input whose forward output does not move in
+                     notes: list[str], only: list[int]) -> dict[int, float]:
+    """``leaf -> scale`` for each float64 input whose forward output does not move in
     proportion to a tiny move of it (not at all, or by a jump far larger than the move:
-    rounded to float32 on the way in), while a small move does move it."""
+    rounded to float32 on the way in), while a small move does move it. ``scale`` (at
+    most 1) is the size of what a move of it changes against the output's own size: its
+    rounding's noise is float32's of that part (a float64 offset adds none)."""
     found = {}
     for i in only:
         x = prep.leaves[i]
@@ -56,7 +58,8 @@ def quantized_inputs(fwd: Callable[..., Any], prep: _Inputs, outputs: _Outputs,
             continue  # a tiny move would be lost in the output's own rounding anyway
         ratio = float(np.max(np.abs(tiny - base), initial=0.0)) / big if big > 0 else 1.0
         if big > 0 and (ratio == 0.0 or ratio > 1e3 * _TINY / _SMALL):
-            found[i] = "float32"
+            moved = float(np.sqrt(np.mean((small - base) ** 2))) / _SMALL
+            found[i] = min(1.0, moved / max(float(np.sqrt(np.mean(base ** 2))), 1e-300))
     if found:
         notes.append(f"the forward rounds {', '.join(prep.tree.names[i] for i in found)} "
                      "to float32 before using it (its output moves in float32's steps): "

@@ -20,6 +20,7 @@ from ._discovery import (
     float_scalars,
     get_path,
     is_float_array,
+    is_float_scalar,
     try_path,
     walk,
 )
@@ -155,12 +156,16 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
 
 
 def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
-                    after: Any = None) -> None:
+                    first: Any = None) -> None:
     """A gradient found by its name whose shape is not its array's is a wrong gradient
-    (``shape-mismatch``), not a reading problem; so is a float scalar the backward left
-    under that name (``self.db = np.sum(dout)`` for a bias of three)."""
-    if after is not None:
-        cands = {p: np.asarray(try_path(after, p)) for p in float_scalars(after)} | cands
+    (``shape-mismatch``), not a reading problem; so is a float scalar the backward (of
+    the probe ``first``) created or changed under that name (``self.db = np.sum(dout)``
+    for a bias of three; not a weight-decay rate ``self.dw = 1e-4`` it never touches)."""
+    if first is not None:
+        made = [p for p in float_scalars(first.after) if not (  # unchanged: no gradient
+            is_float_scalar(try_path(first.init, p)) and try_path(first.init, p) == try_path(
+                first.after, p))]
+        cands = {p: np.asarray(try_path(first.after, p)) for p in made} | cands
     for path in left:
         a = get_path(base, path)
         ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
