@@ -1184,3 +1184,15 @@ def test_a_float_setting_named_like_a_gradient_is_no_gradient():
     x = np.random.default_rng(109).standard_normal((4, 3))
     with pytest.raises(LayerConventionError, match="no gradient was found"):
         gradcheck.check_layer(_DecayRate(), x)
+
+
+def test_a_float64_offset_does_not_widen_a_rounded_inputs_tolerance_in_a_function_pair():
+    W = np.random.default_rng(0).standard_normal((4, 3))
+    x = np.random.default_rng(2).standard_normal((2, 4))
+
+    def fwd(x_):
+        return np.asarray(x_, np.float32) @ W + 150.0, None
+
+    for err, failing in ((0.0, None), (0.1, ["x_"])):
+        res = gradcheck.check_vjp(fwd, lambda d, c, e=err: (d @ W.T * (1 + e),), [x])
+        _expect(res, failing)
