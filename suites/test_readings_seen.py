@@ -5,18 +5,8 @@ import numpy as np
 import pytest
 
 import gradcheck
-
-
-def _failing(res: gradcheck.CheckResult) -> list[str]:
-    return [i.name for i in res.inputs if not i.passed]
-
-
-def _expect(res: gradcheck.CheckResult, failing: list[str] | None) -> None:
-    """A pass (``failing`` None), or a mismatch in exactly ``failing``."""
-    if failing is None:
-        assert res.passed, res.report()
-    else:
-        assert res.status == "mismatch" and _failing(res) == failing, res.report()
+from suites._verdicts import expect as _expect
+from suites._verdicts import failing as _failing
 
 
 # -- a gradient both stored and returned: the two must agree ----------------------------------

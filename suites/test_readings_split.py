@@ -11,18 +11,7 @@ import pytest
 
 import gradcheck
 from gradcheck import LayerConventionError
-
-
-def _failing(res: gradcheck.CheckResult) -> list[str]:
-    return [i.name for i in res.inputs if not i.passed]
-
-
-def _expect(res: gradcheck.CheckResult, failing: list[str] | None) -> None:
-    """A pass (``failing`` None), or a mismatch in exactly ``failing``."""
-    if failing is None:
-        assert res.passed, res.report()
-    else:
-        assert res.status == "mismatch" and _failing(res) == failing, res.report()
+from suites._verdicts import expect as _expect
 
 
 # -- a step size the network holds: self.nn.learning_rate ------------------------------------
