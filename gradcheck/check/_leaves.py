@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..read._conventions import is_configuration
+from ..read._layer_call import ones_like
 from ..read._protocol import ProtocolError, Tree, call_user
 from ._numeric import F64
 
@@ -241,7 +242,7 @@ def _given_gradients(inputs: Sequence[Any], config: list[Any],
         return []
     try:
         out, cache = pair[0](*copy.deepcopy(list(inputs)))
-        grads = pair[1](_ones(out), cache)
+        grads = pair[1](ones_like(out), cache)
     except Exception:  # noqa: BLE001 - no evidence: the settings stay constants
         return []
     if not isinstance(grads, (list, tuple)) or len(grads) != len(inputs):
@@ -266,15 +267,6 @@ def _fits_keys(g: Any, x: Any) -> bool:
                   x[own].dtype.kind == "f"):
             return False
     return True
-
-
-def _ones(out: Any) -> Any:
-    """An output gradient of ones for ``out`` (containers kept)."""
-    if isinstance(out, (tuple, list)):
-        return type(out)(_ones(o) for o in out)
-    if isinstance(out, dict):
-        return {k: _ones(v) for k, v in out.items()}
-    return np.ones_like(np.asarray(out, dtype=np.float64))
 
 
 def not_data(prep: _Inputs, i: int) -> bool:

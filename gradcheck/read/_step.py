@@ -97,11 +97,11 @@ def held_floats(layer: Any) -> list[str]:
     ``owner.name`` (``self.nn.learning_rate``: the step size of the network it is in)."""
     if not hasattr(layer, "__dict__"):
         return []
-    found = [n for n, v in vars(layer).items() if _is_float(v)]
+    found = [n for n, v in vars(layer).items() if is_float_scalar(v)]
     for n, v in vars(layer).items():
         if hasattr(v, "__dict__") and not isinstance(v, (type, np.ndarray)) and not \
                 callable(v) and not hasattr(v, "__path__") and v is not layer:
-            found += [f"{n}.{m}" for m, w in vars(v).items() if _is_float(w)]
+            found += [f"{n}.{m}" for m, w in vars(v).items() if is_float_scalar(w)]
     return found
 
 
@@ -118,10 +118,6 @@ def set_float(obj: Any, path: str, value: float) -> None:
     for part in owners:
         obj = getattr(obj, part)
     setattr(obj, last, value)
-
-
-def _is_float(v: Any) -> bool:
-    return isinstance(v, (float, np.floating)) and not isinstance(v, bool)
 
 
 def _scalar_stepped(proto: Protocol) -> bool:
