@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..read._observe import same_but_unit
+from ..read._observe import same_but_unit, unit_note
 from ..read._protocol import ProtocolError, key_mismatch
 from ._hints import unreduced_hint
 from ._leaves import _Inputs
@@ -173,9 +173,7 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str], *, unit: bool 
             + f", not an array of shape {x.shape}; return one array per input (and the "
             "parameters' gradients apart, as dX, [dW, db])")) from None
     if unit and ga.shape != x.shape and ga.size == x.size and same_but_unit(ga.shape, x.shape):
-        notes.append(f"the gradient of {name} has shape {ga.shape}, {name} has {x.shape}: "
-                     "compared after reshaping (they differ by size-1 axes only, and it "
-                     "broadcasts in an update)")
+        notes.append(unit_note(name, ga.shape, x.shape))
         ga = ga.reshape(x.shape)
     if ga.shape != x.shape:
         message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"

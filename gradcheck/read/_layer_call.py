@@ -21,7 +21,7 @@ import numpy as np
 from ._discovery import Param, float_scalars, get_path, is_float_array, try_path, walk
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
-from ._observe import same_but_unit
+from ._observe import same_but_unit, unit_note
 from ._protocol import ProtocolError, call_user, clone
 from ._reading import (
     CACHE,
@@ -220,8 +220,7 @@ class Protocol:
                 g.shape == shape or same_but_unit(g.shape, shape)):
             return g
         moved = f" (the forward reshapes {name} to {shape})" if shape != given else ""
-        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {given}{moved}: "
-                  "compared after reshaping (they differ by size-1 axes only)")
+        self.note(unit_note(name, g.shape, given).replace(f"has {given}:", f"has {given}{moved}:"))
         return g.reshape(given)
 
     def _beside_stored(self, ret: Any, fresh: Any, xs: list[Any]) -> Any:

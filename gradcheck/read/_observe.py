@@ -30,9 +30,9 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["backward_named", "float_state", "grad_of", "grads_holder", "last_name",
-           "method_pair", "one_taker", "parent_of", "positional_names", "same_but_unit",
-           "stored"]
+__all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grads_holder",
+           "last_name", "method_pair", "one_taker", "parent_of", "positional_names",
+           "same_but_unit", "stored", "unit_note"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
 _BACKWARD_LONG = r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd|^back_?forward$"
@@ -490,14 +490,36 @@ def last_name(path: str) -> str:
 
 def same_but_unit(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Whether a gradient of shape ``a`` differs from its array's ``b`` by axes of size 1
-    only, and broadcasts to ``b`` in an update (``(3,)`` for ``(1, 3)``; not ``(3, 1)``,
-    which would widen it to ``(3, 3)``)."""
+    only, and an update keeps the array's values in place: it broadcasts to ``b``
+    (``(3,)`` for ``(1, 3)``) or only adds leading axes (``(1, 3)`` for ``(3,)``, see
+    :func:`adds_leading`); not ``(3, 1)`` for ``(1, 3)``, which would widen it to
+    ``(3, 3)``."""
     if tuple(d for d in a if d != 1) != tuple(d for d in b if d != 1):
         return False
+    if adds_leading(a, b):
+        return True
     try:
         return np.broadcast_shapes(a, b) == tuple(b)
     except ValueError:
         return False
+
+
+def adds_leading(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether shape ``a`` is ``b`` with leading axes of length 1 put in front
+    (``(1, 6)`` for ``(6,)``): ``b - lr * g`` holds the same values, in shape ``a``."""
+    a, b = tuple(a), tuple(b)
+    return len(a) > len(b) and a[len(a) - len(b):] == b and set(a[:len(a) - len(b)]) == {1}
+
+
+def unit_note(name: str, a: tuple[int, ...], b: tuple[int, ...]) -> str:
+    """The note for a gradient of shape ``a`` compared with its array's ``b`` after a
+    reshape (:func:`same_but_unit`)."""
+    head = (f"the gradient of {name} has shape {tuple(a)}, {name} has {tuple(b)}: compared "
+            "after reshaping (they differ by size-1 axes only")
+    if adds_leading(a, b):
+        return (head + f"; an in-place update of {name} by it raises, and "
+                f"`{name} = {name} - lr * grad` makes {name} of shape {tuple(a)})")
+    return head + ", and it broadcasts in an update)"
 
 
 def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.ndarray]
