@@ -117,3 +117,196 @@ def test_a_loss_returning_probabilities_beside_its_gradient(bug, failing):
     assert any("x0's gradient one of items [0, 2]" in n for n in res.notes), res.notes
     shown = "the one that passes" if failing is None else "none of items [0, 2] passes"
     assert any(n.startswith("item 2 is") and shown in n for n in res.notes), res.notes
+
+
+# -- the backward as a private method: _compute_gradients(grads), no public one -------------
+class _Param:
+    """A parameter object: its value in ``.params``, its gradient in ``.grads``."""
+
+    def __init__(self, value):
+        self.params, self.grads = value, np.zeros_like(value)
+
+
+class _PrivateBackward:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(72)
+        self.W, self.b, self.bug = _Param(rng.standard_normal((4, 3))), _Param(np.zeros(3)), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W.params + self.b.params
+
+    def parameters(self):
+        return self.W, self.b
+
+    def _zero_grad(self):
+        self.W.grads, self.b.grads = np.zeros_like(self.W.params), np.zeros_like(self.b.params)
+
+    def _compute_gradients(self, grads):
+        self.W.grads = self.x.T @ grads
+        self.b.grads = np.sum(grads, axis=0) / (len(grads) if self.bug == "b" else 1)
+        if self.bug == "shape":
+            self.b.grads = grads  # not summed over the batch
+        return grads @ self.W.params.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b", ["b.params"])])
+def test_a_private_backward_found_by_what_it_does(bug, failing):
+    x = np.random.default_rng(73).standard_normal((5, 4))
+    res = gradcheck.check_layer(_PrivateBackward(bug), x)
+    _expect(res, failing)
+    assert any("_compute_gradients (backward)" in n for n in res.notes), res.notes
+
+
+def test_a_misshapen_gradient_in_a_parameter_objects_own_slot_is_a_shape_mismatch():
+    x = np.random.default_rng(73).standard_normal((5, 4))
+    res = gradcheck.check_layer(_PrivateBackward("shape"), x)
+    assert res.status == "shape-mismatch", res.report()
+    assert "gradient of b.params (stored in b.grads) has shape (5, 3), expected (3,)" \
+        in res.message
+
+
+# -- backward(input, grad_output) stepping by the learning rate the layer holds --------------
+class _InputsAndHeldStep:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(74)
+        self.learning_rate, self.bug = 0.1, bug
+        self.weights, self.biases = rng.standard_normal((4, 3)), np.zeros(3)
+
+    def forward(self, input):
+        return input @ self.weights + self.biases
+
+    def backward(self, input, grad_output):
+        grad_input = grad_output @ self.weights.T
+        self.weights = self.weights - self.learning_rate * input.T @ grad_output
+        db = grad_output.mean(axis=0) * (1 if self.bug else len(input))
+        self.biases = self.biases - self.learning_rate * db
+        return grad_input
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["biases"])])
+def test_a_backward_taking_the_inputs_again_and_stepping_by_a_held_rate(bug, failing):
+    x = np.random.default_rng(75).standard_normal((5, 4))
+    res = gradcheck.check_layer(_InputsAndHeldStep(bug), x)
+    _expect(res, failing)
+    assert any("learning_rate is the step size" in n for n in res.notes), res.notes
+
+
+# -- a forward returning (output, penalty): the backward takes the output's gradient alone ----
+class _WithPenalty:
+    """``forward`` returns ``(out, sum(W ** 2))`` (an L2 term the training loop adds to
+    the loss) or ``(out, 0)``; ``backward(delta)`` raises on a tuple."""
+
+    def __init__(self, bug="", zero=False):
+        self.W, self.bug, self.zero = np.random.default_rng(76).standard_normal((4, 3)), bug, zero
+
+    def forward(self, X):
+        self.X = X
+        return X @ self.W, 0 if self.zero else np.sum(np.square(self.W))
+
+    def backward(self, delta):
+        self.dW = self.X.T @ delta * (0.5 if self.bug == "W" else 1.0)
+        return delta[:, ::-1] @ self.W.T if self.bug == "x" else delta @ self.W.T
+
+
+@pytest.mark.parametrize("zero", [False, True])
+@pytest.mark.parametrize("bug, failing", [("", None), ("W", ["W"]), ("x", ["x0"])])
+def test_a_forward_returning_its_output_and_a_penalty(bug, failing, zero):
+    x = np.random.default_rng(77).standard_normal((5, 4))
+    res = gradcheck.check_layer(_WithPenalty(bug, zero), x)
+    _expect(res, failing)
+    assert any("returned 2 values and its backward takes one output gradient" in n
+               for n in res.notes), res.notes
+
+
+# -- check_elementwise: a function or derivative that writes into its argument ---------------
+def _relu_in_place(x, dx=False):
+    if dx:
+        x[x > 0] = 1
+    x[x <= 0] = 0
+    return x
+
+
+def _relu_derivative(x, bug=""):
+    d = (x > 0).astype(float)
+    return np.where(d > 0, 1.0, x) if bug else d  # the bug keeps the negatives
+
+
+_POINT = np.array([[-1.2, 0.5, 2.0], [0.3, -0.7, 1.1]])
+
+
+@pytest.mark.parametrize("bug", ["", "negatives kept"])
+def test_a_function_writing_into_its_argument_has_its_derivative_checked_at_the_point(bug):
+    """The derivative is given the point, not what the in-place function left of it (the
+    broken derivative passed as right when given the overwritten array)."""
+    res = gradcheck.check_elementwise(_relu_in_place, lambda v: _relu_derivative(v, bug),
+                                      _POINT.copy())
+    if bug:
+        _expect(res, ["x0"])
+    else:
+        assert res.status == "mutation" and "the gradients are right" in res.message
+
+
+@pytest.mark.parametrize("bug", ["", "negatives kept"])
+def test_a_derivative_writing_into_its_argument_is_a_mutation_when_right(bug):
+    def df(v):
+        d = _relu_derivative(v, bug)
+        v[...] = 0.0  # writes into the caller's array
+        return d
+
+    res = gradcheck.check_elementwise(lambda v: np.maximum(v, 0), df, _POINT.copy())
+    if bug:
+        _expect(res, ["x0"])
+        assert "df modified its argument x0 in place (each call was given a fresh copy)" \
+            in res.notes
+    else:
+        assert res.status == "mutation", res.report()
+        assert res.message.startswith("df modified its argument x0 in place: the derivative "
+                                      "is right"), res.message
+
+
+# -- a stored output beside a part's and a list's; a part's stored input gradient ------------
+class _Tanh:
+    def forward(self, z):
+        self.output = np.tanh(z)
+
+    def backward(self, d):
+        self.dinputs = (1 - self.output ** 2) * d
+
+
+class _Cell:
+    """``y_t = tanh(W x_t + b)`` over steps, a first layer (no input gradient): the
+    output is ``self.Y``, beside ``act.output`` (the part's) and ``Z[t]`` (a list's); the
+    part's ``act.dinputs`` is no input gradient of this layer."""
+
+    def __init__(self, bug=""):
+        r = np.random.default_rng(78)
+        self.W, self.b, self.act, self.bug = r.standard_normal((4, 1)), r.standard_normal(
+            (4, 1)), _Tanh(), bug
+
+    def forward(self, X):
+        self.X = X
+        self.Z = [self.W * xt + self.b for xt in X]
+        steps = []
+        for z in self.Z:
+            self.act.forward(z)
+            steps.append(self.act.output.copy())
+        self.Y = np.hstack(steps).T
+
+    def backward(self, dY):
+        self.dW, self.db = np.zeros_like(self.W), np.zeros_like(self.b)
+        for t, xt in enumerate(self.X):
+            self.act.output = np.tanh(self.Z[t])
+            self.act.backward(dY[t].reshape(-1, 1))
+            self.dW += self.act.dinputs * (1.0 if self.bug else xt)
+            self.db += self.act.dinputs
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("W", ["W"])])
+def test_an_output_stored_on_the_layer_beside_parts_and_lists(bug, failing):
+    x = np.random.default_rng(79).standard_normal((5, 1))
+    res = gradcheck.check_layer(_Cell(bug), x)
+    _expect(res, failing)
+    assert any("its output is what it stores in Y, the one array it stores on itself" in n
+               for n in res.notes), res.notes
+    assert res.inputs[0].status == "constant", res.report()

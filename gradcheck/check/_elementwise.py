@@ -85,17 +85,41 @@ def check_elementwise(
     """
     opts = validate_options(**options)
     k = _validate(f, df, args, wrt)
+    wrote: list[str] = []
+    fwd, bwd = _as_layer(f, df, k, wrote)
+    with np.errstate(all="ignore"):
+        res = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts, kind="elementwise",
+                                 origins={"forward": f, "backward": df})
+    if wrote and res.status == "ok":
+        res.status, res.message = "mutation", (
+            f"{wrote[0]}: the derivative is right (checked on a fresh copy per call), but "
+            f"a caller that uses x{k} after calling it reads the overwritten values; "
+            "compute into a new array instead")
+    elif wrote:
+        res.notes.append(f"{wrote[0]} (each call was given a fresh copy)")
+    record(res)
+    return res
 
+
+def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list[str]
+              ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The layer ``y = f(x)`` and its backward ``dy * df(x)``, ``df`` given the point as
+    it was before ``f`` ran, on a copy (what it writes into it is put in ``wrote``)."""
     def fwd(*xs: Any) -> tuple[Any, Any]:
-        y = np.asarray(f(*xs))
+        point = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
+        y = np.asarray(f(*xs))  # (f may write into its argument: df is given the point)
         if y.shape != np.shape(xs[k]):
             raise ProtocolError("bad-protocol", f"f returned shape {y.shape} for an argument of "
                                 f"shape {np.shape(xs[k])}: not an element-wise function; "
                                 "check it with check_vjp")
-        return y, [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
+        return y, point
 
     def bwd(dy: Any, xs: list[Any]) -> list[Any]:
-        d = np.asarray(df(*xs))
+        given = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
+        d = np.asarray(df(*given))  # relu(x, dx=True) writing into x: the point kept
+        if not wrote and any(isinstance(x, np.ndarray) and not np.array_equal(
+                x, g, equal_nan=True) for x, g in zip(xs, given, strict=True)):
+            wrote.append(f"df modified its argument x{k} in place")
         if d.shape != dy.shape:
             raise ProtocolError("shape-mismatch", f"df returned shape {d.shape}, expected "
                                 f"{dy.shape} (the derivative of each element)")
@@ -103,11 +127,7 @@ def check_elementwise(
         grads[k] = d * dy
         return grads
 
-    with np.errstate(all="ignore"):
-        res = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts, kind="elementwise",
-                                 origins={"forward": f, "backward": df})
-    record(res)
-    return res
+    return fwd, bwd
 
 
 def assert_elementwise(f: Callable[..., Any], df: Callable[..., Any], *args: Any,

@@ -3,9 +3,11 @@
 ``softmax_ce_loss(logits, targets, mask) -> (loss_sum, num_real, d_logits)``: which item
 is the loss and which are gradients is observed, not assumed from the order. The loss is
 the one float scalar that moves when the first argument moves (a token count does not);
-a gradient is the one float array of a float argument's shape (one-hot labels of the
-scores' shape aside). Any doubt (two scalars moving, two arrays of one shape, as
-``(loss, probs, grad)``) leaves the order reading, and its error, in place.
+a further argument's gradient is the one float array of its shape, and the first's any
+float array of its shape (``(y_pred, loss, dz)``: each is checked, see
+``_loss._by_items``); one-hot labels of the scores' shape have none. Every float array
+returned must be one of these. Any other doubt (two scalars moving, two arrays of a
+further argument's shape) leaves the order reading, and its error, in place.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
     fns = [_reordered(fn, [loss, c, *(slots[j][0] for j in more)], len(out))
            for c in slots[0]]
     left = [i for i in range(len(out)) if i != loss and all(i not in v for v in slots.values())]
+    if any(_float_array(out[i]) for i in left):  # an array that may be the gradient of
+        return None  # something held constant: no verdict on part of what it returns
     first = (f"item {slots[0][0]} x0's gradient" if len(slots[0]) == 1 else
              f"x0's gradient one of items {slots[0]} (each of its shape, each checked)")
     names = "".join(f", item {slots[j][0]} x{j}'s gradient" for j in more)

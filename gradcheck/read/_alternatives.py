@@ -56,17 +56,23 @@ def one_dimensional(proto: Protocol, returned: Any) -> bool:
             getattr(proto.layer, proto.backward))
 
 
+def _number(r: Any) -> bool:
+    """A Python or NumPy number, or a 0-d array of one (no bool)."""
+    return isinstance(r, int | float | np.number) and not isinstance(r, bool) or (
+        isinstance(r, np.ndarray) and r.ndim == 0 and r.dtype.kind in "iuf")
+
+
 def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
                       exc: UserCodeError) -> bool:
     """Whether a first-output reading may be tried: the forward returned a tuple of
-    several float arrays, the backward raised as on a tuple used as an array, it takes
-    one required argument, and no output left out has the shape of an input (a
-    recurrent state whose gradient it must take)."""
+    several float arrays (after the first, None or numbers too), the backward raised as
+    on a tuple used as an array, it takes one required argument, and no output left out
+    has the shape of an input (a recurrent state whose gradient it must take)."""
     if not isinstance(returned, tuple) or len(returned) < 2 or hasattr(returned, "_fields") \
             or not is_float_array(returned[0]) or not all(
-                is_float_array(r) or r is None for r in returned[1:]) or \
-            proto.out_path is not None:  # (out, None): attention weights not asked for
-        return False
+                is_float_array(r) or r is None or _number(r) for r in returned[1:]) or \
+            proto.out_path is not None:  # (out, None): attention weights not asked for,
+        return False  # (out, 0), (out, sum(W ** 2)): a penalty the training loop adds
     if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
             exc.as_dict()):
         return False

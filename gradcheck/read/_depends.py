@@ -25,7 +25,7 @@ from ._discovery import (
     walk,
 )
 from ._layer_call import Protocol, call_layer, ones_like, times
-from ._observe import grad_of, positional_names
+from ._observe import grad_of, last_name, parent_of, positional_names
 from ._protocol import ProtocolError, clone
 from ._reading import forward_output, leaves, probe
 
@@ -124,9 +124,11 @@ def stale_slot(base: Any, first: Any, p: Param) -> Param:
 
 def moves_with_dout(proto: Protocol, first: Any, free: dict[str, np.ndarray]
                     ) -> dict[str, np.ndarray]:
-    """Of ``free`` (arrays the backward stored that no gradient claims), those that change
-    with the output gradient (a padded input gradient under a name of its own): the
-    backward computes them from it, so it is no first layer's."""
+    """Of ``free`` (arrays the backward stored that no gradient claims), those on the
+    layer itself that change with the output gradient (a padded input gradient under a
+    name of its own): the backward computes them from it, so it is no first layer's (a
+    part's, ``act.dinputs`` of a tanh it holds, is that part's)."""
+    free = {c: a for c, a in free.items() if not parent_of(c)}
     assert proto.draws is not None
     try:
         second = probe(proto.layer, proto.forward, proto.backward, first.xs, proto.draws,
@@ -147,8 +149,10 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
         shape = np.shape(first.xs[k])
         mine = [names[k]] if k < len(names) else []
         ghost = {c: np.empty(shape) for c in free}  # the names alone, any shape
-        for name in mine + (["inputs", "input", "x"] if len(proto.wanted) == 1 else []):
-            c = grad_of(name, shape, ghost)
+        own = {c: g for c, g in ghost.items() if parent_of(c) == ""}  # not act.dinputs,
+        generic = ["inputs", "input", "x"] if len(proto.wanted) == 1 else []  # a part's
+        for name in mine + generic:
+            c = grad_of(name, shape, ghost if name in mine else own)
             if c is not None and np.shape(free[c]) != shape:
                 raise ProtocolError("shape-mismatch", (
                     f"gradient of x{k} (stored in {c}) has shape {np.shape(free[c])}, "
@@ -170,7 +174,25 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         a = get_path(base, path)
         ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
         named = grad_of(path, a.shape, ghost)
+        if named is None:
+            named = _own_slot(path, base, cands)
         if named is not None and np.shape(cands[named]) != a.shape:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
                 f"{np.shape(cands[named])}, expected {a.shape}"))
+
+
+def _own_slot(path: str, base: Any, cands: dict[str, np.ndarray]) -> str | None:
+    """The array the backward stored beside ``path`` in a parameter object, one that
+    holds these two arrays only (``gamma.grads`` beside ``gamma.params``)."""
+    home = parent_of(path)
+    if not home:
+        return None
+    beside = [c for c in cands if c != path and parent_of(c) == home
+              and isinstance(cands[c], np.ndarray) and cands[c].dtype.kind == "f"]
+    obj = try_path(base, home)
+    held = vars(obj) if hasattr(obj, "__dict__") else obj if isinstance(obj, dict) else {}
+    arrays = {k for k, v in held.items() if isinstance(v, np.ndarray) and v.ndim}
+    if len(beside) != 1 or not arrays <= {last_name(path), last_name(beside[0])}:
+        return None
+    return beside[0]

@@ -233,7 +233,7 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
         saved = (list(proto.notes), proto.style, proto.order)
         if first_of_several(proto, xs, returned, exc):
             proto.out_path = FIRST
-            text = (f"{what} returned {len(returned)} arrays and its backward takes one "
+            text = (f"{what} returned {len(returned)} values and its backward takes one "
                     "output gradient: it differentiates the first, which is checked; the "
                     "others are not")
         elif proto.style == "one" and not proto.row and one_dimensional(proto, returned):

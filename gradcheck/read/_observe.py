@@ -218,10 +218,13 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
     """Of the public methods besides the forward (and ``skip``) taking one argument, the
     one linear in it after the forward (:func:`_linear_after`); ``""`` when none or
     several are."""
-    takers = [n for n in _public(layer) if n not in (forward, skip) and len(
-        positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
-    linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
-    return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing)
+    for names in (_public(layer), _private(layer)):  # _compute_gradients(grads) when no
+        takers = [n for n in names if n not in (forward, skip) and len(  # public one is
+            positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
+        linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
+        if linear:
+            return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing)
+    return ""
 
 
 def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
@@ -370,6 +373,12 @@ def _moved(x: Any) -> Any:
 def _public(layer: Any) -> list[str]:
     return [n for n in dir(type(layer)) if not n.startswith("_")
             and callable(getattr(layer, n, None))]
+
+
+def _private(layer: Any) -> list[str]:
+    """The methods named private (``_compute_gradients``), not dunders nor mangled."""
+    return [n for n in dir(type(layer)) if n.startswith("_") and not n.startswith("__")
+            and not _MANGLED.match(n) and callable(getattr(layer, n, None))]
 
 
 def positional_names(method: Any, required: bool = False) -> list[str] | None:

@@ -45,8 +45,9 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if names is not None and len(names) == n + 2 and proto.draws is not None and (
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
         return _placed(proto, xs, names, names[:n] == f_names)
-    if proto.style == "inputs":
-        return False
+    if proto.style == "inputs":  # backward(input, grad_output) stepping by self.lr
+        return names is not None and len(names) == n + 1 and proto.draws is not None \
+            and _held_step(proto, xs)
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
             and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
@@ -68,7 +69,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     nothing else it held (no array, no float) and its second step, from the same point,
     is its first (no momentum: a history would make the change no gradient). The
     layer's copy then holds 1.0 there."""
-    layer = proto.layer
+    layer, style = proto.layer, proto.style
     names = held_floats(layer)
     found, stepped = [], proto.stepped
     for name in names:
@@ -81,7 +82,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
                 found.append((name, proto.notes, proto.stepped))
         except ProtocolError:  # a scaled input gradient: not this reading
             pass
-        proto.notes, proto.style, proto.step_attr, proto.stepped = notes, "one", None, stepped
+        proto.notes, proto.style, proto.step_attr, proto.stepped = notes, style, None, stepped
     if len(found) != 1:
         return False
     name, proto.notes, proto.stepped = found[0]
@@ -176,11 +177,13 @@ def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
 
 
 def _step_once(proto: Protocol, layer: Any, xs: list[Any]) -> None:
-    """One forward and ``backward(gradient)`` on ``layer``."""
+    """One forward and ``backward(gradient)`` (in its reading's order) on ``layer``."""
     assert proto.draws is not None
     proto.draws.reset()
     out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
-    getattr(layer, proto.backward)(_varied(ones_like(out)))
+    dy = _varied(ones_like(out))  # after the inputs again when it takes them (_held_step)
+    getattr(layer, proto.backward)(*[dy if k is None else clone(xs[k]) for k in
+                                     [k for k in proto.order if k != STEP] or [None]])
 
 
 def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> bool:
