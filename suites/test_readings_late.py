@@ -310,3 +310,331 @@ def test_an_output_stored_on_the_layer_beside_parts_and_lists(bug, failing):
     assert any("its output is what it stores in Y, the one array it stores on itself" in n
                for n in res.notes), res.notes
     assert res.inputs[0].status == "constant", res.report()
+
+
+# -- the review of these readings: what each must not read --------------------------------------
+class _Sigmoid:
+    def forward(self, z):
+        self.output = 1 / (1 + np.exp(-z))
+
+
+class _DenseSigmoid:
+    """Returns nothing; its output is the part's ``act.output``, beside its own ``z`` of
+    the same size: which is the output is not observed (the own-array reading is for
+    an output larger than the parts' per-step pieces)."""
+
+    def __init__(self):
+        self.W, self.b, self.act = np.ones((3, 2)), np.zeros(2), _Sigmoid()
+
+    def forward(self, x):
+        self.x, self.z = x, x @ self.W + self.b
+        self.act.forward(self.z)
+
+    def backward(self, dvalues):
+        dz = dvalues * self.act.output * (1 - self.act.output)
+        self.dW, self.db, self.dinputs = self.x.T @ dz, dz.sum(0), dz @ self.W.T
+
+
+def test_an_own_array_beside_a_parts_of_its_size_is_not_taken_as_the_output():
+    res = gradcheck.check_layer(_DenseSigmoid(), np.random.default_rng(80).standard_normal((4, 3)))
+    assert res.status == "bad-protocol" and "output=" in res.message, res.report()
+
+
+class _BiasTrick:
+    def __init__(self, crop):
+        self.W, self.crop = np.random.default_rng(81).standard_normal((4, 2)), crop
+
+    def forward(self, x):
+        self.xa = np.hstack([x, np.ones((len(x), 1))])
+        self.output = self.xa @ self.W
+
+    def backward(self, dvalues):
+        self.dweights = self.xa.T @ dvalues
+        d = dvalues @ self.W.T
+        self.dinputs = d[:, :-1] if self.crop else d  # the bug keeps the bias column
+
+
+class _Block:
+    """A part holds the block's input gradient, ``fc.dinputs``, of the input's length."""
+
+    def __init__(self, crop):
+        self.fc, self.act = _BiasTrick(crop), _Tanh()
+
+    def forward(self, x):
+        self.fc.forward(x)
+        self.act.forward(self.fc.output)
+        return self.act.output
+
+    def backward(self, dvalues):
+        self.act.backward(dvalues)
+        self.fc.backward(self.act.dinputs)
+
+
+def test_a_parts_uncropped_input_gradient_is_no_first_layer():
+    x = np.random.default_rng(82).standard_normal((5, 3))
+    res = gradcheck.check_layer(_Block(crop=False), x)
+    assert res.status == "shape-mismatch" and "fc.dinputs" in res.message, res.report()
+
+
+def test_a_loss_with_targets_of_the_predictions_shape_is_not_read_by_passing():
+    """``(loss, d_pred, d_target)`` with 0/1 targets: ``d_target`` (minus a wrong-signed
+    ``d_pred``) is the right gradient of the predictions; taking it would pass a bug."""
+    def mse(pred, target):
+        d_pred = (target - pred) / len(pred)  # the sign is wrong
+        return 0.5 * np.sum((pred - target) ** 2) / len(pred), d_pred, -d_pred
+
+    rng = np.random.default_rng(83)
+    res = gradcheck.check_loss(mse, rng.standard_normal((4, 3)),
+                               rng.integers(0, 2, (4, 3)).astype(float))
+    assert not res.passed and res.status == "bad-protocol", res.report()
+
+
+class _HelperBeside:
+    """A public ``compute_gradients(dout)`` storing its result beside a private helper
+    linear in its argument: the helper is no backward."""
+
+    def forward(self, x):
+        self.out = np.tanh(x)
+        return self.out
+
+    def _chain(self, dout):
+        return dout * (1 - self.out ** 2)
+
+    def compute_gradients(self, dout):
+        self.dinputs = self._chain(dout) / len(dout)  # a spurious 1/N
+
+
+def test_a_private_helper_beside_a_public_one_argument_method_is_no_backward():
+    with pytest.raises(TypeError, match="no backward-like method"):
+        gradcheck.check_layer(_HelperBeside(), np.random.default_rng(84).standard_normal((4, 3)))
+
+
+class _PenaltyInBackward:
+    def __init__(self, lam):
+        self.W, self.lam = np.random.default_rng(85).standard_normal((3, 2)), lam
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W, self.lam * np.sum(self.W ** 2)
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout + 2 * self.lam * self.W  # the penalty's gradient too
+        return dout @ self.W.T
+
+
+def test_a_backward_adding_the_second_outputs_gradient_gets_no_verdict():
+    x = np.random.default_rng(86).standard_normal((4, 3))
+    res = gradcheck.check_layer(_PenaltyInBackward(0.1), x)
+    assert res.status == "bad-protocol" and "cannot be told" in res.message, res.report()
+
+
+class _Holder:
+    def __init__(self, W, b):
+        self.W, self.b = W, b
+
+
+class _MomentumInHolder:
+    """``self.p.W``/``self.p.b`` stepped with momentum: ``p.b`` is no gradient of
+    ``p.W`` (a momentum's step is no gradient either: no verdict, but no false one)."""
+
+    def __init__(self):
+        rng = np.random.default_rng(87)
+        self.p, self.lr = _Holder(rng.standard_normal((3, 2)), rng.standard_normal(2)), 0.01
+        self.vW, self.vb = np.zeros((3, 2)), np.zeros(2)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.p.W + self.p.b
+
+    def backward(self, dout):
+        self.vW = 0.9 * self.vW - self.lr * self.x.T @ dout
+        self.vb = 0.9 * self.vb - self.lr * dout.sum(0)
+        self.p.W += self.vW
+        self.p.b += self.vb
+        return dout @ self.p.W.T
+
+
+def test_another_parameter_in_the_same_object_is_no_misshapen_gradient():
+    x = np.random.default_rng(88).standard_normal((4, 3))
+    with pytest.raises(gradcheck.LayerConventionError, match="no gradient was found"):
+        gradcheck.check_layer(_MomentumInHolder(), x)
+
+
+def test_a_derivative_writing_into_its_argument_does_not_pass():
+    def df(v):
+        d = (v > 0).astype(float)
+        v[...] = 0.0
+        return d
+
+    res = gradcheck.check_elementwise(lambda v: np.maximum(v, 0), df, _POINT.copy())
+    assert not res.passed and "FAILED [mutation]" in str(res), str(res)
+    with pytest.raises(gradcheck.GradientMismatch):
+        gradcheck.assert_elementwise(lambda v: np.maximum(v, 0), df, _POINT.copy())
+
+
+def test_an_elementwise_pair_with_a_string_argument():
+    def act(x, kind):
+        return np.tanh(x) if kind[0] == "tanh" else x
+
+    def dact(x, kind):
+        return 1 - np.tanh(x) ** 2 if kind[0] == "tanh" else np.ones_like(x)
+
+    assert gradcheck.check_elementwise(act, dact, _POINT.copy(), np.array(["tanh"])).passed
+
+
+# -- a function pair's backward taking an input by name before the cache ----------------------
+def _ln_forward(x, gamma, beta):
+    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    xn = (x - mu) / np.sqrt(var + 1e-5)
+    return xn * gamma + beta, {"xn": xn, "ivar": 1 / np.sqrt(var + 1e-5)}
+
+
+def _ln_backward(dy, gamma, cache, bug="", order=("x", "gamma", "beta")):
+    """``layer_norm_grad(dy, gamma, cache)``: gamma by its name, then the cache."""
+    xn, ivar = cache["xn"], cache["ivar"]
+    dxn = dy * gamma
+    dx = ivar * (dxn - dxn.mean(1, keepdims=True) - xn * (dxn * xn).mean(1, keepdims=True))
+    got = {"x": dx if bug != "x" else ivar * dxn, "gamma": np.sum(dy * xn, axis=0),
+           "beta": np.sum(dy, axis=0)}
+    return tuple(got[k] for k in order)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("x", ["x"])])
+def test_a_backward_taking_an_input_by_name_before_the_cache(bug, failing):
+    rng = np.random.default_rng(89)
+    inputs = [rng.standard_normal((4, 5)), rng.standard_normal(5), rng.standard_normal(5)]
+    res = gradcheck.check_vjp(_ln_forward, lambda dy, gamma, cache: _ln_backward(
+        dy, gamma, cache, bug), inputs)
+    _expect(res, failing)
+    assert any("takes the cache after the forward's inputs 1 again" in n for n in res.notes)
+
+
+def test_wrt_gradients_in_another_order_are_no_verdict():
+    """``(dgamma, dbeta, dx)`` for ``wrt=[0, 1, 2]``: another order or each computed
+    wrongly, shapes cannot tell (as for gradients of every input)."""
+    rng = np.random.default_rng(90)
+    inputs = [rng.standard_normal((4, 5)), rng.standard_normal(5), rng.standard_normal(5), 1e-5]
+    def fwd(x, g, b, eps):
+        y, cache = _ln_forward(x, g, b)
+        return y, (cache, g)
+
+    res = gradcheck.check_vjp(fwd, lambda dy, c: _ln_backward(
+        dy, c[1], c[0], order=("gamma", "beta", "x")), inputs, wrt=[0, 1, 2])
+    assert res.status == "bad-protocol" and "another order" in res.message, res.report()
+
+
+# -- a loss forward returning (loss, probs) whose backward takes its inputs again ------------
+class _LossAndProbs:
+    """``forward(input, labels) -> (loss, probs)``, ``backward(input, labels)`` (no dout)."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, input, labels):
+        s = input - input.max(axis=1, keepdims=True)
+        logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+        return -logp[np.arange(len(labels)), labels].mean(), np.exp(logp)
+
+    def backward(self, input, labels):
+        g = self.forward(input, labels)[1]
+        g[np.arange(len(labels)), labels] -= 1
+        return g if self.bug else g / len(labels)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no 1/N", ["x0"])])
+def test_a_loss_and_probabilities_beside_a_backward_taking_the_inputs_again(bug, failing):
+    x = np.random.default_rng(91).standard_normal((4, 5))
+    res = gradcheck.check_layer(_LossAndProbs(bug), x, np.array([0, 3, 1, 4]))
+    _expect(res, failing)
+    assert any("the one float scalar, part 0, is the loss" in n for n in res.notes), res.notes
+
+
+# -- a list of maps out, backprop(d_maps, learning_rate) stepping its weights ------------------
+class _MapsStep:
+    def __init__(self, bug=""):
+        self.w, self.bug = np.array([1.5, -0.7]), bug
+
+    def __call__(self, x):
+        self.x = x
+        return [x[0] * self.w[0], x[1] * self.w[1]]
+
+    def backprop(self, d, learning_rate):
+        g = np.array([np.sum(d[0] * self.x[0]), np.sum(d[1] * self.x[1])])
+        g[1] *= 0.5 if self.bug else 1.0
+        self.w = self.w - learning_rate * g
+        return np.stack([d[0] * self.w[0], d[1] * self.w[1]]) if self.bug == "late" else \
+            np.stack([d[0] * (self.w[0] + learning_rate * g[0]),
+                      d[1] * (self.w[1] + learning_rate * g[1])])
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["w"])])
+def test_a_list_of_maps_whose_backward_takes_their_gradients_as_one_and_steps(bug, failing):
+    x = np.random.default_rng(92).standard_normal((2, 3, 3))
+    res = gradcheck.check_layer(_MapsStep(bug), x)
+    _expect(res, failing)
+    assert any("given them as one list" in n for n in res.notes), res.notes
+
+
+# -- parameters in a dict of the class, filled in __init__ -------------------------------------
+def _class_dict_layer(bug):
+    class Linear:
+        params: dict = {}  # shared by every instance: each check runs on its own copy
+        grads: dict = {}
+
+        def __init__(self):
+            self.params["weight"] = np.random.default_rng(93).standard_normal((3, 4))
+
+        def forward(self, x):
+            self.last = x
+            return x @ self.params["weight"].T
+
+        def backward(self, dout):
+            self.grads["weight"] = dout.T @ self.last * (5.0 if bug else 1.0)
+            return dout @ self.params["weight"]
+    return Linear()
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("x5", ["params['weight']"])])
+def test_parameters_in_a_dict_of_the_class(bug, failing):
+    layer = _class_dict_layer(bug)
+    before = type(layer).params["weight"].copy()
+    res = gradcheck.check_layer(layer, np.random.default_rng(94).standard_normal((5, 4)))
+    _expect(res, failing)
+    assert any("Linear.params: a dict or list of the class" in n for n in res.notes)
+    assert np.array_equal(type(layer).params["weight"], before)  # the user's left as it was
+    assert type(layer).grads == {}
+
+
+# -- a function pair given a setting with a default, or a function, after its arrays -----------
+def _pool(A, k=2):
+    return A.reshape(A.shape[0], -1, k).max(axis=2)
+
+
+def _pool_backward(dA, A, k=2, bug=""):
+    win = A.reshape(A.shape[0], -1, k)
+    mask = win == win.max(axis=2, keepdims=True)
+    return (mask * (dA[..., None] if not bug else 1.0)).reshape(A.shape)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no dA", ["A"])])
+def test_a_setting_with_a_default_given_to_both_functions(bug, failing):
+    A = np.random.default_rng(95).permutation(24).reshape(2, 12) / 7.0
+    res = gradcheck.check_vjp(_pool, lambda dA, A, k: _pool_backward(dA, A, k, bug), [A, 3])
+    _expect(res, failing)
+
+
+def _act_forward(A, W, activation):
+    return activation(A @ W)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("W.T", ["W"])])
+def test_a_function_given_to_the_forward_is_a_setting(bug, failing):
+    rng = np.random.default_rng(96)
+    A, W = rng.standard_normal((5, 4)), rng.standard_normal((4, 3))
+
+    def backward(dZ, A, W):
+        return dZ @ W.T, (A.T @ dZ) * (0.5 if bug else 1.0)
+
+    res = gradcheck.check_vjp(_act_forward, backward, [A, W, lambda z: z])
+    _expect(res, failing)
+    assert any("settings" in n for n in res.notes), res.notes

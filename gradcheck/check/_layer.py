@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..read._conventions import differentiable
-from ..read._discovery import LayerConventionError
+from ..read._discovery import LayerConventionError, class_held
 from ..read._layer_call import Protocol, cotangent_named
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
@@ -141,6 +141,12 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
              backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
              opts: Options) -> CheckResult:
     """:func:`check_layer`'s result, not recorded."""
+    layer, shared = class_held(layer)
+    if shared:
+        return _noted(_checked(layer, inputs, forward, backward, params, grads, wrt, output,
+                               opts), f"{', '.join(shared)}: a dict or list of the class, "
+                      "shared by every instance; checked on a copy of the layer holding its "
+                      "own copy of each (create them in __init__ to keep instances apart)")
     wrt, draws = _wrt_names(wrt, inputs, layer, forward), GlobalDraws(type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
                    _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)

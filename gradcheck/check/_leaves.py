@@ -216,7 +216,8 @@ def _without_configuration(inputs: Any, wrt: Any, names: Sequence[str] | None,
         return wrt, []
     keys = _top_keys(inputs)
     config = [k for k in keys if isinstance(inputs[k], (str, bytes)) or inputs[k] is None
-              or is_configuration(inputs[k])]
+              or is_configuration(inputs[k]) or (callable(inputs[k]) and not isinstance(
+                  inputs[k], np.ndarray))]  # an activation function given to the forward
     if not config:
         return wrt, []
     kept = _given_gradients(inputs, config, pair) if isinstance(inputs, Sequence) else []

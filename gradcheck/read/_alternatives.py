@@ -85,6 +85,37 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
     return not any(np.shape(r) in shapes for r in returned[1:])
 
 
+def penalty_checked(proto: Protocol, xs: list[Any], returned: Any, first: Any) -> Any:
+    """``first``, the probe of a first-output reading, unless the forward also returned a
+    nonzero number (``(out, lam * np.sum(W ** 2))``, a penalty) and the backward's
+    results hold a term that does not scale with the output gradient (that number's own
+    gradient, ``dW += 2 * lam * W``): which outputs it differentiates cannot be told, a
+    ``bad-protocol``."""
+    numbers = [r for r in returned[1:] if _number(r) and float(r) != 0.0] if isinstance(
+        returned, tuple) and proto.out_path == FIRST else []
+    if not numbers or proto.draws is None:
+        return first
+    draws = proto.draws
+
+    def run(scale: float) -> dict[str, np.ndarray]:
+        return _results(probe(proto.layer, proto.forward, proto.backward, xs, draws,
+                              (proto.style, proto.order), proto.out_path,
+                              lambda o: times(ones_like(o), scale), proto.then))
+    a, b, c = run(1.0), run(2.0), run(0.0)
+    if not any(k in b and k in c and a[k].shape == b[k].shape == c[k].shape
+               and not np.array_equal(a[k], b[k]) and np.any(c[k]) and np.allclose(
+                   b[k] - a[k], a[k] - c[k], rtol=1e-6, atol=1e-12) for k in a):
+        return first
+    raise ProtocolError("bad-protocol", (
+        f"{type(proto.layer).__name__}.{proto.forward} returned its output and "
+        f"{len(numbers)} nonzero number(s) ({', '.join(f'{float(n):.4g}' for n in numbers)}"
+        f"), and {proto.backward}'s results hold a term that does not scale with the "
+        "output gradient (that number's own gradient, a penalty's?): whether it "
+        "differentiates the first output alone or their sum cannot be told; check the "
+        "output alone with a backward that leaves that term out, or name the output "
+        "(output='...') if the forward stores it"))
+
+
 def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | None:
     """The order of a backward taking the forward's inputs again and the output gradient
     under names of its own (``forward(img)``, ``backward(inputs, prev_grad)``), after it

@@ -165,16 +165,30 @@ class Conventions:
         f_names, b_names = (positional_names(fwd) or [])[:self._n], required or []
         self._again = self._listed and self._n > 0 and len(f_names) == self._n and \
             b_names[:-1] == f_names and len(b_names) == self._n + 1
-        self._dy_first = self._listed and self._n > 0 and len(f_names) == self._n and \
-            [b.lower() for b in b_names[1:]] == [f.lower() for f in f_names] and \
-            len(b_names) == self._n + 1 and not self._again  # tanh(z), backward(dA, Z)
+        every = positional_names(bwd) or []  # (settings with defaults given too)
+        self._dy_first = self._listed and self._n > 0 and len(f_names) == self._n and any(
+            [b.lower() for b in names[1:]] == [f.lower() for f in f_names] and
+            len(names) == self._n + 1 for names in (b_names, every)) and not self._again
+        # tanh(z), backward(dA, Z); pool(A, k=2), pool_backward(dA, A, k=2) given k; and
+        # conv(A, W, activation), conv_backward(dZ, A, W): the inputs but the settings last
+        m = len(b_names) - 1
+        self._dy_first = self._dy_first or (
+            self._listed and 0 < m < self._n == len(f_names) and not self._again and
+            [b.lower() for b in b_names[1:]] == [f.lower() for f in f_names[:m]] and
+            not any(differentiable(x) for x in self._inputs[m:]))
+        self._given_back = m if self._dy_first and 0 < m < self._n else self._n
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
+        self._cache_at = 0  # backward(dy, gamma, cache): the cache after inputs by name
+        odd = [i for i, b in enumerate(b_names[1:]) if b not in f_names]
+        if not self._after and not self._again and len(b_names) > 2 and len(odd) == 1 and \
+                odd[0] > 0:
+            self._cache_at = odd[0]
+            self._after = [f_names.index(b) for b in b_names[1:] if b in f_names]
         self._seen_after = False  # the (y, cache) reading of self._after tested once
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
         # given to the forward, passed on by its name
-        every = positional_names(bwd) or []
         self._settings = {b: self._inputs[f_names.index(b)] for b in every[len(b_names):]
                           if b in f_names and not differentiable(self._inputs[f_names.index(
                               b)]) and _same_default(fwd, bwd, b)} if b_names else {}
@@ -209,12 +223,12 @@ class Conventions:
         if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
             self._note("the forward returns its output alone and the backward takes the "
                        "output gradient, then the forward's inputs again: called so")
-            return out, _Again(args, first=True)
+            return out, _Again(args[:self._given_back], first=True)
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.ndarray, np.generic, int, float)):  # a cache, not an array
-            self._note("the backward takes the cache, then the forward's inputs "
-                       f"{', '.join(f'{k}' for k in self._after)} again by their names: "
-                       "called so")
+            self._note(f"the backward takes the cache {'after' if self._cache_at else 'then'} "
+                       f"the forward's inputs {', '.join(f'{k}' for k in self._after)} "
+                       "again by their names: called so")
             return out[0], _With(out[1], args)
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
@@ -300,10 +314,11 @@ class Conventions:
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _With):
             again = [cache.args[k] for k in self._after]
-            grads = self._bwd(dy, cache.cache, *again)
+            again.insert(self._cache_at, cache.cache)
+            grads = self._bwd(dy, *again)
             if not self._seen_after:  # given a zero dy, a cache gives zero gradients;
                 self._seen_after = True  # a second output's gradient would give some
-                zero = self._bwd(_zeroed(dy), cache.cache, *again)
+                zero = self._bwd(_zeroed(dy), *again)
                 if any(np.any(a) for a in _array_leaves(zero)):
                     raise ProtocolError("bad-protocol", (
                         "the forward returns (y, c) and the backward's gradients are not "
@@ -375,6 +390,18 @@ class Conventions:
                             "the input it belongs to with wrt=")
 
     def _spread(self, grads: Sequence[Any], wanted: list[int]) -> list[Any]:
+        """``grads`` placed at the inputs ``wanted``; a ``bad-protocol`` when they have
+        those inputs' shapes in another order (``(dgamma, dbeta, dx)`` for ``x, gamma,
+        beta``): returned in another order, or each computed wrongly? Shapes cannot tell."""
+        got = [np.shape(g) for g in grads if isinstance(g, np.ndarray)]
+        want = [np.shape(self._inputs[k]) for k in wanted if -self._n <= k < self._n
+                and isinstance(self._inputs[k], np.ndarray)]
+        if len(got) == len(want) == len(grads) and got != want and sorted(got) == sorted(want):
+            raise ProtocolError("bad-protocol", (
+                f"backward returned gradients with the shapes of the inputs {wanted} in "
+                f"another order (shapes {got} for inputs of shapes {want}): returned in "
+                "another order, or each computed wrongly? Shapes cannot tell; return them "
+                "in the inputs' order"))
         out: list[Any] = [None] * self._n
         for k, g in zip(wanted, grads, strict=True):
             if -self._n <= k < self._n:

@@ -127,8 +127,9 @@ def moves_with_dout(proto: Protocol, first: Any, free: dict[str, np.ndarray]
     """Of ``free`` (arrays the backward stored that no gradient claims), those on the
     layer itself that change with the output gradient (a padded input gradient under a
     name of its own): the backward computes them from it, so it is no first layer's (a
-    part's, ``act.dinputs`` of a tanh it holds, is that part's)."""
-    free = {c: a for c, a in free.items() if not parent_of(c)}
+    part's, ``act.dinputs`` of a tanh it holds, is that part's, unless its first axis is
+    as long as an input's: a part's input gradient, ``fc.dinputs``, may be the layer's)."""
+    free = {c: a for c, a in free.items() if _batch_alike(c, a, [np.shape(x) for x in first.xs])}
     assert proto.draws is not None
     try:
         second = probe(proto.layer, proto.forward, proto.backward, first.xs, proto.draws,
@@ -140,6 +141,13 @@ def moves_with_dout(proto: Protocol, first: Any, free: dict[str, np.ndarray]
         np.shape(second.stored[c]) == np.shape(a) and np.array_equal(second.stored[c], a))}
 
 
+def _batch_alike(path: str, a: Any, shapes: list[tuple[int, ...]]) -> bool:
+    """Whether a stored array may be an input's gradient: the layer's own, or a part's
+    whose first axis is as long as one of the inputs' (``shapes``)."""
+    return not parent_of(path) or (np.ndim(a) > 0 and any(
+        len(s) > 0 and s[0] == np.shape(a)[0] for s in shapes))
+
+
 def misshapen_input(proto: Protocol, first: Any, lost: list[int],
                      free: dict[str, np.ndarray]) -> None:
     """A stored array named as a lost input's gradient (``dx``, ``dinputs``) whose shape
@@ -149,9 +157,9 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
         shape = np.shape(first.xs[k])
         mine = [names[k]] if k < len(names) else []
         ghost = {c: np.empty(shape) for c in free}  # the names alone, any shape
-        own = {c: g for c, g in ghost.items() if parent_of(c) == ""}  # not act.dinputs,
-        generic = ["inputs", "input", "x"] if len(proto.wanted) == 1 else []  # a part's
-        for name in mine + generic:
+        own = {c: g for c, g in ghost.items() if _batch_alike(c, free[c], [shape])}
+        generic = ["inputs", "input", "x"] if len(proto.wanted) == 1 else []  # (a part's
+        for name in mine + generic:  # act.dinputs of another length is its own)
             c = grad_of(name, shape, ghost if name in mine else own)
             if c is not None and np.shape(free[c]) != shape:
                 raise ProtocolError("shape-mismatch", (
@@ -175,20 +183,22 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         ghost = {k: np.empty(a.shape) for k in cands}  # the names alone, any shape
         named = grad_of(path, a.shape, ghost)
         if named is None:
-            named = _own_slot(path, base, cands)
+            named = _own_slot(path, left, base, cands)
         if named is not None and np.shape(cands[named]) != a.shape:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
                 f"{np.shape(cands[named])}, expected {a.shape}"))
 
 
-def _own_slot(path: str, base: Any, cands: dict[str, np.ndarray]) -> str | None:
+def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray]
+              ) -> str | None:
     """The array the backward stored beside ``path`` in a parameter object, one that
-    holds these two arrays only (``gamma.grads`` beside ``gamma.params``)."""
+    holds these two arrays only (``gamma.grads`` beside ``gamma.params``; not another
+    parameter, ``p.b`` beside ``p.W``, one of ``left``)."""
     home = parent_of(path)
     if not home:
         return None
-    beside = [c for c in cands if c != path and parent_of(c) == home
+    beside = [c for c in cands if c != path and c not in left and parent_of(c) == home
               and isinstance(cands[c], np.ndarray) and cands[c].dtype.kind == "f"]
     obj = try_path(base, home)
     held = vars(obj) if hasattr(obj, "__dict__") else obj if isinstance(obj, dict) else {}

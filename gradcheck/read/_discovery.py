@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import copy
 import re
 import types
 from collections.abc import Callable, Iterator
@@ -269,6 +270,35 @@ def walk(obj: Any, path: str = "", depth: int = 0,
         if depth < _DEPTH and (not isinstance(v, np.ndarray) or v.dtype == object) and \
                 _param_object(v) is None:
             yield from walk(v, p, depth + 1, seen)
+
+
+def class_held(obj: Any) -> tuple[Any, list[str]]:
+    """``obj``, or when it (or an object it holds) keeps float arrays in a dict or list of
+    its class (``params = {}`` in the class body, filled in ``__init__``: shared by every
+    instance and every copy, so not movable on a copy alone) a copy of it whose objects
+    each hold their own deep copy of it, and the names of those containers."""
+    found: list[tuple[Any, str, str, bool]] = []  # (owner, name, path, holds floats)
+    owners = [obj] + [v for _, v in walk(obj) if hasattr(v, "__dict__")
+                      and not isinstance(v, np.ndarray | type)]
+    for k, owner in enumerate(owners):
+        mine = set(getattr(owner, "__dict__", ()))  # (a layer with __slots__ has none)
+        for cls in type(owner).__mro__[:-1]:
+            for name, v in vars(cls).items():
+                if not name.startswith("__") and name not in mine and isinstance(v, dict | list):
+                    found.append((k, name, f"{cls.__name__}.{name}", any(
+                        is_float_array(a) for _, a in walk(v))))
+                    mine.add(name)
+    if not any(f for *_, f in found):
+        return obj, []
+    own = copy.deepcopy(obj)  # every such container of the class given its own copy (a
+    copies = [own] + [v for _, v in walk(own) if hasattr(v, "__dict__")  # grads = {}
+                      and not isinstance(v, np.ndarray | type)]  # the backward fills too)
+    for k, name, _, _ in found:
+        try:
+            setattr(copies[k], name, copy.deepcopy(getattr(copies[k], name)))
+        except AttributeError:  # __slots__ without it: its copies share it, as before
+            continue
+    return own, list(dict.fromkeys(p for _, _, p, f in found if f))
 
 
 def held_values(obj: Any) -> dict[str, tuple[int, np.ndarray]]:

@@ -121,6 +121,7 @@ class Protocol:
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
     fed: str | None = None  # a method feeding it the output gradient (style FEED)
     row: bool = False  # a 1-d output's gradient given as one row (style "row")
+    whole: bool = False  # a list output's gradient given as one argument, not "spread"
     trial: list[Any] | None = None  # style "inputs" in an order found by trial
     pick: list[int] = field(default_factory=list)  # a loss's one array: [k] x_k's, [a, b] unsure
     step_attr: str | None = None  # a step size held on the layer (self.learning_rate)

@@ -1,12 +1,8 @@
-"""Reading a layer object: which methods, how its backward is called, where its output,
-parameters and gradients are, and which arrays it holds are state.
-
-:func:`discover` runs the layer once on copies (:mod:`gradcheck.read._reading`) and reads it
-by the names a user gives (``params=``/``grads=``), the conventions of
-:mod:`gradcheck.read._discovery`, then by observation: what the backward returned beside the
-input gradients, what it stored (:mod:`gradcheck.read._observe`), what it handed to an object
-it holds or attached to the parameter (:mod:`gradcheck.read._handed`). An array the output
-does not depend on is state; one it does depend on with no gradient found is a
+"""Reading a layer object: its methods, how its backward is called, where its output,
+parameters and gradients are, and which arrays it holds are state. :func:`discover` runs it
+once on copies and reads it by the names a user gives (``params=``/``grads=``), then by
+observation (:mod:`gradcheck.read._observe`, :mod:`gradcheck.read._handed`): an array the
+output does not depend on is state; one it does depend on with no gradient found is a
 :class:`LayerConventionError` that says what was observed.
 """
 
@@ -24,6 +20,7 @@ from ._alternatives import (
     each_holds,
     first_of_several,
     one_dimensional,
+    penalty_checked,
     returns_cache,
     takes_gradient,
 )
@@ -73,12 +70,7 @@ from ._loss_read import (
     pick_prediction,
     settle,
 )
-from ._observe import (
-    completing_methods,
-    float_state,
-    method_pair,
-    positional_names,
-)
+from ._observe import completing_methods, float_state, method_pair, positional_names
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     CACHE,
@@ -224,8 +216,8 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
 
 def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
     """:func:`probe_style`; when the forward returned several arrays and the backward,
-    taking one output gradient, raised on their tuple as one (a recurrent layer's
-    ``ys, h_last`` with ``backward(dys)``), again with the first output only."""
+    taking one output gradient, raised on their tuple as one (``ys, h_last`` with
+    ``backward(dys)``), again with the first output only (:func:`penalty_checked`)."""
     try:
         return probe_style(proto, xs, what)
     except UserCodeError as exc:
@@ -236,6 +228,11 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             text = (f"{what} returned {len(returned)} values and its backward takes one "
                     "output gradient: it differentiates the first, which is checked; the "
                     "others are not")
+        elif proto.style == "spread" and isinstance(returned, list) and not proto.whole:
+            proto.whole = True  # backprop(d_maps, learning_rate) of a list of maps
+            text = (f"{what} returned a list and {type(proto.layer).__name__}."
+                    f"{proto.backward} raised given its parts' gradients apart: given "
+                    "them as one list")
         elif proto.style == "one" and not proto.row and one_dimensional(proto, returned):
             proto.row = True
             text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
@@ -261,9 +258,10 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
                        if n and not re.search("per sample|separate ar|again: called", n)]
         proto.note(text)
         try:
-            return probe_style(proto, xs, what)
+            return penalty_checked(proto, xs, returned, probe_style(proto, xs, what))
         except UserCodeError:
             proto.out_path, proto.fed, proto.row, proto.trial = None, None, False, None
+            proto.whole = False
             proto.notes, proto.style, proto.order = saved
             raise exc from None
 
@@ -274,6 +272,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     taking the output gradient alone is called) and the notes of both readings."""
     base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
                              f"{proto.backward}")
+    base, note = ("one", "") if proto.whole and base == "spread" else (base, note)
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(given), before, init, out,
         tuple(leaves(given)))

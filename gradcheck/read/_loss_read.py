@@ -293,12 +293,14 @@ def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
     scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
                and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
     handed = all(any(o is x for x in given) for k, o in enumerate(out) if k not in scalars)
-    if not takes_no_gradient(method) and not (handed and len(scalars) == 1):
+    again = given and positional_names(method, required=True) == (positional_names(getattr(
+        proto.layer, proto.forward)) or [])[:len(given)]  # backward(input, labels): no dout
+    if not takes_no_gradient(method) and not again and not (handed and len(scalars) == 1):
         return out
     arrays = [o for k, o in enumerate(out) if k not in scalars and isinstance(o, np.ndarray)
               and o.dtype.kind == "f"]
-    if len(scalars) != 1 or (arrays and positional_names(method) and not handed):  # (y,
-        return out  # penalty) and backward(dy=1.0): the penalty is no loss
+    if len(scalars) != 1 or (arrays and positional_names(method) and not (handed or again)):
+        return out  # (y, penalty) and backward(dy=1.0): the penalty is no loss
     (k,) = scalars
     back = [j for j, x in enumerate(given) for o in out if o is x and isinstance(x, np.ndarray)
             and not label_like(x)]  # labels handed back are the targets: no prediction

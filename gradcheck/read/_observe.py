@@ -219,10 +219,10 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
     one linear in it after the forward (:func:`_linear_after`); ``""`` when none or
     several are."""
     for names in (_public(layer), _private(layer)):  # _compute_gradients(grads) when no
-        takers = [n for n in names if n not in (forward, skip) and len(  # public one is
+        takers = [n for n in names if n not in (forward, skip) and len(  # public method
             positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
-        linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
-        if linear:
+        if takers:  # takes one argument (not a helper of a public one that returns nothing)
+            linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
             return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing)
     return ""
 
