@@ -638,3 +638,40 @@ def test_a_function_given_to_the_forward_is_a_setting(bug, failing):
     res = gradcheck.check_vjp(_act_forward, backward, [A, W, lambda z: z])
     _expect(res, failing)
     assert any("settings" in n for n in res.notes), res.notes
+
+
+# -- wrt= naming parameters holds the others constant, gradient or not -------------------------
+class _WithInitialState:
+    """``h0`` moves the output and the backward gives it no gradient; ``b_grad`` is the
+    only stored array of ``bias``'s (and ``h0``'s) shape."""
+
+    def __init__(self, bug=""):
+        r = np.random.default_rng(97)
+        self.kernel, self.bias = r.standard_normal((3, 4)) * 0.5, r.standard_normal(4) * 0.3
+        self.h0, self.bug = r.standard_normal(4) * 0.1, bug
+        self.kernel_grad, self.b_grad = np.zeros((3, 4)), np.zeros(4)
+
+    def forward(self, x):
+        self._x = x
+        self.out = np.tanh(x @ self.kernel + self.h0 + self.bias)
+        return self.out
+
+    def backward(self, out_grad):
+        d = out_grad * (1 - self.out ** 2)
+        self.kernel_grad[:] = self._x.T @ d
+        self.b_grad[:] = d.sum(0) * (2.0 if self.bug else 1.0)
+        return d @ self.kernel.T
+
+
+def test_an_array_with_no_gradient_is_an_error_without_wrt():
+    x = np.random.default_rng(98).standard_normal((2, 3))
+    with pytest.raises(gradcheck.LayerConventionError, match="h0"):
+        gradcheck.check_layer(_WithInitialState(), x)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("2x", ["bias"])])
+def test_wrt_naming_parameters_holds_the_others_constant(bug, failing):
+    x = np.random.default_rng(98).standard_normal((2, 3))
+    res = gradcheck.check_layer(_WithInitialState(bug), x, wrt=["x0", "kernel", "bias"])
+    _expect(res, failing)
+    assert any(n.startswith("h0: no gradient found, and not named in wrt=") for n in res.notes)

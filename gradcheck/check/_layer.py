@@ -149,7 +149,7 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
                       "own copy of each (create them in __init__ to keep instances apart)")
     wrt, draws = _wrt_names(wrt, inputs, layer, forward), GlobalDraws(type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
-                   _wanted(inputs, wrt), output, opts.seed, draws, wrt is not None)
+                   _wanted(inputs, wrt), output, opts.seed, draws, _given(wrt))
     with np.errstate(all="ignore"):
         try:
             return _run(read(), len(inputs), inputs, wrt, opts)
@@ -337,6 +337,16 @@ def _with_twins(wrt: Any, names: list[str]) -> Any:
     twins = [n for n in names if n not in items and any(
         isinstance(w, str) and n.startswith(f"{w} (") for w in items)]
     return items + twins if twins else wrt
+
+
+def _given(wrt: Any) -> bool | tuple[str, ...]:
+    """Whether ``wrt=`` was given, as the parameter names in it when it names some."""
+    if wrt is None:
+        return False
+    items = [wrt] if isinstance(wrt, str) else list(wrt) if isinstance(wrt, list | tuple) \
+        else []
+    names = tuple(k for k in items if isinstance(k, str) and not re.fullmatch(r"x\d+", k))
+    return names or True
 
 
 def _wrt_names(wrt: Any, inputs: tuple[Any, ...], layer: Any = None,

@@ -30,6 +30,7 @@ from ._protocol import ProtocolError, clone
 from ._reading import forward_output, leaves, probe
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
+           "named_in_wrt",
            "moves_with_dout", "persistent_arrays", "rebuilt_once", "stale_slot"]
 
 
@@ -120,6 +121,21 @@ def stale_slot(base: Any, first: Any, p: Param) -> Param:
         if is_float_array(after) and np.array_equal(after, held):  # left as it was
             return Param(p.name, p.value, slot, p.also)
     return p
+
+
+def named_in_wrt(proto: Protocol, missing: list[str], stored: Any) -> list[str]:
+    """Of the arrays with no gradient found, those ``wrt=`` names when it names
+    parameters (``wrt=['x0', 'kernel', 'bias']``): the others are held constant, as
+    every array it leaves out is (an initial state ``h0`` the backward gives none; the
+    buffers it ``stored`` gradients in are read as such all the same)."""
+    if not isinstance(proto.wrt_given, tuple):
+        return missing
+    out = [p for p in missing if p in proto.wrt_given]
+    held = [p for p in missing if p not in out and p not in stored]
+    if held:
+        proto.note(f"{', '.join(held)}: no gradient found, and not named in wrt=: held "
+                   "constant (not checked)")
+    return out
 
 
 def moves_with_dout(proto: Protocol, first: Any, free: dict[str, np.ndarray]

@@ -42,6 +42,7 @@ import numpy as np
 from ._protocol import ProtocolError
 
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
+           "class_held", "no_grad",
            "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
            "parameters", "steps", "try_path", "unmatched", "walk"]
 
@@ -270,6 +271,11 @@ def walk(obj: Any, path: str = "", depth: int = 0,
         if depth < _DEPTH and (not isinstance(v, np.ndarray) or v.dtype == object) and \
                 _param_object(v) is None:
             yield from walk(v, p, depth + 1, seen)
+
+
+def no_grad(layer: Any) -> None:
+    """The gradient of a parameter read elsewhere than through it (a step's change)."""
+    return None
 
 
 def class_held(obj: Any) -> tuple[Any, list[str]]:

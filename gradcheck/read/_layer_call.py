@@ -116,7 +116,7 @@ class Protocol:
     handed: dict[str, Handed] = field(default_factory=dict)  # param -> handed gradient
     stepped: list[str] = field(default_factory=list)  # style "step": minus their change
     reduce: str = ""  # a loss per sample: "mean" or "sum", what its backward differentiates
-    wrt_given: bool = False
+    wrt_given: bool | tuple[str, ...] = False  # the parameters wrt= names, if any
     reading: int | str | None = None  # a loss's prediction argument: an input or a path
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
     fed: str | None = None  # a method feeding it the output gradient (style FEED)

@@ -31,6 +31,7 @@ from ._depends import (
     misshapen_param,
     moves_output,
     moves_with_dout,
+    named_in_wrt,
     persistent_arrays,
     rebuilt_once,
     stale_slot,
@@ -43,6 +44,7 @@ from ._discovery import (
     get_path,
     is_float_array,
     is_float_scalar,
+    no_grad,
     parameters,
     try_path,
     unmatched,
@@ -125,7 +127,7 @@ def _default_grad_path(path: Any) -> str:
 def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
              backward: str | None, params: Any, grads: Any, wanted: list[int],
              output: str | None = None, seed: int = 0,
-             draws: GlobalDraws | None = None, wrt_given: bool = False,
+             draws: GlobalDraws | None = None, wrt_given: bool | tuple[str, ...] = False,
              reading: int | str | None = None) -> Protocol:
     """Read the layer by running it once (:mod:`gradcheck.read._reading`): its methods, how
     its backward is called, where its output and gradients are, which arrays are state.
@@ -169,8 +171,9 @@ def _leaves_gradients(proto: Protocol, xs: list[Any]) -> bool:
 
 def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
               backward: str | None, params: Any, grads: Any, wanted: list[int],
-              output: str | None, seed: int, draws: GlobalDraws | None, wrt_given: bool,
-              reading: int | str | None, then: str | None = None) -> Protocol:
+              output: str | None, seed: int, draws: GlobalDraws | None,
+              wrt_given: bool | tuple[str, ...], reading: int | str | None,
+              then: str | None = None) -> Protocol:
     forward, backward, found_note = method_pair(
         layer, None if forward == "forward" else forward,
         None if backward == "backward" else backward, inputs)
@@ -374,11 +377,11 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         lazy = [p for p in made if p.value in persistent]  # not caches (self.h with dh)
         if lazy:
             base, found = first.init, [p for p in lazy_found if p not in made or p in lazy]
-            proto.note(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} "
-                       "on its first forward: initialised once on a copy, every evaluation "
-                       "starts from it")
+            proto.note(f"{type(layer).__name__} creates {', '.join(p.name for p in lazy)} on"
+                       " its first forward: made once on a copy, every evaluation starts there")
         missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
     proto.layer = base
+    missing = named_in_wrt(proto, missing, first.stored)
     if proto.out_path in missing:  # a forward adding into its output: a buffer it reads
         missing = [p for p in missing if p != proto.out_path]
         proto.note(f"{proto.out_path} holds the output, which the forward adds into: its "
@@ -428,7 +431,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         j, keys = split
         mine = {p: k for p, k in keys.items() if p in arrays or p in stale}
         proto.returned = (j, mine)
-        out += [Param(p, p, _no_grad) for p in mine]
+        out += [Param(p, p, no_grad) for p in mine]
         proto.note(f"backward returns the parameters' gradients as item {j} of what it "
                    f"returns ({', '.join(keys) or 'none'})")
     flat = None if split is not None else flat_return(
@@ -437,7 +440,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     if flat:
         mine = {p: k for p, k in flat.items() if p in arrays or p in stale}
         proto.returned = (FLAT, flat)
-        out += [Param(p, p, _no_grad) for p in mine]
+        out += [Param(p, p, no_grad) for p in mine]
         proto.note("backward returns one flat tuple, read by the shapes of its items: " + ", "
                    .join(f"item {k} is {p}'s gradient" for p, k in flat.items()))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
@@ -449,7 +452,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     left = [p for p in rest if p not in got_p]
     stepped = [p for p in left if p in proto.stepped] + [  # and float scalars it steps
         p for p in proto.stepped if is_float_scalar(try_path(proto.layer, p))]
-    out += [Param(p, p, _no_grad) for p in stepped]
+    out += [Param(p, p, no_grad) for p in stepped]
     left = [p for p in left if p not in stepped]
     on_array = attached(first.after, left, first.init)
     out += [Param(p, p, g) for p, g in on_array.items()]
@@ -462,7 +465,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         if not handed and held_objects(first.after) - held_objects(first.init):
             handed = _handed_to_made(proto, first, left)
         for p, h in handed.items():
-            out.append(Param(p, p, _no_grad))
+            out.append(Param(p, p, no_grad))
             proto.handed[p] = h
             proto.note(f"the gradient of {p} is what the backward hands to {h.owner}."
                        f"{h.method} beside it (argument {h.arg}): an update it makes itself")
@@ -499,10 +502,6 @@ def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
         return call_user(call_backward, method, proto.style, proto.order, ones_like(out),
                          xs, proto.then, out, what=f"{type(layer).__name__}.{proto.backward}")
     return run
-
-
-def _no_grad(layer: Any) -> None:
-    return None
 
 
 def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
@@ -546,7 +545,7 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
                 f"; no parameter's gradient, of the input's size or moving with the output "
                 f"gradient: {describe(unread)}"
                 if unread else "") + "); return the input gradient, or name "
-            "the inputs to check with wrt= (wrt=[] for the parameters only)"))
+            "what to check with wrt= (the parameters alone: wrt=['W', 'b'], by their names)"))
 
 
 def _observed_error(layer: Any, left: list[str], first: Any,
