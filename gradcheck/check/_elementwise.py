@@ -93,7 +93,7 @@ def check_elementwise(
     if wrote and res.status == "ok":
         res.passed, res.status, res.message = False, "mutation", (
             f"{wrote[0]}: the derivative is right (checked on a fresh copy per call), but "
-            f"a caller that uses x{k} after calling it reads the overwritten values; "
+            "a caller that uses that argument after calling it reads the overwritten values; "
             "compute into a new array instead")
     elif wrote:
         res.notes.append(f"{wrote[0]} (each call was given a fresh copy)")
@@ -117,9 +117,10 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
     def bwd(dy: Any, xs: list[Any]) -> list[Any]:
         given = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
         d = np.asarray(df(*given))  # relu(x, dx=True) writing into x: the point kept
-        if not wrote and any(isinstance(x, np.ndarray) and not np.array_equal(
-                x, g, equal_nan=x.dtype.kind in "fc") for x, g in zip(xs, given, strict=True)):
-            wrote.append(f"df modified its argument x{k} in place")
+        hit = [j for j, (x, g) in enumerate(zip(xs, given, strict=True)) if isinstance(
+            x, np.ndarray) and not np.array_equal(x, g, equal_nan=x.dtype.kind in "fc")]
+        if hit and not wrote:
+            wrote.append(f"df modified its argument x{hit[0]} in place")
         if d.shape != dy.shape:
             raise ProtocolError("shape-mismatch", f"df returned shape {d.shape}, expected "
                                 f"{dy.shape} (the derivative of each element)")

@@ -141,7 +141,10 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
              backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
              opts: Options) -> CheckResult:
     """:func:`check_layer`'s result, not recorded."""
-    layer, shared = class_held(layer)
+    try:
+        layer, shared = class_held(layer)
+    except ProtocolError as exc:  # it holds what cannot be copied: said there
+        return _error_result(exc, opts.seed, opts.name, "layer")
     if shared:
         return _noted(_checked(layer, inputs, forward, backward, params, grads, wrt, output,
                                opts), f"{', '.join(shared)}: a dict or list of the class, "
@@ -149,10 +152,10 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
                       "own copy of each (create them in __init__ to keep instances apart)")
     wrt, draws = _wrt_names(wrt, inputs, layer, forward), GlobalDraws(type(layer))
     read = partial(_discover, layer, inputs, forward, backward, params, grads,
-                   _wanted(inputs, wrt), output, opts.seed, draws, _given(wrt))
+                   _wanted(inputs, wrt), output, opts.seed, draws)
     with np.errstate(all="ignore"):
         try:
-            return _run(read(), len(inputs), inputs, wrt, opts)
+            return _run(_read_given(read, wrt), len(inputs), inputs, wrt, opts)
         except AmbiguousReading as amb:
             return _each_reading(amb, read, inputs, wrt, opts)
         except (UserCodeError, ProtocolError) as exc:
@@ -279,7 +282,7 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
     return res
 
 
-def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Protocol],
+def _each_reading(amb: AmbiguousReading, read: Callable[..., Protocol],
                   inputs: tuple[Any, ...], wrt: Any, opts: Options) -> CheckResult:
     """A loss's backward whose prediction argument may be the forward's input or an array
     the forward stored: checked under each reading. Passing under every one is a pass;
@@ -290,7 +293,8 @@ def _each_reading(amb: AmbiguousReading, read: Callable[[int | str | None], Prot
     results: list[tuple[int | str, CheckResult]] = []
     for r in amb.readings:
         try:
-            results.append((r, _run(read(r), len(inputs), inputs, wrt, opts)))
+            results.append((r, _run(read(wrt is not None, r), len(inputs), inputs, wrt,
+                                    opts)))
         except (UserCodeError, ProtocolError):
             continue
     complete = len(results) == len(amb.readings)
@@ -339,14 +343,20 @@ def _with_twins(wrt: Any, names: list[str]) -> Any:
     return items + twins if twins else wrt
 
 
-def _given(wrt: Any) -> bool | tuple[str, ...]:
-    """Whether ``wrt=`` was given, as the parameter names in it when it names some."""
-    if wrt is None:
-        return False
+def _read_given(read: Callable[..., Any], wrt: Any) -> Any:
+    """The layer read as given; with ``wrt=``, when an array the output depends on has
+    no gradient found, read again holding the arrays ``wrt`` leaves out constant from
+    the start (``h0`` beside ``bias``, of one shape: which one ``b_grad`` is for, the
+    first reading could not tell)."""
+    try:
+        return read(wrt is not None)
+    except LayerConventionError:
+        if wrt is None:
+            raise
     items = [wrt] if isinstance(wrt, str) else list(wrt) if isinstance(wrt, list | tuple) \
         else []
     names = tuple(k for k in items if isinstance(k, str) and not re.fullmatch(r"x\d+", k))
-    return names or True
+    return read(names or ("",))  # ("",): no parameter named, the inputs alone
 
 
 def _wrt_names(wrt: Any, inputs: tuple[Any, ...], layer: Any = None,

@@ -71,7 +71,8 @@ def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, list[i
     for j in floats:
         fits = [i for i, o in enumerate(out) if i != loss and _float_array(o)
                 and o.shape == args[j].shape]
-        alike = any(k != 0 and np.shape(a) == args[0].shape for k, a in enumerate(args))
+        alike = any(k != 0 and _float_array(a) and a.shape == args[0].shape
+                    for k, a in enumerate(args))  # (integer labels have no gradient)
         if fits and (len(fits) == 1 or j == 0 and not alike):  # (labels of x's shape may
             # have a gradient among them: (loss, d_pred, d_target))
             slots[j] = fits

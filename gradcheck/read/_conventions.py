@@ -171,12 +171,12 @@ class Conventions:
             len(names) == self._n + 1 for names in (b_names, every)) and not self._again
         # tanh(z), backward(dA, Z); pool(A, k=2), pool_backward(dA, A, k=2) given k; and
         # conv(A, W, activation), conv_backward(dZ, A, W): the inputs but the settings last
-        m = len(b_names) - 1
+        m, whole = len(b_names) - 1, self._dy_first  # whole: every input given back
         self._dy_first = self._dy_first or (
             self._listed and 0 < m < self._n == len(f_names) and not self._again and
             [b.lower() for b in b_names[1:]] == [f.lower() for f in f_names[:m]] and
             not any(differentiable(x) for x in self._inputs[m:]))
-        self._given_back = m if self._dy_first and 0 < m < self._n else self._n
+        self._given_back = self._n if whole else m
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []

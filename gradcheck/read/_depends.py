@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ._conventions import zero_one
 from ._discovery import (
     GRAD_BOXES,
     GRAD_NAMES,
@@ -30,7 +31,7 @@ from ._protocol import ProtocolError, clone
 from ._reading import forward_output, leaves, probe
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
-           "named_in_wrt",
+           "held_labels", "named_in_wrt",
            "moves_with_dout", "persistent_arrays", "rebuilt_once", "stale_slot"]
 
 
@@ -123,12 +124,26 @@ def stale_slot(base: Any, first: Any, p: Param) -> Param:
     return p
 
 
+def held_labels(proto: Protocol, missing: list[str], first: Any) -> list[str]:
+    """Of the arrays with no gradient found, those a loss holds as its targets: a scalar
+    output, and 0/1 values only (one-hot rows given to ``__init__``), as labels among its
+    inputs are; they are held constant, with a note."""
+    if not isinstance(first.out, np.ndarray | np.generic | float) or np.size(first.out) != 1:
+        return missing
+    labels = [p for p in missing if is_float_array(a := try_path(first.init, p))
+              and zero_one(a)]
+    if labels:
+        proto.note(f"{', '.join(labels)}: 0/1 values a loss holds (its targets): held "
+                   "constant, not checked")
+    return [p for p in missing if p not in labels]
+
+
 def named_in_wrt(proto: Protocol, missing: list[str], stored: Any) -> list[str]:
-    """Of the arrays with no gradient found, those ``wrt=`` names when it names
-    parameters (``wrt=['x0', 'kernel', 'bias']``): the others are held constant, as
-    every array it leaves out is (an initial state ``h0`` the backward gives none; the
-    buffers it ``stored`` gradients in are read as such all the same)."""
-    if not isinstance(proto.wrt_given, tuple):
+    """Of the arrays with no gradient found, those ``wrt=`` names, when it is given
+    (``wrt=['x0', 'kernel', 'bias']``; none for ``wrt=['x0']``): the others are held
+    constant, as every array it leaves out is (an initial state ``h0`` the backward gives
+    none; the buffers it ``stored`` gradients in are read as such all the same)."""
+    if not isinstance(proto.wrt_given, tuple):  # (a first reading leaves them all in)
         return missing
     out = [p for p in missing if p in proto.wrt_given]
     held = [p for p in missing if p not in out and p not in stored]
@@ -159,9 +174,11 @@ def moves_with_dout(proto: Protocol, first: Any, free: dict[str, np.ndarray]
 
 def _batch_alike(path: str, a: Any, shapes: list[tuple[int, ...]]) -> bool:
     """Whether a stored array may be an input's gradient: the layer's own, or a part's
-    whose first axis is as long as one of the inputs' (``shapes``)."""
-    return not parent_of(path) or (np.ndim(a) > 0 and any(
-        len(s) > 0 and s[0] == np.shape(a)[0] for s in shapes))
+    whose first axis is as long as one of the inputs' (``shapes``), or whose shape is
+    one step of one (``(N, D)`` of an ``(T, N, D)`` input, a time-distributed part's)."""
+    a_shape = np.shape(a)
+    return not parent_of(path) or (len(a_shape) > 0 and any(len(s) > 0 and (
+        s[0] == a_shape[0] or tuple(s[len(s) - len(a_shape):]) == a_shape) for s in shapes))
 
 
 def misshapen_input(proto: Protocol, first: Any, lost: list[int],

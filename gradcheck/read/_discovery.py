@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import collections
-import copy
 import re
 import types
 from collections.abc import Callable, Iterator
@@ -39,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ._protocol import ProtocolError
+from ._protocol import ProtocolError, clone
 
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "class_held", "no_grad",
@@ -296,12 +295,12 @@ def class_held(obj: Any) -> tuple[Any, list[str]]:
                     mine.add(name)
     if not any(f for *_, f in found):
         return obj, []
-    own = copy.deepcopy(obj)  # every such container of the class given its own copy (a
+    own = clone(obj)  # every such container of the class given its own copy (a
     copies = [own] + [v for _, v in walk(own) if hasattr(v, "__dict__")  # grads = {}
                       and not isinstance(v, np.ndarray | type)]  # the backward fills too)
     for k, name, _, _ in found:
         try:
-            setattr(copies[k], name, copy.deepcopy(getattr(copies[k], name)))
+            setattr(copies[k], name, clone(getattr(copies[k], name)))
         except AttributeError:  # __slots__ without it: its copies share it, as before
             continue
     return own, list(dict.fromkeys(p for _, _, p, f in found if f))

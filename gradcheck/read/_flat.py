@@ -124,7 +124,8 @@ def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray],
              returned: list[np.ndarray]) -> dict[str, str]:
     """``param path -> stored path`` for two or more arrays whose gradients are stored
     under their own names with one affix of the layer's own, the same for each
-    (``gamma_delta`` and ``beta_delta`` for ``gamma`` and ``beta``): each array one stored
+    (``gamma_delta`` and ``beta_delta`` for ``gamma`` and ``beta``, or keys of a dict
+    beside them, ``gradients[f'{id}_gamma']``): each array one stored
     candidate of its shape (a size-1 axis aside) beside it, none shared, no other affix
     doing the same, and no other array of its shape stored or returned by the backward."""
     found: dict[tuple[str, str], dict[str, list[str]]] = {}
@@ -132,8 +133,9 @@ def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray],
         name = last_name(p)
         for c, v in cands.items():
             own = last_name(c)
-            if parent_of(c) != parent_of(p) or own == name or not name or \
-                    not same_but_unit(np.shape(v), np.shape(a)):
+            if parent_of(c) != parent_of(p) and not (  # beside it, or in a dict beside
+                    c.endswith("]") and parent_of(parent_of(c)) == parent_of(p)) or \
+                    own == name or not name or not same_but_unit(np.shape(v), np.shape(a)):
                 continue
             for affix in (("", own[len(name):]) if own.startswith(name) else None,
                           (own[:-len(name)], "") if own.endswith(name) else None):

@@ -26,6 +26,7 @@ from ._alternatives import (
 )
 from ._conventions import zero_one
 from ._depends import (
+    held_labels,
     keeps_input,
     misshapen_input,
     misshapen_param,
@@ -381,7 +382,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                        " its first forward: made once on a copy, every evaluation starts there")
         missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
     proto.layer = base
-    missing = named_in_wrt(proto, missing, first.stored)
+    missing = held_labels(proto, named_in_wrt(proto, missing, first.stored), first)
     if proto.out_path in missing:  # a forward adding into its output: a buffer it reads
         missing = [p for p in missing if p != proto.out_path]
         proto.note(f"{proto.out_path} holds the output, which the forward adds into: its "

@@ -293,7 +293,7 @@ def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
     scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
                and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
     handed = all(any(o is x for x in given) for k, o in enumerate(out) if k not in scalars)
-    again = given and positional_names(method, required=True) == (positional_names(getattr(
+    again = len(given) > 1 and positional_names(method, required=True) == (positional_names(getattr(
         proto.layer, proto.forward)) or [])[:len(given)]  # backward(input, labels): no dout
     if not takes_no_gradient(method) and not again and not (handed and len(scalars) == 1):
         return out

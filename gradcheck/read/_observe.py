@@ -221,10 +221,32 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
     for names in (_public(layer), _private(layer)):  # _compute_gradients(grads) when no
         takers = [n for n in names if n not in (forward, skip) and len(  # public method
             positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
-        if takers:  # takes one argument (not a helper of a public one that returns nothing)
-            linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
-            return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing)
-    return ""
+        linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
+        if linear or any(_stores_linear(layer, forward, n, inputs) for n in takers[:4]):
+            return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing;
+    return ""  # compute_gradients(dout) storing what its helper returns is the backward)
+
+
+def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``name``, called on copies after the forward with an array of the output's
+    shape, stores float arrays twice as large for twice the array (a backward storing
+    its results, ``self.dinputs = ...``, returning nothing)."""
+    got = []
+    for scale in (1.0, 2.0):
+        obj = clone(layer)
+        try:
+            out = getattr(obj, forward)(*clone(inputs))
+            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                return False
+            before = float_state(obj)
+            getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
+        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
+            return False
+        got.append(stored(before, obj))
+    one, two = got
+    return bool(one) and one.keys() == two.keys() and all(
+        one[k].shape == two[k].shape and np.any(one[k]) and np.allclose(
+            2 * one[k], two[k], rtol=1e-6, atol=1e-12) for k in one)
 
 
 def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:

@@ -55,6 +55,8 @@ class GlobalDraws:
         self.py_state = random.getstate()
         self.owners = _class_mutables(cls) if cls is not None else []
         self.shared = self.now()
+        self.originals = [vars(owner)[name] for owner, name in self.owners]
+        self.items = [copy.copy(o) for o in self.originals]  # what they held, by identity
         #: Whether the code draws from the global generators (None: not seen yet); one
         #: that does not is not reset before every call (a reset costs microseconds).
         self.drawn: bool | None = None
@@ -87,7 +89,30 @@ class GlobalDraws:
         """The state the check began with, all of it (after the check)."""
         np.random.set_state(self.np_state)  # noqa: NPY002
         random.setstate(self.py_state)
-        self.put(self.shared)
+        for (owner, name), obj, items, value in zip(self.owners, self.originals, self.items,
+                                                    self.shared, strict=True):
+            _refill(obj, items, value)  # the user's own objects, as they were
+            setattr(owner, name, obj)
+
+
+def _refill(obj: Any, items: Any, value: Any) -> None:
+    """``obj`` (a dict, list, set or array) holding ``items`` again, the objects it held
+    (a model's layers, which an optimizer holds too), and the arrays among them, and
+    itself, holding ``value``'s numbers."""
+    if isinstance(obj, dict | list | set):
+        keys = list(items) if isinstance(obj, dict) else range(len(items)) if isinstance(
+            obj, list) else []
+        if isinstance(obj, list):
+            obj[:] = items
+        else:
+            obj.clear()
+            obj.update(items)
+        for k in keys:  # (arrays written into in place: their numbers back)
+            if isinstance(items[k], np.ndarray) and isinstance(value, dict | list) and (
+                    k in value if isinstance(value, dict) else k < len(value)):
+                _refill(items[k], None, value[k])
+    elif isinstance(obj, np.ndarray) and obj.shape == np.shape(value) and obj.flags.writeable:
+        np.copyto(obj, value)
 
 
 def _class_mutables(cls: type) -> list[tuple[type, str]]:

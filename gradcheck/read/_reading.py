@@ -307,12 +307,6 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         again = clone(layer)
         forward_output(again, method, moved, draws, None)
         cands = {p: v for p, v in cands.items() if not _same(v, try_path(again, p))}
-    if len(cands) > 1 and len(own := [p for p in cands if parent_of(p) == ""]) == 1 and all(
-            v.size < cands[own[0]].size for p, v in cands.items() if p != own[0]):
-        (path,) = own
-        return path, (f"{what} returns nothing: its output is what it stores in {path}, "
-                      "the one array it stores on itself (the others, smaller, in parts or lists: "
-                      f"{', '.join(p for p in cands if p != path)})")
     if not cands:  # an identity: the output is an input itself, kept under another name
         kept_as = [k for k, v in vars(init).items() if any(v is x for x in kept)] if hasattr(
             init, "__dict__") else []
