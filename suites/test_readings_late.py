@@ -910,3 +910,19 @@ def test_a_class_dict_beside_a_module_the_layer_holds():
 
     x = np.random.default_rng(115).standard_normal((5, 3))
     assert gradcheck.check_layer(Linear(), x).passed
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("scale", ["A"])])
+def test_settings_after_a_function_are_given_back_by_name(bug, failing):
+    """``conv_backward(dZ, A, W, mode="single")`` of ``conv(A, W, act, mode="single")``,
+    checked with ``mode="double"``: the backward gets the forward's value."""
+    def forward(A, W, activation, mode="single"):
+        return activation(A @ W) * (2.0 if mode == "double" else 1.0)
+
+    def backward(dZ, A, W, mode="single"):
+        k = 2.0 if mode == "double" else 1.0
+        return dZ * (1.0 if bug else k) @ W.T, A.T @ dZ * k
+
+    rng = np.random.default_rng(116)
+    inputs = [rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), lambda z: z, "double"]
+    _expect(gradcheck.check_vjp(forward, backward, inputs), failing)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -141,6 +141,7 @@ class _Again:
 
     args: tuple[Any, ...]
     first: bool = False  # the output gradient first: tanh_backward(dA, Z) of tanh(Z)
+    settings: dict[str, Any] = field(default_factory=dict)  # by name, after the arrays
 
 
 class Conventions:
@@ -177,6 +178,10 @@ class Conventions:
             [b.lower() for b in b_names[1:]] == [f.lower() for f in f_names[:m]] and
             not any(differentiable(x) for x in self._inputs[m:]))
         self._given_back = self._n if whole else m
+        # conv_backward(dZ, A, W, b, padding="same") of conv(A, W, b, act, padding): the
+        # settings it takes by the forward's names, given the forward's values
+        self._back_settings = {n: f_names.index(n) for n in every[m + 1:]
+                               if n in f_names[m:]} if not whole else {}
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
@@ -223,7 +228,8 @@ class Conventions:
         if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
             self._note("the forward returns its output alone and the backward takes the "
                        "output gradient, then the forward's inputs again: called so")
-            return out, _Again(args[:self._given_back], first=True)
+            return out, _Again(args[:self._given_back], first=True, settings={
+                n: args[k] for n, k in self._back_settings.items() if k < len(args)})
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.ndarray, np.generic, int, float)):  # a cache, not an array
             self._note(f"the backward takes the cache {'after' if self._cache_at else 'then'} "
@@ -310,7 +316,8 @@ class Conventions:
             grads = self._split(dy, cache)
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):
-            grads = self._bwd(dy, *cache.args) if cache.first else self._bwd(*cache.args, dy)
+            grads = self._bwd(dy, *cache.args, **cache.settings) if cache.first else \
+                self._bwd(*cache.args, dy)
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _With):
             again = [cache.args[k] for k in self._after]
