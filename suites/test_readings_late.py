@@ -926,3 +926,54 @@ def test_settings_after_a_function_are_given_back_by_name(bug, failing):
     rng = np.random.default_rng(116)
     inputs = [rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), lambda z: z, "double"]
     _expect(gradcheck.check_vjp(forward, backward, inputs), failing)
+
+
+# -- corpus 75: a rounding of a zero is no affine term; a test helper is no forward ------------
+class _RowNorm:
+    """A batch norm over ``N * T`` rows whose backward adds ``(2 / M) * sum(z - mean)``,
+    zero but for rounding (1e-16); the bug divides by ``N``, not ``N * T``."""
+
+    def __init__(self, bug=""):
+        r = np.random.default_rng(117)
+        self.gamma, self.beta, self.bug = 1 + 0.3 * r.standard_normal(4), r.standard_normal(4), bug
+
+    def forward(self, z):
+        n, t, h = z.shape
+        self.z = z.reshape(n * t, h)
+        self.mean, self.std = self.z.mean(0), np.sqrt(self.z.var(0) + 1e-5)
+        self.xn = (self.z - self.mean) / self.std
+        return (self.gamma * self.xn + self.beta).reshape(n, t, h)
+
+    def backward(self, da):
+        n, t, h = da.shape
+        da, m = da.reshape(n * t, h), (n if self.bug else n * t)
+        self.dbeta, self.dgamma = da.sum(0), (da * self.xn).sum(0)
+        dxn = self.gamma * da
+        dxc = dxn / self.std
+        dvar = np.sum(dxn * (self.z - self.mean) * (-self.std ** -2), 0) / 2 / self.std
+        dmean = -(np.sum(dxc, 0) + (2 / m) * np.sum(self.z - self.mean, 0))
+        return (dxc + (dmean + 2 * dvar * (self.z - self.mean)) / m).reshape(n, t, h)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("N", ["x0"])])
+def test_a_rounding_of_zero_in_a_backward_is_no_constant_term(bug, failing):
+    z = np.random.default_rng(118).standard_normal((2, 3, 4))
+    _expect(gradcheck.check_layer(_RowNorm(bug), z), failing)
+
+
+class _PoolWithTestHelper:
+    def apply(self, x):
+        self.x = x
+        return x.reshape(x.shape[0] // 2, 2, -1).max(1)
+
+    def test_pool_forward(self, x):
+        raise AssertionError("a test helper is never run by the check")
+
+    def backprop(self, d):
+        xr = self.x.reshape(self.x.shape[0] // 2, 2, -1)
+        return ((xr == xr.max(1, keepdims=True)) * d[:, None, :]).reshape(self.x.shape)
+
+
+def test_a_test_helper_is_no_forward():
+    x = np.random.default_rng(119).permutation(12).reshape(4, 3) / 3.0
+    _expect(gradcheck.check_layer(_PoolWithTestHelper(), x), None)

@@ -330,7 +330,9 @@ def takes_gradient(proto: Protocol, run: Callable[[float | None], Any]) -> Any:
         a[k].shape == c[k].shape and np.allclose(b[k] - a[k], a[k] - c[k], rtol=1e-6,
                                                  atol=1e-12 * (1 + np.abs(b[k]).max()))
         for k in moving)
-    if affine and any(np.any(c[k]) for k in moving) and (not (returned or inputs) or _targets(
+    if affine and any(np.max(np.abs(c[k]), initial=0.0) > 1e-9 * np.max(  # (not a rounding
+            np.abs(a[k]), initial=0.0) for k in moving) and (  # of a zero: 1e-16)
+            not (returned or inputs) or _targets(
             a, c, moving, run)):  # no input gradient seen: a step's change (a weight decay)
         raise ProtocolError("bad-protocol", (
             f"{type(proto.layer).__name__}.{proto.backward} is affine, not linear, in the "

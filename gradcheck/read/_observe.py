@@ -51,6 +51,7 @@ def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> lis
     ``private``, the private ones (``_forwards``), never dunders."""
     names = [n for n in dir(type(layer)) if n.startswith("_") == private
              and not n.startswith("__") and pattern.search(n)
+             and not re.match(r"_*test", n, re.I)  # a test helper (test_pool_forward)
              and callable(getattr(layer, n, None))
              and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
              and _short_paired(layer, n)]
@@ -393,8 +394,9 @@ def _moved(x: Any) -> Any:
 
 
 def _public(layer: Any) -> list[str]:
+    """The public methods, test helpers aside (``test_pool_forward`` may write files)."""
     return [n for n in dir(type(layer)) if not n.startswith("_")
-            and callable(getattr(layer, n, None))]
+            and not n.lower().startswith("test") and callable(getattr(layer, n, None))]
 
 
 def _private(layer: Any) -> list[str]:
