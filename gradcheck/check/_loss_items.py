@@ -3,11 +3,11 @@
 ``softmax_ce_loss(logits, targets, mask) -> (loss_sum, num_real, d_logits)``: which item
 is the loss and which are gradients is observed, not assumed from the order. The loss is
 the one float scalar that moves when the first argument moves (a token count does not);
-a further argument's gradient is the one float array of its shape, and the first's any
-float array of its shape (``(y_pred, loss, dz)``: each is checked, see
-``_loss._by_items``); one-hot labels of the scores' shape have none. Every float array
-returned must be one of these. Any other doubt (two scalars moving, two arrays of a
-further argument's shape) leaves the order reading, and its error, in place.
+an argument's gradient is the one float array of its shape; one-hot labels of the
+scores' shape have none. Every float array returned must be one of these. Any doubt (two
+scalars moving, two arrays of one argument's shape: the one that would pass may be
+another function's gradient beside a wrong one) leaves the order reading, and its
+error, in place.
 """
 
 from __future__ import annotations
@@ -63,18 +63,16 @@ def _the_loss(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...]) -> 
 
 
 def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, list[int]] | None:
-    """Argument -> the returned float arrays of its shape: one for each further argument,
-    one or more for the first; None on any other doubt."""
+    """Argument -> the one returned float array of its shape (a list of one); None on
+    any doubt."""
     floats = [j for j, a in enumerate(args) if _float_array(a) and not (
         j and zero_one(a) and a.shape == np.shape(args[0]))]
     slots: dict[int, list[int]] = {}
     for j in floats:
         fits = [i for i, o in enumerate(out) if i != loss and _float_array(o)
                 and o.shape == args[j].shape]
-        alike = any(k != 0 and _float_array(a) and a.shape == args[0].shape
-                    for k, a in enumerate(args))  # (integer labels have no gradient)
-        if fits and (len(fits) == 1 or j == 0 and not alike):  # (labels of x's shape may
-            # have a gradient among them: (loss, d_pred, d_target))
+        if len(fits) == 1:  # several of one shape: which is the gradient is not observed
+            # (the one that passes may be another's: (loss, dlogits, delta))
             slots[j] = fits
         elif fits:
             return None

@@ -126,12 +126,14 @@ def stale_slot(base: Any, first: Any, p: Param) -> Param:
 
 def held_labels(proto: Protocol, missing: list[str], first: Any) -> list[str]:
     """Of the arrays with no gradient found, those a loss holds as its targets: a scalar
-    output, and 0/1 values only (one-hot rows given to ``__init__``), as labels among its
-    inputs are; they are held constant, with a note."""
+    output, 0/1 values only, both present, in an input's shape (one-hot rows of the
+    scores given to ``__init__``), as labels among its inputs are; they are held
+    constant, with a note (a bias of ones, a gamma of ones, are no targets)."""
     if not isinstance(first.out, np.ndarray | np.generic | float) or np.size(first.out) != 1:
         return missing
+    shapes = [np.shape(x) for x in first.xs if isinstance(x, np.ndarray)]
     labels = [p for p in missing if is_float_array(a := try_path(first.init, p))
-              and zero_one(a)]
+              and zero_one(a) and not np.all(a == 1) and a.shape in shapes]
     if labels:
         proto.note(f"{', '.join(labels)}: 0/1 values a loss holds (its targets): held "
                    "constant, not checked")

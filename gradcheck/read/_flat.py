@@ -28,7 +28,9 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
                 arrays: dict[str, np.ndarray] | None = None) -> dict[str, int] | None:
     """``param path -> index`` of the items of a flat tuple ``ret`` that are the layer's
     arrays' gradients (the other items are the inputs' in order); None when ``ret`` is
-    no such tuple or any item's shape fits none or several of the arrays and inputs.
+    no such tuple or any item's shape fits none or several of the arrays and inputs,
+    but for arrays of one shape and no input's, as many as the items of that shape:
+    those are read in the order the layer holds them (``dgamma, dbeta``).
 
     Parameters
     ----------
@@ -58,7 +60,13 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
         fits: list[tuple[str, Any]] = [("x", k) for k in inputs if xs[k].shape == r.shape]
         fits += [("p", p) for p, v in held if v.shape == r.shape or same_but_unit(
             r.shape, v.shape)]
-        if len(fits) > 1 or (fits and fits[0] in owner):
+        if fits and all(f in owner for f in fits):
+            return None
+        fits = [f for f in fits if f not in owner]  # arrays of one shape, no input's: in
+        if len(fits) > 1 and any(f[0] == "x" for f in fits) or len(fits) > 1 and sum(
+                np.shape(q) == r.shape for q in ret) != len(fits) + sum(  # the order the
+                    o is not None and o[0] == "p" and np.shape(held_of(held, o)) == r.shape
+                    for o in owner):  # layer holds them (gamma then beta), as returned
             return None
         owner.append(fits[0] if fits else None)
     left = [("p", p) for p, _ in held if ("p", p) not in owner]
@@ -67,6 +75,11 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     if None in owner or sorted(o[1] for o in owner if o and o[0] == "x") != inputs:
         return None
     return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
+
+
+def held_of(held: list[tuple[str, Any]], o: tuple[str, Any]) -> Any:
+    """The array of ``held`` at the path of owner ``o``."""
+    return next(v for p, v in held if p == o[1])
 
 
 def split_flat(ret: Any, keys: dict[str, Any], xs: list[Any]) -> Any:

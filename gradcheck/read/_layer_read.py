@@ -442,8 +442,9 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         mine = {p: k for p, k in flat.items() if p in arrays or p in stale}
         proto.returned = (FLAT, flat)
         out += [Param(p, p, no_grad) for p in mine]
-        proto.note("backward returns one flat tuple, read by the shapes of its items: " + ", "
-                   .join(f"item {k} is {p}'s gradient" for p, k in flat.items()))
+        proto.note("backward returns one flat tuple, read by the shapes of its items (of one "
+                   "shape, in the order the layer holds the arrays): " + ", ".join(
+                       f"item {k} is {p}'s gradient" for p, k in flat.items()))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
     got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands, first.ret)
     out += [Param(p, p, g) for p, g in got_p.items()]
