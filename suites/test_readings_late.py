@@ -1043,3 +1043,24 @@ def test_an_input_of_the_arrays_shape_keeps_a_flat_return_unread():
     except gradcheck.LayerConventionError:
         return
     assert not res.passed, res.report()
+
+
+# -- a dict of gradients keyed by the model dict's own keys (neuraltalk) -----------------------
+def _gen_forward(Xi, model):
+    h = np.tanh(Xi @ model["W"] + model["b"])
+    return h, (Xi, h, model)
+
+
+def _gen_backward(dh, cache, bug=""):
+    Xi, h, model = cache
+    dz = dh * (1 - h ** 2)
+    return {"dXi": dz @ model["W"].T, "W": Xi.T @ dz * (2.0 if bug else 1.0), "b": dz.sum(0)}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("2x", ["model['W']"])])
+def test_gradients_keyed_by_a_dict_inputs_own_keys(bug, failing):
+    rng = np.random.default_rng(124)
+    model = {"W": rng.standard_normal((3, 4)), "b": rng.standard_normal(4)}
+    res = gradcheck.check_vjp(_gen_forward, lambda dh, c: _gen_backward(dh, c, bug),
+                              [rng.standard_normal((5, 3)), model])
+    _expect(res, failing)

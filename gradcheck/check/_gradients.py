@@ -118,7 +118,8 @@ def _in_order(grads: Any, leaves: list[Any] | None) -> None:
 def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> list[Any]:
     """A dict of gradients for positional inputs, read by name: ``d`` + an input's name
     (``dxt`` for ``xt``), and for a dict input ``d`` + each key (``dWax`` for
-    ``parameters['Wax']``); an input with none is None. A key naming no input is an
+    ``parameters['Wax']``) or the key itself (``'WLSTM'`` for ``model['WLSTM']``, no
+    input being so named); an input with none is None. A key naming no input is an
     error, so no gradient is left unread."""
     out: list[Any] = []
     used: set[Any] = set()
@@ -128,10 +129,13 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
             key = next((k for k in (f"d{name}", name) if k in grads), None)
             out.append(None if key is None else grads[key])
             used.add(key)
-        elif isinstance(s, dict):
-            sub = {k: grads[f"d{k}"] for k in s if f"d{k}" in grads}
+        elif isinstance(s, dict):  # d + each key, or the key itself (neuraltalk's
+            names = set(prep.tree.names)  # grads['WLSTM'] for model['WLSTM'])
+            keys = {k: f"d{k}" if f"d{k}" in grads else k for k in s
+                    if f"d{k}" in grads or (k in grads and k not in names)}
+            sub = {k: grads[g] for k, g in keys.items()}
             out.append(sub or None)
-            used |= {f"d{k}" for k in sub}
+            used |= set(keys.values())
         else:
             out.append(None)
     extra = sorted(str(k) for k in set(grads) - used)
