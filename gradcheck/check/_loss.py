@@ -23,7 +23,7 @@ from ..read._conventions import zero_one
 from ..read._protocol import ProtocolError
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
-from ._loss_items import Items, items_read
+from ._loss_items import items_read
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -60,7 +60,7 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         if extras:
             fn = _first_two(fn)
         elif _more_gradients(fn, args) is None and (items := items_read(fn, args)):
-            fn = items.fns[-1]
+            fn = items.fn
         coarse = _unresolved(fn, args)
         if coarse:
             res = _error_result(ProtocolError("inconclusive", coarse), opts.seed, opts.name,
@@ -73,7 +73,8 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         elif k:
             res = _labels_first(fn, args, k, opts)
         elif items:
-            res = _by_items(items, args, opts)
+            res = _loss_check(fn, args, 0, opts, more=items.more)
+            res.notes.append(items.note)
         elif (more := _more_gradients(fn, args)) is not None:
             res = _loss_check(fn, args, 0, opts, more=more)
         else:
@@ -122,23 +123,6 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
-
-
-def _by_items(items: Items, args: list[Any], opts: Options) -> CheckResult:
-    """The check of a loss read item by item (:mod:`._loss_items`). Several items of the
-    first argument's shape are each checked as its gradient: the one that passes is it
-    (an item that is no gradient, as probabilities, does not pass by chance); when none
-    passes, the last is shown failing (the gradient comes after what it is made of)."""
-    results = [_loss_check(f, args, 0, opts, more=items.more) for f in items.fns]
-    passing = [k for k, r in enumerate(results) if r.passed]
-    k = passing[0] if passing else len(results) - 1
-    res = results[k]
-    res.notes.append(items.note)
-    if len(results) > 1:
-        res.notes.append(f"item {items.choices[k]} is " + (
-            "the one that passes as x0's gradient" if passing else
-            f"shown: none of items {items.choices} passes as x0's gradient"))
-    return res
 
 
 def _kinds(out: tuple[Any, ...]) -> str:

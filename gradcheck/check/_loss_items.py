@@ -23,13 +23,10 @@ __all__ = ["Items", "items_read"]
 
 
 class Items(NamedTuple):
-    """The loss function reordered to return ``(loss, d_first, *d_more)``, one such
-    function per item that may be the first argument's gradient (``choices``, several
-    when several items have its shape: ``(y_pred, loss, dz)``), the further arguments
-    whose gradients it returns, and the note saying how it was read."""
+    """The loss function reordered to return ``(loss, d_first, *d_more)``, the further
+    arguments whose gradients it returns, and the note saying how it was read."""
 
-    fns: list[Callable[..., Any]]
-    choices: list[int]
+    fn: Callable[..., Any]
     more: list[int]
     note: str
 
@@ -62,22 +59,20 @@ def _the_loss(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...]) -> 
     return changed[0] if len(changed) == 1 else None
 
 
-def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, list[int]] | None:
-    """Argument -> the one returned float array of its shape (a list of one); None on
-    any doubt."""
+def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, int] | None:
+    """Argument -> the one returned float array of its shape; None on any doubt."""
     floats = [j for j, a in enumerate(args) if _float_array(a) and not (
         j and zero_one(a) and a.shape == np.shape(args[0]))]
-    slots: dict[int, list[int]] = {}
+    slots: dict[int, int] = {}
     for j in floats:
         fits = [i for i, o in enumerate(out) if i != loss and _float_array(o)
                 and o.shape == args[j].shape]
         if len(fits) == 1:  # several of one shape: which is the gradient is not observed
             # (the one that passes may be another's: (loss, dlogits, delta))
-            slots[j] = fits
+            slots[j] = fits[0]
         elif fits:
             return None
-    taken = [i for j in slots for i in slots[j]]
-    if 0 not in slots or len(set(taken)) != len(taken):
+    if 0 not in slots or len(set(slots.values())) != len(slots):
         return None
     return slots
 
@@ -108,16 +103,14 @@ def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
     if loss is None or slots is None:
         return None
     more = sorted(slots)[1:]
-    fns = [_reordered(fn, [loss, c, *(slots[j][0] for j in more)], len(out))
-           for c in slots[0]]
-    left = [i for i in range(len(out)) if i != loss and all(i not in v for v in slots.values())]
+    left = [i for i in range(len(out)) if i != loss and i not in slots.values()]
     if any(_float_array(out[i]) for i in left):  # an array that may be the gradient of
         return None  # something held constant: no verdict on part of what it returns
-    first = (f"item {slots[0][0]} x0's gradient" if len(slots[0]) == 1 else
-             f"x0's gradient one of items {slots[0]} (each of its shape, each checked)")
-    names = "".join(f", item {slots[j][0]} x{j}'s gradient" for j in more)
+    names = "".join(f", item {slots[j]} x{j}'s gradient" for j in more)
     note = (f"fn returns {len(out)} items, read by what they do: item {loss} is the loss "
-            f"(the one float scalar that moves with x0), {first}{names} (of its shape)"
+            f"(the one float scalar that moves with x0), item {slots[0]} x0's gradient"
+            f"{names} (of its shape)"
             + (f"; items {left} are not checked (no float argument's gradient)" if left
                else ""))
-    return Items(fns, slots[0], more, note)
+    picks = [loss, slots[0], *(slots[j] for j in more)]
+    return Items(_reordered(fn, picks, len(out)), more, note)
