@@ -49,7 +49,17 @@ from ._leaves import (
     not_data,
 )
 from ._modes import InputChecker, method_label, overall, resolve_mode
-from ._mutation import WROTE_DY, ForwardMutation, final_status, on_copies
+from ._mutation import (
+    WROTE_DY,
+    FilledBuffers,
+    ForwardMutation,
+    aliasing,
+    cache_written,
+    final_status,
+    on_copies,
+    on_fresh_cache,
+    second_backward,
+)
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
 from ._quantized import requantized
@@ -138,9 +148,9 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
             exc.advice = _SOME_OUTPUTS.format(n=len(dy_struct))
         raise
     wrote_dy = changed_at(snapshot(dy_struct), dy_arg) is not None
-    where = changed_at(cache_snap, cache)
-    if where is not None:
-        raise ProtocolError("mutation", f"backward modified the cache (at cache{where})")
+    written = cache_written(cache_snap, cache)
+    if written is not None:
+        raise written
     _check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
     notes: list[str] = [WROTE_DY] if wrote_dy else []
@@ -156,11 +166,11 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         if leaves[i] is not None:
             notes.append(f"gradient returned for integer input {prep.tree.names[i]} was ignored")
     again = call_user(bwd, copy.deepcopy(dy_struct), cache, what="backward")
-    _second_backward(first, again)
+    second_backward(first, again)
     # A third call with another dy: the first call's arrays must not move with it.
     other = outputs.tree.build([None if d is None else d * d.dtype.type(-2) for d in dy_leaves])
     call_user(bwd, other, cache, what="backward")
-    _aliasing(first, grads_raw)
+    aliasing(first, grads_raw)
     y0 = outputs.flat(outputs.tree.build(arrays))
     dy = outputs.flat(outputs.tree.build(
         [d if d is not None else np.zeros(a.shape) for d, a in zip(dy_leaves, arrays,
@@ -200,25 +210,6 @@ def _narrowest_output(outputs: _Outputs, prep: _Inputs, notes: list[str]) -> dic
                      f"{', '.join(prep.tree.names[i] for i in wider)} of a wider dtype: "
                      f"compared at {narrow.name}'s steps and tolerance")
     return dict.fromkeys(wider, narrow.name)
-
-
-def _second_backward(first: Any, again: Any) -> None:
-    """The same gradients on a second call with the same dy and cache."""
-    where = changed_at(first, again)
-    if where is not None:
-        raise ProtocolError("nondeterministic", "backward gave different gradients on a second "
-                            f"call with the same dy and cache (at gradients{where})")
-
-
-def _aliasing(first: Any, grads_raw: Any) -> None:
-    """The first call's arrays must not have moved when backward ran with another dy."""
-    where = changed_at(first, grads_raw)
-    if where is not None:
-        raise ProtocolError(
-            "aliasing",
-            f"the gradients returned by the first backward (at gradients{where}) changed when "
-            "backward ran again: it hands out views of its cache or buffers and edits them "
-            "later; return fresh arrays (or copies)")
 
 
 def _vjp(bwd: Callable[..., Any], prep: _Inputs, called: _Called, chosen: set[Any]
@@ -402,6 +393,11 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
             wrote_input, fwd = exc, on_copies(fwd)
             prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)
             called = _protocol_calls(fwd, bwd, prep, chosen, rng)
+        except FilledBuffers as exc:  # a cache used once: a new forward's per call
+            bwd = on_fresh_cache(fwd, bwd, lambda: _split_forward(prep.call(fwd, "forward")))
+            prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)
+            called = _protocol_calls(fwd, bwd, prep, chosen, rng)
+            called.notes.append(exc.note)
         results, runner, method, mode = _compare_inputs(
             fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
         if requantized(fwd, prep, called.outputs, results, called):  # again, at

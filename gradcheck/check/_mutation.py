@@ -11,9 +11,12 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from ..read._protocol import ProtocolError
+import numpy as np
 
-__all__ = ["WROTE_DY", "ForwardMutation", "final_status", "on_copies"]
+from ..read._protocol import ProtocolError, changed_at
+
+__all__ = ["WROTE_DY", "FilledBuffers", "ForwardMutation", "aliasing", "cache_written",
+           "final_status", "on_copies", "on_fresh_cache", "second_backward"]
 
 WROTE_DY = "backward modified dy (the output gradient) in place"
 
@@ -24,6 +27,79 @@ class ForwardMutation(ProtocolError):
     def __init__(self, name: str) -> None:
         super().__init__("mutation", f"forward modified its input {name}")
         self.name = name
+
+
+class FilledBuffers(ProtocolError):
+    """The backward wrote only into arrays of the cache that held zeros before it (an
+    autograd tape's ``.grad`` buffers, accumulated with ``+=``) or emptied its lists (the
+    tape released): a cache used once."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__("mutation", f"backward modified the cache (at cache{where})")
+        self.note = (f"the backward fills arrays of the cache that held zeros (at cache{where}"
+                     "): a cache used once; each backward call was given the cache of a new "
+                     "forward call")
+
+
+def _data_changed(a: Any, b: Any, path: str = "") -> str | None:
+    """Where ``b`` changed an array of snapshot ``a`` that held data (not all zeros);
+    containers that lost entries (a tape the backward released) are not changes."""
+    if isinstance(a, np.ndarray):
+        if a.size and not np.any(a):
+            return None
+        return changed_at(a, b, path)
+    if isinstance(a, list) and isinstance(b, (list, tuple)):
+        if len(b) < len(a):
+            return None
+        return next((w for i, (x, y) in enumerate(zip(a, b, strict=False))
+                     if (w := _data_changed(x, y, f"{path}[{i}]"))), None)
+    if isinstance(a, dict) and type(a) is not dict:  # an object's attributes
+        return next((w for k, v in a.items()
+                     if (w := _data_changed(v, getattr(b, k, None), f"{path}.{k}"))), None)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return next((w for k, v in a.items()
+                     if k in b and (w := _data_changed(v, b[k], f"{path}[{k!r}]"))), None)
+    return changed_at(a, b, path)
+
+
+def cache_written(snap: Any, cache: Any) -> ProtocolError | None:
+    """What the backward's writes into its cache are: none, zero buffers it filled
+    (:class:`FilledBuffers`), or a ``mutation`` of what the forward left there."""
+    where = changed_at(snap, cache)
+    if where is None:
+        return None
+    data = _data_changed(snap, cache)
+    if data is None:
+        return FilledBuffers(where)
+    return ProtocolError("mutation", f"backward modified the cache (at cache{data})")
+
+
+def on_fresh_cache(fwd: Callable[..., Any], bwd: Callable[..., Any],
+                   forward: Callable[[], Any]) -> Callable[..., Any]:
+    """``bwd`` called each time on the cache of a new forward call (``forward()`` runs
+    ``fwd`` at the point and returns ``(y, cache)``), not on the cache it is given."""
+    def backward(dy: Any, _cache: Any) -> Any:
+        return bwd(dy, forward()[1])
+    return backward
+
+
+def second_backward(first: Any, again: Any) -> None:
+    """The same gradients on a second call with the same dy and cache."""
+    where = changed_at(first, again)
+    if where is not None:
+        raise ProtocolError("nondeterministic", "backward gave different gradients on a second "
+                            f"call with the same dy and cache (at gradients{where})")
+
+
+def aliasing(first: Any, grads_raw: Any) -> None:
+    """The first call's arrays must not have moved when backward ran with another dy."""
+    where = changed_at(first, grads_raw)
+    if where is not None:
+        raise ProtocolError(
+            "aliasing",
+            f"the gradients returned by the first backward (at gradients{where}) changed when "
+            "backward ran again: it hands out views of its cache or buffers and edits them "
+            "later; return fresh arrays (or copies)")
 
 
 def on_copies(fwd: Callable[..., Any]) -> Callable[..., Any]:
