@@ -64,3 +64,57 @@ def test_a_backward_changing_the_caches_data_is_still_a_mutation():
     res = gradcheck.check_vjp(fwd, bwd, [rng.standard_normal((3, 4)),
                                          rng.standard_normal((4, 2))])
     assert res.status == "mutation" and "cache[2].value" in res.message, res.report()
+
+
+# -- a forward with no cache, a backward taking its inputs again under other names -----------
+def _pool(image, window):
+    r, c = window
+    h, w = image.shape
+    return image.reshape(h // r, r, w // c, c).max(axis=(1, 3))
+
+
+def _pool_backprop(img, size, d_L_d_out, bug=""):
+    r, c = size
+    up = np.kron(_pool(img, size), np.ones((r, c)))
+    grad = np.kron(d_L_d_out.T if bug == "transposed" else d_L_d_out, np.ones((r, c)))
+    return grad * (img == up)
+
+
+def _scale(x, w):
+    return np.tanh(x * w)
+
+
+def _scale_grad(g, a, b, bug=""):
+    t = 1 - np.tanh(a * b) ** 2
+    return g * t * (a if bug == "swapped" else b), g * t * a
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("transposed", ["image"])])
+def test_a_backward_taking_the_inputs_again_under_other_names_is_called_by_trial(bug, failing):
+    rng = np.random.default_rng(83)
+    res = gradcheck.check_vjp(_pool, lambda i, s, d: _pool_backprop(i, s, d, bug),
+                              [rng.standard_normal((6, 6)), (2, 2)])
+    _expect(res, failing)
+    assert any("the forward's inputs again, then the output gradient" in n
+               for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("swapped", ["x"])])
+def test_a_backward_taking_the_gradient_first_under_other_names_is_called_by_trial(bug, failing):
+    rng = np.random.default_rng(84)
+    res = gradcheck.check_vjp(_scale, lambda g, a, b: _scale_grad(g, a, b, bug),
+                              [rng.standard_normal((3, 4)), rng.standard_normal((3, 4))])
+    _expect(res, failing)
+    assert any("the output gradient, then the forward's inputs again" in n
+               for n in res.notes), res.notes
+
+
+def test_a_backward_running_in_no_order_says_which_form_to_give():
+    rng = np.random.default_rng(85)
+
+    def conv_backward(X, dZ, W_shape):  # takes W's shape, not W
+        return np.zeros(W_shape) + X.sum() * dZ.sum()
+
+    res = gradcheck.check_vjp(lambda X, W: X @ W, conv_backward,
+                              [rng.standard_normal((3, 4)), rng.standard_normal((4, 2))])
+    assert res.status == "bad-protocol" and "in neither order" in res.message, res.report()

@@ -19,6 +19,7 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -144,6 +145,36 @@ class _Again:
     settings: dict[str, Any] = field(default_factory=dict)  # by name, after the arrays
 
 
+def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndarray) -> bool:
+    """Whether a backward taking the forward's inputs again and the output gradient under
+    other names takes the gradient first (``False``: last): the one order in which it runs
+    on copies, returns arrays, and twice the gradient gives twice the result; none or both
+    is a ``bad-protocol``."""
+    dy = np.random.default_rng(0).standard_normal(out.shape).astype(out.dtype)
+
+    def fits(first: bool) -> bool:
+        def call(d: np.ndarray) -> list[np.ndarray]:
+            given = copy.deepcopy(args)
+            got = bwd(d, *given) if first else bwd(*given, d)
+            return _array_leaves(got)
+        try:
+            one, two = call(dy), call(2 * dy)
+        except Exception:  # noqa: BLE001 - the user's code, in an order it may not take
+            return False
+        return bool(one) and len(one) == len(two) and all(
+            a.shape == b.shape and a.dtype.kind == "f" and np.all(np.isfinite(a)) and
+            np.allclose(2 * a, b, rtol=1e-6, atol=1e-12) for a, b in zip(one, two, strict=True))
+    last, first = fits(False), fits(True)
+    if last != first:
+        return first
+    raise ProtocolError("bad-protocol", (
+        f"the forward returns its output alone and the backward takes {len(args) + 1} "
+        "arguments, the forward's inputs again and the output gradient under other names; "
+        f"{'both orders run' if last else 'in neither order does it run'} and give results "
+        "linear in the gradient: give it the protocol's form, fwd = lambda *a: (f(*a), a); "
+        "bwd = lambda dy, a: f_backward(*a, dy)"))
+
+
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
@@ -192,6 +223,11 @@ class Conventions:
             self._cache_at = odd[0]
             self._after = [f_names.index(b) for b in b_names[1:] if b in f_names]
         self._seen_after = False  # the (y, cache) reading of self._after tested once
+        # maxpool_backprop(inp, kernel, d_L_d_out) of maxpool(input, sampling_field): the
+        # inputs again and the output gradient under other names, in an order found by trial
+        self._renamed = self._listed and self._n > 0 and len(f_names) == self._n and \
+            len(b_names) == self._n + 1 and not self._again and not self._dy_first
+        self._tried: bool | None = None  # the trial's order: True, the output gradient first
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
         # given to the forward, passed on by its name
         self._settings = {b: self._inputs[f_names.index(b)] for b in every[len(b_names):]
@@ -225,6 +261,15 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
+        if self._renamed and isinstance(out, np.ndarray) and out.dtype.kind == "f":
+            if self._tried is None:
+                self._tried = _order_by_trial(self._bwd, args, out)
+            order = ("the output gradient, then the forward's inputs again" if self._tried
+                     else "the forward's inputs again, then the output gradient")
+            self._note(f"the forward returns its output alone and the backward takes "
+                       f"{self._n + 1} arguments under other names: {order} (the one order "
+                       "in which it runs and is linear in the gradient)")
+            return out, _Again(args, first=self._tried)
         if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
             self._note("the forward returns its output alone and the backward takes the "
                        "output gradient, then the forward's inputs again: called so")
