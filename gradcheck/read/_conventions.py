@@ -225,7 +225,8 @@ class Conventions:
         self._seen_after = False  # the (y, cache) reading of self._after tested once
         # maxpool_backprop(inp, kernel, d_L_d_out) of maxpool(input, sampling_field): the
         # inputs again and the output gradient under other names, in an order found by trial
-        self._renamed = self._listed and self._n > 0 and len(f_names) == self._n and \
+        # (one input: backward(a, b) may as well be the plain backward(dy, cache))
+        self._renamed = self._listed and self._n > 1 and len(f_names) == self._n and \
             len(b_names) == self._n + 1 and not self._again and not self._dy_first
         self._tried: bool | None = None  # the trial's order: True, the output gradient first
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
