@@ -118,3 +118,90 @@ def test_a_backward_running_in_no_order_says_which_form_to_give():
     res = gradcheck.check_vjp(lambda X, W: X @ W, conv_backward,
                               [rng.standard_normal((3, 4)), rng.standard_normal((4, 2))])
     assert res.status == "bad-protocol" and "in neither order" in res.message, res.report()
+
+
+# -- a layer refusing a second forward, gradients stored as a tuple or appended to lists -----
+class _Once:
+    """``forward`` asserts its cache is empty; ``self.grad = (dW, db)`` after backward."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(86)
+        self.weight, self.bias = rng.standard_normal((4, 3)), np.zeros((1, 3))
+        self.inp, self.bug = None, bug
+
+    def __call__(self, x):
+        assert self.inp is None, "found a previous input: reset first"
+        self.inp = x
+        return x @ self.weight + self.bias
+
+    def backward(self, grad_inp):
+        dw = self.inp.T @ grad_inp
+        self.grad = (dw.T if self.bug == "transposed" else dw,
+                     grad_inp.sum(0) * (2.0 if self.bug == "bias" else 1.0))
+        return grad_inp @ self.weight.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("bias", ["bias"])])
+def test_a_layer_refusing_a_second_forward_with_a_stored_tuple_of_gradients(bug, failing):
+    x = np.random.default_rng(87).standard_normal((5, 4))
+    res = gradcheck.check_layer(_Once(bug), x)
+    _expect(res, failing)
+    assert any("grad[0]" in n for n in res.notes), res.notes
+
+
+def test_a_misshapen_gradient_in_a_stored_tuple_is_a_shape_mismatch():
+    x = np.random.default_rng(88).standard_normal((5, 4))
+    res = gradcheck.check_layer(_Once("transposed"), x)
+    assert res.status == "shape-mismatch" and "grad[0]" in res.message, res.report()
+
+
+class _Appending:
+    """Gradients appended to lists the layer keeps (``weight_gradients``)."""
+
+    def __init__(self, bug=""):
+        self.weights = np.random.default_rng(89).standard_normal((3, 2))
+        self.weight_gradients, self.bug = [], bug
+
+    def __call__(self, x):
+        self.x = x
+        return np.tanh(x @ self.weights)
+
+    def backward(self, dout):
+        dz = dout * (1 - np.tanh(self.x @ self.weights) ** 2)
+        self.weight_gradients.append(self.x.T @ (dout if self.bug else dz))
+        return dz @ self.weights.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-tanh", ["weights"])])
+def test_gradients_appended_to_a_list_the_layer_keeps_are_read(bug, failing):
+    x = np.random.default_rng(90).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_Appending(bug), x), failing)
+
+
+# -- a loss pair whose backward takes the cache alone, gradients for the weights only --------
+def _mlp_forward(X, y, W1, W2):
+    h = np.tanh(X @ W1)
+    z = h @ W2
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    return -np.log(p[np.arange(len(y)), y]).mean(), (X, y, h, p, W2)
+
+
+def _mlp_backward(cache, bug=""):
+    X, y, h, p, W2 = cache
+    dz = p.copy()
+    dz[np.arange(len(y)), y] -= 1
+    dz /= len(y)
+    dh = dz @ W2.T * (1 - (h * h if bug != "tanh" else h))
+    return X.T @ dh, h.T @ dz
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("tanh", ["W1"])])
+def test_a_loss_backward_taking_the_cache_alone_returning_the_weights_gradients(bug, failing):
+    rng = np.random.default_rng(91)
+    inputs = [rng.standard_normal((6, 2)), rng.integers(0, 3, 6),
+              rng.standard_normal((2, 4)), rng.standard_normal((4, 3))]
+    res = gradcheck.check_vjp(_mlp_forward, lambda c: _mlp_backward(c, bug), inputs)
+    _expect(res, failing)
+    assert any("the cache alone" in n for n in res.notes), res.notes
+    assert any("the inputs [2, 3]" in n for n in res.notes), res.notes

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +35,9 @@ from ._protocol import ProtocolError, map_arrays
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
            "label_like", "misread", "zero_one"]
 
+
+#: A parameter named as an output gradient (``dout``, ``dy``, ``grad_output``, ``delta``).
+_GRADIENT_NAME = r"^[dg](out(put)?|y|z|a|h|x|l|values|_\w+)?$|^(grad|delta|err|upstream)\w*$"
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
 #: call's arguments do not fit its signature.
@@ -145,6 +150,19 @@ class _Again:
     settings: dict[str, Any] = field(default_factory=dict)  # by name, after the arrays
 
 
+def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> list[int] | None:
+    """The one choice of float array inputs, in order, whose shapes the gradients have
+    one by one (``dW1, db1, dW2, db2`` for ``X, y, W1, b1, W2, b2``); None if none or
+    several fit."""
+    arrays = [k for k in floating if isinstance(inputs[k], np.ndarray)]
+    shapes = [np.shape(g) if isinstance(g, np.ndarray) else None for g in grads]
+    if None in shapes or len(arrays) > 16 or len(grads) > len(arrays):
+        return None
+    fits = [list(c) for c in itertools.combinations(arrays, len(grads))
+            if [np.shape(inputs[k]) for k in c] == shapes]
+    return fits[0] if len(fits) == 1 else None
+
+
 def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndarray) -> bool:
     """Whether a backward taking the forward's inputs again and the output gradient under
     other names takes the gradient first (``False``: last): the one order in which it runs
@@ -225,10 +243,12 @@ class Conventions:
         self._seen_after = False  # the (y, cache) reading of self._after tested once
         # maxpool_backprop(inp, kernel, d_L_d_out) of maxpool(input, sampling_field): the
         # inputs again and the output gradient under other names, in an order found by trial
-        # (one input: backward(a, b) may as well be the plain backward(dy, cache))
         self._renamed = self._listed and self._n > 1 and len(f_names) == self._n and \
-            len(b_names) == self._n + 1 and not self._again and not self._dy_first
-        self._tried: bool | None = None  # the trial's order: True, the output gradient first
+            len(b_names) == self._n + 1 and not self._again and not self._dy_first  # (>1:
+        self._tried: bool | None = None  # one input's backward(a, b) may be (dy, cache))
+        # loss, cache = f(X, y, W); grads = f_backward(cache): a loss's, of one argument
+        self._cache_alone = len(every) == 1 and b_names == every and not re.match(
+            _GRADIENT_NAME, every[0], re.I)
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
         # given to the forward, passed on by its name
         self._settings = {b: self._inputs[f_names.index(b)] for b in every[len(b_names):]
@@ -361,6 +381,11 @@ class Conventions:
         if self.split and isinstance(dy, (tuple, list)):
             grads = self._split(dy, cache)
             return self._match(grads) if self._listed else grads
+        if self._cache_alone and np.size(dy) == 1 and not isinstance(dy, (tuple, list)):
+            self._note("the output is a scalar loss and the backward takes the cache alone: "
+                       "its gradients, times the output gradient, are compared")
+            grads = map_arrays(self._bwd(cache), lambda g: g * np.asarray(dy).reshape(()))
+            return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):
             grads = self._bwd(dy, *cache.args, **cache.settings) if cache.first else \
                 self._bwd(*cache.args, dy)
@@ -416,6 +441,12 @@ class Conventions:
                            f"those of the floating inputs {self._floating}, in that order "
                            "(the others hold no float array)")
                 return self._spread(grads, self._floating)
+            fit = _in_order(grads, self._inputs, self._floating) if wanted is None else None
+            if fit is not None:
+                self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
+                           f"those of the inputs {fit}, the one choice of inputs whose shapes "
+                           "they have in order (the others are constants: data, labels)")
+                return self._spread(grads, fit)
             hint = "" if wanted is not None else (
                 "; if it returns gradients for some inputs only, name them with wrt= "
                 "(e.g. wrt=[0, 1, 2])")

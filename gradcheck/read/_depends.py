@@ -27,7 +27,7 @@ from ._discovery import (
 )
 from ._layer_call import Protocol, call_layer, ones_like, times
 from ._observe import grad_of, last_name, parent_of, positional_names
-from ._protocol import ProtocolError, clone
+from ._protocol import ProtocolError, UserCodeError, clone
 from ._reading import forward_output, leaves, probe
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
@@ -78,7 +78,10 @@ def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: se
     if not first:
         return set()
     lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
-    call_layer(again, forward, clone(list(inputs)))
+    try:
+        call_layer(again, forward, clone(list(inputs)))
+    except UserCodeError:  # a layer refusing a second forward (``assert self.x is None``)
+        return set()  # builds no weights in its first one: what that made is its cache
     grown = [p for p, (v, n) in lists.items() if len(v) != n]
     now = {p: a for p, a in float_arrays(again).values()}
     return {p for p, (a, values) in first.items()
@@ -99,7 +102,10 @@ def rebuilt_once(layer: Any, inputs: tuple[Any, ...], forward: str) -> bool:
     rebound = {p: now[p] for p, i in ids.items() if p in now and id(now[p]) != i}
     if not rebound:
         return False
-    call_layer(again, forward, clone(list(inputs)))
+    try:
+        call_layer(again, forward, clone(list(inputs)))
+    except UserCodeError:  # refuses a second forward: nothing was built once
+        return False
     return any(try_path(again, p) is a for p, a in rebound.items())
 
 
@@ -219,6 +225,10 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         named = grad_of(path, a.shape, ghost)
         if named is None:
             named = _own_slot(path, left, base, cands)
+        if named is None and len(left) == 1:  # the one array stored and not read, as
+            fits = [c for c, v in cands.items() if isinstance(v, np.ndarray)  # many
+                    and v.dtype.kind == "f" and v.size == a.size]  # numbers as it has
+            named = fits[0] if len(fits) == 1 and len(cands) == 1 else None
         if named is not None and np.shape(cands[named]) != a.shape:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "

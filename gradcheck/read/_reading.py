@@ -510,6 +510,14 @@ def _grads_dict(c: str) -> str | None:
     return parent_of(holder) if holder != c and grads_holder(last_name(holder)) else None
 
 
+def _listed_in(c: str) -> str | None:
+    """The object holding the list whose item ``c`` is (``grad[0]``,
+    ``weight_gradients[0]``); else None."""
+    holder = parent_of(c)
+    return parent_of(holder) if holder and re.fullmatch(r"\[\d+\]", c[len(holder):]) \
+        else None
+
+
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray], returned: Any = None
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
@@ -553,8 +561,9 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
-                and home(key) in (parent_of(c), _grads_dict(c))]  # its own, or in a
-        # dict it holds named for gradients (self.gradients['dLdW'], not cache['sum'])
+                and home(key) in (parent_of(c), _grads_dict(c), _listed_in(c))]  # its
+        # own, in a dict it holds named for gradients (self.gradients['dLdW'], not
+        # cache['sum']) or in a list it holds (self.grad = (dW, db))
         rivals = [w for w, s in wanting if w != key and home(w) == home(key) and any(
             same_but_unit(left[c].shape, s) for c in fits)]  # (gamma.value: gamma.gradient)
         if len(fits) == 1 and not rivals:
