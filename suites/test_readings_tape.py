@@ -205,3 +205,28 @@ def test_a_loss_backward_taking_the_cache_alone_returning_the_weights_gradients(
     _expect(res, failing)
     assert any("the cache alone" in n for n in res.notes), res.notes
     assert any("the inputs [2, 3]" in n for n in res.notes), res.notes
+
+
+# -- a stateless layer: forward(x), grad_x(x, grad_out), grad_params(x, grad_out) ------------
+class _Stateless:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(92)
+        self.W, self.b, self.bug = rng.standard_normal((4, 3)), rng.standard_normal(3), bug
+
+    def forward(self, x):
+        return x @ self.W + self.b
+
+    def grad_x(self, x, grad_out):
+        return grad_out @ self.W.T
+
+    def grad_params(self, x, grad_out):
+        db = grad_out.mean(0) if self.bug == "b" else grad_out.sum(0)
+        return [x.T @ grad_out, db]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b", ["b"])])
+def test_a_stateless_layer_whose_backward_is_found_taking_the_inputs_again(bug, failing):
+    x = np.random.default_rng(93).standard_normal((5, 4))
+    res = gradcheck.check_layer(_Stateless(bug), x)
+    _expect(res, failing)
+    assert any("grad_x" in n for n in res.notes), res.notes

@@ -52,12 +52,12 @@ from ..read._observe import (
     backward_named,
     float_state,
     method_pair,
-    one_taker,
     positional_names,
     stored,
 )
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ..read._reading import GlobalDraws
+from ..read._takers import one_taker
 from ._core import raise_unless_passed, run_protocol_check
 from ._options import Options, validate_options
 from ._recording import record

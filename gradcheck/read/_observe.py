@@ -31,7 +31,7 @@ from ._discovery import is_float_array, walk
 from ._protocol import clone
 
 __all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grads_holder",
-           "last_name", "method_pair", "one_taker", "parent_of", "positional_names",
+           "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored", "unit_note"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
@@ -157,17 +157,9 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
             return x, y, (f"methods found by what they return: {x} a scalar or one per "
                           f"sample (the forward: a loss) and {y} an array of the first "
                           f"input's shape (its gradient), {how}")
-    if not fwds and len(bwds) == 1 and inputs:
-        takers = [n for n in _public(layer) if n != bwds[0] and len(
-            positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
-        if len(takers) == 1 and _returns_a_value(layer, takers[0], inputs):  # calculate()
-            return takers[0], bwds[0], (
-                f"forward found as the one method taking {len(inputs)} argument(s) beside "
-                f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
-    if len(fwds) == 1 and not bwds and inputs and (taker := one_taker(layer, fwds[0], inputs)):
-        return fwds[0], taker, (  # gradients(grad_out) beside __call__(x, w, b)
-            f"backward found as the one other method taking one argument, whose results, "
-            f"after {fwds[0]}, are linear in it: {taker} (backward)")
+    from ._takers import one_missing  # (it reads methods as this module does)
+    if inputs and (one := one_missing(layer, fwds, bwds, inputs)):
+        return one
     if not fwds and inputs and (pair := _prefixed(layer, inputs, bwds)):
         return pair[0], pair[1], (f"methods found by their names: {pair[1]} is {pair[0]} "
                                   "with a prefix (propaga, retropropaga)")
@@ -203,7 +195,8 @@ def _prefixed(layer: Any, inputs: tuple[Any, ...], bwds: list[str]
     f, b = pairs[0]  # no other method that reads as a backward (unpad beside gradient),
     others = [n for n in names if f not in n and b not in n and len(  # but its wrappers'
         positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
-    return None if any(_linear_after(layer, f, n, inputs) for n in others[:4]) else (f, b)
+    from ._takers import linear_after
+    return None if any(linear_after(layer, f, n, inputs) for n in others[:4]) else (f, b)
 
 
 def _not_a_class(layer: Any) -> None:
@@ -213,65 +206,6 @@ def _not_a_class(layer: Any) -> None:
                         f"it: pass an instance, {layer.__name__}(...); a class of static "
                         f"methods ({methods}) is checked as functions, e.g. check_loss("
                         "lambda a, y: (loss(a, y), gradient(a, y)), a, y)")
-
-
-def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "") -> str:
-    """Of the public methods besides the forward (and ``skip``) taking one argument, the
-    one linear in it after the forward (:func:`_linear_after`); ``""`` when none or
-    several are."""
-    for names in (_public(layer), _private(layer)):  # _compute_gradients(grads) when no
-        takers = [n for n in names if n not in (forward, skip) and len(  # public method
-            positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
-        linear = [n for n in takers[:4] if _linear_after(layer, forward, n, inputs)]
-        if linear or any(_stores_linear(layer, forward, n, inputs) for n in takers[:4]):
-            return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing;
-    return ""  # compute_gradients(dout) storing what its helper returns is the backward)
-
-
-def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
-    """Whether ``name``, called on copies after the forward with an array of the output's
-    shape, stores float arrays twice as large for twice the array (a backward storing
-    its results, ``self.dinputs = ...``, returning nothing)."""
-    got = []
-    for scale in (1.0, 2.0):
-        obj = clone(layer)
-        try:
-            out = getattr(obj, forward)(*clone(inputs))
-            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
-                return False
-            before = float_state(obj)
-            getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
-        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
-            return False
-        got.append(stored(before, obj))
-    one, two = got
-    return bool(one) and one.keys() == two.keys() and all(
-        one[k].shape == two[k].shape and np.any(one[k]) and np.allclose(
-            2 * one[k], two[k], rtol=1e-6, atol=1e-12) for k in one)
-
-
-def _linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
-    """Whether ``name``, called on copies after the forward with an array of the output's
-    shape, returns float arrays (some not zero), twice as large for twice the array and
-    minus them for minus it (a ReLU is homogeneous, not linear)."""
-    got = []
-    for scale in (1.0, 2.0, -1.0):  # -1: a ReLU is homogeneous, not linear
-        obj = clone(layer)
-        try:
-            out = getattr(obj, forward)(*clone(inputs))
-            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
-                return False
-            ret = getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
-        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
-            return False
-        got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
-                    if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
-    one, two, minus = got
-    return bool(one) and len(one) == len(two) == len(minus) and any(
-        np.any(a) for a in one) and all(
-        a.shape == b.shape == c.shape and np.allclose(2 * a, b, rtol=1e-6, atol=1e-12)
-        and np.allclose(-a, c, rtol=1e-6, atol=1e-12)
-        for a, b, c in zip(one, two, minus, strict=True))
 
 
 def _alike(layer: Any, pair: tuple[str, str], inputs: tuple[Any, ...]) -> bool:

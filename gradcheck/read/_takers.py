@@ -1,0 +1,113 @@
+"""Methods found by what they do after the forward, not by their names: a backward as
+the one method linear in an array of the output's shape (``gradients(grad_out)``,
+``grad_x(x, grad_out)``), a forward as the one method beside a backward taking the
+inputs (``calculate(inputs)``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._observe import _private, _public, _returns_a_value, float_state, positional_names, stored
+from ._protocol import clone
+
+__all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker"]
+
+
+def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any, ...]
+                 ) -> tuple[str, str, str] | None:
+    """A backward without a forward-like method, or a forward without a backward-like
+    one, paired with the one method doing what the other would, and a note; else None."""
+    if not fwds and len(bwds) == 1:
+        takers = [n for n in _public(layer) if n != bwds[0] and len(
+            positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
+        if len(takers) == 1 and _returns_a_value(layer, takers[0], inputs):  # calculate()
+            return takers[0], bwds[0], (
+                f"forward found as the one method taking {len(inputs)} argument(s) beside "
+                f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
+    if len(fwds) != 1 or bwds:
+        return None
+    if taker := one_taker(layer, fwds[0], inputs):  # gradients(grad_out) beside __call__
+        return fwds[0], taker, (
+            f"backward found as the one other method taking one argument, whose results, "
+            f"after {fwds[0]}, are linear in it: {taker} (backward)")
+    if taker := inputs_taker(layer, fwds[0], inputs):  # grad_x(x, grad_out)
+        return fwds[0], taker, (f"backward found as the one other method taking the inputs "
+                                f"again and one more argument, linear in it: {taker}")
+    return None
+
+
+def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "") -> str:
+    """Of the public methods besides the forward (and ``skip``) taking one argument, the
+    one linear in it after the forward (:func:`linear_after`); ``""`` when none or
+    several are."""
+    for names in (_public(layer), _private(layer)):  # _compute_gradients(grads) when no
+        takers = [n for n in names if n not in (forward, skip) and len(  # public method
+            positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
+        linear = [n for n in takers[:4] if linear_after(layer, forward, n, inputs)]
+        if linear or any(_stores_linear(layer, forward, n, inputs) for n in takers[:4]):
+            return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing;
+    return ""  # compute_gradients(dout) storing what its helper returns is the backward)
+
+
+def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``name``, called on copies after the forward with an array of the output's
+    shape, stores float arrays twice as large for twice the array (a backward storing
+    its results, ``self.dinputs = ...``, returning nothing)."""
+    got = []
+    for scale in (1.0, 2.0):
+        obj = clone(layer)
+        try:
+            out = getattr(obj, forward)(*clone(inputs))
+            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                return False
+            before = float_state(obj)
+            getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
+        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
+            return False
+        got.append(stored(before, obj))
+    one, two = got
+    return bool(one) and one.keys() == two.keys() and all(
+        one[k].shape == two[k].shape and np.any(one[k]) and np.allclose(
+            2 * one[k], two[k], rtol=1e-6, atol=1e-12) for k in one)
+
+
+def inputs_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
+    """Of the public methods besides the forward taking the inputs again and one more
+    argument (``grad_x(x, grad_out)``), the one linear in it after the forward (its result
+    of the first input's shape); ``""`` when none or several."""
+    n = len(inputs)
+    takers = [m for m in _public(layer) if m != forward and len(
+        positional_names(getattr(layer, m), required=True) or []) == n + 1]
+    fits = [m for m in takers[:4] if linear_after(layer, forward, m, inputs, again=True)]
+    return fits[0] if len(fits) == 1 else ""
+
+
+def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
+                  again: bool = False) -> bool:
+    """Whether ``name``, called on copies after the forward with an array of the output's
+    shape (``again``: after the inputs, its first result of the first input's shape),
+    returns float arrays (some not zero), twice as large for twice the array and minus
+    them for minus it (a ReLU is homogeneous, not linear)."""
+    got = []
+    for scale in (1.0, 2.0, -1.0):  # -1: a ReLU is homogeneous, not linear
+        obj = clone(layer)
+        try:
+            out = getattr(obj, forward)(*clone(inputs))
+            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                return False
+            g = scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape)
+            ret = getattr(obj, name)(*clone(inputs), g) if again else getattr(obj, name)(g)
+        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
+            return False
+        if again and not (isinstance(ret, np.ndarray) and ret.shape == np.shape(inputs[0])):
+            return False
+        got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
+                    if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
+    one, two, minus = got
+    return bool(one) and len(one) == len(two) == len(minus) and any(
+        np.any(a) for a in one) and all(
+        a.shape == b.shape == c.shape and np.allclose(2 * a, b, rtol=1e-6, atol=1e-12)
+        and np.allclose(-a, c, rtol=1e-6, atol=1e-12)
+        for a, b, c in zip(one, two, minus, strict=True))
