@@ -230,3 +230,14 @@ def test_a_stateless_layer_whose_backward_is_found_taking_the_inputs_again(bug, 
     res = gradcheck.check_layer(_Stateless(bug), x)
     _expect(res, failing)
     assert any("grad_x" in n for n in res.notes), res.notes
+
+
+def test_a_loss_returning_a_dict_of_gradients_first_is_a_bad_protocol_naming_it():
+    def loss_and_grads(x, W):
+        z = x @ W
+        return {"W": x.T @ z}, 0.5 * np.sum(z ** 2)
+
+    rng = np.random.default_rng(94)
+    res = gradcheck.check_loss(loss_and_grads, rng.standard_normal((4, 3)),
+                               rng.standard_normal((3, 2)))
+    assert res.status == "bad-protocol" and "(dict, float64 ())" in res.message, res.report()

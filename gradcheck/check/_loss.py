@@ -109,6 +109,11 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
                                    isinstance(out, tuple) else "")
                                 + _flag_advice(fn))
         loss = out[0]
+        if np.asarray(loss).dtype.kind not in "fiu":
+            raise ProtocolError("bad-protocol", "forward: the loss function must return "
+                                f"(loss, dx), the loss a real scalar; it returned ({_kinds(out)}"
+                                "): give check_loss a function returning (loss, dx), or "
+                                "check a dict of gradients with check_vjp")
         if np.size(loss) != 1:
             raise ProtocolError("bad-protocol", "forward: the loss must be a scalar, got "
                                 f"shape {np.shape(loss)}")
