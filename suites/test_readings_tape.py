@@ -241,3 +241,32 @@ def test_a_loss_returning_a_dict_of_gradients_first_is_a_bad_protocol_naming_it(
     res = gradcheck.check_loss(loss_and_grads, rng.standard_normal((4, 3)),
                                rng.standard_normal((3, 2)))
     assert res.status == "bad-protocol" and "(dict, float64 ())" in res.message, res.report()
+
+
+# -- a base class's forward(self) stub beside the layer's own __call__(x) --------------------
+class _Base:
+    def forward(self):
+        pass
+
+    def backward(self, output_gradient):
+        pass
+
+
+class _CalledDense(_Base):
+    def __init__(self, bug=""):
+        self.weights = np.random.default_rng(95).standard_normal((2, 3))
+        self.bug = bug
+
+    def __call__(self, batch):
+        self.input = batch
+        return batch @ self.weights.T
+
+    def backward(self, output_gradient):
+        self.dweights = output_gradient.T @ self.input * (0.5 if self.bug else 1.0)
+        return output_gradient @ self.weights
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["weights"])])
+def test_a_forward_stub_of_a_base_class_gives_way_to_the_layers_own_call(bug, failing):
+    x = np.random.default_rng(96).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_CalledDense(bug), x), failing)

@@ -133,6 +133,8 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         return n is not None and callable(getattr(layer, n, None))
 
     f = forward if forward is not None else "forward" if has("forward") else None
+    if forward is None and f == "forward" and inputs and _stub_beside_call(layer, len(inputs)):
+        f = "__call__"  # a base class's forward(self): pass beside the real __call__(x)
     b = backward if backward is not None else "backward" if has("backward") else None
     for given, what in ((forward, "forward"), (backward, "backward")):
         if given is not None and not has(given):
@@ -173,6 +175,16 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
                     f"apart ({found}); name them: check_layer(layer, x, forward='...', "
                     "backward='...')")
+
+
+def _stub_beside_call(layer: Any, n: int) -> bool:
+    """Whether ``forward`` cannot take ``n`` inputs (a base class's ``forward(self)``)
+    and the layer's own ``__call__`` can."""
+    def takes(method: Any) -> bool:
+        every, req = positional_names(method), positional_names(method, required=True)
+        return every is None or (req is not None and len(req) <= n <= len(every))
+    return not takes(layer.forward) and "__call__" in _own_methods(layer) and \
+        takes(layer.__call__)
 
 
 def _prefixed(layer: Any, inputs: tuple[Any, ...], bwds: list[str]
