@@ -270,3 +270,31 @@ class _CalledDense(_Base):
 def test_a_forward_stub_of_a_base_class_gives_way_to_the_layers_own_call(bug, failing):
     x = np.random.default_rng(96).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_CalledDense(bug), x), failing)
+
+
+# -- the forward as the one method returning a value beside a backward and a step(lr) --------
+class _Attending:
+    def __init__(self, bug=""):
+        self.Wv = np.random.default_rng(97).standard_normal((3, 3))
+        self.dWv = np.zeros_like(self.Wv)
+        self.bug = bug
+
+    def add_attention(self, emb):
+        self.emb = emb
+        return np.tanh(emb @ self.Wv)
+
+    def backward(self, d_output):
+        dz = d_output * (1 - np.tanh(self.emb @ self.Wv) ** 2)
+        self.dWv += self.emb.T @ (d_output if self.bug else dz)
+        return dz @ self.Wv.T
+
+    def step(self, lr):
+        self.Wv -= lr * self.dWv
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-tanh", ["Wv"])])
+def test_the_forward_is_the_one_method_returning_a_value_beside_a_step(bug, failing):
+    x = np.random.default_rng(98).standard_normal((4, 3))
+    res = gradcheck.check_layer(_Attending(bug), x)
+    _expect(res, failing)
+    assert any("add_attention (forward)" in n for n in res.notes), res.notes

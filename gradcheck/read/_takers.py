@@ -22,10 +22,12 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
     if not fwds and len(bwds) == 1:
         takers = [n for n in _public(layer) if n != bwds[0] and len(
             positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
-        if len(takers) == 1 and _returns_a_value(layer, takers[0], inputs):  # calculate()
-            return takers[0], bwds[0], (
+        valued = [t for t in takers[:6] if _returns_a_value(layer, t, inputs)]
+        if len(valued) == 1:  # calculate(); add_attention(x) beside step(lr)
+            return valued[0], bwds[0], (
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
-                f"the backward: {takers[0]} (forward) and {bwds[0]} (backward)")
+                f"the backward and returning a value: {valued[0]} (forward) and {bwds[0]} "
+                "(backward)")
     if len(fwds) != 1 or bwds:
         return None
     if taker := one_taker(layer, fwds[0], inputs):  # gradients(grad_out) beside __call__
