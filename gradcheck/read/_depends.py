@@ -209,7 +209,7 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
 
 
 def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
-                    first: Any = None) -> None:
+                    first: Any = None, claimed: set[str] | None = None) -> None:
     """A gradient found by its name whose shape is not its array's is a wrong gradient
     (``shape-mismatch``), not a reading problem; so is a float scalar the backward (of
     the probe ``first``) created or changed under that name (``self.db = np.sum(dout)``
@@ -225,10 +225,11 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         named = grad_of(path, a.shape, ghost)
         if named is None:
             named = _own_slot(path, left, base, cands)
+        free = {c: v for c, v in cands.items() if c not in (claimed or set())}
         if named is None and len(left) == 1:  # the one array stored and not read, as
-            fits = [c for c, v in cands.items() if isinstance(v, np.ndarray)  # many
+            fits = [c for c, v in free.items() if isinstance(v, np.ndarray)  # many
                     and v.dtype.kind == "f" and v.size == a.size]  # numbers as it has
-            named = fits[0] if len(fits) == 1 and len(cands) == 1 else None
+            named = fits[0] if len(fits) == 1 and len(free) == 1 else None
         if named is not None and np.shape(cands[named]) != a.shape:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "

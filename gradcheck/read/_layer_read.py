@@ -410,7 +410,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
     left = [p for p in moving if p not in {q.value for q in observed}]
     if left:
-        misshapen_param(left, base, {k: v for k, v in cands.items() if k not in grads}, first)
+        misshapen_param(left, base, cands, first, claimed=grads)
         raise _observed_error(layer, left, first, cands)
     _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
                  claimed=frozenset(g for p in found for g in (p.grad, p.value)
