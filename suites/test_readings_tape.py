@@ -298,3 +298,127 @@ def test_the_forward_is_the_one_method_returning_a_value_beside_a_step(bug, fail
     res = gradcheck.check_layer(_Attending(bug), x)
     _expect(res, failing)
     assert any("add_attention (forward)" in n for n in res.notes), res.notes
+
+
+# -- what these readings must not do (the review of corpora 81-85's readings) ----------------
+def test_a_forgotten_last_gradient_is_not_read_as_a_constant_input():
+    rng = np.random.default_rng(99)
+    inputs = [rng.standard_normal((6, 2)), rng.integers(0, 3, 6),
+              rng.standard_normal((2, 4)), rng.standard_normal((4, 3))]
+    res = gradcheck.check_vjp(_mlp_forward, lambda c: _mlp_backward(c)[:1], inputs)
+    assert not res.passed, res.report()
+
+    def affine_backward(dout, cache):
+        x, W = cache
+        return dout @ W.T, x.T @ dout  # no db
+    res = gradcheck.check_vjp(lambda x, W, b: (x @ W + b, (x, W)), affine_backward,
+                              [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)),
+                               rng.standard_normal(2)])
+    assert not res.passed, res.report()
+
+
+class _TwoInputs:
+    def forward(self, a, b):
+        return a * b
+
+    def grad_a(self, a, b, g):
+        return g * b
+
+    def grad_b(self, a, b, g):
+        return g * a / len(a)  # wrong: never called if grad_a were the whole backward
+
+
+def test_one_input_taker_is_no_backward_of_a_layer_with_two_inputs():
+    rng = np.random.default_rng(100)
+    try:
+        res = gradcheck.check_layer(_TwoInputs(), rng.standard_normal((3, 2)),
+                                    rng.standard_normal((3, 2)))
+    except TypeError as exc:
+        assert "backward" in str(exc)
+    else:
+        assert not res.passed, res.report()
+
+
+class _Dropout:
+    def __init__(self, bug=True):
+        self.p, self.bug = 0.5, bug
+
+    def forward(self, x, train):
+        self.mask = (np.random.default_rng(0).random(x.shape) < self.p) if train else 1.0
+        return x * self.mask / (self.p if train else 1.0)
+
+    def __call__(self, x, train=False):
+        return self.forward(x, train)
+
+    def backward(self, dout):
+        return dout * self.mask / (1.0 if self.bug else self.p)
+
+
+def test_a_forward_taking_a_mode_flag_is_not_replaced_by_call():
+    x = np.random.default_rng(101).standard_normal((3, 4))
+    assert not gradcheck.check_layer(_Dropout(), x).passed
+
+
+class _DeltaDense:
+    """Stores the output gradient (``delta``), computes ``dW`` in ``update``."""
+
+    def __init__(self):
+        self.W = np.random.default_rng(102).standard_normal((3, 2))
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, dout):
+        self.delta = dout
+        return dout @ self.W.T
+
+
+def test_a_stored_output_gradient_of_the_weights_size_is_not_their_gradient():
+    x = np.random.default_rng(103).standard_normal((2, 3))
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(_DeltaDense(), x)
+
+
+def test_a_loss_returned_as_a_fraction_is_a_loss():
+    from fractions import Fraction
+
+    res = gradcheck.check_loss(lambda x: (Fraction(float(np.sum(x * x))), 2 * x),
+                               np.random.default_rng(104).standard_normal(4))
+    assert res.passed, res.report()
+
+
+def test_a_backward_appending_to_a_list_in_its_cache_is_a_mutation():
+    def fwd(x):
+        return np.tanh(x), {"y": np.tanh(x), "history": []}
+
+    def bwd(dout, cache):
+        cache["history"].append(dout.copy())
+        return dout * (1 - cache["y"] ** 2)
+
+    res = gradcheck.check_vjp(fwd, bwd, [np.random.default_rng(105).standard_normal(4)])
+    assert res.status == "mutation" and "history" in res.message, res.report()
+
+
+class _LazyOnce:
+    """Builds ``W`` in its first forward and refuses a second forward before a backward."""
+
+    def __init__(self, bug=False):
+        self.W, self.x, self.bug = None, None, bug
+
+    def forward(self, x):
+        assert self.x is None, "forward called twice without backward"
+        if self.W is None:
+            self.W = np.random.default_rng(0).standard_normal((x.shape[1], 2))
+        self.x = x
+        return x @ self.W
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout * (0.5 if self.bug else 1.0)
+        dx, self.x = dout @ self.W.T, None
+        return dx
+
+
+def test_weights_built_by_a_forward_refusing_a_second_are_never_left_unchecked():
+    x = np.random.default_rng(106).standard_normal((4, 3))
+    assert not gradcheck.check_layer(_LazyOnce(bug=True), x).passed

@@ -109,7 +109,7 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
                                    isinstance(out, tuple) else "")
                                 + _flag_advice(fn))
         loss = out[0]
-        if np.asarray(loss).dtype.kind not in "fiu":
+        if isinstance(loss, (dict, list, tuple, str)):  # (a Fraction or Decimal is a loss)
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
                                 f"(loss, dx), the loss a real scalar; it returned ({_kinds(out)}"
                                 "): give check_loss a function returning (loss, dx), or "

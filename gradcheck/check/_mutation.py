@@ -49,8 +49,8 @@ def _data_changed(a: Any, b: Any, path: str = "") -> str | None:
             return None
         return changed_at(a, b, path)
     if isinstance(a, list) and isinstance(b, (list, tuple)):
-        if len(b) < len(a):
-            return None
+        if len(b) != len(a):  # released, or grown (a history it appends to)
+            return None if len(b) < len(a) else path or "(the container)"
         return next((w for i, (x, y) in enumerate(zip(a, b, strict=False))
                      if (w := _data_changed(x, y, f"{path}[{i}]"))), None)
     if isinstance(a, dict) and type(a) is not dict:  # an object's attributes

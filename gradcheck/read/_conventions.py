@@ -152,15 +152,17 @@ class _Again:
 
 def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> list[int] | None:
     """The one choice of float array inputs, in order, whose shapes the gradients have
-    one by one (``dW1, db1, dW2, db2`` for ``X, y, W1, b1, W2, b2``); None if none or
-    several fit."""
+    one by one (``dW1, db1, dW2, db2`` for ``X, y, W1, b1, W2, b2``), the last ones;
+    None if none or several fit, or those left out are not the first."""
     arrays = [k for k in floating if isinstance(inputs[k], np.ndarray)]
     shapes = [np.shape(g) if isinstance(g, np.ndarray) else None for g in grads]
     if None in shapes or len(arrays) > 16 or len(grads) > len(arrays):
         return None
     fits = [list(c) for c in itertools.combinations(arrays, len(grads))
             if [np.shape(inputs[k]) for k in c] == shapes]
-    return fits[0] if len(fits) == 1 else None
+    if len(fits) != 1 or fits[0] != arrays[len(arrays) - len(grads):]:
+        return None  # the arrays left out come first (the data), not a forgotten db2
+    return fits[0]
 
 
 def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndarray) -> bool:
@@ -441,7 +443,8 @@ class Conventions:
                            f"those of the floating inputs {self._floating}, in that order "
                            "(the others hold no float array)")
                 return self._spread(grads, self._floating)
-            fit = _in_order(grads, self._inputs, self._floating) if wanted is None else None
+            fit = _in_order(grads, self._inputs, self._floating) if wanted is None and \
+                self._cache_alone else None  # (a loss's: data first, no gradient for it)
             if fit is not None:
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the inputs {fit}, the one choice of inputs whose shapes "

@@ -8,6 +8,7 @@ rule out a first layer's reading (:func:`moves_with_dout`, :func:`misshapen_inpu
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -69,24 +70,28 @@ def moves_output(proto: Protocol, xs: list[Any], path: str,
     return a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
 
 
-def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]) -> set[str]:
+def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: set[str]
+                      ) -> tuple[set[str], bool]:
     """Paths of arrays created by the first forward that a second forward leaves as they
     were (the same object, the same values): weights and buffers, not caches (a cache is
-    rebuilt, or added to a list or dict that grows)."""
+    rebuilt, or added to a list or dict that grows), and whether the second forward was
+    refused (``assert self.x is None``): then every array the first made counts as kept."""
     again = clone(init)
     first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
     if not first:
-        return set()
+        return set(), False
     lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
     try:
         call_layer(again, forward, clone(list(inputs)))
-    except UserCodeError:  # a layer refusing a second forward (``assert self.x is None``)
-        return set()  # builds no weights in its first one: what that made is its cache
+    except UserCodeError:  # what the first made cannot be told kept or rebuilt: any of
+        return {p for p, (_, v) in first.items() if not any(  # it but a copy of an input
+            isinstance(x, np.ndarray) and x.shape == v.shape and np.array_equal(x, v)
+            for x in inputs)}, True  # may be a weight (no check passes without them)
     grown = [p for p, (v, n) in lists.items() if len(v) != n]
     now = {p: a for p, a in float_arrays(again).values()}
     return {p for p, (a, values) in first.items()
             if now.get(p) is a and np.array_equal(a, values)
-            and not any(p.startswith(g + "[") for g in grown)}
+            and not any(p.startswith(g + "[") for g in grown)}, False
 
 
 
@@ -228,7 +233,8 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         free = {c: v for c, v in cands.items() if c not in (claimed or set())}
         if named is None and len(left) == 1:  # the one array stored and not read, as
             fits = [c for c, v in free.items() if isinstance(v, np.ndarray)  # many
-                    and v.dtype.kind == "f" and v.size == a.size]  # numbers as it has
+                    and v.dtype.kind == "f" and v.size == a.size  # numbers as it has, in
+                    and re.search(r"\[\d+\]$", c)]  # a list of gradients (not delta)
             named = fits[0] if len(fits) == 1 and len(free) == 1 else None
         if named is not None and np.shape(cands[named]) != a.shape:
             raise ProtocolError("shape-mismatch", (

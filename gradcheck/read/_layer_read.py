@@ -368,9 +368,9 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     missing = [p for p in unmatched(layer, found) if not keeps_input(first, p)]
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}
-    persistent = persistent_arrays(first.init, tuple(xs), proto.forward, held)
-    lost = redrawn(proto, first, xs, held | persistent)
-    persistent |= set(lost)
+    kept, refused = persistent_arrays(first.init, tuple(xs), proto.forward, held)
+    lost = [] if refused else redrawn(proto, first, xs, held | kept)  # (a second forward)
+    persistent = kept | set(lost)
     if persistent:  # arrays built by the first forward and kept: weights or buffers
         lazy_found = parameters(first.init, first.after)
         made = [p for p in lazy_found if isinstance(p.value, str)

@@ -133,15 +133,17 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         return n is not None and callable(getattr(layer, n, None))
 
     f = forward if forward is not None else "forward" if has("forward") else None
-    if forward is None and f == "forward" and inputs and _stub_beside_call(layer, len(inputs)):
-        f = "__call__"  # a base class's forward(self): pass beside the real __call__(x)
+    stub = forward is None and f == "forward" and bool(inputs) and _stub_beside_call(
+        layer, len(inputs))  # a base class's forward(self): pass beside a real __call__(x)
+    f = "__call__" if stub else f
     b = backward if backward is not None else "backward" if has("backward") else None
     for given, what in ((forward, "forward"), (backward, "backward")):
         if given is not None and not has(given):
             raise TypeError(f"{type(layer).__name__} has no method {given!r} (given as "
                             f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
     if f is not None and b is not None:
-        return f, b, ""
+        return f, b, "forward() takes no input: the layer's own __call__ is read as the " \
+            "forward" if stub else ""
     fwds, bwds = _named(layer, forward, b)
     if forward is None and f == "forward":  # forward() beside other forward-like methods
         fwds = _forward_alone(layer, fwds, bwds)
@@ -178,13 +180,12 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
 
 
 def _stub_beside_call(layer: Any, n: int) -> bool:
-    """Whether ``forward`` cannot take ``n`` inputs (a base class's ``forward(self)``)
-    and the layer's own ``__call__`` can."""
-    def takes(method: Any) -> bool:
-        every, req = positional_names(method), positional_names(method, required=True)
-        return every is None or (req is not None and len(req) <= n <= len(every))
-    return not takes(layer.forward) and "__call__" in _own_methods(layer) and \
-        takes(layer.__call__)
+    """Whether ``forward`` takes no argument (a base class's ``forward(self): pass``) and
+    the layer's own ``__call__`` takes ``n``."""
+    if positional_names(layer.forward) != [] or "__call__" not in _own_methods(layer):
+        return False
+    every, req = positional_names(layer.__call__), positional_names(layer.__call__, True)
+    return every is None or (req is not None and len(req) <= n <= len(every))
 
 
 def _prefixed(layer: Any, inputs: tuple[Any, ...], bwds: list[str]
@@ -284,7 +285,12 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
     def run(args: list[Any]) -> tuple[Any, Any]:
         obj = clone(layer)
         y = getattr(obj, f)(*clone(args))
-        return y, getattr(obj if after else clone(layer), g)(*([] if after else clone(args)))
+        if after:
+            return y, getattr(obj, g)()
+        try:
+            return y, getattr(clone(layer), g)(*clone(args))
+        except Exception:  # noqa: BLE001 - it reads what the first stored (self.cached)
+            return y, getattr(obj, g)(*clone(args))
 
     try:
         y, d = run(list(inputs))
@@ -308,7 +314,8 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
             return False
     if not isinstance(y, (np.ndarray, np.generic, float, int)):
         return False  # a tuple (a VAE's several terms) is no loss's value
-    per_sample = len(shape) >= 2 and np.shape(y) == shape[:1]
+    per_sample = len(shape) >= 2 and np.shape(y) == shape[:1] or (  # samples as columns:
+        len(shape) == 2 and np.shape(y) == (1, shape[1]))  # E(y, t) of (1, N) for (D, N)
     return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
         d.shape == shape and d.dtype.kind == "f" and shape != () and (
             moved is None or not np.array_equal(d, moved))

@@ -80,6 +80,8 @@ def inputs_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
     argument (``grad_x(x, grad_out)``), the one linear in it after the forward (its result
     of the first input's shape); ``""`` when none or several."""
     n = len(inputs)
+    if n != 1:  # grad_a(a, b, g) beside grad_b(a, b, g): one is not the whole backward
+        return ""
     takers = [m for m in _public(layer) if m != forward and len(
         positional_names(getattr(layer, m), required=True) or []) == n + 1]
     fits = [m for m in takers[:4] if linear_after(layer, forward, m, inputs, again=True)]
