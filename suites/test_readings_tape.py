@@ -422,3 +422,71 @@ class _LazyOnce:
 def test_weights_built_by_a_forward_refusing_a_second_are_never_left_unchecked():
     x = np.random.default_rng(106).standard_normal((4, 3))
     assert not gradcheck.check_layer(_LazyOnce(bug=True), x).passed
+
+
+# -- corpora 86-90: float16 gradients, global draws in a found backward, loss pairs ----------
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["x0"])])
+def test_a_loss_gradient_returned_in_float16_gets_float16s_tolerance(bug, failing):
+    def half_loss(x):
+        g = x * (0.5 if bug else 1.0)
+        return 0.5 * np.sum(x ** 2), g.astype(np.float16)
+
+    _expect(gradcheck.check_loss(half_loss, np.random.default_rng(107).standard_normal((4, 3))),
+            failing)
+
+
+class _GlobalDropout:
+    """A mask drawn from ``np.random`` in the forward; ``compute_gradients(g)`` is the
+    backward, found by what it does."""
+
+    def __init__(self, bug=""):
+        self.p, self.bug = 0.5, bug
+
+    def forward(self, x):
+        self.mask = (np.random.rand(*x.shape) > self.p) / (1 - self.p)  # noqa: NPY002
+        return x * self.mask
+
+    def compute_gradients(self, grad):
+        return grad * (self.mask > 0 if self.bug else self.mask)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-scale", ["x0"])])
+def test_a_backward_found_by_what_it_does_sees_the_same_global_draws(bug, failing):
+    np.random.seed(108)  # noqa: NPY002 - the user's global generator, as such code uses it
+    x = np.random.default_rng(109).standard_normal((3, 4))
+    _expect(gradcheck.check_layer(_GlobalDropout(bug), x), failing)
+
+
+class _CostCached:
+    def cost(self, output, target):
+        self.cached = output
+        return float(np.mean((output - target) ** 2))
+
+    def derivative(self, output, target):
+        return 2 * (self.cached - target) / output.size
+
+
+class _CostCachedTwin(_CostCached):
+    def derivative(self, output, target):
+        return 2 * (self.cached - target)
+
+
+class _PerColumn:
+    """One loss per sample, the samples as columns: ``E`` is ``(1, N)`` for ``y`` ``(D, N)``."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def E(self, y, target):
+        return 0.5 * np.square(y - target).sum(axis=0, keepdims=True)
+
+    def dEdy(self, y, target):
+        return (y - target) * (0.5 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("layer, failing", [(_CostCached(), None), (_CostCachedTwin(), ["x0"]),
+                                            (_PerColumn(), None), (_PerColumn("h"), ["x0"])])
+def test_loss_pairs_found_by_what_they_return(layer, failing):
+    rng = np.random.default_rng(110)
+    y, t = rng.standard_normal((2, 5)), rng.standard_normal((2, 5))
+    _expect(gradcheck.check_layer(layer, y, t, wrt=["x0"]), failing)

@@ -124,7 +124,9 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
     def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)
         for j, d in zip(wanted, ds, strict=True):
-            grads[j] = sign * d * dy
+            g = sign * d * dy  # in the dtype the loss function computed it in (float16)
+            grads[j] = g.astype(d.dtype) if isinstance(d, np.ndarray) and d.dtype.kind == "f" \
+                else g
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")

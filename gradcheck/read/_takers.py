@@ -5,12 +5,14 @@ inputs (``calculate(inputs)``)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ._observe import _private, _public, _returns_a_value, float_state, positional_names, stored
-from ._protocol import clone
+from ._protocol import GlobalDraws, clone
 
 __all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker"]
 
@@ -53,22 +55,36 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
     return ""  # compute_gradients(dout) storing what its helper returns is the backward)
 
 
+@contextlib.contextmanager
+def _same_draws() -> Iterator[Callable[[], None]]:
+    """Each trial started (the function given) from the global generators as they are
+    now, so that a dropout mask drawn from ``np.random`` is the same in every trial;
+    they are put back after."""
+    draws = GlobalDraws()
+    try:
+        yield draws.restore
+    finally:
+        draws.restore()
+
+
 def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
     """Whether ``name``, called on copies after the forward with an array of the output's
     shape, stores float arrays twice as large for twice the array (a backward storing
     its results, ``self.dinputs = ...``, returning nothing)."""
     got = []
-    for scale in (1.0, 2.0):
-        obj = clone(layer)
-        try:
-            out = getattr(obj, forward)(*clone(inputs))
-            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+    with _same_draws() as start:
+        for scale in (1.0, 2.0):
+            start()
+            obj = clone(layer)
+            try:
+                out = getattr(obj, forward)(*clone(inputs))
+                if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                    return False
+                before = float_state(obj)
+                getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
+            except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
                 return False
-            before = float_state(obj)
-            getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
-        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
-            return False
-        got.append(stored(before, obj))
+            got.append(stored(before, obj))
     one, two = got
     return bool(one) and one.keys() == two.keys() and all(
         one[k].shape == two[k].shape and np.any(one[k]) and np.allclose(
@@ -95,20 +111,22 @@ def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
     returns float arrays (some not zero), twice as large for twice the array and minus
     them for minus it (a ReLU is homogeneous, not linear)."""
     got = []
-    for scale in (1.0, 2.0, -1.0):  # -1: a ReLU is homogeneous, not linear
-        obj = clone(layer)
-        try:
-            out = getattr(obj, forward)(*clone(inputs))
-            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+    with _same_draws() as start:
+        for scale in (1.0, 2.0, -1.0):  # -1: a ReLU is homogeneous, not linear
+            start()
+            obj = clone(layer)
+            try:
+                out = getattr(obj, forward)(*clone(inputs))
+                if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                    return False
+                g = scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape)
+                ret = getattr(obj, name)(*clone(inputs), g) if again else getattr(obj, name)(g)
+            except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
                 return False
-            g = scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape)
-            ret = getattr(obj, name)(*clone(inputs), g) if again else getattr(obj, name)(g)
-        except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
-            return False
-        if again and not (isinstance(ret, np.ndarray) and ret.shape == np.shape(inputs[0])):
-            return False
-        got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
-                    if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
+            if again and not (isinstance(ret, np.ndarray) and ret.shape == np.shape(inputs[0])):
+                return False
+            got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
+                        if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
     one, two, minus = got
     return bool(one) and len(one) == len(two) == len(minus) and any(
         np.any(a) for a in one) and all(
