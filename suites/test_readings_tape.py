@@ -490,3 +490,49 @@ def test_loss_pairs_found_by_what_they_return(layer, failing):
     rng = np.random.default_rng(110)
     y, t = rng.standard_normal((2, 5)), rng.standard_normal((2, 5))
     _expect(gradcheck.check_layer(layer, y, t, wrt=["x0"]), failing)
+
+
+# -- backward_inputs(g) beside backward_params(g) -> [[W, dW], [b, db], name] ----------------
+class _SplitLayer:
+    def backward_params(self, grads):
+        pass
+
+
+class _SplitFC(_SplitLayer):
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(111)
+        self.weights, self.bias, self.name, self.bug = (
+            rng.standard_normal((3, 4)), rng.standard_normal(3), "fc", bug)
+
+    def forward(self, x):
+        self.inputs = x
+        return x @ self.weights.T + self.bias
+
+    def backward_inputs(self, grads):
+        return grads @ self.weights
+
+    def backward_params(self, grads):
+        db = grads.mean(0) if self.bug else grads.sum(0)
+        return [[self.weights, grads.T @ self.inputs], [self.bias, db], self.name]
+
+
+class _SplitReLU(_SplitLayer):
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return np.maximum(x, 0)
+
+    def backward_inputs(self, grads):
+        return grads * ((self.x < 0) if self.bug else (self.x > 0))
+
+
+@pytest.mark.parametrize("layer, failing", [(_SplitFC(), None), (_SplitFC("b"), ["bias"]),
+                                            (_SplitReLU(), None), (_SplitReLU("m"), ["x0"])])
+def test_a_backward_split_into_inputs_and_params_methods(layer, failing):
+    x = np.random.default_rng(112).standard_normal((5, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    res = gradcheck.check_layer(layer, x)
+    _expect(res, failing)
+    assert any("backward_inputs is the backward" in n for n in res.notes), res.notes

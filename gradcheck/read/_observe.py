@@ -391,8 +391,8 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
     fwd = getattr(layer, forward or "forward", None)
     n_in = len(positional_names(fwd, required=True) or []) if callable(fwd) else -1
     for name in dir(type(layer)):
-        if name.startswith("_") or name in (forward, backward, "forward", "backward") or \
-                "grad" not in name.lower():
+        if name.startswith("_") or name in (forward, backward, "forward", "backward") or (
+                "grad" not in name.lower() and not backward_named(name)):  # backward_params
             continue
         method = getattr(layer, name, None)
         names = positional_names(method) if callable(method) else None

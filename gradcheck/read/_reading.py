@@ -158,7 +158,20 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         return ret  # the second half of a backward split in two: backward_update_gradient
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")  # stores: the
-    return ret, extra  # backward must call it itself (it may forget)
+    return ret, _paired(extra)  # backward must call it itself (it may forget)
+
+
+def _paired(extra: Any) -> Any:
+    """``[[W, dW], [b, db], name]`` (each parameter beside its gradient, of its shape, and
+    things after them) read as ``[dW, db]``; anything else as it is."""
+    if not isinstance(extra, (list, tuple)):
+        return extra
+    pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
+        is_float_array(a) for a in e) and np.shape(e[0]) == np.shape(e[1])]
+    rest = [e for e in extra if not any(e is q for q in pairs)]
+    if not pairs or any(isinstance(e, (list, tuple, np.ndarray)) for e in rest):
+        return extra
+    return [g for _, g in pairs]
 
 
 def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:

@@ -30,6 +30,12 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
                 f"the backward and returning a value: {valued[0]} (forward) and {bwds[0]} "
                 "(backward)")
+    if len(fwds) == 1 and len(bwds) > 1:  # backward_inputs(g) beside backward_params(g)
+        lin = [b for b in bwds[:4] if linear_after(layer, fwds[0], b, inputs)]
+        if len(lin) == 1 and len(inputs) == 1:
+            return fwds[0], lin[0], (
+                f"of the backward-like methods {', '.join(bwds)}, {lin[0]} is the backward: "
+                "the one returning arrays linear in the output gradient")
     if len(fwds) != 1 or bwds:
         return None
     if taker := one_taker(layer, fwds[0], inputs):  # gradients(grad_out) beside __call__
