@@ -536,3 +536,38 @@ def test_a_backward_split_into_inputs_and_params_methods(layer, failing):
     res = gradcheck.check_layer(layer, x)
     _expect(res, failing)
     assert any("backward_inputs is the backward" in n for n in res.notes), res.notes
+
+
+# -- a backward stepping its weights through a velocity, a forward taking a training flag ----
+class _VelocityStep:
+    def __init__(self, momentum=0.0, bug=""):
+        rng = np.random.default_rng(113)
+        self.w, self.b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+        self.lr, self.momentum, self.bug = 0.1, momentum, bug
+        self.m_w, self.m_b = np.zeros_like(self.w), np.zeros_like(self.b)
+
+    def forward(self, x, training):
+        return x @ self.w + self.b
+
+    def backward(self, x, grad_y):
+        gx = grad_y @ self.w.T
+        db = grad_y.mean(0) if self.bug else grad_y.sum(0)
+        self.m_w = self.momentum * self.m_w - self.lr * (x.T @ grad_y)
+        self.m_b = self.momentum * self.m_b - self.lr * db
+        self.w += self.m_w
+        self.b += self.m_b
+        return gx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b", ["b"])])
+def test_a_step_through_a_velocity_from_zero_with_a_training_flag(bug, failing):
+    x = np.random.default_rng(114).standard_normal((5, 4))
+    res = gradcheck.check_layer(_VelocityStep(bug=bug), x, True)
+    _expect(res, failing)
+    assert any("step size" in n for n in res.notes), res.notes
+
+
+def test_a_momentum_step_is_still_no_gradient():
+    x = np.random.default_rng(115).standard_normal((5, 4))
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(_VelocityStep(momentum=0.9), x, True)

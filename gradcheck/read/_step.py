@@ -46,8 +46,8 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
         return _placed(proto, xs, names, names[:n] == f_names)
     if proto.style == "inputs":  # backward(input, grad_output) stepping by self.lr
-        return names is not None and len(names) == n + 1 and proto.draws is not None \
-            and _held_step(proto, xs)
+        return names is not None and len(names) in (n + 1, len(proto.order)) and \
+            proto.draws is not None and _held_step(proto, xs)  # (a training flag not given)
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
             and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
@@ -146,9 +146,12 @@ def _changed_otherwise(proto: Protocol, xs: list[Any], step: str) -> bool:
     those it steps by the step size (a float parameter stepped too, an update of its
     own beside one scaled by a bug factor)."""
     seen = _stepped(proto, xs, 1.0)
+    steps = [seen[1][p] for p in proto.stepped if p in seen[1]] if seen is not None else []
     if seen is None or any(not p.startswith("<made>") and p.removeprefix(SCALAR) not in
-                           proto.stepped and np.any(d) for p, d in seen[1].items()):
-        return True
+                           proto.stepped and np.any(d) and not any(  # a velocity: the step
+                               np.shape(d) == np.shape(t) and np.allclose(d, t) for t in steps)
+                           for p, d in seen[1].items()):  # it took, from zeros (momentum:
+        return True  # the second step tells, _history_free)
     layer = clone(proto.layer)
     set_float(layer, step, 1.0)
     before = {n: get_float(layer, n) for n in held_floats(layer) if n not in proto.stepped}
@@ -164,16 +167,21 @@ def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
     alike: a momentum's second step carries its first."""
     layer = clone(proto.layer)
     set_float(layer, step, 1e-6)
-    changes = []
+    changes: list[dict[str, Any]] = []
+    zeros: set[str] = set()
     try:
         for _ in range(2):
             before = {p: np.array(get_path(layer, p), copy=True) for p in proto.stepped}
+            zeros = zeros or {p for p, v in before.items() if not np.any(v)}
             _step_once(proto, layer, xs)
             changes.append({p: get_path(layer, p) - before[p] for p in proto.stepped})
     except Exception:  # noqa: BLE001 - no evidence: not read as a step size
         return False
-    return all(np.allclose(changes[1][p], changes[0][p], rtol=1e-3, atol=1e-18)
-               for p in proto.stepped)
+    first = changes[0]  # a velocity (m_w from zeros, w += m_w) is compared through w
+    velocity = {p for p in zeros for q in first if q != p and q not in zeros and np.shape(
+        first[p]) == np.shape(first[q]) and np.allclose(first[p], first[q])}
+    return all(np.allclose(changes[1][p], first[p], rtol=1e-3, atol=1e-18)
+               for p in proto.stepped if p not in velocity)
 
 
 def _step_once(proto: Protocol, layer: Any, xs: list[Any]) -> None:
