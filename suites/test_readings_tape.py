@@ -571,3 +571,23 @@ def test_a_momentum_step_is_still_no_gradient():
     x = np.random.default_rng(115).standard_normal((5, 4))
     with pytest.raises(gradcheck.LayerConventionError):
         gradcheck.check_layer(_VelocityStep(momentum=0.9), x, True)
+
+
+# -- activate(x) beside derivative(x, error): no name reads as a forward or a backward -------
+class _Activation:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def activate(self, x):
+        return np.tanh(x)
+
+    def derivative(self, x, error):
+        return (1 - (np.tanh(x) if self.bug else np.tanh(x) ** 2)) * error
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("square", ["x0"])])
+def test_a_pair_found_by_what_it_does_when_no_name_says_forward_or_backward(bug, failing):
+    x = np.random.default_rng(116).standard_normal((3, 4))
+    res = gradcheck.check_layer(_Activation(bug), x)
+    _expect(res, failing)
+    assert any("activate the one returning a value" in n for n in res.notes), res.notes

@@ -30,6 +30,14 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
                 f"the backward and returning a value: {valued[0]} (forward) and {bwds[0]} "
                 "(backward)")
+    if not fwds and not bwds and len(inputs) == 1:  # activate(x) beside derivative(x, error)
+        valued = [t for t in _public(layer)[:12] if len(positional_names(
+            getattr(layer, t), required=True) or []) == 1 and _returns_a_value(layer, t, inputs)]
+        if len(valued) == 1 and (taker := inputs_taker(layer, valued[0], inputs)):
+            return valued[0], taker, (
+                f"methods found by what they do: {valued[0]} the one returning a value for the "
+                f"input (the forward), {taker} the one taking it again and one more argument, "
+                "linear in it (the backward)")
     if len(fwds) == 1 and len(bwds) > 1:  # backward_inputs(g) beside backward_params(g)
         lin = [b for b in bwds[:4] if linear_after(layer, fwds[0], b, inputs)]
         if len(lin) == 1 and len(inputs) == 1:
