@@ -591,3 +591,26 @@ def test_a_pair_found_by_what_it_does_when_no_name_says_forward_or_backward(bug,
     res = gradcheck.check_layer(_Activation(bug), x)
     _expect(res, failing)
     assert any("activate the one returning a value" in n for n in res.notes), res.notes
+
+
+# -- a loss per sample whose backward gives the gradient of their mean, no method saying so --
+class _PerSampleCE:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def compute_loss(self, logits, y):
+        return -logits[np.arange(len(logits)), y] + np.log(np.exp(logits).sum(axis=-1))
+
+    def compute_grad(self, logits, y):
+        p = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+        p[np.arange(len(logits)), y] -= 1
+        return p / logits.shape[0] * (0.5 if self.bug else 1.0)
+
+
+def test_the_gradient_of_the_mean_where_no_method_says_mean_is_no_mismatch():
+    rng = np.random.default_rng(117)
+    logits, labels = rng.standard_normal((4, 5)), np.array([0, 3, 1, 4])
+    res = gradcheck.check_layer(_PerSampleCE(), logits, labels)
+    assert res.status == "bad-protocol" and "mean" in res.message, res.report()
+    broken = gradcheck.check_layer(_PerSampleCE("half"), logits, labels)
+    assert broken.status == "mismatch", broken.report()

@@ -279,7 +279,25 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
     res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)),
                              _with_twins(wrt, all_names), opts, kind="layer")
     res.notes = list(res.notes) + [t for t in proto.notes if t not in res.notes]
+    if res.status == "mismatch" and proto.reduce == "sum" and _of_the_mean(proto, n, inputs,
+                                                                         wrt, opts):
+        res.status, res.passed = "bad-protocol", False
+        res.message = (f"{type(proto.layer).__name__}.{proto.backward}() returns the gradient "
+                       "of the mean of the losses per sample, and no method of the layer says "
+                       "that the mean is the loss (read, without one, as their sum): which "
+                       "the training loop takes is not observed; give the layer a method "
+                       "returning the loss it trains on (their mean) and check again")
     return res
+
+
+def _of_the_mean(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Options
+                 ) -> bool:
+    """Whether the layer passes read as the gradient of the mean of its losses."""
+    proto.reduce = "mean"
+    try:
+        return _run(proto, n, inputs, wrt, opts).passed
+    finally:
+        proto.reduce = "sum"
 
 
 def _each_reading(amb: AmbiguousReading, read: Callable[..., Protocol],
