@@ -614,3 +614,137 @@ def test_the_gradient_of_the_mean_where_no_method_says_mean_is_no_mismatch():
     assert res.status == "bad-protocol" and "mean" in res.message, res.report()
     broken = gradcheck.check_layer(_PerSampleCE("half"), logits, labels)
     assert broken.status == "mismatch", broken.report()
+
+
+# -- running statistics the forward tests for zeros: a flag, not a parameter -----------------
+class _FlagNorm:
+    def __init__(self, bug=""):
+        self.gamma, self.beta = np.ones(4) * 1.5, np.zeros(4) + 0.1
+        self.mean, self.var, self.bug = np.zeros(4), np.zeros(4), bug
+
+    def forward(self, x):
+        mean, var = x.mean(0), x.var(0)
+        if self.mean.all() == 0:  # the first call: the batch's statistics
+            self.mean, self.var = mean, var
+        else:
+            self.mean, self.var = 0.9 * self.mean + 0.1 * mean, 0.9 * self.var + 0.1 * var
+        self.std = np.sqrt(self.var + 1e-5)
+        self.xn = (x - mean) / self.std
+        return self.gamma * self.xn + self.beta
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xn).sum(0) * (0.5 if self.bug else 1.0)
+        self.dbeta = dout.sum(0)
+        dxn = dout * self.gamma
+        return (dxn - dxn.mean(0) - self.xn * (dxn * self.xn).mean(0)) / self.std
+
+
+class _ZeroBiasBranch:
+    """A zero bias added only once nonzero, its gradient forgotten: still a parameter."""
+
+    def __init__(self):
+        self.W, self.b = np.random.default_rng(118).standard_normal((3, 2)), np.zeros(2)
+
+    def forward(self, x):
+        self.x = x
+        out = x @ self.W
+        return out + self.b if self.b.any() else out
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        return dout @ self.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["gamma"])])
+def test_running_statistics_tested_for_zeros_are_a_flag(bug, failing):
+    x = np.random.default_rng(119).standard_normal((6, 4))
+    res = gradcheck.check_layer(_FlagNorm(bug), x)
+    _expect(res, failing)
+    assert any(n.startswith("mean: the output jumps") for n in res.notes), res.notes
+
+
+def test_a_zero_bias_behind_a_branch_is_still_a_parameter():
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(_ZeroBiasBranch(), np.random.default_rng(120).standard_normal((4, 3)))
+
+
+# -- what these readings must not do (the second review) -------------------------------------
+class _TwoWeights(_SplitLayer):
+    """``backward_params`` lists its pairs in backprop order, W2 first."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(121)
+        self.W1, self.W2, self.bug = rng.standard_normal((4, 4)), rng.standard_normal((4, 4)), bug
+        self.params = [self.W1, self.W2]
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.W1)
+        return self.h @ self.W2
+
+    def backward_inputs(self, g):
+        return (g @ self.W2.T * (1 - self.h ** 2)) @ self.W1.T
+
+    def backward_params(self, g):
+        dw2 = self.h.T @ g
+        dw1 = self.x.T @ (g @ self.W2.T * (1 - self.h ** 2))
+        if self.bug:
+            return [[self.W2, dw1], [self.W1, dw2], "net"]
+        return [[self.W2, dw2], [self.W1, dw1], "net"]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("swapped", ["W2", "W1"])])
+def test_paired_gradients_are_read_by_the_parameter_beside_them(bug, failing):
+    x = np.random.default_rng(122).standard_normal((5, 4))
+    _expect(gradcheck.check_layer(_TwoWeights(bug), x), failing)
+
+
+class _CellForgettingDh:
+    def __init__(self):
+        rng = np.random.default_rng(123)
+        self.Wx, self.Wh, self.lr = rng.standard_normal((4, 3)), rng.standard_normal((3, 3)), 0.1
+
+    def forward(self, x, h):
+        self.h = h
+        return np.tanh(x @ self.Wx + h @ self.Wh)
+
+    def backward(self, x, grad):
+        dz = grad * (1 - np.tanh(x @ self.Wx + self.h @ self.Wh) ** 2)
+        dx = dz @ self.Wx.T
+        self.Wx -= self.lr * x.T @ dz
+        self.Wh -= self.lr * self.h.T @ dz
+        return dx  # no gradient for h
+
+
+def test_a_stepping_backward_given_not_every_float_input_back_is_not_passed():
+    rng = np.random.default_rng(124)
+    try:
+        res = gradcheck.check_layer(_CellForgettingDh(), rng.standard_normal((5, 4)),
+                                    rng.standard_normal((5, 3)))
+    except gradcheck.LayerConventionError:
+        return
+    assert not res.passed, res.report()
+
+
+def test_forgotten_first_layer_gradients_are_no_data():
+    rng = np.random.default_rng(125)
+    inputs = [rng.standard_normal((6, 2)), rng.integers(0, 3, 6),
+              rng.standard_normal((2, 4)), rng.standard_normal((4, 3))]
+    res = gradcheck.check_vjp(_mlp_forward, lambda c: _mlp_backward(c)[1:], inputs)
+    assert not res.passed, res.report()
+
+
+def test_a_loss_that_is_none_is_a_bad_protocol():
+    res = gradcheck.check_loss(lambda x: (None, 2 * x),
+                               np.random.default_rng(126).standard_normal(4))
+    assert res.status == "bad-protocol" and "(None, float64 (4,))" in res.message, res.report()
+
+
+def test_a_gradient_only_rounded_to_float16_gets_its_rounding_tolerance():
+    x = np.random.default_rng(127).standard_normal((128, 3))
+
+    def mse(x, bug=False):
+        n = len(x) - (1 if bug else 0)
+        return float(np.sum(x ** 2) / len(x)), (2 * x / n).astype(np.float16)
+
+    assert gradcheck.check_loss(mse, x).passed
+    assert not gradcheck.check_loss(lambda v: mse(v, True), x).passed  # 0.8% everywhere

@@ -13,6 +13,7 @@ as labels); one that matches neither is a mismatch.
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -109,7 +110,7 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
                                    isinstance(out, tuple) else "")
                                 + _flag_advice(fn))
         loss = out[0]
-        if isinstance(loss, (dict, list, tuple, str)):  # (a Fraction or Decimal is a loss)
+        if not _a_number(loss):  # (a Fraction, a Decimal, a 0-d array are losses)
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
                                 f"(loss, dx), the loss a real scalar; it returned ({_kinds(out)}"
                                 "): give check_loss a function returning (loss, dx), or "
@@ -130,6 +131,16 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
+
+
+def _a_number(x: Any) -> bool:
+    """Whether ``x`` is a real number: Python's, NumPy's, a Fraction, a Decimal, or an
+    array of one (not None, a dict, a set)."""
+    if isinstance(x, numbers.Number) and not isinstance(x, complex):
+        return True
+    a = np.asarray(x) if isinstance(x, np.ndarray | np.generic) else None
+    return a is not None and (a.dtype.kind in "fiub" or (
+        a.dtype.kind == "O" and a.size == 1 and _a_number(a.reshape(-1)[0])))
 
 
 def _kinds(out: tuple[Any, ...]) -> str:

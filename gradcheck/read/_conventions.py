@@ -152,16 +152,16 @@ class _Again:
 
 def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> list[int] | None:
     """The one choice of float array inputs, in order, whose shapes the gradients have
-    one by one (``dW1, db1, dW2, db2`` for ``X, y, W1, b1, W2, b2``), the last ones;
-    None if none or several fit, or those left out are not the first."""
+    one by one (``dW1, db1, dW2, db2`` for ``X, y, W1, b1, W2, b2``): all but the first
+    (the data); None if none or several fit, or another is left out (a forgotten dW1)."""
     arrays = [k for k in floating if isinstance(inputs[k], np.ndarray)]
     shapes = [np.shape(g) if isinstance(g, np.ndarray) else None for g in grads]
     if None in shapes or len(arrays) > 16 or len(grads) > len(arrays):
         return None
     fits = [list(c) for c in itertools.combinations(arrays, len(grads))
             if [np.shape(inputs[k]) for k in c] == shapes]
-    if len(fits) != 1 or fits[0] != arrays[len(arrays) - len(grads):]:
-        return None  # the arrays left out come first (the data), not a forgotten db2
+    if len(fits) != 1 or fits[0] != arrays[1:]:
+        return None  # the one array left out is the first (the data), not a forgotten db2
     return fits[0]
 
 

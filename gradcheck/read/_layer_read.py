@@ -405,7 +405,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     found = [p for p in found if p.value not in {q.value for q in observed}] + observed
     grads = {g for q in observed for g in (q.grad,) if isinstance(g, str)}
     grads |= set(proto.stored_inputs.values())
-    state = [p for p in missing if p not in moving and p not in grads]
+    state = [p for p in missing if p not in moving and p not in grads and p not in proto.flags]
     if state:
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
     left = [p for p in moving if p not in {q.value for q in observed}]

@@ -158,12 +158,13 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         return ret  # the second half of a backward split in two: backward_update_gradient
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")  # stores: the
-    return ret, _paired(extra)  # backward must call it itself (it may forget)
+    return ret, _paired(extra, method.__self__)  # backward must call it itself (it may forget)
 
 
-def _paired(extra: Any) -> Any:
-    """``[[W, dW], [b, db], name]`` (each parameter beside its gradient, of its shape, and
-    things after them) read as ``[dW, db]``; anything else as it is."""
+def _paired(extra: Any, obj: Any) -> Any:
+    """``[[W, dW], [b, db], name]`` (each of ``obj``'s parameters, itself, beside its
+    gradient of its shape, and things after them) read as ``{'W': dW, 'b': db}``, by
+    the parameters' identity; anything else as it is."""
     if not isinstance(extra, (list, tuple)):
         return extra
     pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
@@ -171,7 +172,9 @@ def _paired(extra: Any) -> Any:
     rest = [e for e in extra if not any(e is q for q in pairs)]
     if not pairs or any(isinstance(e, (list, tuple, np.ndarray)) for e in rest):
         return extra
-    return [g for _, g in pairs]
+    paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
+    named = {paths.get(id(w)): g for w, g in pairs}
+    return extra if None in named or len(named) != len(pairs) else named
 
 
 def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:

@@ -46,8 +46,10 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
         return _placed(proto, xs, names, names[:n] == f_names)
     if proto.style == "inputs":  # backward(input, grad_output) stepping by self.lr
-        return names is not None and len(names) in (n + 1, len(proto.order)) and \
-            proto.draws is not None and _held_step(proto, xs)  # (a training flag not given)
+        flags = all(k in proto.order or not _holds_float(x) for k, x in enumerate(xs))
+        return names is not None and (len(names) == n + 1 or (  # a training flag not given
+            len(names) == len(proto.order) and flags)) and proto.draws is not None and \
+            _held_step(proto, xs)
     if names is not None and len(names) == 1 and every is not None and len(every) >= 2 \
             and _is_number(default_of(method, every[1])):
         names = every[:2]  # backward(grad, lr=0.01): a step size with a default
@@ -91,6 +93,12 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     proto.note(f"{type(layer).__name__}.{name} is the step size its backward takes: set "
                "to 1.0 on the copies checked")
     return True
+
+
+def _holds_float(x: Any) -> bool:
+    """Whether an input is or holds a float (not a flag, a mode string, integer labels)."""
+    return any(is_float_array(v) or is_float_scalar(v) for v in [x, *(v for _, v in walk(x))]
+               ) if not isinstance(x, (bool, str)) else False
 
 
 def held_floats(layer: Any) -> list[str]:
