@@ -590,7 +590,7 @@ def test_a_pair_found_by_what_it_does_when_no_name_says_forward_or_backward(bug,
     x = np.random.default_rng(116).standard_normal((3, 4))
     res = gradcheck.check_layer(_Activation(bug), x)
     _expect(res, failing)
-    assert any("activate the one returning a value" in n for n in res.notes), res.notes
+    assert any("activate returning a value for the input" in n for n in res.notes), res.notes
 
 
 # -- a loss per sample whose backward gives the gradient of their mean, no method saying so --
@@ -748,3 +748,33 @@ def test_a_gradient_only_rounded_to_float16_gets_its_rounding_tolerance():
 
     assert gradcheck.check_loss(mse, x).passed
     assert not gradcheck.check_loss(lambda v: mse(v, True), x).passed  # 0.8% everywhere
+
+
+class _Misspelt:
+    """``forword(x)`` and ``back(gradient)``: no name reads as a forward or a backward; the
+    layer's own caches exist from ``__init__``, so ``back`` runs before any forward too."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(128)
+        self.w, self.z, self.bug = rng.standard_normal((2, 2)), rng.standard_normal((4, 2)), bug
+        self.x = rng.standard_normal((4, 2))
+
+    def forword(self, x):
+        self.x, self.z = x, x @ self.w
+        return np.tanh(self.z)
+
+    def back(self, gradient):
+        tmp = (1 - np.tanh(self.z) ** 2) * gradient
+        self.w_gradient = self.x.T @ tmp
+        return tmp @ (self.w if self.bug else self.w.T)
+
+    def update(self, lr=0.01):
+        self.w -= lr * self.w_gradient
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-transpose", ["x0"])])
+def test_a_misspelt_pair_found_by_what_it_does(bug, failing):
+    x = np.random.default_rng(129).standard_normal((4, 2))
+    res = gradcheck.check_layer(_Misspelt(bug), x)
+    _expect(res, failing)
+    assert any("forword returning a value" in n for n in res.notes), res.notes

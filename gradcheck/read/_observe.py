@@ -167,6 +167,9 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     if not fwds and inputs and (pair := _prefixed(layer, inputs, bwds)):
         return pair[0], pair[1], (f"methods found by their names: {pair[1]} is {pair[0]} "
                                   "with a prefix (propaga, retropropaga)")
+    from ._takers import unnamed_pair
+    if not fwds and not bwds and (unnamed := unnamed_pair(layer, inputs)):
+        return unnamed
     if not fwds or not bwds:
         what = "forward" if not fwds else "backward"
         raise TypeError(f"{type(layer).__name__} has no {what}-like method (its methods: "

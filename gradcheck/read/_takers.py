@@ -14,7 +14,7 @@ import numpy as np
 from ._observe import _private, _public, _returns_a_value, float_state, positional_names, stored
 from ._protocol import GlobalDraws, clone
 
-__all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker"]
+__all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker", "unnamed_pair"]
 
 
 def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any, ...]
@@ -30,14 +30,6 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "
                 f"the backward and returning a value: {valued[0]} (forward) and {bwds[0]} "
                 "(backward)")
-    if not fwds and not bwds and len(inputs) == 1:  # activate(x) beside derivative(x, error)
-        valued = [t for t in _public(layer)[:12] if len(positional_names(
-            getattr(layer, t), required=True) or []) == 1 and _returns_a_value(layer, t, inputs)]
-        if len(valued) == 1 and (taker := inputs_taker(layer, valued[0], inputs)):
-            return valued[0], taker, (
-                f"methods found by what they do: {valued[0]} the one returning a value for the "
-                f"input (the forward), {taker} the one taking it again and one more argument, "
-                "linear in it (the backward)")
     if len(fwds) == 1 and len(bwds) > 1:  # backward_inputs(g) beside backward_params(g)
         lin = [b for b in bwds[:4] if linear_after(layer, fwds[0], b, inputs)]
         if len(lin) == 1 and len(inputs) == 1:
@@ -53,6 +45,27 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
     if taker := inputs_taker(layer, fwds[0], inputs):  # grad_x(x, grad_out)
         return fwds[0], taker, (f"backward found as the one other method taking the inputs "
                                 f"again and one more argument, linear in it: {taker}")
+    return None
+
+
+def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | None:
+    """With no method named as a forward or a backward, one input: the one method
+    returning a value for it (the forward) beside another taking it again and one more
+    argument, or the output gradient alone, linear in it (``activate(x)`` and
+    ``derivative(x, error)``, ``forword(x)`` and ``back(gradient)``); else None."""
+    if len(inputs) != 1:
+        return None
+    valued = [t for t in _public(layer)[:12] if len(positional_names(  # or forword(x)
+        getattr(layer, t), required=True) or []) == 1 and _returns_a_value(layer, t, inputs)]
+    pairs = [(f, t, again) for f in valued[:3] for t, again in (
+        (inputs_taker(layer, f, inputs), True), (one_taker(layer, f, inputs), False)) if t]
+    if len({(f, t) for f, t, _ in pairs}) == 1:  # beside back(dout); the backward is
+        f, t, again = pairs[0]  # no forward: back(x) then forword(g) is not linear
+        how = "taking it again and one more argument" if again else "other taking one " \
+            "argument"
+        return f, t, (f"methods found by what they do: {f} returning a value for the input "
+                      f"(the forward), {t} the one {how}, linear in it after the forward "
+                      "(the backward)")
     return None
 
 
