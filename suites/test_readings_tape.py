@@ -778,3 +778,23 @@ def test_a_misspelt_pair_found_by_what_it_does(bug, failing):
     res = gradcheck.check_layer(_Misspelt(bug), x)
     _expect(res, failing)
     assert any("forword returning a value" in n for n in res.notes), res.notes
+
+
+# -- a step whose size and gradient multiply alike either way round: one reading ------------
+class _RateFirst:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(130)
+        self.weight, self.bias, self.bug = rng.standard_normal((3, 4)), rng.standard_normal((3, 1)), bug
+
+    def forward_propogat(self, neuron):
+        return self.bias + self.weight @ neuron
+
+    def back_propogat(self, rate, delta, neuron):
+        self.weight += -rate * delta @ neuron.T
+        self.bias += -rate * delta * (2.0 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("double", ["bias"])])
+def test_a_step_size_and_gradient_that_multiply_alike_either_way_round(bug, failing):
+    x = np.random.default_rng(131).standard_normal((4, 1))
+    _expect(gradcheck.check_layer(_RateFirst(bug), x), failing)

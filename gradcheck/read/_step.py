@@ -223,7 +223,9 @@ def _placed(proto: Protocol, xs: list[Any], names: list[str], by_name: bool) -> 
     if not found and len(scaled) == 1:
         raise scaled[0]
     if len(found) > 1:  # an order whose gradient argument changes nothing reads no gradient
-        found = [f for f in found if _moves_with_gradient(proto, xs, f[0])]
+        moving = [f for f in found if _moves_with_gradient(proto, xs, f[0])]  # (returning
+        found = moving or (found[:1] if _same_steps(proto, xs, [f[0] for f in found])  # none:
+                           else [])  # -rate * delta steps alike either way round: one)
     if len(found) > 1 and _alike(proto, xs, [f[0] for f in found]):
         found = found[:1]  # they give the same (arguments it ignores): one reading
     if len(found) != 1:
@@ -264,6 +266,18 @@ def _alike(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> bool:
     got = [_stepped_in(proto, xs, order) for order in orders]
     runs = [g for g in got if g is not None]
     return len(runs) == len(got) and all(_same_return(g[0], runs[0][0]) for g in runs[1:])
+
+
+def _same_steps(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> bool:
+    """Whether the backward returns nothing and changes the arrays alike called in each
+    of ``orders``, for the output gradient and for twice it."""
+    for g in (1.0, 2.0):
+        seen = [_stepped_in(proto, xs, order, g) for order in orders]
+        got = [x[1] for x in seen if x is not None and x[0] is None]
+        if len(got) != len(seen) or not all(d.keys() == got[0].keys() and all(
+                np.array_equal(d[k], got[0][k]) for k in d) for d in got[1:]):
+            return False
+    return True
 
 
 def _with(n: int, i: int, j: int) -> list[Any]:
