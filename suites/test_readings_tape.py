@@ -784,7 +784,8 @@ def test_a_misspelt_pair_found_by_what_it_does(bug, failing):
 class _RateFirst:
     def __init__(self, bug=""):
         rng = np.random.default_rng(130)
-        self.weight, self.bias, self.bug = rng.standard_normal((3, 4)), rng.standard_normal((3, 1)), bug
+        self.weight, self.bias = rng.standard_normal((3, 4)), rng.standard_normal((3, 1))
+        self.bug = bug
 
     def forward_propogat(self, neuron):
         return self.bias + self.weight @ neuron
@@ -798,3 +799,17 @@ class _RateFirst:
 def test_a_step_size_and_gradient_that_multiply_alike_either_way_round(bug, failing):
     x = np.random.default_rng(131).standard_normal((4, 1))
     _expect(gradcheck.check_layer(_RateFirst(bug), x), failing)
+
+
+def test_a_backward_missing_its_targets_is_not_told_to_give_the_forward_a_flag():
+    class CharRNN:
+        def forward(self, x):
+            self.x = x
+            return np.tanh(x)
+
+        def backward(self, dout, targets):
+            return dout * (1 - np.tanh(self.x) ** 2) - targets
+
+    res = gradcheck.check_layer(CharRNN(), np.random.default_rng(132).standard_normal(3))
+    assert res.status == "error" and "takes more than the output gradient" in res.message
+    assert "training flag" not in res.message, res.message

@@ -51,6 +51,7 @@ from ..read._layer_read import discover as _discover
 from ..read._observe import (
     backward_named,
     float_state,
+    forward_named,
     method_pair,
     positional_names,
     stored,
@@ -424,6 +425,11 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
     if not hint and exc.ours and isinstance(exc.exc, TypeError) and "were given" in exc.text:
         hint = ("; check_layer gives the forward every input, positionally: pass only the "
                 "forward's own arguments (the targets of a cost it never computes are not)")
+    elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text \
+            and not forward_named(exc.what.rsplit(".", 1)[-1]) and "." in exc.what:
+        hint = (f"; {exc.what} takes more than the output gradient (targets: a loss it "
+                "computes itself?) and no plain call can say what: check it with check_vjp("
+                "fwd, bwd, inputs), bwd calling it as your code does")
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
         hint = ("; check_layer passes its inputs to the forward positionally: give every "
                 "argument it takes, e.g. check_layer(layer, x, True) for a training flag")
