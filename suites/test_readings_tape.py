@@ -813,3 +813,85 @@ def test_a_backward_missing_its_targets_is_not_told_to_give_the_forward_a_flag()
     res = gradcheck.check_layer(CharRNN(), np.random.default_rng(132).standard_normal(3))
     assert res.status == "error" and "takes more than the output gradient" in res.message
     assert "training flag" not in res.message, res.message
+
+
+# -- corpus 97-98: dicts of gradients by place, an object as the output, zero readings -------
+class _SeqDict:
+    def __init__(self, bug=""):
+        self.W, self.bug = np.random.default_rng(133).standard_normal((3, 3)) * 0.5, bug
+
+    def forward(self, xs):
+        self.xs = xs
+        return [np.tanh(x @ self.W) for x in xs]
+
+    def backward(self, douts):
+        pairs = list(zip(self.xs, douts, strict=True))
+        self.dW = sum(x.T @ (d * (1 - np.tanh(x @ self.W) ** 2)) for x, d in pairs)
+        return {t: (d * (1 - np.tanh(x @ self.W) ** 2)) @ (self.W if self.bug else self.W.T)
+                for t, (x, d) in enumerate(pairs)}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("t", ["x0[0]", "x0[1]"])])
+def test_a_dict_of_gradients_keyed_by_the_places_of_a_list_input(bug, failing):
+    rng = np.random.default_rng(134)
+    xs = [rng.standard_normal((2, 3)) for _ in range(2)]
+    _expect(gradcheck.check_layer(_SeqDict(bug), xs), failing)
+
+
+class _DictLoss:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, zs, ys):
+        self.ys, self.p, loss = ys, {}, 0.0
+        for t in range(len(ys)):
+            e = np.exp(zs[t] - zs[t].max())
+            self.p[t] = e / e.sum()
+            loss += -np.log(self.p[t][ys[t], 0])
+        return loss
+
+    def backward(self):
+        d = {}
+        for t in range(len(self.ys)):
+            d[t] = self.p[t].copy()
+            d[t][self.ys[t]] -= 0.5 if self.bug else 1.0
+        return d
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["x0[0]", "x0[1]", "x0[2]"])])
+def test_a_loss_of_a_dict_input_returning_a_dict_of_gradients(bug, failing):
+    rng = np.random.default_rng(135)
+    zs = {t: rng.standard_normal((4, 1)) for t in range(3)}
+    _expect(gradcheck.check_layer(_DictLoss(bug), zs, [1, 3, 0]), failing)
+
+
+def test_a_forward_returning_an_object_holding_the_output_is_a_bad_protocol():
+    class Box:
+        def __init__(self, v):
+            self.data = v
+
+    class Boxed:
+        def __init__(self):
+            self.w = np.random.default_rng(136).standard_normal((3, 2))
+
+        def forward(self, x):
+            self.x = x
+            return Box(x @ self.w)
+
+        def backward(self):
+            return {"w": self.x.T}
+
+    res = gradcheck.check_layer(Boxed(), np.random.default_rng(137).standard_normal((4, 3)))
+    assert res.status == "bad-protocol" and "returned Box" in res.message, res.report()
+
+
+def test_an_order_giving_zeros_only_is_no_reading():
+    class Sigmoid:
+        def forward(self, x, train):
+            return 1 / (1 + np.exp(-x))
+
+        def backward(self, dout, input, output):  # the forward's input and output
+            return dout * output * (1 - output)
+
+    res = gradcheck.check_layer(Sigmoid(), np.random.default_rng(138).standard_normal(4), True)
+    assert res.status != "mismatch", res.report()

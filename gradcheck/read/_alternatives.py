@@ -18,7 +18,7 @@ from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times
 from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
-from ._reading import EACH, FIRST, OUTPUT, leaves, linear, probe, unchanged
+from ._reading import EACH, FIRST, OUTPUT, gives_something, leaves, linear, probe, unchanged
 from ._tokens import CACHED, SELF, SINK, filled, token_orders
 
 __all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
@@ -213,7 +213,8 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
     # runs, the inputs are given too (an object read for the input, backward(grad,
     # prev_layer) reading prev.output, is another layer), and it returns a gradient of
     # every input's shape (a flag it fills, an object being true, returns none)
-    found = [f for f in found if SELF not in f[0]] or [
+    found = [f for f in found if gives_something(f[1])]  # (zeros are no evidence: a flag
+    found = [f for f in found if SELF not in f[0]] or [  # as the output, out * (1 - out))
         f for f in found if all(is_float_array(r) for r in leaves(f[1].ret)) and _shaped_as(
             f[1].ret, xs) and f[1].ret is not None and set(range(len(xs))) <= set(f[0])]
     if len(found) > 1:  # those returning one gradient per input, of its shape, first;

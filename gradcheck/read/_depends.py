@@ -68,7 +68,15 @@ def moves_output(proto: Protocol, xs: list[Any], path: str,
         assert proto.draws is not None  # discover always sets them
         out = forward_output(layer, proto.forward, clone(xs), proto.draws,
                              proto.out_path)
-        return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in leaves(out)])
+        try:
+            return np.concatenate([np.asarray(o, dtype=np.float64).ravel()
+                                   for o in leaves(out)])
+        except (TypeError, ValueError):  # an object holding the output (a Variable, a Box)
+            raise ProtocolError("bad-protocol", (
+                f"{type(proto.layer).__name__}.{proto.forward} returned "
+                f"{type(out).__name__}, not arrays of numbers: check a forward returning "
+                "the output array (fwd = lambda x: layer.forward(x).data) with check_vjp"
+            )) from None
 
     a, b = output(0.0), output(1e-3)
     if a.shape != b.shape or not np.all(np.isfinite(b)):

@@ -22,7 +22,7 @@ from ._discovery import Param, float_scalars, get_path, is_float_array, try_path
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit, unit_note
-from ._protocol import ProtocolError, call_user, clone
+from ._protocol import ProtocolError, call_user, clone, map_arrays
 from ._reading import (
     CACHE,
     CACHED,
@@ -208,7 +208,8 @@ class Protocol:
             grads.append(self._unit(g, np.shape(p.read(fresh)), p.name,
                                     np.shape(p.read(self.layer))))
         if scale is not None:
-            dxs = [None if d is None else np.asarray(d) * scale for d in dxs]
+            dxs = [None if d is None else map_arrays(d, lambda a: a * scale) if isinstance(
+                d, (dict, list, tuple)) else np.asarray(d) * scale for d in dxs]
         return dxs + grads
 
     def _unit(self, g: Any, shape: tuple[int, ...], name: str,

@@ -384,6 +384,9 @@ class Tree:
                     and all(isinstance(v, int) and shapes[v] == o.shape[1:] for v in s):
                 stacked.append(name)
                 o = list(o)
+            if isinstance(s, (list, tuple)) and isinstance(o, dict) and set(o) == set(
+                    range(len(s))):  # {0: dx_0, 1: dx_1} for a list input: by its places
+                o = [o[k] for k in range(len(s))]
             if isinstance(s, (list, tuple)):
                 if not isinstance(o, (list, tuple)) or len(o) != len(s):
                     got = f"{type(o).__name__} of {len(o)}" if isinstance(o, (list, tuple)) \

@@ -245,6 +245,12 @@ def unchanged(a: Probe, b: Probe) -> bool:
                                       for (u, _), (v, _) in zip(xa, xb, strict=True))
 
 
+def gives_something(p: Probe) -> bool:
+    """Whether a probe's backward returned, or stored as a change, anything but zeros
+    (zeros are linear in anything: no evidence of a reading)."""
+    return any(np.any(u - was) for u, was in _arrays(p, False))
+
+
 def _arrays(p: Probe, created: bool) -> list[tuple[np.ndarray, Any]]:
     """What a probe's backward returned, then what it stored (``created``: only the
     arrays it created), in float64, each with what it was before (0 for a new one)."""
