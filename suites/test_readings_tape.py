@@ -895,3 +895,42 @@ def test_an_order_giving_zeros_only_is_no_reading():
 
     res = gradcheck.check_layer(Sigmoid(), np.random.default_rng(138).standard_normal(4), True)
     assert res.status != "mismatch", res.report()
+
+
+# -- backdrop(dout, lr): no backward-like name, a method stepping by its second argument -----
+class _Backdrop:
+    def __init__(self, bug=""):
+        self.w, self.bug = np.random.default_rng(139).standard_normal((3, 2)), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.w
+
+    def backdrop(self, dout, lr):
+        dx = dout @ self.w.T
+        self.w -= lr * (self.x.T @ dout) * (0.5 if self.bug else 1.0)
+        return dx
+
+
+class _PoolBackdrop:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return x.reshape(2, 2, 2, 2).max(axis=(1, 3))
+
+    def backdrop(self, dout, lr):
+        up = np.kron(self.x.reshape(2, 2, 2, 2).max(axis=(1, 3)), np.ones((2, 2)))
+        mask = (self.x == up) if not self.bug else (self.x != up)
+        return np.kron(dout, np.ones((2, 2))) * mask
+
+
+@pytest.mark.parametrize("layer, failing", [(_Backdrop(), None), (_Backdrop("h"), ["w"]),
+                                            (_PoolBackdrop(), None), (_PoolBackdrop("m"), ["x0"])])
+def test_a_backward_found_as_the_method_taking_a_gradient_and_a_step(layer, failing):
+    width = 4 if isinstance(layer, _PoolBackdrop) else 3
+    x = np.random.default_rng(140).standard_normal((4, width))
+    res = gradcheck.check_layer(layer, x)
+    _expect(res, failing)
+    assert any("backdrop" in n for n in res.notes), res.notes

@@ -162,9 +162,8 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
 
 
 def _paired(extra: Any, obj: Any) -> Any:
-    """``[[W, dW], [b, db], name]`` (each of ``obj``'s parameters, itself, beside its
-    gradient of its shape, and things after them) read as ``{'W': dW, 'b': db}``, by
-    the parameters' identity; anything else as it is."""
+    """``[[W, dW], [b, db], name]`` (``obj``'s parameters each beside its gradient, then
+    other things) read as ``{'W': dW, 'b': db}`` by identity; anything else as it is."""
     if not isinstance(extra, (list, tuple)):
         return extra
     pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
@@ -246,8 +245,7 @@ def unchanged(a: Probe, b: Probe) -> bool:
 
 
 def gives_something(p: Probe) -> bool:
-    """Whether a probe's backward returned, or stored as a change, anything but zeros
-    (zeros are linear in anything: no evidence of a reading)."""
+    """Whether a probe's backward returned or changed anything but zeros (no evidence)."""
     return any(np.any(u - was) for u, was in _arrays(p, False))
 
 

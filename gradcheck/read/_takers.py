@@ -14,7 +14,8 @@ import numpy as np
 from ._observe import _private, _public, _returns_a_value, float_state, positional_names, stored
 from ._protocol import GlobalDraws, clone
 
-__all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker", "unnamed_pair"]
+__all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker", "step_taker",
+           "unnamed_pair"]
 
 
 def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any, ...]
@@ -45,7 +46,46 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
     if taker := inputs_taker(layer, fwds[0], inputs):  # grad_x(x, grad_out)
         return fwds[0], taker, (f"backward found as the one other method taking the inputs "
                                 f"again and one more argument, linear in it: {taker}")
+    if taker := step_taker(layer, fwds[0], inputs):  # backdrop(dout, lr)
+        return fwds[0], taker, (f"backward found as the one other method taking two "
+                                "arguments that, after the forward, steps the arrays the "
+                                f"layer holds by its second and not for 0: {taker}")
     return None
+
+
+def step_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
+    """Of the public methods besides the forward taking two arguments, the one that,
+    called after the forward with an array of the output's shape and a number, changes
+    arrays the layer held before for 1e-3 and none for 0 (``backdrop(dout, lr)``); with
+    none such, the one returning an array of the input's shape linear in the first."""
+    takers = [m for m in _public(layer) if m != forward and len(
+        positional_names(getattr(layer, m), required=True) or []) == 2]
+
+    def steps(name: str, lr: float) -> bool | None:
+        obj = clone(layer)
+        try:
+            out = getattr(obj, forward)(*clone(inputs))
+            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
+                return None
+            before = float_state(obj)
+            getattr(obj, name)(np.linspace(0.5, 1.5, out.size).reshape(out.shape), lr)
+        except Exception:  # noqa: BLE001 - the user's method raised: not this reading
+            return None
+        now = float_state(obj)
+        return any(p in now and not np.array_equal(now[p][1], v) for p, (_, v) in before.items())
+
+    with _same_draws() as start:
+        found = []
+        for m in takers[:4]:
+            start()
+            still = steps(m, 0.0)
+            start()
+            if still is False and steps(m, 1e-3):
+                found.append(m)
+    if not found:  # a layer holding nothing to step (a pool's backdrop(dout, lr)): the one
+        found = [m for m in takers[:4]  # linear in the gradient, the number held, giving
+                 if linear_after(layer, forward, m, inputs, tail=(1e-3,))]  # the input's shape
+    return found[0] if len(found) == 1 else ""
 
 
 def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | None:
@@ -132,7 +172,7 @@ def inputs_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
 
 
 def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
-                  again: bool = False) -> bool:
+                  again: bool = False, tail: tuple[Any, ...] = ()) -> bool:
     """Whether ``name``, called on copies after the forward with an array of the output's
     shape (``again``: after the inputs, its first result of the first input's shape),
     returns float arrays (some not zero), twice as large for twice the array and minus
@@ -147,10 +187,12 @@ def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
                 if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
                     return False
                 g = scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape)
-                ret = getattr(obj, name)(*clone(inputs), g) if again else getattr(obj, name)(g)
+                ret = getattr(obj, name)(*clone(inputs), g) if again else getattr(obj, name)(
+                    g, *tail)
             except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
                 return False
-            if again and not (isinstance(ret, np.ndarray) and ret.shape == np.shape(inputs[0])):
+            if (again or tail) and not (isinstance(ret, np.ndarray) and ret.shape == np.shape(
+                    inputs[0])):
                 return False
             got.append([r for r in (ret if isinstance(ret, (tuple, list)) else [ret])
                         if isinstance(r, np.ndarray) and r.dtype.kind == "f"])
