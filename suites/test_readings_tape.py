@@ -934,3 +934,71 @@ def test_a_backward_found_as_the_method_taking_a_gradient_and_a_step(layer, fail
     res = gradcheck.check_layer(layer, x)
     _expect(res, failing)
     assert any("backdrop" in n for n in res.notes), res.notes
+
+
+# -- what these readings must not do (the third review) --------------------------------------
+class _BiasThenNorm:
+    """Linear then BatchNorm: the norm cancels ``b``, whose gradient is zero; the broken
+    backward stores ``db = dout.sum(0)`` as if the norm's backward were skipped for it."""
+
+    def __init__(self):
+        rng = np.random.default_rng(141)
+        self.W, self.b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+        self.grads = {}
+
+    def forward(self, x):
+        self.x = x
+        z = x @ self.W + self.b
+        self.std = np.sqrt(z.var(0) + 1e-5)
+        self.zn = (z - z.mean(0)) / self.std
+        return self.zn
+
+    def backward(self, dout):
+        dz = (dout - dout.mean(0) - self.zn * (dout * self.zn).mean(0)) / self.std
+        self.grads = {"W": self.x.T @ dz, "b": dout.sum(0)}
+        return dz @ self.W.T
+
+
+def test_a_parameter_moving_the_output_by_rounding_only_is_no_flag():
+    res = gradcheck.check_layer(_BiasThenNorm(), np.random.default_rng(142).standard_normal((6, 3)))
+    assert not res.passed and "b" in [i.name for i in res.inputs if not i.passed], res.report()
+
+
+class _ScalarDictLoss:
+    def forward(self, zs, ys):
+        self.zs, self.ys = zs, ys
+        return sum(0.5 * (zs[t] - ys[t]) ** 2 for t in zs)
+
+    def backward(self):
+        return {t: np.float64(self.zs[t] - self.ys[t]) for t in self.zs}
+
+
+def test_a_dict_of_scalar_gradients_is_scaled_too():
+    zs = {t: np.array(v) for t, v in enumerate([0.3, -1.2, 0.7])}
+    res = gradcheck.check_layer(_ScalarDictLoss(), zs, {0: 1.0, 1: 0.0, 2: -1.0}, wrt=["x0"])
+    assert res.passed, res.report()
+
+
+def test_a_training_flag_is_never_given_where_the_output_goes():
+    class ReLU:
+        def forward(self, x, train):
+            return np.maximum(x, 0)
+
+        def backward(self, dout, input, output):
+            return dout * (output > 0)
+
+    x = np.random.default_rng(143).standard_normal(5)
+    x[np.abs(x) < 0.1] = 0.5
+    assert gradcheck.check_layer(ReLU(), x, True).status != "mismatch"
+
+
+def test_a_forward_missing_its_flag_is_told_so():
+    class CallFlag:
+        def __call__(self, x, training):
+            return 2 * x
+
+        def backward(self, g):
+            return 2 * g
+
+    res = gradcheck.check_layer(CallFlag(), np.ones(3))
+    assert "training flag" in res.message, res.message

@@ -51,7 +51,6 @@ from ..read._layer_read import discover as _discover
 from ..read._observe import (
     backward_named,
     float_state,
-    forward_named,
     method_pair,
     positional_names,
     stored,
@@ -426,7 +425,7 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
         hint = ("; check_layer gives the forward every input, positionally: pass only the "
                 "forward's own arguments (the targets of a cost it never computes are not)")
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text \
-            and not forward_named(exc.what.rsplit(".", 1)[-1]) and "." in exc.what:
+            and backward_named(exc.what.rsplit(".", 1)[-1]) and "." in exc.what:
         hint = (f"; {exc.what} takes more than the output gradient (targets: a loss it "
                 "computes itself?) and no plain call can say what: check it with check_vjp("
                 "fwd, bwd, inputs), bwd calling it as your code does")

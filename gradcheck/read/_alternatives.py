@@ -132,8 +132,9 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
     if _passes_on(method) and "missing" in exc.text and isinstance(exc.exc, TypeError):
         return _given_again(proto, xs)
     if not exc.ours or "missing" not in exc.text or \
-            len(positional_names(method, required=True) or []) != n + 1:
-        return None
+            len(positional_names(method, required=True) or []) != n + 1 or any(
+                isinstance(x, (bool, np.bool_)) for x in xs):  # a training flag given back
+        return None  # may sit where the forward's output goes: (dout, input, output)
     orders: list[list[Any]] = [[*range(k), None, *range(k, n)] for k in range(n + 1)]
     if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
         orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence

@@ -84,8 +84,9 @@ def moves_output(proto: Protocol, xs: list[Any], path: str,
     jump = float(np.linalg.norm(b - a))
     if jump == 0.0:
         return False
-    small = output(1e-6)
-    if small.shape == a.shape and float(np.linalg.norm(small - a)) > 0.1 * jump:
+    small = output(1e-6)  # (a jump well above rounding: a bias a BatchNorm cancels moves
+    if jump > 1e-6 * (1 + float(np.linalg.norm(a))) and small.shape == a.shape and float(
+            np.linalg.norm(small - a)) > 0.1 * jump:  # the output by rounding alone)
         proto.flags.append(path)
         proto.note(f"{path}: the output jumps as far when it moves a thousand times less: a "
                    "flag the forward branches on (running statistics tested for zeros), not "

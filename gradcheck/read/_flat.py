@@ -19,7 +19,7 @@ from ._discovery import get_path, is_float_array, walk
 from ._observe import last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
-__all__ = ["FLAT", "by_affix", "by_attribute", "by_place", "flat_return", "split_flat"]
+__all__ = ["FLAT", "by_affix", "by_attribute", "by_place", "flat_return", "paired", "split_flat"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
 
@@ -186,3 +186,18 @@ def by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
             return None
         out[p] = k
     return out
+
+
+def paired(extra: Any, obj: Any) -> Any:
+    """``[[W, dW], [b, db], name]`` (``obj``'s parameters each beside its gradient, then
+    other things) read as ``{'W': dW, 'b': db}`` by identity; anything else as it is."""
+    if not isinstance(extra, (list, tuple)):
+        return extra
+    pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
+        is_float_array(a) for a in e) and np.shape(e[0]) == np.shape(e[1])]
+    rest = [e for e in extra if not any(e is q for q in pairs)]
+    if not pairs or any(isinstance(e, (list, tuple, np.ndarray)) for e in rest):
+        return extra
+    paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
+    named = {paths.get(id(w)): g for w, g in pairs}
+    return extra if None in named or len(named) != len(pairs) else named

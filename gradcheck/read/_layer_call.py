@@ -22,7 +22,7 @@ from ._discovery import Param, float_scalars, get_path, is_float_array, try_path
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit, unit_note
-from ._protocol import ProtocolError, call_user, clone, map_arrays
+from ._protocol import ProtocolError, call_user, clone
 from ._reading import (
     CACHE,
     CACHED,
@@ -93,6 +93,16 @@ def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
                             "output must be one array (a loss, or a loss per sample); it "
                             f"has {len(dy)} parts")
     return "none", ""  # a loss per sample: read as the gradient of their mean
+
+
+def _times_all(d: Any, scale: Any) -> Any:
+    """``d`` times ``scale``, every number in it (arrays, NumPy and Python scalars),
+    nested lists, tuples and dicts kept."""
+    if isinstance(d, (list, tuple)):
+        return type(d)(_times_all(v, scale) for v in d)
+    if isinstance(d, dict):
+        return {k: _times_all(v, scale) for k, v in d.items()}
+    return d if d is None else np.asarray(d) * scale
 
 
 # -- calling the layer -------------------------------------------------------------------------
@@ -208,8 +218,7 @@ class Protocol:
             grads.append(self._unit(g, np.shape(p.read(fresh)), p.name,
                                     np.shape(p.read(self.layer))))
         if scale is not None:
-            dxs = [None if d is None else map_arrays(d, lambda a: a * scale) if isinstance(
-                d, (dict, list, tuple)) else np.asarray(d) * scale for d in dxs]
+            dxs = [None if d is None else _times_all(d, scale) for d in dxs]
         return dxs + grads
 
     def _unit(self, g: Any, shape: tuple[int, ...], name: str,

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._flat import by_affix, by_attribute, by_place
+from ._flat import by_affix, by_attribute, by_place, paired
 from ._lists import param_lists, properties
 from ._observe import (
     backward_named,
@@ -158,22 +158,7 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         return ret  # the second half of a backward split in two: backward_update_gradient
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")  # stores: the
-    return ret, _paired(extra, method.__self__)  # backward must call it itself (it may forget)
-
-
-def _paired(extra: Any, obj: Any) -> Any:
-    """``[[W, dW], [b, db], name]`` (``obj``'s parameters each beside its gradient, then
-    other things) read as ``{'W': dW, 'b': db}`` by identity; anything else as it is."""
-    if not isinstance(extra, (list, tuple)):
-        return extra
-    pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
-        is_float_array(a) for a in e) and np.shape(e[0]) == np.shape(e[1])]
-    rest = [e for e in extra if not any(e is q for q in pairs)]
-    if not pairs or any(isinstance(e, (list, tuple, np.ndarray)) for e in rest):
-        return extra
-    paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
-    named = {paths.get(id(w)): g for w, g in pairs}
-    return extra if None in named or len(named) != len(pairs) else named
+    return ret, paired(extra, method.__self__)  # backward must call it itself (it may forget)
 
 
 def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:
@@ -292,6 +277,11 @@ def read_output(layer: Any, out: Any, out_path: str | None) -> Any:
     (:data:`FIRST`, or ``<returned>[k]``: its part k) or a copy of what it stored at
     ``out_path``."""
     if out_path is None:
+        if hasattr(out, "__dict__") and not isinstance(out, np.ndarray) and out is not layer:
+            raise ProtocolError("bad-protocol", (  # a Variable, a Box holding the output
+                f"the forward returned {type(out).__name__}, not arrays of numbers: check a "
+                "forward returning the output array (lambda x: layer.forward(x).data) with "
+                "check_vjp"))
         return out
     if out_path == BUT_LAST:  # outputs, then a cache
         return tuple(np.array(o, copy=True) for o in out[:-1])
