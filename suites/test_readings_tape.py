@@ -1002,3 +1002,32 @@ def test_a_forward_missing_its_flag_is_told_so():
 
     res = gradcheck.check_layer(CallFlag(), np.ones(3))
     assert "training flag" in res.message, res.message
+
+
+class _CentredDelta:
+    """``backward_delta(input, delta)``: zero for a uniform ``delta`` (log-softmax's
+    ``delta - softmax * delta.sum()`` is, for one row of ones, not zero; its broken twin,
+    ``delta - delta.mean()``, is)."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, X):
+        e = np.exp(X - X.max(1, keepdims=True))
+        return np.log(e / e.sum(1, keepdims=True))
+
+    def backward_update_gradient(self, input, delta):
+        pass  # no parameter
+
+    def backward_delta(self, input, delta):
+        e = np.exp(input - input.max(1, keepdims=True))
+        s = e / e.sum(1, keepdims=True)
+        w = 1 / s.shape[1] if self.bug else s
+        return delta - w * delta.sum(1, keepdims=True)
+
+
+def test_a_trial_order_zero_for_a_uniform_gradient_is_tried_with_an_uneven_one():
+    x = np.random.default_rng(144).standard_normal((3, 4))
+    _expect(gradcheck.check_layer(_CentredDelta("uniform"), x), ["x0"])
+    # the right one reads its input or its output alike (no order): never a mismatch
+    assert gradcheck.check_layer(_CentredDelta(), x).status != "mismatch"

@@ -214,8 +214,11 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
     # runs, the inputs are given too (an object read for the input, backward(grad,
     # prev_layer) reading prev.output, is another layer), and it returns a gradient of
     # every input's shape (a flag it fills, an object being true, returns none)
-    found = [f for f in found if gives_something(f[1])]  # (zeros are no evidence: a flag
-    found = [f for f in found if SELF not in f[0]] or [  # as the output, out * (1 - out))
+    found = [f for f in found if gives_something(f[1]) or gives_something(probe(  # zeros
+        proto.layer, proto.forward, proto.backward, xs, draws, ("inputs", f[0]),  # are no
+        proto.out_path, lambda o: map_arrays(ones_like(o), lambda a: a * np.linspace(  # evi-
+            0.5, 1.5, a.size).reshape(a.shape)), proto.then))]  # dence, for an uneven dy too
+    found = [f for f in found if SELF not in f[0]] or [  # (a flag where the output goes)
         f for f in found if all(is_float_array(r) for r in leaves(f[1].ret)) and _shaped_as(
             f[1].ret, xs) and f[1].ret is not None and set(range(len(xs))) <= set(f[0])]
     if len(found) > 1:  # those returning one gradient per input, of its shape, first;
