@@ -1031,3 +1031,26 @@ def test_a_trial_order_zero_for_a_uniform_gradient_is_tried_with_an_uneven_one()
     _expect(gradcheck.check_layer(_CentredDelta("uniform"), x), ["x0"])
     # the right one reads its input or its output alike (no order): never a mismatch
     assert gradcheck.check_layer(_CentredDelta(), x).status != "mismatch"
+
+
+class _PoolWithFlag:
+    """``forward(x, train)``; ``backward(dout, input, output)``: the network hands it the
+    forward's input and output, never the flag."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, x, train):
+        return x.reshape(2, 2, 2, 2).max(axis=(1, 3))
+
+    def backward(self, dout, input, output):
+        up = np.kron(output, np.ones((2, 2)))
+        mask = (input == up) if not self.bug else (input != up)
+        return np.kron(dout, np.ones((2, 2))) * mask
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("m", ["x0"])])
+def test_a_backward_given_the_input_and_output_beside_a_training_flag(bug, failing):
+    x = np.random.default_rng(145).standard_normal((4, 4))
+    res = gradcheck.check_layer(_PoolWithFlag(bug), x, True)
+    _expect(res, failing)

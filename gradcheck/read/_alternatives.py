@@ -8,6 +8,7 @@ tells. Each is taken only on evidence observed here, never on a name.
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -131,10 +132,17 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
         return None
     if _passes_on(method) and "missing" in exc.text and isinstance(exc.exc, TypeError):
         return _given_again(proto, xs)
-    if not exc.ours or "missing" not in exc.text or \
-            len(positional_names(method, required=True) or []) != n + 1 or any(
-                isinstance(x, (bool, np.bool_)) for x in xs):  # a training flag given back
-        return None  # may sit where the forward's output goes: (dout, input, output)
+    m = len(positional_names(method, required=True) or [])
+    if not exc.ours or "missing" not in exc.text:
+        return None
+    floats = [k for k, x in enumerate(xs) if not isinstance(x, (bool, np.bool_))]
+    if len(floats) < n:  # a training flag is not given back: the float inputs, the output
+        if m not in (len(floats) + 1, len(floats) + 2):  # gradient and the forward's output
+            return None  # (backward(dout, input, output) of forward(x, train))
+        pool = [None, *floats] + ([OUTPUT] if m == len(floats) + 2 else [])
+        return _trial(proto, xs, [list(o) for o in itertools.permutations(pool)])
+    if m != n + 1:
+        return None
     orders: list[list[Any]] = [[*range(k), None, *range(k, n)] for k in range(n + 1)]
     if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
         orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence
