@@ -1054,3 +1054,24 @@ def test_a_backward_given_the_input_and_output_beside_a_training_flag(bug, faili
     x = np.random.default_rng(145).standard_normal((4, 4))
     res = gradcheck.check_layer(_PoolWithFlag(bug), x, True)
     _expect(res, failing)
+
+
+class _L2:
+    """No input: ``forward()`` is the penalty, ``backward_params()`` returns
+    ``[[weights, grad], name]``."""
+
+    def __init__(self, bug=""):
+        self.weights, self.wd, self.name = np.random.default_rng(146).standard_normal((3, 4)), \
+            1e-2, "l2"
+        self.bug = bug
+
+    def forward(self):
+        return 0.5 * self.wd * np.sum(self.weights ** 2)
+
+    def backward_params(self):
+        return [[self.weights, (-1 if self.bug else 1) * self.wd * self.weights], self.name]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("sign", ["weights"])])
+def test_a_penalty_whose_backward_returns_each_weight_beside_its_gradient(bug, failing):
+    _expect(gradcheck.check_layer(_L2(bug)), failing)

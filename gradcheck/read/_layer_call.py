@@ -204,8 +204,8 @@ class Protocol:
         grads = []
         keys = self.returned[1] if self.returned is not None else {}
         for p, b in zip(self.params, before, strict=True):
-            if p.name in keys and pgrads is not None:
-                g = np.array(pgrads[keys[p.name]], copy=True)
+            if p.name in keys and pgrads is not None:  # (a loss's backward(): times dy)
+                g = np.array(pgrads[keys[p.name]], copy=True) * (1 if scale is None else scale)
             elif (at := p.name if p.name in moved else p.value) in moved:  # a step of
                 g = (moved[at] - np.asarray(get_path(fresh, at))).astype(  # size 1 made:
                     moved[at].dtype)  # its gradient is minus it (w.data of a w object)

@@ -136,6 +136,8 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     completes it (``compute_gradients()``), called right after; ``out`` is what the
     forward returned (an argument when ``order`` holds :data:`OUTPUT`)."""
     ret = _call_backward(method, style, order, dy, xs, out)
+    if isinstance(ret, list) and isinstance(named := paired(ret, method.__self__), dict):
+        ret = (None, named)  # [[W, dW], name]: no input's gradient, the parameters' by name
     if then is None:
         return ret
     done = getattr(method.__self__, then)
