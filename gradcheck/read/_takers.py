@@ -53,6 +53,22 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
     return None
 
 
+def _ran(layer: Any, forward: str, inputs: tuple[Any, ...]) -> tuple[Any, np.ndarray] | None:
+    """A copy of ``layer`` after its forward ran on copies of ``inputs``, and the float
+    array it returned; None when it raised or returned anything else."""
+    obj = clone(layer)
+    try:
+        out = getattr(obj, forward)(*clone(inputs))
+    except Exception:  # noqa: BLE001 - the user's forward raised: no reading of these
+        return None
+    return (obj, out) if isinstance(out, np.ndarray) and out.dtype.kind == "f" else None
+
+
+def _ramp(out: np.ndarray) -> np.ndarray:
+    """An uneven array of ``out``'s shape (0.5 to 1.5)."""
+    return np.linspace(0.5, 1.5, out.size).reshape(out.shape)
+
+
 def step_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
     """Of the public methods besides the forward taking two arguments, the one that,
     called after the forward with an array of the output's shape and a number, changes
@@ -62,13 +78,12 @@ def step_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
         positional_names(getattr(layer, m), required=True) or []) == 2]
 
     def steps(name: str, lr: float) -> bool | None:
-        obj = clone(layer)
+        if (ran := _ran(layer, forward, inputs)) is None:
+            return None
+        obj, out = ran
+        before = float_state(obj)
         try:
-            out = getattr(obj, forward)(*clone(inputs))
-            if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
-                return None
-            before = float_state(obj)
-            getattr(obj, name)(np.linspace(0.5, 1.5, out.size).reshape(out.shape), lr)
+            getattr(obj, name)(_ramp(out), lr)
         except Exception:  # noqa: BLE001 - the user's method raised: not this reading
             return None
         now = float_state(obj)
@@ -142,13 +157,12 @@ def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...])
     with _same_draws() as start:
         for scale in (1.0, 2.0):
             start()
-            obj = clone(layer)
+            if (ran := _ran(layer, forward, inputs)) is None:
+                return False
+            obj, out = ran
+            before = float_state(obj)
             try:
-                out = getattr(obj, forward)(*clone(inputs))
-                if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
-                    return False
-                before = float_state(obj)
-                getattr(obj, name)(scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape))
+                getattr(obj, name)(scale * _ramp(out))
             except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
                 return False
             got.append(stored(before, obj))
@@ -181,12 +195,11 @@ def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
     with _same_draws() as start:
         for scale in (1.0, 2.0, -1.0):  # -1: a ReLU is homogeneous, not linear
             start()
-            obj = clone(layer)
+            if (ran := _ran(layer, forward, inputs)) is None:
+                return False
+            obj, out = ran
+            g = scale * _ramp(out)
             try:
-                out = getattr(obj, forward)(*clone(inputs))
-                if not isinstance(out, np.ndarray) or out.dtype.kind != "f":
-                    return False
-                g = scale * np.linspace(0.5, 1.5, out.size).reshape(out.shape)
                 ret = getattr(obj, name)(*clone(inputs), g) if again else getattr(obj, name)(
                     g, *tail)
             except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
