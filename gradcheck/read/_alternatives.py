@@ -16,7 +16,7 @@ import numpy as np
 
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
-from ._layer_call import Protocol, ones_like, times
+from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import EACH, FIRST, OUTPUT, gives_something, leaves, linear, probe, unchanged
@@ -224,8 +224,8 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
     # every input's shape (a flag it fills, an object being true, returns none)
     found = [f for f in found if gives_something(f[1]) or gives_something(probe(  # zeros
         proto.layer, proto.forward, proto.backward, xs, draws, ("inputs", f[0]),  # are no
-        proto.out_path, lambda o: map_arrays(ones_like(o), lambda a: a * np.linspace(  # evi-
-            0.5, 1.5, a.size).reshape(a.shape)), proto.then))]  # dence, for an uneven dy too
+        proto.out_path, lambda o: uneven(ones_like(o)), proto.then))]  # evidence, an
+    # uneven output gradient's too
     found = [f for f in found if SELF not in f[0]] or [  # (a flag where the output goes)
         f for f in found if all(is_float_array(r) for r in leaves(f[1].ret)) and _shaped_as(
             f[1].ret, xs) and f[1].ret is not None and set(range(len(xs))) <= set(f[0])]

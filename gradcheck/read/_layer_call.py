@@ -22,7 +22,7 @@ from ._discovery import Param, float_scalars, get_path, is_float_array, try_path
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
 from ._observe import same_but_unit, unit_note
-from ._protocol import ProtocolError, call_user, clone
+from ._protocol import ProtocolError, call_user, clone, map_arrays
 from ._reading import (
     CACHE,
     CACHED,
@@ -34,7 +34,7 @@ from ._reading import (
 )
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "leaves", "ones_like",
-           "times"]
+           "times", "uneven"]
 
 _COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
                              r"upstream(_grad)?|accum_grad|error)$", re.I)
@@ -457,6 +457,13 @@ def times(dy: Any, scale: float) -> Any:
     if isinstance(dy, dict):
         return {k: times(d, scale) for k, d in dy.items()}
     return None if dy is None else dy * scale
+
+
+def uneven(g: Any) -> Any:
+    """An output gradient of ones made uneven, 0.5 to 1.5 (a batch-norm's scale gets a
+    zero gradient from a uniform one, a centred delta a zero result)."""
+    return map_arrays(g, lambda a: a * np.linspace(0.5, 1.5, a.size).reshape(a.shape)
+                      if a.size > 1 else a)
 
 
 def ones_like(out: Any) -> Any:

@@ -20,9 +20,9 @@ from ._discovery import (
     try_path,
     walk,
 )
-from ._layer_call import Protocol, ones_like, times
+from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import default_of, float_state, positional_names
-from ._protocol import ProtocolError, clone, map_arrays
+from ._protocol import ProtocolError, clone
 from ._reading import STEP, forward_output, leaves, read_output
 
 __all__ = ["SCALAR", "takes_a_step"]
@@ -197,7 +197,7 @@ def _step_once(proto: Protocol, layer: Any, xs: list[Any]) -> None:
     assert proto.draws is not None
     proto.draws.reset()
     out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
-    dy = _varied(ones_like(out))  # after the inputs again when it takes them (_held_step)
+    dy = uneven(ones_like(out))  # after the inputs again when it takes them (_held_step)
     getattr(layer, proto.backward)(*[dy if k is None else clone(xs[k]) for k in
                                      [k for k in proto.order if k != STEP] or [None]])
 
@@ -356,7 +356,7 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
         out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
         before = float_state(layer) | held_values(layer)  # parameter objects' .data too
         scalars = {p: try_path(layer, p) for p in float_scalars(layer) if p != proto.step_attr}
-        dy = times(_varied(ones_like(out)), g)
+        dy = times(uneven(ones_like(out)), g)
         if proto.step_attr is not None:  # the step size the layer holds
             set_float(layer, proto.step_attr, a)
         ret = getattr(layer, proto.backward)(*[dy if k is None else a if k == STEP else
@@ -378,13 +378,6 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
 def _made(seen: Any) -> list[np.ndarray]:
     """The arrays a backward created, from what :func:`_stepped` saw."""
     return [v for p, v in sorted(seen[1].items()) if p.startswith("<made>")]
-
-
-def _varied(g: Any) -> Any:
-    """An output gradient of ones made uneven (a batch-norm's scale gets a zero gradient
-    from a uniform one: no step would be seen)."""
-    return map_arrays(g, lambda a: a * np.linspace(0.5, 1.5, a.size).reshape(a.shape)
-                      if a.size > 1 else a)
 
 
 def _rounding(a: np.ndarray) -> float:
