@@ -37,7 +37,7 @@ from ..read._protocol import (
 )
 from ._complex import complex_checks, complex_ok
 from ._dispatch import run_checks
-from ._gradients import Unreduced, gradient_leaves, keyed, plain_result, validated
+from ._gradients import Misshapen, gradient_leaves, keyed, plain_result, validated
 from ._leaves import (
     _Inputs,
     _Outputs,
@@ -405,8 +405,10 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
                 fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
     except ProtocolError as exc:
         res = early(exc.status, exc.message, 2)
-        if isinstance(exc, Unreduced):
+        if isinstance(exc, Misshapen):
             res.inputs = [exc.entry]
+        elif exc.at is not None:
+            res.inputs = [plain_result(exc.at[0], exc.at[1], exc.status, exc.message)]
         return res
     except UserCodeError as exc:
         if exc.ours and isinstance(exc.exc, TypeError) and origins:

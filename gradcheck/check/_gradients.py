@@ -17,7 +17,7 @@ from ._leaves import _Inputs
 from ._numeric import F64
 from ._result import InputResult
 
-__all__ = ["Unreduced", "gradient_leaves", "keyed", "plain_result", "validated"]
+__all__ = ["Misshapen", "gradient_leaves", "keyed", "plain_result", "validated"]
 
 
 def _bare(name: str) -> str:
@@ -154,9 +154,9 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
     return out
 
 
-class Unreduced(ProtocolError):
-    """A shape mismatch with a hint (a sum over the batch axes or a transpose fixes it),
-    carried by the input's result so that ``CheckResult.hint`` shows it."""
+class Misshapen(ProtocolError):
+    """A gradient of the wrong shape that a sum over the batch axes or a transpose fixes,
+    carried by its input's result so that ``CheckResult.hint`` shows the hint."""
 
     def __init__(self, message: str, entry: InputResult) -> None:
         super().__init__("shape-mismatch", message)
@@ -185,7 +185,7 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str], *, unit: bool 
         if hint:
             entry = plain_result(name, x, "shape-mismatch", message)
             entry.hint = hint
-            raise Unreduced(f"{message}; {hint}", entry)
+            raise Misshapen(f"{message}; {hint}", entry)
         raise ProtocolError("shape-mismatch", message)
     if ga.dtype.kind not in "fiub":
         raise ProtocolError("bad-protocol", f"gradient of {name} has dtype {ga.dtype}")

@@ -59,6 +59,7 @@ from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clo
 from ..read._reading import GlobalDraws
 from ..read._takers import one_taker
 from ._core import raise_unless_passed, run_protocol_check
+from ._gradients import plain_result
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -417,7 +418,8 @@ def _wanted(inputs: tuple[Any, ...], wrt: Any) -> list[int]:
 def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
                   kind: str) -> CheckResult:
     if isinstance(exc, ProtocolError):
-        return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=[],
+        at = [plain_result(exc.at[0], exc.at[1], exc.status, exc.message)] if exc.at else []
+        return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=at,
                            method="", mode="", evaluations=1, backward_calls=0, seed=seed,
                            name=name, kind=kind)
     hint = exc.advice

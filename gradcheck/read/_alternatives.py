@@ -2,13 +2,15 @@
 forward returning several arrays whose backward differentiates the first, a 1-d output's
 gradient given as one row, one input's gradient per call (``backward(grad, wrt,
 *inputs)``), the inputs again beside the output gradient in an order only a trial
-tells. Each is taken only on evidence observed here, never on a name.
+tells. Each is taken only on evidence observed here; an argument's name (``output``,
+``input``) only settles which of several orders that all run is meant.
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +23,9 @@ from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import EACH, FIRST, OUTPUT, gives_something, leaves, linear, probe, unchanged
 from ._tokens import CACHED, SELF, SINK, filled, token_orders
+
+_OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the forward's output
+_IN_NAME = re.compile(r"inputs?|in_put", re.I)  # and an input
 
 __all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
            "returns_cache", "takes_gradient"]
@@ -140,13 +145,37 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
         if m not in (len(floats) + 1, len(floats) + 2):  # gradient and the forward's output
             return None  # (backward(dout, input, output) of forward(x, train))
         pool = [None, *floats] + ([OUTPUT] if m == len(floats) + 2 else [])
-        return _trial(proto, xs, [list(o) for o in itertools.permutations(pool)])
+        return _trial(proto, xs, [list(o) for o in itertools.permutations(pool)],
+                      _by_names(proto, method))
     if m != n + 1:
         return None
     orders: list[list[Any]] = [[*range(k), None, *range(k, n)] for k in range(n + 1)]
     if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
         orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence
-    return _trial(proto, xs, orders)
+    return _trial(proto, xs, orders, _by_names(proto, method))  # but for their names
+
+
+def _by_names(proto: Protocol, method: Any) -> Callable[[list[Any]], bool]:
+    """Whether an order gives the forward's output to the argument named ``output`` and
+    an input to the one named ``input`` or as the forward names that input: what settles
+    a trial whose several orders run and differ (``backward(dout, input, output)`` of a
+    ReLU masking on either), when the signature names both (``backward(grad, output)``
+    alone may take the input under that name: no order is taken)."""
+    names = positional_names(method, required=True) or []
+    f_names = positional_names(getattr(proto.layer, proto.forward)) or []
+    both = any(_OUT_NAME.fullmatch(a) for a in names) and any(
+        _IN_NAME.fullmatch(a) or a in f_names for a in names)
+
+    def named(order: list[Any]) -> bool:
+        if not both:
+            return False
+        for a, o in zip(names, order, strict=False):
+            given = isinstance(o, int) and not isinstance(o, bool)
+            if (_OUT_NAME.fullmatch(a) and o != OUTPUT or _IN_NAME.fullmatch(a) and not given
+                    or a in f_names and o != f_names.index(a)):
+                return False
+        return True
+    return named
 
 
 def _passes_on(method: Any) -> bool:
@@ -201,9 +230,11 @@ def by_tokens(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any 
     return order
 
 
-def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any] | None:
+def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]],
+           named: Callable[[list[Any]], bool] | None = None) -> list[Any] | None:
     """The one order of ``orders`` whose call runs and gives twice every result for
-    twice the gradient (several giving the same results are one); else None."""
+    twice the gradient (several giving the same results are one; of several giving
+    different ones, the one ``named`` takes); else None."""
     draws = proto.draws
     assert draws is not None
     found = []
@@ -233,12 +264,16 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]]) -> list[Any]
         found = [f for f in found if _shaped_as(f[1].ret, xs)] or found  # then those
         found = [f for f in found if _all_fit(f[1].ret, xs, proto.layer)] or found  # whose
         # every array has an input's or a held array's shape (the output for the input
-        # in backward(prev_g, prev_h) makes a dW of no array's shape)
+        # in backward(prev_g, prev_h) makes a dW of no array's shape), what they store too
+        found = [f for f in found if _all_fit(list(f[1].stored.values()), xs, proto.layer)
+                 ] or found
     # a gradient dict given and left empty is no evidence of one (backward(grad, wrt, a, b)),
     # but beside a cache, of a layer holding no array (an activation's)
     bare = not float_arrays(proto.layer)
     found = [f for f in found if SINK not in f[0] or filled(f[1].after) or (
         bare and CACHED in f[0])]
+    if named is not None and not all(unchanged(found[0][1], f) for _, f in found[1:]):
+        found = [f for f in found if named(f[0])]
     if found and all(unchanged(found[0][1], f) for _, f in found[1:]):
         return found[0][0]  # one order, or several giving the same (leaky relu: x, y)
     return None

@@ -472,6 +472,13 @@ class Conventions:
             self._note(f"backward returned one array: read as the gradient of input "
                        f"{self._floating[0]}, the only one holding a float array")
             return self._spread([grads], self._floating)
+        shaped = [k for k in self._floating if isinstance(self._inputs[k], np.ndarray)
+                  and np.shape(self._inputs[k]) == np.shape(grads)]
+        if wanted is None and len(shaped) == 1:  # conv_backward(x, k, dout) -> dk
+            self._note(f"backward returned one array for {n} inputs: read as the gradient of "
+                       f"input {shaped[0]}, the only one of its shape (the others are "
+                       "constants)")
+            return self._spread([grads], shaped)
         raise ProtocolError("bad-protocol", f"backward returned one array for {n} inputs; "
                             "return one gradient per input (None for constants), or name "
                             "the input it belongs to with wrt=")

@@ -235,7 +235,7 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
             if c is not None and np.shape(free[c]) != shape:
                 raise ProtocolError("shape-mismatch", (
                     f"gradient of x{k} (stored in {c}) has shape {np.shape(free[c])}, "
-                    f"expected {shape}"))
+                    f"expected {shape}"), at=(f"x{k}", first.xs[k]))
 
 
 def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
@@ -264,7 +264,7 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         if named is not None and np.shape(cands[named]) != a.shape:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
-                f"{np.shape(cands[named])}, expected {a.shape}"))
+                f"{np.shape(cands[named])}, expected {a.shape}"), at=(path, a))
 
 
 def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray]

@@ -346,7 +346,7 @@ def _misfit(p_name: str, g_name: str, ps: Any, gs: Any) -> None:
                 [d for d in g.shape if d != 1] != [d for d in v.shape if d != 1]:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {p_name}[{k}] (stored in {g_name}[{k}]) has shape {g.shape}, "
-                f"expected {v.shape}"))
+                f"expected {v.shape}"), at=(f"{p_name}[{k}]", v))
 
 
 def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[Param]:

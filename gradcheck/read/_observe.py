@@ -34,8 +34,9 @@ __all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grads_ho
            "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored", "unit_note"]
 
-_FORWARD_LONG = r"forward_?prop(agate)?|forward|fprop|fwd"
-_BACKWARD_LONG = r"backward_?prop(agate)?|back_?prop(agate)?|backward|bprop|bwd|^back_?forward$"
+_FORWARD_LONG = r"forward_?prop(agate)?|f(or|ro|o)wa?r?d|fprop|fwd"  # foward, forwad too
+_BACKWARD_LONG = (r"backward_?prop(agate)?|back_?prop(agate)?|bac?k?w[ao]r?d|bprop|bwd"
+                  r"|^back_?forward$")  # backword, bacward too
 _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pair
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)

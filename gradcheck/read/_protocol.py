@@ -132,12 +132,16 @@ def _class_mutables(cls: type) -> list[tuple[type, str]]:
 
 
 class ProtocolError(Exception):
-    """A forward or backward broke the protocol; carries the status to report."""
+    """A forward or backward broke the protocol; carries the status to report, and for a
+    gradient of the wrong shape, ``at``: the name and the array it belongs to (the
+    result lists it)."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: str, message: str, *, at: tuple[str, Any] | None = None
+                 ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.at = at
 
 
 def clone(obj: _T) -> _T:
