@@ -132,3 +132,307 @@ def test_a_misshapen_stored_gradient_is_listed_under_its_array(bug):
     assert res.status == "shape-mismatch", res.report()
     assert [(i.name, i.status, i.shape) for i in res.inputs] == [
         ("b", "shape-mismatch", (3, 1))], res.report()
+
+
+# -- a flag is handed to the forward as given --------------------------------------------------
+class _Dropout:
+    """``forward(x, training)`` testing ``training is True``: a 0-d array would take the
+    inference branch and leave the mask of an earlier call."""
+
+    def __init__(self, bug=""):
+        self.mask, self.bug = 0, bug
+
+    def forward(self, x, training):
+        if training is True:
+            self.mask = (np.random.default_rng(158).random(x.shape) < 0.5) / 0.5
+            return x * self.mask
+        return x
+
+    def backward(self, g):
+        return self.mask * g if not self.bug else g
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-mask", ["x0"])])
+def test_a_training_flag_reaches_the_forward_as_given(bug, failing):
+    x = np.random.default_rng(159).standard_normal((3, 4))
+    res = gradcheck.check_layer(_Dropout(bug), x, True)
+    _expect(res, failing)
+    assert res.inputs[1].status == "skipped", res.report()
+
+
+# -- a base class's stubs give way to methods of other names ----------------------------------
+class _Module:
+    def __call__(self, x):
+        return self.forward(x)
+
+    def forward(self, x):
+        pass
+
+    def backward(self, g):
+        pass
+
+
+class _SoftmaxLoss(_Module):
+    """``forloss(x, y)`` and ``backloss()`` beside the base class's do-nothing pair."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forloss(self, x, y):
+        e = np.exp(x - x.max())
+        self.s, self.y = e / e.sum(), y
+        return float(-(np.log(self.s) * y).sum())
+
+    def backloss(self):
+        return (self.s - self.y) * (len(self.y) if self.bug else 1)
+
+
+class _DropFor(_Module):
+    """``fordrop(x, training)`` beside its own ``backward`` and the base class's stub."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def fordrop(self, x, training):
+        self.mask = np.random.default_rng(160).random(x.shape) < 0.5 if training else 1
+        return x * self.mask
+
+    def backward(self, g):
+        return g * self.mask if not self.bug else g
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("times-n", ["x0"])])
+def test_a_loss_pair_of_other_names_beside_base_stubs(bug, failing):
+    rng = np.random.default_rng(161)
+    x, y = rng.standard_normal(5), np.eye(5)[2]
+    res = gradcheck.check_layer(_SoftmaxLoss(bug), x, y, wrt=["x0"])
+    _expect(res, failing)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-mask", ["x0"])])
+def test_a_forward_of_another_name_beside_a_base_stub(bug, failing):
+    x = np.random.default_rng(162).standard_normal((3, 4))
+    _expect(gradcheck.check_layer(_DropFor(bug), x, True), failing)
+
+
+# -- parameters a torch-like module serves by name are named as the user reads them -----------
+class _Parameter:
+    def __init__(self, data):
+        self.data, self.grad = data, np.zeros_like(data)
+
+
+class _TorchLike:
+    """``__setattr__`` files parameters in ``self._parameters``; ``__getattr__`` serves
+    them back as ``layer.W``."""
+
+    def __init__(self, bug=""):
+        object.__setattr__(self, "_parameters", {})
+        self.W = _Parameter(np.random.default_rng(163).standard_normal((3, 2)))
+        self.bug = bug
+
+    def __setattr__(self, name, value):
+        if isinstance(value, _Parameter):
+            self._parameters[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        params = self.__dict__.get("_parameters", {})
+        if name in params:
+            return params[name]
+        raise AttributeError(name)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W.data
+
+    def backward(self, d):
+        self.W.grad += self.x.T @ d / (len(d) if self.bug else 1)
+        return d @ self.W.data.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("1/N", ["W"])])
+def test_parameters_served_by_getattr_are_named_as_read(bug, failing):
+    x = np.random.default_rng(164).standard_normal((5, 3))
+    res = gradcheck.check_layer(_TorchLike(bug), x)
+    _expect(res, failing)
+    assert [i.name for i in res.inputs] == ["x0", "W"], res.report()
+    assert gradcheck.check_layer(_TorchLike(bug), x, wrt=["W"]).passed == (not bug)
+
+
+# -- cells built anew by every forward, sharing the layer's parameters ------------------------
+class _Cell:
+    def __init__(self, W):
+        self.params, self.grads = [W], [np.zeros_like(W)]
+
+    def forward(self, x):
+        self.x, self.y = x, np.tanh(x @ self.params[0])
+        return self.y
+
+    def backward(self, dy):
+        dz = dy * (1 - self.y ** 2)
+        self.grads[0][...] = self.x.T @ dz
+        return dz @ self.params[0].T
+
+
+class _TimeCell:
+    """A new ``_Cell(*self.params)`` per step and per forward (a recurrent layer's
+    ``TimeRNN``): the cells' zero ``grads`` buffers are no weights drawn in the forward."""
+
+    def __init__(self, bug=""):
+        W = np.random.default_rng(165).standard_normal((3, 3))
+        self.params, self.grads, self.layers, self.bug = [W], [np.zeros_like(W)], None, bug
+
+    def forward(self, xs):
+        self.layers, out = [], np.empty(xs.shape[:2] + (self.params[0].shape[1],))
+        for t in range(xs.shape[1]):
+            cell = _Cell(*self.params)
+            out[:, t] = cell.forward(xs[:, t])
+            self.layers.append(cell)
+        return out
+
+    def backward(self, dout):
+        g, dxs = 0, np.empty(dout.shape[:2] + (self.params[0].shape[0],))
+        for t, cell in enumerate(self.layers):
+            dxs[:, t] = cell.backward(dout[:, t])
+            g = g + cell.grads[0] if not (self.bug and t == 0) else g  # first step lost
+        self.grads[0][...] = g
+        return dxs
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("lost", ["params[0]"])])
+def test_cells_built_by_every_forward_sharing_the_parameters(bug, failing):
+    xs = np.random.default_rng(166).standard_normal((2, 3, 3))
+    _expect(gradcheck.check_layer(_TimeCell(bug), xs), failing)
+
+
+# -- backward(output_error, batch_size): given the batch size ----------------------------------
+class _MeanDense:
+    """Stores the gradients of the batch's mean loss (``/ batch_size``) and returns the
+    input's of the sum: its parameters' gradients fail by an extra 1/N; its twin, with
+    every gradient of the sum, passes but for the planted bug."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(167)
+        self.weights, self.biases, self.bug = rng.standard_normal((3, 2)), np.zeros(2), bug
+
+    def forward(self, x):
+        self.last_input = x
+        return x @ self.weights + self.biases
+
+    def backward(self, output_error, batch_size):
+        n = 1 if self.bug else batch_size
+        self.w_grad = self.last_input.T @ output_error / n
+        self.b_grad = output_error.sum(0) / n * (2 if self.bug == "b" else 1)
+        return output_error @ self.weights.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", ["weights", "biases"]), ("b", ["biases"])])
+def test_a_batch_size_argument_is_given_the_batch_size(bug, failing):
+    x = np.random.default_rng(168).standard_normal((4, 3))
+    res = gradcheck.check_layer(_MeanDense(bug), x)
+    _expect(res, failing)
+    if not bug:  # (the twin's ignores it: called with 1.0)
+        assert any("batch size, 4" in n for n in res.notes), res.notes
+        assert "1/4" in res.inputs[1].hint, res.report()
+
+
+# -- stored names that abbreviate their arrays' ------------------------------------------------
+class _Shortcut:
+    """``b_grad`` for ``biases`` and ``projection_b_grad`` for ``projection_biases``, of
+    one shape: only the names, word by word, pair them."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(169)
+        self.biases, self.projection_biases = rng.standard_normal(3), rng.standard_normal(3)
+        self.bug = bug
+
+    def forward(self, x):
+        self.t = np.tanh(x + self.biases)
+        return self.t + 2 * (x + self.projection_biases)
+
+    def backward(self, g):
+        dt = g * (1 - self.t ** 2)
+        self.b_grad = dt.sum(0)
+        self.projection_b_grad = 2 * g.sum(0) * (0.5 if self.bug else 1)
+        return dt + 2 * g
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["projection_biases"])])
+def test_stored_names_abbreviating_their_arrays_pair_with_them(bug, failing):
+    x = np.random.default_rng(170).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_Shortcut(bug), x), failing)
+
+
+def test_an_abbreviation_of_two_arrays_pairs_with_neither():
+    class Two:
+        def __init__(self):
+            rng = np.random.default_rng(171)
+            self.wq, self.wk = rng.standard_normal(3), rng.standard_normal(3)
+
+        def forward(self, x):
+            return x * self.wq + x * self.wk
+
+        def backward(self, g):
+            self.dw = g.sum(0)  # whose? no name says
+            return g * (self.wq + self.wk)
+
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(Two(), np.random.default_rng(172).standard_normal((4, 3)))
+
+
+# -- check_elementwise of a loss: f returns a scalar; told to use check_grad ------------------
+def test_check_elementwise_of_a_scalar_loss_points_to_check_grad():
+    def mse(y, p):
+        return np.mean((y - p) ** 2)
+
+    def mse_prime(y, p):
+        return 2 * (p - y) / len(y)
+
+    rng = np.random.default_rng(173)
+    y, p = rng.standard_normal(5), rng.standard_normal(5)
+    res = gradcheck.check_elementwise(mse, mse_prime, y, p, wrt=1)
+    assert res.status == "bad-protocol" and "check_grad(f, df" in res.message, res.report()
+    assert gradcheck.check_grad(lambda q: mse(y, q), lambda q: mse_prime(y, q), p).passed
+
+
+# -- an abbreviated stored gradient of the wrong shape; the error names every parameter -------
+class _Linear2D:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(174)
+        self.weights, self.bias, self.bug = rng.standard_normal((3, 2)), np.zeros(2), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weights + self.bias
+
+    def backward(self, g):
+        self.w_grad = self.x.T @ g
+        self.b_grad = g if self.bug else g.sum(0)  # the twin sums over no axis
+        return g @ self.weights.T
+
+
+@pytest.mark.parametrize("bug", ["", "unsummed"])
+def test_an_abbreviated_gradient_of_the_wrong_shape_is_a_shape_mismatch(bug):
+    x = np.random.default_rng(175).standard_normal((5, 3))
+    res = gradcheck.check_layer(_Linear2D(bug), x)
+    if not bug:
+        assert res.passed, res.report()
+        return
+    assert res.status == "shape-mismatch" and "b_grad" in res.message, res.report()
+    assert [(i.name, i.status) for i in res.inputs] == [("bias", "shape-mismatch")]
+
+
+def test_the_error_for_a_gradient_not_found_names_every_parameter():
+    class Unnamed(_Linear2D):
+        def backward(self, g):
+            self.w_grad = self.x.T @ g
+            self.mystery = g.sum(0) * 1.0  # of bias's shape beside w_grad: no name says
+            self.other = g.sum(0) * 2.0
+            return g @ self.weights.T
+
+    with pytest.raises(gradcheck.LayerConventionError) as err:
+        gradcheck.check_layer(Unnamed(), np.random.default_rng(176).standard_normal((5, 3)))
+    text = str(err.value)
+    assert "params={'weights': 'weights', 'bias': 'bias'}" in text, text
+    assert "grads={'weights': 'w_grad', 'bias': '...'}" in text, text

@@ -111,7 +111,9 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
         if y.shape != np.shape(xs[k]):
             raise ProtocolError("bad-protocol", f"f returned shape {y.shape} for an argument of "
                                 f"shape {np.shape(xs[k])}: not an element-wise function; "
-                                "check it with check_vjp")
+                                "check it with check_vjp" + (
+                                    " (a loss returning a scalar, with its gradient: "
+                                    "check_grad(f, df, *args))" if y.shape == () else ""))
         return y, point
 
     def bwd(dy: Any, xs: list[Any]) -> list[Any]:

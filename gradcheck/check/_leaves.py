@@ -115,6 +115,10 @@ def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inpu
     owner = _leaf_owners(inputs, keys)
     prep = _Inputs(tree, [None] * len(raw), isinstance(inputs, dict), owner=owner)
     for i, (leaf, name) in enumerate(zip(raw, tree.names, strict=True)):
+        if isinstance(leaf, (bool, int, np.bool_, np.integer)) and owner[i] in chosen:
+            prep.leaves[i] = leaf  # a flag or a count, as given: ``training is True``
+            prep.ints.append(i)
+            continue
         if owner[i] not in chosen:
             prep.leaves[i] = _private_copy(leaf)
             prep.consts.append(i)

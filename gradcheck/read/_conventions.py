@@ -459,6 +459,12 @@ class Conventions:
             return grads  # the core names what is wrong
         if n == 1:
             return (grads,)
+        return self._one_array(grads)
+
+    def _one_array(self, grads: Any) -> Any:
+        """One array returned for several inputs: the wrt input's, the only float
+        array's, or the only one of its shape (the others constants); else an error."""
+        n, wanted = self._n, self._wanted
         if wanted is not None and len(wanted) == 1:
             self._note(f"backward returned one array: read as the gradient of the wrt input "
                        f"{wanted[0]}")

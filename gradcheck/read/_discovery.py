@@ -216,7 +216,28 @@ def _children(obj: Any) -> list[tuple[Any, Any, bool]]:
                 f"a dict holds float arrays under keys a path cannot name ({bad[0]!r}, "
                 f"{type(bad[0]).__name__}): key them by strings, ints or tuples of them")
         return [(_plain(k), v, False) for k, v in obj.items() if _key(k)]
-    return [(k, v, True) for k, v in _attrs(obj).items()]
+    attrs = _attrs(obj)
+    served = _served(obj, attrs)
+    return [(k, v, True) for k, v in attrs.items() if k not in served] + [
+        (k, v, True) for d in served.values() for k, v in d.items()]
+
+
+def _served(obj: Any, attrs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The private dicts whose every item the object's ``__getattr__`` serves as an
+    attribute of its key (a torch-like module's ``_parameters``: ``layer.W``): their
+    items are named as the user reads them, ``W``, not ``_parameters['W']``."""
+    if not hasattr(type(obj), "__getattr__"):
+        return {}
+    return {name: v for name, v in attrs.items() if name.startswith("_") and isinstance(
+        v, dict) and v and all(isinstance(k, str) and k.isidentifier() and k not in attrs
+                               for k in v) and _serves(obj, v)}
+
+
+def _serves(obj: Any, d: dict[str, Any]) -> bool:
+    try:
+        return all(getattr(obj, k) is item for k, item in d.items())
+    except Exception:  # noqa: BLE001 - a __getattr__ of its own raising: not served
+        return False
 
 
 def _key(k: Any, inner: bool = False) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, walk
-from ._observe import last_name, parent_of, same_but_unit, unmangled
+from ._observe import grad_stem, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "by_affix", "by_attribute", "by_place", "flat_return", "paired", "split_flat"]
@@ -166,6 +166,58 @@ def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray],
               if same_but_unit(np.shape(v), np.shape(params[p]))]  # (a grads list, a gamma_m:
     # which one is the gradient, no affix says)
     return {} if rivals else fit
+
+
+def by_layout(params: dict[str, Any], left: dict[str, np.ndarray], returned: list[np.ndarray]
+              ) -> tuple[dict[str, str], list[str]]:
+    """``param path -> stored path`` for the arrays no name of theirs paired, and notes:
+    :func:`by_place`, then :func:`by_affix`, then :func:`by_abbreviation`; what each
+    pairs is taken out of ``left``, the stored candidates."""
+    got: dict[str, str] = {}
+    notes: list[str] = []
+    for how, why in ((by_place, "a list of the same shapes, item by item"),
+                     (lambda p, c: by_affix(p, c, returned),
+                      "the same affix beside every such array's name"),
+                     (by_abbreviation, "")):
+        for path, c in how({p: a for p, a in params.items() if p not in got}, left).items():
+            got[path] = c
+            left.pop(c)
+            if why:
+                notes.append(f"the gradient of {path} is what the backward stored in {c} "
+                             f"({why})")
+    return got, notes
+
+
+def abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` abbreviates ``long`` word by word (``projection_b`` for
+    ``projection_biases``)."""
+    s, w = short.split("_"), long.split("_")
+    return short != long and len(s) == len(w) and all(
+        a and b.startswith(a) for a, b in zip(s, w, strict=True))
+
+
+def by_abbreviation(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, str]:
+    """``param path -> stored path`` when the stored name, less its gradient affix,
+    abbreviates the array's name word by word (``b_grad`` for ``biases``,
+    ``projection_w_grad`` for ``projection_weights``), beside it and of its shape; one
+    to one (``dW`` abbreviating ``Wq`` and ``Wk`` alike pairs with neither); only where
+    the shape does not pair it alone."""
+    def beside(p: str, a: Any, among: dict[str, Any]) -> list[str]:
+        return [c for c, v in among.items() if parent_of(c) == parent_of(p) and (
+            np.shape(v) == np.shape(a) or same_but_unit(np.shape(v), np.shape(a)))]
+
+    pairs = {}
+    for p, a in params.items():
+        if beside(p, a, params) == [p] and len(beside(p, a, cands)) == 1:
+            continue  # its shape alone pairs it, as match_stored says
+        name = last_name(p).lstrip("_").lower()
+        fits = [c for c, v in cands.items() if parent_of(c) == parent_of(p) and (
+            np.shape(v) == np.shape(a) or same_but_unit(np.shape(v), np.shape(a)))
+                and abbreviates(grad_stem(last_name(c)), name)]
+        if len(fits) == 1:
+            pairs[p] = fits[0]
+    taken = list(pairs.values())
+    return {p: c for p, c in pairs.items() if taken.count(c) == 1}
 
 
 def by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any

@@ -98,6 +98,7 @@ from ._second import second_places
 from ._slot import slot_style
 from ._step import takes_a_step
 from ._tokens import spread_cache
+from ._told import observed_error
 
 __all__ = ["discover"]
 
@@ -411,7 +412,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     left = [p for p in moving if p not in {q.value for q in observed}]
     if left:
         misshapen_param(left, base, cands, first, claimed=grads)
-        raise _observed_error(layer, left, first, cands)
+        raise observed_error(layer, left, first, cands, found)
     _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
                  claimed=frozenset(g for p in found for g in (p.grad, p.value)
                                    if isinstance(g, str)))  # (a step moves the weights)
@@ -548,24 +549,6 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
                 f"gradient: {describe(unread)}"
                 if unread else "") + "); return the input gradient, or name "
             "what to check with wrt= (the parameters alone: wrt=['W', 'b'], by their names)"))
-
-
-def _observed_error(layer: Any, left: list[str], first: Any,
-                    cands: dict[str, np.ndarray]) -> LayerConventionError:
-    arrays = describe({p: try_path(first.init, p) for p in left})
-    ret = first.ret
-    shown = ("None" if ret is None else type(ret).__name__ if not isinstance(
-        ret, np.ndarray) else f"an array {ret.shape}")
-    if isinstance(ret, (tuple, list)):
-        shown += " of " + ", ".join(f"{type(r).__name__}" + (
-            f" {r.shape}" if isinstance(r, np.ndarray) else "") for r in ret)
-    return LayerConventionError(
-        f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was found "
-        f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
-        f" and stored {describe(cands) or 'no other array'}. Name them: check_layer(layer, "
-        f"x, params={{{left[0]!r}: {left[0]!r}}}, grads={{{left[0]!r}: '...'}}) (paths "
-        "like \"params['W']\" or callables layer -> array); params={} checks the input "
-        "gradients only.")
 
 
 def _constant_scalars(layer: Any, found: list[Param]) -> str:

@@ -21,6 +21,7 @@ a layer is read by watching it:
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
 from typing import Any
@@ -30,7 +31,8 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grads_holder",
+__all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grad_stem",
+           "grads_holder",
            "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored", "unit_note"]
 
@@ -55,12 +57,36 @@ def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> lis
              and not re.match(r"_*test", n, re.I)  # a test helper (test_pool_forward)
              and callable(getattr(layer, n, None))
              and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
-             and _short_paired(layer, n)]
+             and _short_paired(layer, n)
+             and not (pattern is _FORWARD and does_nothing(getattr(layer, n)))]  # a stub
     if private:
         return names
-    if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer):
+    if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer) and not (
+            _base_stub(layer)):
         names.append("__call__")
     return names
+
+
+def does_nothing(method: Any) -> bool:
+    """Whether a method's body does nothing (``pass``, a docstring, ``return None``): a
+    base class's stub (``def forward(self, x): pass``), which its subclasses may leave
+    for methods of other names (``forloss``, ``fordrop``)."""
+    code = getattr(getattr(method, "__func__", method), "__code__", None)
+    if code is None:
+        return False
+    return all(i.opname in ("RESUME", "NOP", "RETURN_VALUE", "CACHE") or (
+        i.opname in ("LOAD_CONST", "RETURN_CONST") and i.argval is None)
+        for i in dis.get_instructions(code))
+
+
+def _base_stub(layer: Any) -> bool:
+    """Whether ``forward`` does nothing and ``__call__`` comes from the class that defines
+    it (the base class's dispatcher to the stub)."""
+    f = getattr(type(layer), "forward", None)
+    if f is None or not does_nothing(f):
+        return False
+    home = [c for c in type(layer).__mro__ if "forward" in vars(c)][0]
+    return "__call__" in vars(home)
 
 
 def _short_paired(layer: Any, name: str) -> bool:
@@ -136,7 +162,8 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     f = forward if forward is not None else "forward" if has("forward") else None
     stub = forward is None and f == "forward" and bool(inputs) and _stub_beside_call(
         layer, len(inputs))  # a base class's forward(self): pass beside a real __call__(x)
-    f = "__call__" if stub else f
+    f = "__call__" if stub else None if forward is None and f and does_nothing(
+        layer.forward) else f  # a stub beside methods of other names (forloss)
     b = backward if backward is not None else "backward" if has("backward") else None
     for given, what in ((forward, "forward"), (backward, "backward")):
         if given is not None and not has(given):
@@ -510,6 +537,11 @@ def unit_note(name: str, a: tuple[int, ...], b: tuple[int, ...]) -> str:
         return (head + f"; an in-place update of {name} by it raises, and "
                 f"`{name} = {name} - lr * grad` makes {name} of shape {tuple(a)})")
     return head + ", and it broadcasts in an update)"
+
+
+def grad_stem(name: str) -> str:
+    """A stored name less its gradient affix, in lower case (``b_grad``: ``b``)."""
+    return _GRAD_AFFIX.sub("", name.lstrip("_")).lower()
 
 
 def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.ndarray]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._flat import by_affix, by_attribute, by_place, paired
+from ._flat import by_attribute, by_layout, paired
 from ._lists import param_lists, properties
 from ._observe import (
     backward_named,
@@ -44,7 +44,7 @@ from ._slot import SLOT, slot_style, through_slot
 from ._tokens import BUT_LAST, CACHED, DY, SELF, SINK, give_sinks
 from ._watch import runs_forward, watched
 
-__all__ = ["CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
+__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
            "order_text", "output_path", "probe", "read_output", "split_return", "unchanged"]
 
@@ -181,6 +181,7 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
+            else batch_size(xs) if k == BATCH
             else out[-1] if k == CACHED else None if k == SINK else obj if k == SELF else dy[
                 int(k[len(DY):-1])]
             if isinstance(k, str) and k.startswith(DY) else get_path(obj, k) for k in order]
@@ -264,6 +265,14 @@ class Probe:
     ret: Any  # what the backward returned
     stored: dict[str, np.ndarray]  # what the backward stored: path -> array
     notes: list[str] = field(default_factory=list)
+
+
+#: A backward's batch-size argument in an ``order``: given the first input's length.
+BATCH = "<batch>"
+
+
+def batch_size(xs: list[Any]) -> int:
+    return next((len(x) for x in xs if isinstance(x, np.ndarray) and x.ndim), 1)
 
 
 #: A backward's step-size argument in an ``order`` (style ``"step"``): given 1.0.
@@ -550,18 +559,9 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         if g is not None:
             got_p[path] = g
             left.pop(g)
-    notes = []
-    for path, c in by_place({p: a for p, a in params.items() if p not in got_p}, left).items():
-        got_p[path] = c
-        left.pop(c)
-        notes.append(f"the gradient of {path} is what the backward stored in {c} (a list "
-                     "of the same shapes, item by item)")
-    for path, c in by_affix({p: a for p, a in params.items() if p not in got_p}, left,
-                            [r for r in leaves(returned) if isinstance(r, np.ndarray)]).items():
-        got_p[path] = c
-        left.pop(c)
-        notes.append(f"the gradient of {path} is what the backward stored in {c} (the "
-                     "same affix beside every such array's name)")
+    laid, notes = by_layout({p: a for p, a in params.items() if p not in got_p}, left,
+                            [r for r in leaves(returned) if isinstance(r, np.ndarray)])
+    got_p.update(laid)
     wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]

@@ -30,8 +30,8 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
     gradient for (one it stored under their name, or a
     step it took on them)."""
     made = {p: a for p, a in float_arrays(first.init).values()
-            if p not in known and p != proto.out_path
-            and not any(a is x or copy_of(a, x) for x in first.xs)}
+            if p not in known and p != proto.out_path and np.any(a)  # (zeros: a buffer
+            and not any(a is x or copy_of(a, x) for x in first.xs)}  # for a gradient)
     graded = [p for p, a in made.items()
               if p in proto.stepped or grad_of(p, a.shape, first.stored) is not None]
     if not graded or proto.draws is None:

@@ -6,6 +6,7 @@ parameter's gradient is read as minus its change.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -23,9 +24,12 @@ from ._discovery import (
 from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone
-from ._reading import STEP, forward_output, leaves, read_output
+from ._reading import BATCH, STEP, batch_size, forward_output, leaves, read_output
 
 __all__ = ["SCALAR", "takes_a_step"]
+
+#: An argument named as the number of samples (``backward(output_error, batch_size)``).
+_BATCH = re.compile(r"batch_?size|batch|bs|n_?samples|num_?samples|n_?batch", re.I)
 
 #: The key of a float scalar's change among the arrays' in what :func:`_stepped` saw.
 SCALAR = "<scalar>"
@@ -61,6 +65,11 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if _reads_a_step(proto, xs, names[1]):
         return True
     proto.order = saved
+    if proto.style == "one" and _BATCH.fullmatch(names[1]) and proto.layer is not None:
+        proto.style, proto.order = "inputs", [None, BATCH]  # backward(dout, batch_size)
+        proto.note(f"backward's argument {names[1]} is given the batch size, "
+                   f"{batch_size(xs)} (the length of the first input)")
+        return True
     return False
 
 

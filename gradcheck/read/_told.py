@@ -1,0 +1,38 @@
+"""What the plainest call says when it cannot read a layer: what it observed (what the
+backward returned and stored, with shapes) and the keywords that fix it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._discovery import LayerConventionError, Param, try_path
+from ._reading import describe
+
+__all__ = ["observed_error"]
+
+
+def observed_error(layer: Any, left: list[str], first: Any,
+                   cands: dict[str, np.ndarray], found: list[Param]) -> LayerConventionError:
+    """What the plainest call says of arrays the output depends on with no gradient
+    found (``left``): what the backward returned and stored, and the keywords that name
+    every parameter, those found (``found``) too: ``params=`` replaces them."""
+    arrays = describe({p: try_path(first.init, p) for p in left})
+    ret = first.ret
+    shown = ("None" if ret is None else type(ret).__name__ if not isinstance(
+        ret, np.ndarray) else f"an array {ret.shape}")
+    if isinstance(ret, (tuple, list)):
+        shown += " of " + ", ".join(f"{type(r).__name__}" + (
+            f" {r.shape}" if isinstance(r, np.ndarray) else "") for r in ret)
+    pairs = {p.value: p.grad for p in found if isinstance(p.value, str) and isinstance(
+        p.grad, str)} | {p: "..." for p in left}
+    named = ", ".join(f"{p!r}: {p!r}" for p in pairs)
+    graded = ", ".join(f"{p!r}: {g!r}" for p, g in pairs.items())
+    return LayerConventionError(
+        f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was found "
+        f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
+        f" and stored {describe(cands) or 'no other array'}. Name every parameter to check "
+        f"(params= replaces what was found): check_layer(layer, x, params={{{named}}}, "
+        f"grads={{{graded}}}) (paths like \"params['W']\" or callables layer -> array); "
+        "params={} checks the input gradients only.")
