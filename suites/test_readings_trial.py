@@ -436,3 +436,129 @@ def test_the_error_for_a_gradient_not_found_names_every_parameter():
     text = str(err.value)
     assert "params={'weights': 'weights', 'bias': 'bias'}" in text, text
     assert "grads={'weights': 'w_grad', 'bias': '...'}" in text, text
+
+
+# -- forward with backprop beside timestep_forward with timestep_backprop ----------------------
+class _TwoModes:
+    """The plain pair (``forward``, ``backprop``) beside a per-step pair."""
+
+    def __init__(self, bug=""):
+        self.W, self.bug = np.random.default_rng(177).standard_normal(4), bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x) * self.W
+
+    def backprop(self, d):
+        self.dW = (d * np.tanh(self.x)).sum(0)
+        return d * self.W * (1 - np.tanh(self.x) ** (1 if self.bug else 2))
+
+    def timestep_forward(self, x):
+        return self.forward(x)
+
+    def timestep_backprop(self, d):
+        return self.backprop(d)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("tanh", ["x0"])])
+def test_the_plain_pair_is_taken_beside_a_per_step_pair(bug, failing):
+    x = np.random.default_rng(178).standard_normal((3, 4))
+    _expect(gradcheck.check_layer(_TwoModes(bug), x), failing)
+
+
+# -- an embedding whose backward returns dW: token ids are no input to differentiate ---------
+class _Embedding:
+    def __init__(self, bug=""):
+        self.W, self.bug = np.random.default_rng(179).standard_normal((7, 4)), bug
+
+    def forward(self, idx):
+        self.idx = idx
+        return self.W[idx]
+
+    def backward(self, d_out):
+        dW = np.zeros_like(self.W)
+        if self.bug:
+            dW[self.idx] = d_out  # repeated ids: only the last one counts
+        else:
+            np.add.at(dW, self.idx, d_out)
+        return dW
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("assign", ["W"])])
+def test_an_embedding_backward_returning_its_weights_gradient(bug, failing):
+    res = gradcheck.check_layer(_Embedding(bug), np.array([1, 3, 1, 5, 0]))
+    _expect(res, failing)
+    assert any("read as W's gradient" in n for n in res.notes), res.notes
+
+
+def test_a_plural_is_no_abbreviation():
+    """``dh`` (4,) beside a state ``hs`` (6, 4) the output depends on: not its gradient of
+    the wrong shape (a ``shape-mismatch`` blaming a correct layer)."""
+    class Rnn:
+        def __init__(self):
+            self.w, self.hs = np.random.default_rng(180).standard_normal((3, 4)), np.ones((6, 4))
+
+        def forward(self, x):
+            self.x = x
+            return np.tanh(x @ self.w) + self.hs[0]
+
+        def backward(self, g):
+            t = np.tanh(self.x @ self.w)
+            self.dw = self.x.T @ (g * (1 - t ** 2))
+            self.dh = g.sum(0)
+            return (g * (1 - t ** 2)) @ self.w.T
+
+    try:
+        res = gradcheck.check_layer(Rnn(), np.random.default_rng(181).standard_normal((5, 3)))
+    except gradcheck.LayerConventionError:
+        return
+    assert res.status != "shape-mismatch", res.report()
+
+
+# -- a step size held in a dict: self.config['learning_rate'] ---------------------------------
+class _ConfigStep:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(182)
+        self.gamma, self.beta = 1 + 0.3 * rng.standard_normal(4), rng.standard_normal(4)
+        self.config, self.bug = {"learning_rate": 0.01, "momentum": 0.9}, bug
+
+    def forward(self, z):
+        self.z = z
+        return self.gamma * np.tanh(z) + self.beta
+
+    def backward(self, da):
+        dgamma = np.sum(da * np.tanh(self.z), axis=0)
+        dbeta = np.sum(da, axis=0) / (len(da) if self.bug else 1)
+        dz = da * self.gamma * (1 - np.tanh(self.z) ** 2)
+        self.gamma -= self.config["learning_rate"] * dgamma
+        self.beta -= self.config["learning_rate"] * dbeta
+        return dz
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("1/n", ["beta"])])
+def test_a_step_size_held_in_a_dict(bug, failing):
+    z = np.random.default_rng(183).standard_normal((6, 4))
+    res = gradcheck.check_layer(_ConfigStep(bug), z)
+    _expect(res, failing)
+    assert any("config['learning_rate'] is the step size" in n for n in res.notes), res.notes
+
+
+# -- backward(dZ, x): a stored gradient not linear in dZ is a bug, not a loss reading --------
+class _AffineAgain:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(184)
+        self.W, self.b, self.bug = rng.standard_normal((3, 3)), rng.standard_normal(3), bug
+
+    def forward(self, x):
+        return x @ self.W + self.b
+
+    def backward(self, dZ, x):
+        self.db = dZ.sum(axis=0)
+        self.dW = x.T @ (dZ * dZ if self.bug else dZ)  # the twin's is quadratic in dZ
+        return dZ @ self.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("square", ["W"])])
+def test_a_stored_gradient_not_linear_in_the_output_gradient_is_blamed_alone(bug, failing):
+    x = np.random.default_rng(185).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_AffineAgain(bug), x), failing)

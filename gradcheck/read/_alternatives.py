@@ -21,14 +21,24 @@ from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
-from ._reading import EACH, FIRST, OUTPUT, gives_something, leaves, linear, probe, unchanged
+from ._reading import (
+    EACH,
+    FIRST,
+    OUTPUT,
+    Probe,
+    gives_something,
+    leaves,
+    linear,
+    probe,
+    unchanged,
+)
 from ._tokens import CACHED, SELF, SINK, filled, token_orders
 
 _OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the forward's output
 _IN_NAME = re.compile(r"inputs?|in_put", re.I)  # and an input
 
 __all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
-           "returns_cache", "takes_gradient"]
+           "returns_cache", "returns_linear", "takes_gradient"]
 
 
 def each_holds(proto: Protocol, xs: list[Any]) -> bool:
@@ -277,6 +287,18 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]],
     if found and all(unchanged(found[0][1], f) for _, f in found[1:]):
         return found[0][0]  # one order, or several giving the same (leaky relu: x, y)
     return None
+
+
+def returns_linear(a: Probe, b: Probe) -> bool:
+    """Whether ``b``, run with twice the output gradient of ``a``, returned twice what
+    ``a`` did, not all zeros: the argument is an output gradient, whatever it stored (a
+    gradient stored that is not linear in it is a bug the check reports: ``dW = x.T @
+    (dZ * dZ)``)."""
+    ra, rb = ([np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
+               if isinstance(v, np.ndarray | np.generic | float)] for p in (a, b))
+    return bool(ra) and len(ra) == len(rb) and any(np.any(u) for u in ra) and all(
+        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
+            1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(ra, rb, strict=True))
 
 
 def _all_fit(ret: Any, xs: list[Any], layer: Any) -> bool:

@@ -19,7 +19,8 @@ from ._discovery import get_path, is_float_array, walk
 from ._observe import grad_stem, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
-__all__ = ["FLAT", "by_affix", "by_attribute", "by_place", "flat_return", "paired", "split_flat"]
+__all__ = ["FLAT", "abbreviates", "by_abbreviation", "by_affix", "by_attribute", "by_layout",
+           "by_place", "flat_note", "flat_return", "paired", "split_flat", "whole_return"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
 
@@ -80,6 +81,27 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
 def held_of(held: list[tuple[str, Any]], o: tuple[str, Any]) -> Any:
     """The array of ``held`` at the path of owner ``o``."""
     return next(v for p, v in held if p == o[1])
+
+
+def whole_return(wanted: list[int], ret: Any, arrays: dict[str, np.ndarray]
+                 ) -> dict[str, Any]:
+    """``{path: None}`` when the backward returns one float array and the layer has no
+    input to differentiate (token ids): the gradient of the one array the output depends
+    on of its shape (an embedding's ``dW``)."""
+    if wanted or not is_float_array(ret):
+        return {}
+    fits = [p for p, a in arrays.items() if a.shape == ret.shape]
+    return {fits[0]: None} if len(fits) == 1 else {}
+
+
+def flat_note(flat: dict[str, Any]) -> str:
+    """The note saying how :func:`flat_return` or :func:`whole_return` read a return."""
+    if None in flat.values():
+        return (f"backward returns one array and the layer no input to differentiate: read "
+                f"as {next(iter(flat))}'s gradient, the one array of its shape")
+    return ("backward returns one flat tuple, read by the shapes of its items (of one "
+            "shape, in the order the layer holds the arrays): " + ", ".join(
+                f"item {k} is {p}'s gradient" for p, k in flat.items()))
 
 
 def split_flat(ret: Any, keys: dict[str, Any], xs: list[Any]) -> Any:
@@ -190,10 +212,10 @@ def by_layout(params: dict[str, Any], left: dict[str, np.ndarray], returned: lis
 
 def abbreviates(short: str, long: str) -> bool:
     """Whether ``short`` abbreviates ``long`` word by word (``projection_b`` for
-    ``projection_biases``)."""
+    ``projection_biases``; a plural is no abbreviation: ``dh`` is not ``hs``')."""
     s, w = short.split("_"), long.split("_")
     return short != long and len(s) == len(w) and all(
-        a and b.startswith(a) for a, b in zip(s, w, strict=True))
+        a and b.startswith(a) and b != a + "s" for a, b in zip(s, w, strict=True))
 
 
 def by_abbreviation(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, str]:

@@ -185,8 +185,9 @@ class Protocol:
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
         ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned)
         dx, pgrads = ret, None
-        if self.returned is not None and self.returned[0] == FLAT:
-            pgrads, dx = ret, split_flat(ret, self.returned[1], xs)
+        if self.returned is not None and self.returned[0] == FLAT:  # (or one array: None)
+            pgrads, dx = ret, split_flat(ret, self.returned[1], xs) if None not in \
+                self.returned[1].values() else None
         elif self.returned is not None:
             j, _ = self.returned
             pgrads = ret[j]
@@ -205,7 +206,8 @@ class Protocol:
         keys = self.returned[1] if self.returned is not None else {}
         for p, b in zip(self.params, before, strict=True):
             if p.name in keys and pgrads is not None:  # (a loss's backward(): times dy)
-                g = np.array(pgrads[keys[p.name]], copy=True) * (1 if scale is None else scale)
+                g = np.array(pgrads if keys[p.name] is None else pgrads[keys[p.name]],
+                             copy=True) * (1 if scale is None else scale)
             elif (at := p.name if p.name in moved else p.value) in moved:  # a step of
                 g = (moved[at] - np.asarray(get_path(fresh, at))).astype(  # size 1 made:
                     moved[at].dtype)  # its gradient is minus it (w.data of a w object)

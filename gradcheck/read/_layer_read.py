@@ -22,6 +22,7 @@ from ._alternatives import (
     one_dimensional,
     penalty_checked,
     returns_cache,
+    returns_linear,
     takes_gradient,
 )
 from ._conventions import zero_one
@@ -51,7 +52,7 @@ from ._discovery import (
     unmatched,
 )
 from ._feed import fed_by
-from ._flat import FLAT, flat_return
+from ._flat import FLAT, flat_note, flat_return, whole_return
 from ._handed import Handed, attached, find_handed, held_objects
 from ._layer_call import (
     Protocol,
@@ -340,7 +341,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         return given_loss(proto, *spread_cache(proto, run, out))
     try:
         first = run(1.0)
-        if linear(first, run(2.0)):
+        if linear(first, second := run(2.0)) or returns_linear(first, second):
             return first
         why = "its result is not linear in that argument"
     except UserCodeError as exc:
@@ -438,14 +439,13 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
                    f"returns ({', '.join(keys) or 'none'})")
     flat = None if split is not None else flat_return(
         first.ret, proto.layer, first.xs, proto.wanted,
-        arrays | {p: get_path(proto.layer, p) for p in stale if isinstance(p, str)})
+        arrays | {p: get_path(proto.layer, p) for p in stale if isinstance(p, str)}
+        ) or whole_return(proto.wanted, first.ret, arrays)
     if flat:
         mine = {p: k for p, k in flat.items() if p in arrays or p in stale}
         proto.returned = (FLAT, flat)
         out += [Param(p, p, no_grad) for p in mine]
-        proto.note("backward returns one flat tuple, read by the shapes of its items (of one "
-                   "shape, in the order the layer holds the arrays): " + ", ".join(
-                       f"item {k} is {p}'s gradient" for p, k in flat.items()))
+        proto.note(flat_note(flat))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
     got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands, first.ret)
     out += [Param(p, p, g) for p, g in got_p.items()]

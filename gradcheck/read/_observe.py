@@ -139,9 +139,12 @@ def _completed(layer: Any, bwds: list[str]) -> list[str]:
 
 def _forward_alone(layer: Any, fwds: list[str], bwds: list[str]) -> list[str]:
     """``["forward"]``, unless another forward-like method pairs by name with a backward
-    (``forward_pass`` with ``backward_pass``): which pair is meant is then an error."""
+    (``forward_pass`` with ``backward_pass``) and ``forward`` with none of its own:
+    which pair is meant is then an error."""
     rival = _pairs([m for m in fwds if m not in ("forward", "__call__")], bwds)
-    if rival:
+    own = {b for _, b in _pairs(["forward"], bwds)}  # (forward with backprop beside
+    if rival and (not own or own & {b for _, b in rival}):  # timestep_forward with
+        # timestep_backprop: the plain names pair; not forward_prop with that backprop)
         raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward "
                         f"methods apart (forward, or {rival[0][0]} paired by name with "
                         f"{rival[0][1]}); name them: check_layer(layer, x, forward='...', "

@@ -18,6 +18,7 @@ from ._discovery import (
     held_values,
     is_float_array,
     is_float_scalar,
+    steps,
     try_path,
     walk,
 )
@@ -111,11 +112,14 @@ def _holds_float(x: Any) -> bool:
 
 
 def held_floats(layer: Any) -> list[str]:
-    """The floats a layer holds, as ``name``, and those held one object away, as
-    ``owner.name`` (``self.nn.learning_rate``: the step size of the network it is in)."""
+    """The floats a layer holds, as ``name``, those held one object away, as
+    ``owner.name`` (``self.nn.learning_rate``: the step size of the network it is in),
+    and those in a dict it holds, as ``config['learning_rate']``."""
     if not hasattr(layer, "__dict__"):
         return []
     found = [n for n, v in vars(layer).items() if is_float_scalar(v)]
+    found += [f"{n}[{k!r}]" for n, v in vars(layer).items() if isinstance(v, dict)
+              for k, w in v.items() if isinstance(k, str) and is_float_scalar(w)]
     for n, v in vars(layer).items():
         if hasattr(v, "__dict__") and not isinstance(v, (type, np.ndarray)) and not \
                 callable(v) and not hasattr(v, "__path__") and v is not layer:
@@ -124,18 +128,21 @@ def held_floats(layer: Any) -> list[str]:
 
 
 def get_float(obj: Any, path: str) -> Any:
-    """The value at ``name`` or ``owner.name`` (see :func:`held_floats`); None if gone."""
-    for part in path.split("."):
-        obj = getattr(obj, part, None)
-    return obj
+    """The value at ``name``, ``owner.name`` or ``config['name']`` (see
+    :func:`held_floats`); None if gone."""
+    return try_path(obj, path)
 
 
 def set_float(obj: Any, path: str, value: float) -> None:
-    """Set the float at ``name`` or ``owner.name`` (see :func:`held_floats`)."""
-    *owners, last = path.split(".")
-    for part in owners:
-        obj = getattr(obj, part)
-    setattr(obj, last, value)
+    """Set the float at ``name``, ``owner.name`` or ``config['name']`` (see
+    :func:`held_floats`)."""
+    *owners, (kind, last) = steps(path)
+    for k, part in owners:
+        obj = getattr(obj, part) if k == "attr" else obj[part]
+    if kind == "attr":
+        setattr(obj, last, value)
+    else:
+        obj[last] = value
 
 
 def _scalar_stepped(proto: Protocol) -> bool:
