@@ -562,3 +562,118 @@ class _AffineAgain:
 def test_a_stored_gradient_not_linear_in_the_output_gradient_is_blamed_alone(bug, failing):
     x = np.random.default_rng(185).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_AffineAgain(bug), x), failing)
+
+
+# -- a forward storing a zero-padded copy of its input beside its output ----------------------
+class _PaddedConv:
+    """``forward`` returns None and stores ``x_pad`` (the input, zero-padded) and
+    ``output``: the padded copy is the input kept, not a second output."""
+
+    def __init__(self, bug=""):
+        self.k, self.bug = np.random.default_rng(186).standard_normal(3), bug
+
+    def forward(self, x):
+        self.x_pad = np.pad(x, ((0, 0), (1, 1)))
+        n = x.shape[1]
+        self.output = sum(self.k[j] * self.x_pad[:, j:j + n] for j in range(3))
+
+    def backward(self, d):
+        n = d.shape[1]
+        self.dk = np.array([(d * self.x_pad[:, j:j + n]).sum() for j in range(3)])
+        dpad = np.zeros_like(self.x_pad)
+        for j in range(3):
+            dpad[:, j:j + n] += self.k[2 - j if self.bug else j] * d
+        self.dinputs = dpad[:, 1:-1]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("flip", ["x0"])])
+def test_a_padded_copy_of_the_input_is_no_second_output(bug, failing):
+    x = np.random.default_rng(187).standard_normal((2, 5))
+    res = gradcheck.check_layer(_PaddedConv(bug), x)
+    _expect(res, failing)
+    assert any("stores in output" in n for n in res.notes), res.notes
+
+
+# -- check_vjp: a backward taking some of the forward's inputs by their names and dy ---------
+def _affine(X, W, b):
+    return X @ W + b
+
+
+def _affine_back(bug=""):
+    def affine_back(X, dy, W):  # no b: it needs none
+        db = dy.mean(0) if bug else dy.sum(0)
+        return dy @ W.T, X.T @ dy, db
+    return affine_back
+
+
+def _weights_back(bug=""):
+    def linear_backward_weights(X, W, dy, b=None):  # the data's gradient elsewhere
+        return X.T @ dy * (0.5 if bug else 1.0), (None if b is None else dy.sum(0))
+    return linear_backward_weights
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["b"])])
+def test_a_backward_taking_some_inputs_by_name_and_the_gradient(bug, failing):
+    rng = np.random.default_rng(188)
+    xs = [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
+    res = gradcheck.check_vjp(_affine, _affine_back(bug), xs)
+    _expect(res, failing)
+    assert any("inputs X, W again by their names and dy" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["W"])])
+def test_a_weights_only_backward_given_its_optional_input_by_name(bug, failing):
+    rng = np.random.default_rng(189)
+    xs = [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
+    res = gradcheck.check_vjp(_affine, _weights_back(bug), xs)
+    _expect(res, failing)
+    assert [i.status for i in res.inputs][0] == "constant", res.report()
+
+
+# -- from the review of this stop ---------------------------------------------------------------
+def test_one_array_for_three_inputs_is_no_reading_of_the_first():
+    """``dx`` alone for ``(x, W, b)``: a forgotten ``dW`` and ``db``, not two constants."""
+    def f(x, W, b):
+        return np.tanh(x @ W + b)
+
+    def f_back(dy, x, W, b):
+        return (dy * (1 - f(x, W, b) ** 2)) @ W.T
+
+    rng = np.random.default_rng(190)
+    xs = [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
+    assert not gradcheck.check_vjp(f, f_back, xs).passed
+
+
+def test_a_bias_rebuilt_as_zeros_by_every_forward_is_checked():
+    """``self.b = np.zeros(...)`` in the forward: the ``db`` it computes reaches nothing."""
+    class Rebuilt:
+        def __init__(self):
+            self.W = np.random.default_rng(191).standard_normal((3, 2))
+
+        def forward(self, x):
+            self.x, self.b = x, np.zeros(2)
+            return x @ self.W + self.b
+
+        def backward(self, g):
+            self.dW, self.db = self.x.T @ g, g.sum(0)
+            return g @ self.W.T
+
+    res = gradcheck.check_layer(Rebuilt(), np.random.default_rng(192).standard_normal((4, 3)))
+    assert not res.passed and "b" in [i.name for i in res.inputs if not i.passed], res.report()
+
+
+def test_a_loss_backward_refreshing_its_cache_is_no_output_gradient():
+    """``backward(pred, y_true)`` of an MSE with zero targets is linear in ``pred``; the
+    loss it stores again by calling the forward is not: ``pred`` is no output gradient."""
+    class MSE:
+        def forward(self, pred, y_true):
+            self.losses = (pred - y_true) ** 2
+            return self.losses.mean()
+
+        def backward(self, pred, y_true):
+            self.forward(pred, y_true)
+            return 2 * (pred - y_true) / pred.size
+
+    pred = np.random.default_rng(193).standard_normal(6)
+    res = gradcheck.check_layer(MSE(), pred, np.zeros(6))
+    assert res.status != "mismatch", res.report()

@@ -19,7 +19,7 @@ import numpy as np
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
-from ._observe import float_state, positional_names, same_but_unit, stored
+from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import (
     EACH,
@@ -289,16 +289,26 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]],
     return None
 
 
-def returns_linear(a: Probe, b: Probe) -> bool:
+def returns_linear(a: Probe, b: Probe, layer: Any) -> bool:
     """Whether ``b``, run with twice the output gradient of ``a``, returned twice what
-    ``a`` did, not all zeros: the argument is an output gradient, whatever it stored (a
-    gradient stored that is not linear in it is a bug the check reports: ``dW = x.T @
-    (dZ * dZ)``)."""
+    ``a`` did, not all zeros, and what it stored that does not double is named as the
+    gradient of an array ``layer`` holds: the argument is an output gradient, and that
+    gradient's bug the check reports (``dW = x.T @ (dZ * dZ)``); a loss's cache it
+    refreshes (``self.losses``) is no gradient: the argument is then a prediction."""
+    def doubles(u: np.ndarray, v: np.ndarray) -> bool:
+        return u.shape == v.shape and bool(np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
+            1 + float(np.max(np.abs(v), initial=0)))))
+
     ra, rb = ([np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
                if isinstance(v, np.ndarray | np.generic | float)] for p in (a, b))
-    return bool(ra) and len(ra) == len(rb) and any(np.any(u) for u in ra) and all(
-        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
-            1 + float(np.max(np.abs(v), initial=0)))) for u, v in zip(ra, rb, strict=True))
+    if not (ra and len(ra) == len(rb) and any(np.any(u) for u in ra) and all(
+            doubles(u, v) for u, v in zip(ra, rb, strict=True))):
+        return False
+    odd = {k: v for k, v in a.stored.items() if k not in b.stored or not doubles(
+        np.asarray(v, dtype=np.float64), np.asarray(b.stored[k], dtype=np.float64))}
+    held = {p: v for p, v in float_arrays(layer).values()}
+    return all(any(grad_of(p, np.shape(v), {k: odd[k]}) == k for p, v in held.items())
+               for k in odd)
 
 
 def _all_fit(ret: Any, xs: list[Any], layer: Any) -> bool:

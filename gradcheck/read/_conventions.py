@@ -148,6 +148,7 @@ class _Again:
     args: tuple[Any, ...]
     first: bool = False  # the output gradient first: tanh_backward(dA, Z) of tanh(Z)
     settings: dict[str, Any] = field(default_factory=dict)  # by name, after the arrays
+    order: list[int | None] | None = None  # by the forward's names, None the gradient
 
 
 def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> list[int] | None:
@@ -198,6 +199,8 @@ def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndar
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
+
+    _named_back = False  # the backward takes some inputs by their names (_by_names)
 
     def __init__(self, fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
                  wrt: Any) -> None:
@@ -304,6 +307,8 @@ class Conventions:
                        f"the forward's inputs {', '.join(f'{k}' for k in self._after)} "
                        "again by their names: called so")
             return out[0], _With(out[1], args)
+        if (named := self._by_names(out, args)) is not None:
+            return named
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
         held = [k for k, v in enumerate(out) if isinstance(v, (tuple, list, dict))]
@@ -325,6 +330,27 @@ class Conventions:
         self._note(f"forward returned {len(out)} values: read as {len(out) - 1} outputs "
                    "and the cache last")
         return tuple(out[:-1]), out[-1]
+
+    def _by_names(self, out: Any, args: tuple[Any, ...]) -> tuple[Any, _Again] | None:
+        """``(out, cache)`` for a forward returning its output alone whose backward takes
+        some of its inputs by their names and one argument more, the output gradient
+        (``conv_back(X, dy, W)`` of ``conv(X, W, b)``); else None."""
+        if not (self._listed and isinstance(out, np.ndarray) and out.dtype.kind == "f"):
+            return None
+        f_names = (positional_names(self._fwd) or [])[:self._n]
+        b_names = positional_names(self._bwd, required=True) or []
+        odd = [b for b in b_names if b not in f_names]
+        if len(f_names) != self._n or len(b_names) < 2 or len(odd) != 1 or len(
+                set(b_names)) != len(b_names):
+            return None
+        order = [None if b in odd else f_names.index(b) for b in b_names]
+        also = {b: args[f_names.index(b)] for b in (positional_names(self._bwd) or [])[len(
+            b_names):] if b in f_names}  # linear_backward_weights(x, w, dy, bias=None)
+        self._named_back = True
+        self._note(f"the forward returns its output alone and the backward takes the "
+                   f"forward's inputs {', '.join(b for b in b_names if b not in odd)} again "
+                   f"by their names and {odd[0]}, the output gradient: called so")
+        return out, _Again(args, settings=also, order=order)
 
     def first_outputs(self, error: dict[str, str] | None) -> Conventions | None:
         """The same functions read with the backward taking the gradients of the first
@@ -389,8 +415,12 @@ class Conventions:
             grads = map_arrays(self._bwd(cache), lambda g: g * np.asarray(dy).reshape(()))
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):
-            grads = self._bwd(dy, *cache.args, **cache.settings) if cache.first else \
-                self._bwd(*cache.args, dy)
+            if cache.order is not None:
+                grads = self._bwd(*[dy if k is None else cache.args[k] for k in cache.order],
+                                  **cache.settings)
+            else:
+                grads = self._bwd(dy, *cache.args, **cache.settings) if cache.first else \
+                    self._bwd(*cache.args, dy)
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _With):
             again = [cache.args[k] for k in self._after]
@@ -443,8 +473,8 @@ class Conventions:
                            f"those of the floating inputs {self._floating}, in that order "
                            "(the others hold no float array)")
                 return self._spread(grads, self._floating)
-            fit = _in_order(grads, self._inputs, self._floating) if wanted is None and \
-                self._cache_alone else None  # (a loss's: data first, no gradient for it)
+            fit = _in_order(grads, self._inputs, self._floating) if wanted is None and (
+                self._cache_alone or self._named_back) else None  # (data first: none for it)
             if fit is not None:
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the inputs {fit}, the one choice of inputs whose shapes "
@@ -463,7 +493,8 @@ class Conventions:
 
     def _one_array(self, grads: Any) -> Any:
         """One array returned for several inputs: the wrt input's, the only float
-        array's, or the only one of its shape (the others constants); else an error."""
+        array's, or, of two, the second's when of its shape (the first the data); else an
+        error."""
         n, wanted = self._n, self._wanted
         if wanted is not None and len(wanted) == 1:
             self._note(f"backward returned one array: read as the gradient of the wrt input "
@@ -478,12 +509,10 @@ class Conventions:
             self._note(f"backward returned one array: read as the gradient of input "
                        f"{self._floating[0]}, the only one holding a float array")
             return self._spread([grads], self._floating)
-        shaped = [k for k in self._floating if isinstance(self._inputs[k], np.ndarray)
-                  and np.shape(self._inputs[k]) == np.shape(grads)]
-        if wanted is None and len(shaped) == 1:  # conv_backward(x, k, dout) -> dk
+        shaped = _in_order([grads], self._inputs, self._floating) if wanted is None else None
+        if shaped is not None:  # conv_backward(x, k, dout) -> dk: the data left out alone
             self._note(f"backward returned one array for {n} inputs: read as the gradient of "
-                       f"input {shaped[0]}, the only one of its shape (the others are "
-                       "constants)")
+                       f"input {shaped[0]}, of its shape, the first (the data) a constant")
             return self._spread([grads], shaped)
         raise ProtocolError("bad-protocol", f"backward returned one array for {n} inputs; "
                             "return one gradient per input (None for constants), or name "

@@ -341,7 +341,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         return given_loss(proto, *spread_cache(proto, run, out))
     try:
         first = run(1.0)
-        if linear(first, second := run(2.0)) or returns_linear(first, second):
+        if linear(first, second := run(2.0)) or returns_linear(first, second, layer):
             return first
         why = "its result is not linear in that argument"
     except UserCodeError as exc:

@@ -470,10 +470,23 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
                 np.array_equal(old[1], v, equal_nan=True):
             continue
         if copies and old is None and any(
-                x.shape == v.shape and np.array_equal(x, v) for x in kept):
-            continue  # a copy of an input, kept for the backward
+                x.shape == v.shape and np.array_equal(x, v) or _padded(v, x) for x in kept):
+            continue  # a copy of an input, kept for the backward (or zero-padded: impad)
         out[p] = v
     return out
+
+
+def _padded(v: np.ndarray, x: np.ndarray) -> bool:
+    """Whether ``v`` is ``x`` with zeros around it, as many on each side of an axis."""
+    grow = [a - b for a, b in zip(v.shape, x.shape, strict=False)]
+    if v.ndim != x.ndim or not any(grow) or any(g < 0 or g % 2 for g in grow):
+        return False
+    inner = tuple(slice(g // 2, g // 2 + n) for g, n in zip(grow, x.shape, strict=True))
+    if not np.array_equal(v[inner], x):
+        return False
+    rest = v.copy()
+    rest[inner] = 0
+    return not rest.any()
 
 
 # -- which gradient is which -------------------------------------------------------------------

@@ -9,6 +9,7 @@ fails there, where the bug is, instead of passing unseen.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from ._depends import copy_of
 from ._discovery import float_arrays, is_float_array, try_path
 from ._layer_call import Protocol
-from ._observe import grad_of
+from ._observe import grad_of, grad_stem, grads_holder, last_name
 from ._protocol import clone, map_arrays
 from ._reading import forward_output
 
@@ -30,8 +31,8 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
     gradient for (one it stored under their name, or a
     step it took on them)."""
     made = {p: a for p, a in float_arrays(first.init).values()
-            if p not in known and p != proto.out_path and np.any(a)  # (zeros: a buffer
-            and not any(a is x or copy_of(a, x) for x in first.xs)}  # for a gradient)
+            if p not in known and p != proto.out_path and not _buffer(proto, first, p, a)
+            and not any(a is x or copy_of(a, x) for x in first.xs)}
     graded = [p for p, a in made.items()
               if p in proto.stepped or grad_of(p, a.shape, first.stored) is not None]
     if not graded or proto.draws is None:
@@ -59,6 +60,15 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
                    "gradient for them: checked as parameters (the output does not depend "
                    "on the values the layer holds)")
     return out
+
+
+def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:
+    """Whether ``a``, built by the forward, is zeros held under a gradient's name (a
+    recurrent cell's ``grads[1]``, ``dW``), a buffer for a gradient, not a weight (a bias
+    ``b`` rebuilt as zeros by every forward is no buffer), and not stepped."""
+    holder = re.sub(r"(\[[^\[\]]*\])+$", "", p)  # grads[1]: grads
+    return not np.any(a) and p not in proto.stepped and (
+        grads_holder(last_name(holder)) or grad_stem(last_name(p)) != last_name(p).lower())
 
 
 def lost_steps(proto: Protocol, missing: list[str], reaching: set[str]) -> list[str]:
