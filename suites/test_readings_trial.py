@@ -623,11 +623,12 @@ def test_a_backward_taking_some_inputs_by_name_and_the_gradient(bug, failing):
 
 @pytest.mark.parametrize("bug, failing", [("", None), ("half", ["W"])])
 def test_a_weights_only_backward_given_its_optional_input_by_name(bug, failing):
+    """``(dW, db)`` for ``(X, W, b)``: left out by design or forgotten? Without ``wrt=``
+    no reading; with it, a verdict."""
     rng = np.random.default_rng(189)
     xs = [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
-    res = gradcheck.check_vjp(_affine, _weights_back(bug), xs)
-    _expect(res, failing)
-    assert [i.status for i in res.inputs][0] == "constant", res.report()
+    assert gradcheck.check_vjp(_affine, _weights_back(bug), xs).status == "bad-protocol"
+    _expect(gradcheck.check_vjp(_affine, _weights_back(bug), xs, wrt=[1, 2]), failing)
 
 
 # -- from the review of this stop ---------------------------------------------------------------
@@ -677,3 +678,85 @@ def test_a_loss_backward_refreshing_its_cache_is_no_output_gradient():
     pred = np.random.default_rng(193).standard_normal(6)
     res = gradcheck.check_layer(MSE(), pred, np.zeros(6))
     assert res.status != "mismatch", res.report()
+
+
+def test_a_lone_output_with_an_unread_backward_is_told_the_form():
+    def sigmoid(Z):
+        return 1 / (1 + np.exp(-Z))
+
+    def sigmoid_back(delta, A):  # A: the forward's output, which no name says
+        return delta * A * (1 - A)
+
+    z = np.random.default_rng(194).standard_normal(4)
+    res = gradcheck.check_vjp(sigmoid, sigmoid_back, [z])
+    assert res.status == "bad-protocol", res.report()
+    assert "takes (delta, A)" in res.message and "fwd = lambda *a: (f(*a), a)" in res.message
+    fixed = gradcheck.check_vjp(lambda Z: (sigmoid(Z), sigmoid(Z)),
+                                lambda dy, a: (sigmoid_back(dy, a),), [z])
+    assert fixed.passed, fixed.report()
+
+
+def test_a_loss_pair_whose_prediction_is_named_otherwise_is_no_gradient_reading():
+    def mse(y_hat, y):
+        d = y_hat - y
+        return d.T @ d / len(d)
+
+    def mse_grad(y_pred, y):  # y_pred: the prediction, not an output gradient
+        return 2 * (y_pred - y) / len(y_pred)
+
+    rng = np.random.default_rng(195)
+    res = gradcheck.check_vjp(mse, mse_grad, [rng.standard_normal((5, 1)),
+                                              rng.integers(0, 2, (5, 1)).astype(float)])
+    assert res.status != "mismatch", res.report()
+
+
+def test_optimizer_moments_stored_by_a_backward_keep_the_dout_reading():
+    """``backward(dout, x)`` returning ``dout * gamma`` and updating Adam's moments, which
+    are not linear in ``dout``: still a layer's backward, not a loss's."""
+    class Scale:
+        def __init__(self):
+            self.gamma, self.beta = np.random.default_rng(196).standard_normal((2, 4))
+            self.m_gamma, self.v_gamma = np.zeros(4), np.zeros(4)
+
+        def forward(self, x):
+            return x * self.gamma + self.beta
+
+        def backward(self, dout, x):
+            self.dgamma, self.dbeta = (dout * x).sum(0), dout.sum(0)
+            self.m_gamma = 0.9 * self.m_gamma + 0.1 * self.dgamma
+            self.v_gamma = 0.999 * self.v_gamma + 0.001 * self.dgamma ** 2
+            return dout * self.gamma
+
+    res = gradcheck.check_layer(Scale(), np.random.default_rng(197).standard_normal((3, 4)))
+    assert res.passed, res.report()
+
+
+def test_a_bias_rebuilt_as_zeros_under_a_d_name_is_checked():
+    class Rebuilt:
+        def __init__(self):
+            self.W = np.random.default_rng(198).standard_normal((3, 2))
+
+        def forward(self, x):
+            self.x, self.dense_b = x, np.zeros(2)
+            return x @ self.W + self.dense_b
+
+        def backward(self, g):
+            self.dW, self.d_dense_b = self.x.T @ g, g.sum(0)
+            return g @ self.W.T
+
+    res = gradcheck.check_layer(Rebuilt(), np.random.default_rng(199).standard_normal((4, 3)))
+    assert not res.passed and "dense_b" in [i.name for i in res.inputs if not i.passed]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("T", ["x0"])])
+def test_a_padded_output_beside_a_copy_of_the_input(bug, failing):
+    class ZeroPad:
+        def forward(self, x):
+            self.x, self.out = x.copy(), np.pad(x, ((0, 0), (1, 1), (1, 1)))
+
+        def backward(self, d):
+            inner = d[:, 1:-1, 1:-1]
+            self.dinputs = inner.transpose(0, 2, 1) if bug else inner
+
+    x = np.random.default_rng(200).standard_normal((2, 3, 3))
+    _expect(gradcheck.check_layer(ZeroPad(), x), failing)

@@ -19,7 +19,7 @@ import numpy as np
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
-from ._observe import float_state, grad_of, positional_names, same_but_unit, stored
+from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import (
     EACH,
@@ -291,10 +291,11 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]],
 
 def returns_linear(a: Probe, b: Probe, layer: Any) -> bool:
     """Whether ``b``, run with twice the output gradient of ``a``, returned twice what
-    ``a`` did, not all zeros, and what it stored that does not double is named as the
-    gradient of an array ``layer`` holds: the argument is an output gradient, and that
-    gradient's bug the check reports (``dW = x.T @ (dZ * dZ)``); a loss's cache it
-    refreshes (``self.losses``) is no gradient: the argument is then a prediction."""
+    ``a`` did, not all zeros, and what it stored that does not double has the shape of
+    an array ``layer`` holds and of no input: the argument is an output gradient, and
+    such an array a gradient whose bug the check reports (``dW = x.T @ (dZ * dZ)``) or an
+    optimizer's moment (``v_gamma``); a loss's cache it refreshes (``self.losses``, of
+    the prediction's shape) says the argument is a prediction."""
     def doubles(u: np.ndarray, v: np.ndarray) -> bool:
         return u.shape == v.shape and bool(np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
             1 + float(np.max(np.abs(v), initial=0)))))
@@ -306,9 +307,9 @@ def returns_linear(a: Probe, b: Probe, layer: Any) -> bool:
         return False
     odd = {k: v for k, v in a.stored.items() if k not in b.stored or not doubles(
         np.asarray(v, dtype=np.float64), np.asarray(b.stored[k], dtype=np.float64))}
-    held = {p: v for p, v in float_arrays(layer).values()}
-    return all(any(grad_of(p, np.shape(v), {k: odd[k]}) == k for p, v in held.items())
-               for k in odd)
+    held = [np.shape(v) for _, v in float_arrays(layer).values()]
+    inputs = [np.shape(x) for x in a.xs if isinstance(x, np.ndarray)]
+    return all(np.shape(v) in held and np.shape(v) not in inputs for v in odd.values())
 
 
 def _all_fit(ret: Any, xs: list[Any], layer: Any) -> bool:

@@ -309,6 +309,8 @@ class Conventions:
             return out[0], _With(out[1], args)
         if (named := self._by_names(out, args)) is not None:
             return named
+        if isinstance(out, np.ndarray) and (self._required or 0) >= 2:
+            raise ProtocolError("bad-protocol", self._unread())
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
         held = [k for k, v in enumerate(out) if isinstance(v, (tuple, list, dict))]
@@ -331,11 +333,26 @@ class Conventions:
                    "and the cache last")
         return tuple(out[:-1]), out[-1]
 
+    def _unread(self) -> str:
+        """What a forward returning an array alone is told when no reading of its
+        backward's arguments applies: which of them the forward names, and the form."""
+        f_names = positional_names(self._fwd) or []
+        b_names = positional_names(self._bwd, required=True) or []
+        others = [b for b in b_names if b not in f_names]
+        return (f"forward must return (y, cache); it returned ndarray alone, and the backward "
+                f"takes ({', '.join(b_names)}), of which {', '.join(others)} "
+                f"{'is' if len(others) == 1 else 'are'} none of the forward's inputs by name "
+                "(the output gradient? the forward's output? a setting?), which no reading "
+                "can tell; give the protocol's form: fwd = lambda *a: (f(*a), a) and bwd = lambda "
+                "dy, a: f_backward(...) calling it as your code does (the forward's output "
+                "where it takes that: fwd = lambda *a: (f(*a), (f(*a), a)))")
+
     def _by_names(self, out: Any, args: tuple[Any, ...]) -> tuple[Any, _Again] | None:
         """``(out, cache)`` for a forward returning its output alone whose backward takes
         some of its inputs by their names and one argument more, the output gradient
         (``conv_back(X, dy, W)`` of ``conv(X, W, b)``); else None."""
-        if not (self._listed and isinstance(out, np.ndarray) and out.dtype.kind == "f"):
+        if not (self._listed and isinstance(out, np.ndarray) and out.dtype.kind == "f") or \
+                out.size == 1:  # a loss's mse_grad(y_pred, y): the prediction, no gradient
             return None
         f_names = (positional_names(self._fwd) or [])[:self._n]
         b_names = positional_names(self._bwd, required=True) or []
@@ -473,13 +490,19 @@ class Conventions:
                            f"those of the floating inputs {self._floating}, in that order "
                            "(the others hold no float array)")
                 return self._spread(grads, self._floating)
-            fit = _in_order(grads, self._inputs, self._floating) if wanted is None and (
-                self._cache_alone or self._named_back) else None  # (data first: none for it)
+            fit = _in_order(grads, self._inputs, self._floating) if wanted is None and \
+                self._cache_alone else None  # (a loss's: data first, no gradient for it)
             if fit is not None:
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the inputs {fit}, the one choice of inputs whose shapes "
                            "they have in order (the others are constants: data, labels)")
                 return self._spread(grads, fit)
+            if wanted is None and self._named_back:  # by design (the data) or forgotten?
+                raise ProtocolError("bad-protocol", (
+                    f"backward returned {len(grads)} gradient(s) for {n} inputs, taking "
+                    "some of them again by name: which it leaves out by design (the data) "
+                    "and which it forgot cannot be told; name those it returns with wrt= "
+                    "(e.g. wrt=[1, 2])"))
             hint = "" if wanted is not None else (
                 "; if it returns gradients for some inputs only, name them with wrt= "
                 "(e.g. wrt=[0, 1, 2])")

@@ -31,7 +31,7 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grad_stem",
+__all__ = ["adds_leading", "backward_named", "padded", "float_state", "grad_of", "grad_stem",
            "grads_holder",
            "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored", "unit_note"]
@@ -470,13 +470,13 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
                 np.array_equal(old[1], v, equal_nan=True):
             continue
         if copies and old is None and any(
-                x.shape == v.shape and np.array_equal(x, v) or _padded(v, x) for x in kept):
-            continue  # a copy of an input, kept for the backward (or zero-padded: impad)
+                x.shape == v.shape and np.array_equal(x, v) for x in kept):
+            continue  # a copy of an input, kept for the backward
         out[p] = v
     return out
 
 
-def _padded(v: np.ndarray, x: np.ndarray) -> bool:
+def padded(v: np.ndarray, x: np.ndarray) -> bool:
     """Whether ``v`` is ``x`` with zeros around it, as many on each side of an axis."""
     grow = [a - b for a, b in zip(v.shape, x.shape, strict=False)]
     if v.ndim != x.ndim or not any(grow) or any(g < 0 or g % 2 for g in grow):

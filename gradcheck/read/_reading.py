@@ -34,6 +34,7 @@ from ._observe import (
     grad_of,
     grads_holder,
     last_name,
+    padded,
     parent_of,
     positional_names,
     same_but_unit,
@@ -321,8 +322,10 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
     kept = tuple(leaves(xs))
     cands = stored(before, init, kept, copies=False)
     what = f"{type(layer).__name__}.{method}"
-    if len(cands) > 1:  # several: not the inputs' copies, and those moving with the inputs
+    if len(cands) > 1:  # several: not the inputs' copies (zero-padded too: x_pad), and
         cands = {p: v for p, v in cands.items() if p in stored(before, init, kept)}
+        cands = {p: v for p, v in cands.items() if not any(padded(v, x) for x in kept if  # those
+                 isinstance(x, np.ndarray))} if len(cands) > 1 else cands  # moving
     if len(cands) > 1:
         moved = _perturbed(inputs, rng)
         again = clone(layer)

@@ -17,7 +17,7 @@ import numpy as np
 from ._depends import copy_of
 from ._discovery import float_arrays, is_float_array, try_path
 from ._layer_call import Protocol
-from ._observe import grad_of, grad_stem, grads_holder, last_name
+from ._observe import grad_of, grads_holder, last_name
 from ._protocol import clone, map_arrays
 from ._reading import forward_output
 
@@ -63,12 +63,13 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
 
 
 def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:
-    """Whether ``a``, built by the forward, is zeros held under a gradient's name (a
-    recurrent cell's ``grads[1]``, ``dW``), a buffer for a gradient, not a weight (a bias
-    ``b`` rebuilt as zeros by every forward is no buffer), and not stepped."""
+    """Whether ``a``, built by the forward, is zeros held in a container named for
+    gradients (a recurrent cell's ``grads[1]``), a buffer for a gradient, not a weight (a
+    bias rebuilt as zeros by every forward, ``b`` or ``dense_b``, is no buffer), and not
+    stepped."""
     holder = re.sub(r"(\[[^\[\]]*\])+$", "", p)  # grads[1]: grads
-    return not np.any(a) and p not in proto.stepped and (
-        grads_holder(last_name(holder)) or grad_stem(last_name(p)) != last_name(p).lower())
+    return not np.any(a) and p not in proto.stepped and holder != p and grads_holder(
+        last_name(holder))
 
 
 def lost_steps(proto: Protocol, missing: list[str], reaching: set[str]) -> list[str]:

@@ -25,10 +25,18 @@ def observed_error(layer: Any, left: list[str], first: Any,
     if isinstance(ret, (tuple, list)):
         shown += " of " + ", ".join(f"{type(r).__name__}" + (
             f" {r.shape}" if isinstance(r, np.ndarray) else "") for r in ret)
-    pairs = {p.value: p.grad if isinstance(p.grad, str) else "..." for p in found
-             if isinstance(p.value, str)} | {p: "..." for p in left}
     elsewhere = [p.value for p in found if isinstance(p.value, str) and not isinstance(
         p.grad, str)]  # read from what it returned, or from a step: no path names it
+    if elsewhere:  # params= would drop them, and no grads= path reaches a returned value
+        return LayerConventionError(
+            f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was "
+            f"found for {'it' if len(left) == 1 else 'them'}. Observed: the backward "
+            f"returned {shown} and stored {describe(cands) or 'no other array'}; the "
+            f"gradients of {', '.join(elsewhere)} were read from what it returned or the "
+            "step it took, which params=/grads= cannot name: return or store the gradient "
+            f"of {', '.join(left)} too (params={{}} checks the input gradients only).")
+    pairs = {p.value: p.grad for p in found if isinstance(p.value, str) and isinstance(
+        p.grad, str)} | {p: "..." for p in left}
     named = ", ".join(f"{p!r}: {p!r}" for p in pairs)
     graded = ", ".join(f"{p!r}: {g!r}" for p, g in pairs.items())
     return LayerConventionError(
@@ -36,7 +44,5 @@ def observed_error(layer: Any, left: list[str], first: Any,
         f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
         f" and stored {describe(cands) or 'no other array'}. Name every parameter to check "
         f"(params= replaces what was found): check_layer(layer, x, params={{{named}}}, "
-        f"grads={{{graded}}}) (paths like \"params['W']\" or callables layer -> array"
-        + (f"; the gradients of {', '.join(elsewhere)} were read from what the backward "
-           "returned or the step it took, which no path names: a callable that computes "
-           "each" if elsewhere else "") + "); params={} checks the input gradients only.")
+        f"grads={{{graded}}}) (paths like \"params['W']\" or callables layer -> array); "
+        "params={} checks the input gradients only.")
