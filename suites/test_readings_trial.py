@@ -760,3 +760,38 @@ def test_a_padded_output_beside_a_copy_of_the_input(bug, failing):
 
     x = np.random.default_rng(200).standard_normal((2, 3, 3))
     _expect(gradcheck.check_layer(ZeroPad(), x), failing)
+
+
+# -- (h, c, cache) whose backward takes the cache second: backward(dys, caches, dc=None) -------
+class _SeqCacheSecond:
+    def __init__(self, bug=""):
+        self.W, self.bug = np.random.default_rng(201).standard_normal((3, 3)) * 0.5, bug
+
+    def forward(self, x, c0):
+        c, ys, caches = c0, [], []
+        for t in range(x.shape[1]):
+            y = np.tanh(x[:, t] @ self.W + c[:, None])
+            caches.append((x[:, t], y))
+            ys.append(y)
+            c = y.sum(axis=1)
+        return np.stack(ys, 1), c, caches
+
+    def backward(self, dys, caches, dc_final=None):
+        dW, dx = np.zeros_like(self.W), np.zeros(dys.shape[:2] + (3,))
+        dc = np.zeros(dys.shape[0]) if dc_final is None else dc_final
+        for t in reversed(range(dys.shape[1])):
+            xt, y = caches[t]
+            dz = (dys[:, t] + dc[:, None]) * (1 - y ** 2)
+            dW += xt.T @ dz
+            dx[:, t] = dz @ self.W.T
+            dc = dz.sum(axis=1) * (0.5 if self.bug else 1.0)
+        return dx, dc, {"W": dW}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["x0", "x1", "W"])])
+def test_outputs_and_a_cache_whose_backward_takes_the_cache_second(bug, failing):
+    rng = np.random.default_rng(202)
+    res = gradcheck.check_layer(_SeqCacheSecond(bug), rng.standard_normal((2, 4, 3)),
+                                rng.standard_normal(2))
+    _expect(res, failing)
+    assert any("the cache second" in n for n in res.notes), res.notes

@@ -127,11 +127,15 @@ def spread_cache(proto: Any, run: Any, out: Any) -> tuple[Any, Any]:
         return first, out
     saved = (proto.style, list(proto.order), proto.out_path)
     proto.style, proto.out_path = "inputs", BUT_LAST
-    proto.order = [dy_part(k) for k in range(len(out) - 1)] + [CACHED]
-    try:
-        cached = run(1.0)
-    except Exception:  # noqa: BLE001 - not this reading: the plain one stands
-        cached = None
+    grads = [dy_part(k) for k in range(len(out) - 1)]
+    for order in (grads + [CACHED], grads[:1] + [CACHED] + grads[1:]):  # (dh, dc, cache),
+        proto.order = order  # or (dh, cache, dc=None): backward(dh_seq, caches, dC_final)
+        try:
+            cached = run(1.0)
+        except Exception:  # noqa: BLE001 - not this reading: the plain one stands
+            cached = None
+        if cached is not None and _linear(cached, run, 2.0):
+            break
     if cached is None or not _linear(cached, run, 2.0):
         proto.style, proto.order, proto.out_path = saved
         if raised is not None:
@@ -140,7 +144,8 @@ def spread_cache(proto: Any, run: Any, out: Any) -> tuple[Any, Any]:
     proto.notes = [t for t in proto.notes if "separate arguments" not in t]
     what = type(proto.layer).__name__
     proto.note(f"{what}.{proto.forward} returns {len(out) - 1} outputs and then a cache, and "
-               f"{what}.{proto.backward} takes their gradients and that cache: called so")
+               f"{what}.{proto.backward} takes their gradients and that cache: called so"
+               + ("" if proto.order[-1] == CACHED else ", the cache second"))
     return cached, out[:-1]
 
 
