@@ -795,3 +795,21 @@ def test_outputs_and_a_cache_whose_backward_takes_the_cache_second(bug, failing)
                                 rng.standard_normal(2))
     _expect(res, failing)
     assert any("the cache second" in n for n in res.notes), res.notes
+
+
+def test_a_stepping_backward_not_linear_in_the_gradient_is_told_why():
+    class SignStep:
+        def __init__(self):
+            self.W = np.random.default_rng(203).standard_normal((4, 3))
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.W
+
+        def backprop(self, d, learning_rate):
+            s = np.sign(d)  # ignores the gradient's size: no gradient step
+            self.W -= learning_rate * self.x.T @ s
+            return s @ self.W.T
+
+    res = gradcheck.check_layer(SignStep(), np.random.default_rng(204).standard_normal((2, 4)))
+    assert res.status == "error" and "takes a step size" in res.message, res.report()

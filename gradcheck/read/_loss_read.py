@@ -7,6 +7,7 @@ sample its backward differentiates, and the advice for a backward that needs tar
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,14 @@ def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
     what = f"{type(proto.layer).__name__}.{proto.backward}"
     if exc.what != what or proto.style != "one":
         return ""
+    if exc.ours and isinstance(exc.exc, TypeError) and re.search(
+            r"missing 1 required positional argument: '(learning_rate|lr|eta|step_size|"
+            r"lrate)'", exc.text):  # the step reading was tried: not one
+        return (f"; {what} takes a step size: given 1.0 for it, the change it made to the "
+                "weights, or what it returned, was not twice as large for twice the output "
+                "gradient (no gradient step, or a result not linear in the gradient), so no "
+                "reading was taken; check it with check_vjp(fwd, bwd, inputs), bwd calling "
+                "it as your code does")
     if exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
         return (f"; {what} takes more than the output gradient, and no plain call can say "
                 "what: check it with check_vjp(fwd, bwd, inputs), bwd calling it as your "
