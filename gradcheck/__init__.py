@@ -29,7 +29,7 @@ _EXPORTS = {
     "DEFAULT_RTOL": ".check._options",
     "Options": ".check._options",
     "assert_vjp": ".check._core",
-    "check_grad": ".check._core",
+    "check_grad": ".check._grad",
     "check_vjp": ".check._core",
     "check_model": ".check._model_check",
     "check_layer": ".check._layer",
@@ -79,8 +79,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .check._core import assert_vjp, check_grad, check_vjp
+    from .check._core import assert_vjp, check_vjp
     from .check._elementwise import assert_elementwise, check_elementwise
+    from .check._grad import check_grad
     from .check._layer import LayerConventionError, assert_layer, check_layer
     from .check._loss import assert_loss, check_loss
     from .check._model_check import check_model

@@ -260,7 +260,7 @@ class GradcheckFixture:
 
     def check_grad(self, f: Any, grad: Any, x: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_grad` with the test's defaults."""
-        from .check._core import check_grad
+        from .check._grad import check_grad
 
         return check_grad(f, grad, x, **self._opts(kwargs, "check_grad"))
 

@@ -813,3 +813,47 @@ def test_a_stepping_backward_not_linear_in_the_gradient_is_told_why():
 
     res = gradcheck.check_layer(SignStep(), np.random.default_rng(204).standard_normal((2, 4)))
     assert res.status == "error" and "takes a step size" in res.message, res.report()
+
+
+# -- check_grad with constants; check_elementwise of a derivative written as one number ------
+@pytest.mark.parametrize("bug, failing", [("", None), ("logits", ["p"])])
+def test_check_grad_takes_constants_after_the_point(bug, failing):
+    def ce(p, t):
+        return -np.sum(t * np.log(p))
+
+    def ce_grad(p, t):
+        return p - t if bug else -t / p  # the twin: the logits' gradient
+
+    p, t = np.array([0.2, 0.5, 0.3]), np.array([0.0, 1.0, 0.0])
+    _expect(gradcheck.check_grad(ce, ce_grad, p, t), failing)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("zero", ["x0"])])
+def test_a_derivative_written_as_one_number(bug, failing):
+    x = np.random.default_rng(205).standard_normal((4, 5))
+    _expect(gradcheck.check_elementwise(lambda z: z, lambda z: 0 if bug else 1, x), failing)
+
+
+# -- a column output (m, 1) whose backward takes its gradient as one row (1, m) --------------
+class _ColLinear:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(206)
+        self.W, self.b, self.bug = rng.standard_normal((4, 3)), rng.standard_normal((4, 1)), bug
+        self.dW, self.db = np.zeros_like(self.W), np.zeros_like(self.b)
+
+    def forward(self, x):  # x (n, 1) -> (m, 1)
+        self.x = x
+        return self.W @ x + self.b
+
+    def backward(self, g):  # g (1, m) -> (1, n)
+        assert g.shape == (1, self.W.shape[0])
+        self.dW += g.T @ self.x.T
+        self.db += g.T * (2 if self.bug else 1)
+        return g @ self.W
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("2db", ["b"])])
+def test_a_column_output_whose_gradient_is_taken_as_a_row(bug, failing):
+    res = gradcheck.check_layer(_ColLinear(bug), np.random.default_rng(207).standard_normal((3, 1)))
+    _expect(res, failing)
+    assert any("column output's gradient" in n for n in res.notes), res.notes

@@ -16,7 +16,6 @@ raises ends the check with status ``error``; a broken protocol with its own stat
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +65,7 @@ from ._quantized import requantized
 from ._recording import record
 from ._result import CheckResult, GradientMismatch, InputResult
 
-__all__ = ["DEFAULT_RTOL", "assert_vjp", "check_grad", "check_vjp"]
+__all__ = ["DEFAULT_RTOL", "assert_vjp", "check_vjp"]
 
 
 # -- the protocol calls ----------------------------------------------------------------------
@@ -547,51 +546,3 @@ def assert_vjp(
     """
     __tracebackhide__ = True
     return raise_unless_passed(check_vjp(fwd, bwd, inputs, **options))
-
-
-def check_grad(
-    f: Callable[[np.ndarray], Any],
-    grad: Callable[[np.ndarray], Any],
-    x: Any,
-    *,
-    seed: int = 0,
-    **options: Any,
-) -> CheckResult:
-    """Check the gradient of a scalar function.
-
-    Parameters
-    ----------
-    f : callable
-        ``f(x) -> float``.
-    grad : callable
-        ``grad(x) -> ndarray`` of the shape of ``x``.
-    x : array_like
-        The point; results name it as ``f`` names its parameter (``x0`` if unnamed).
-    seed : int
-    **options
-        As for :func:`check_vjp`.
-
-    Returns
-    -------
-    CheckResult
-    """
-
-    try:
-        y0 = np.asarray(f(np.array(x, copy=True)))
-    except Exception:  # the check itself reports it, as status "error"
-        y0 = np.zeros(())
-    if y0.ndim != 0 and y0.size != 1:
-        raise ValueError(f"check_grad: f must return a scalar, got shape {y0.shape}")
-
-    def fwd(x_: Any) -> tuple[Any, Any]:
-        return np.asarray(f(x_)).reshape(()), x_
-
-    def bwd(dy: np.ndarray, x_: Any) -> tuple[Any]:  # a point that is a list of arrays too
-        g = grad(copy.deepcopy(x_))
-        return (type(g)(np.asarray(a) * dy for a in g) if isinstance(g, (list, tuple))
-                else np.asarray(g) * dy,)
-
-    # the input is named as f names it (x0 when f's signature cannot be read)
-    fwd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(input_names(f, 1)[0], inspect.Parameter.POSITIONAL_ONLY)])
-    return check_vjp(fwd, bwd, [x], seed=seed, **options)

@@ -113,7 +113,9 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
                                 f"shape {np.shape(xs[k])}: not an element-wise function; "
                                 "check it with check_vjp" + (
                                     " (a loss returning a scalar, with its gradient: "
-                                    "check_grad(f, df, *args))" if y.shape == () else ""))
+                                    "check_grad(f, df, point, *constants), the point first: "
+                                    "for loss(y, y_pred), check_grad(lambda p, y: loss(y, p), "
+                                    "lambda p, y: df(y, p), y_pred, y))" if y.shape == () else ""))
         return y, point
 
     def bwd(dy: Any, xs: list[Any]) -> list[Any]:
@@ -123,6 +125,8 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
             x, np.ndarray) and not np.array_equal(x, g, equal_nan=x.dtype.kind in "fc")]
         if hit and not wrote:
             wrote.append(f"df modified its argument x{hit[0]} in place")
+        if d.shape == () and dy.shape != () and d.dtype.kind in "fiu":  # a linear function's
+            d = np.broadcast_to(d, dy.shape)  # derivative written 1: the same for each
         if d.shape != dy.shape:
             raise ProtocolError("shape-mismatch", f"df returned shape {d.shape}, expected "
                                 f"{dy.shape} (the derivative of each element)")

@@ -67,9 +67,11 @@ def each_holds(proto: Protocol, xs: list[Any]) -> bool:
 
 
 def one_dimensional(proto: Protocol, returned: Any) -> bool:
-    return proto.out_path is None and isinstance(returned, np.ndarray) and \
-        returned.ndim == 1 and returned.dtype.kind == "f" and not _passes_on(
-            getattr(proto.layer, proto.backward))
+    """Whether the output is one vector, 1-d or a column ``(m, 1)`` (course code taking
+    its gradient as one row)."""
+    return proto.out_path is None and isinstance(returned, np.ndarray) and (
+        returned.ndim == 1 or returned.ndim == 2 and returned.shape[1] == 1) and \
+        returned.dtype.kind == "f" and not _passes_on(getattr(proto.layer, proto.backward))
 
 
 def _number(r: Any) -> bool:

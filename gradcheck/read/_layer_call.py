@@ -325,7 +325,9 @@ class Protocol:
         """For a backward given a 1-d output's gradient as one row: an input's gradient
         as one row too (``(1, d)`` for ``(d,)``), reshaped, with a note; any other shape
         stays a shape mismatch."""
-        if not isinstance(g, np.ndarray) or g.shape != (1, *shape):
+        column = len(shape) == 2 and shape[1] == 1 and g.shape == (1, shape[0]) if \
+            isinstance(g, np.ndarray) else False  # (1, n) for a column (n, 1)
+        if not isinstance(g, np.ndarray) or g.shape != (1, *shape) and not column:
             return g
         self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: compared "
                   "after reshaping (extra size-1 axes only)")

@@ -241,8 +241,9 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
                     "them as one list")
         elif proto.style == "one" and not proto.row and one_dimensional(proto, returned):
             proto.row = True
-            text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the 1-d "
-                    "output's gradient: given it as one row, (1, n)")
+            text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the "
+                    f"{'1-d' if returned.ndim == 1 else 'column'} output's gradient: given it "
+                    "as one row, (1, n)")
         elif (order := by_trial(proto, xs, exc) or by_tokens(proto, xs, exc, returned)):
             proto.trial = order
             shown = order_text(order)

@@ -177,8 +177,8 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     """The arguments a backward of ``style`` is given (``one``, ``inputs``, ``given``)."""
     if style == "one":
         return [dy]
-    if style == "row":  # a 1-d output's gradient as one row (course code: delta (1, h))
-        return [np.asarray(dy)[None]]
+    if style == "row":  # a 1-d (or column) output's gradient as one row: delta (1, h)
+        return [np.asarray(dy).reshape(1, -1)]
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
