@@ -857,3 +857,54 @@ def test_a_column_output_whose_gradient_is_taken_as_a_row(bug, failing):
     res = gradcheck.check_layer(_ColLinear(bug), np.random.default_rng(207).standard_normal((3, 1)))
     _expect(res, failing)
     assert any("column output's gradient" in n for n in res.notes), res.notes
+
+
+class _TanhDelta:
+    """``backward_delta(input, delta)``: the input by name; the output would run too."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, X):
+        return np.tanh(X)
+
+    def backward_update_gradient(self, input, delta):
+        pass
+
+    def backward_delta(self, input, delta):
+        t = input if self.bug else np.tanh(input)  # the twin treats its input as the output
+        return (1 - t ** 2) * delta
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("as-output", ["x0"])])
+def test_an_argument_named_input_is_given_the_input(bug, failing):
+    x = np.random.default_rng(208).standard_normal((3, 4))
+    _expect(gradcheck.check_layer(_TanhDelta(bug), x), failing)
+
+
+class _Accumulating:
+    """``backward_update_gradient(input, delta)`` rebinding ``self._gradient = self.
+    _gradient + ...`` (not ``+=``) beside ``backward_delta(input, delta)``."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(209)
+        self._parameters, self._biais = rng.random((3, 2)) - 0.5, rng.random((1, 2)) - 0.5
+        self._gradient, self._gradient_b = np.zeros((3, 2)), np.zeros((1, 2))
+        self.bug = bug
+
+    def forward(self, X):
+        return X @ self._parameters + self._biais
+
+    def backward_update_gradient(self, input, delta):
+        self._gradient = self._gradient + input.T @ delta
+        n = len(delta) if self.bug else 1
+        self._gradient_b = self._gradient_b + np.sum(delta, axis=0) / n
+
+    def backward_delta(self, input, delta):
+        return delta @ self._parameters.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["_biais"])])
+def test_gradients_accumulated_by_rebinding_in_a_completing_method(bug, failing):
+    x = np.random.default_rng(210).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_Accumulating(bug), x), failing)

@@ -171,15 +171,15 @@ def _by_names(proto: Protocol, method: Any) -> Callable[[list[Any]], bool]:
     """Whether an order gives the forward's output to the argument named ``output`` and
     an input to the one named ``input`` or as the forward names that input: what settles
     a trial whose several orders run and differ (``backward(dout, input, output)`` of a
-    ReLU masking on either), when the signature names both (``backward(grad, output)``
-    alone may take the input under that name: no order is taken)."""
+    ReLU masking on either; ``backward_delta(input, delta)`` of a tanh), when it names an
+    input (``backward(grad, output)`` alone may take the input under that name: no order
+    is taken)."""
     names = positional_names(method, required=True) or []
     f_names = positional_names(getattr(proto.layer, proto.forward)) or []
-    both = any(_OUT_NAME.fullmatch(a) for a in names) and any(
-        _IN_NAME.fullmatch(a) or a in f_names for a in names)
+    settles = any(_IN_NAME.fullmatch(a) or a in f_names for a in names)  # an input named
 
     def named(order: list[Any]) -> bool:
-        if not both:
+        if not settles:
             return False
         for a, o in zip(names, order, strict=False):
             given = isinstance(o, int) and not isinstance(o, bool)

@@ -166,10 +166,12 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
 
 def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:
     """Whether, since ``held`` (:func:`float_state`), ``obj`` changed float arrays it
-    held, in place, and made no new one (``self._gradient['weight'] += ...``)."""
+    held, in place or under the same names, and made no new one (``self._gradient[
+    'weight'] += ...``, ``self._gradient = self._gradient + ...``)."""
     now = {p: v for p, v in walk(obj) if is_float_array(v)}
-    return all(p in held and held[p][0] == id(v) for p, v in now.items()) and any(
-        not np.array_equal(held[p][1], v) for p, v in now.items())
+    return all(p in held for p in now) and any(
+        held[p][1].shape != v.shape or not np.array_equal(held[p][1], v)
+        for p, v in now.items())
 
 
 def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],
