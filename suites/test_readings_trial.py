@@ -908,3 +908,24 @@ class _Accumulating:
 def test_gradients_accumulated_by_rebinding_in_a_completing_method(bug, failing):
     x = np.random.default_rng(210).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_Accumulating(bug), x), failing)
+
+
+# -- check_vjp: fwd(x) -> (y, rms), bwd(dout, x, rms): an array cache after the input --------
+def _rms_fwd(x):
+    rms = np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5)
+    return x / rms, rms
+
+
+def _rms_bwd(bug=""):
+    def rmsnorm_bwd(dout, x, rms):
+        y = x / rms
+        n = x.shape[-1]
+        inner = (dout * y).sum(-1, keepdims=True) / n
+        return (dout - (y * inner if not bug else 0)) / rms
+    return rmsnorm_bwd
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-inner", ["x"])])
+def test_an_array_cache_taken_after_the_input_by_name(bug, failing):
+    x = np.random.default_rng(211).standard_normal((3, 4))
+    _expect(gradcheck.check_vjp(_rms_fwd, _rms_bwd(bug), [x]), failing)

@@ -302,7 +302,10 @@ class Conventions:
             return out, _Again(args[:self._given_back], first=True, settings={
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
-                out[1], (np.ndarray, np.generic, int, float)):  # a cache, not an array
+                out[1], (np.generic, int, float)) and (not isinstance(out[1], np.ndarray) or (
+                    self._cache_at > 0)):  # a cache (an array too, taken after the inputs
+            # by name: rmsnorm_bwd(dout, x, rms); a second output's gradient the zero test
+            # below tells apart)
             self._note(f"the backward takes the cache {'after' if self._cache_at else 'then'} "
                        f"the forward's inputs {', '.join(f'{k}' for k in self._after)} "
                        "again by their names: called so")
