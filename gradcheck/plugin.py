@@ -258,11 +258,12 @@ class GradcheckFixture:
 
         return assert_vjp(fwd, bwd, inputs, **self._opts(kwargs, "check_vjp"))
 
-    def check_grad(self, f: Any, grad: Any, x: Any, **kwargs: Any) -> CheckResult:
+    def check_grad(self, f: Any, grad: Any, x: Any, *constants: Any, **kwargs: Any
+                   ) -> CheckResult:
         """:func:`gradcheck.check_grad` with the test's defaults."""
         from .check._grad import check_grad
 
-        return check_grad(f, grad, x, **self._opts(kwargs, "check_grad"))
+        return check_grad(f, grad, x, *constants, **self._opts(kwargs, "check_grad"))
 
     def check_layer(self, layer: Any, *inputs: Any, **kwargs: Any) -> CheckResult:
         """:func:`gradcheck.check_layer` with the test's defaults."""

@@ -338,3 +338,18 @@ def test_recorder_lives_in_a_context_not_in_a_module_global():
     with pytest.raises(ValueError, match="purpose must be one of check, fuzz"):
         with purpose("other"):
             pass
+
+
+def test_the_fixture_check_grad_takes_constants(project):
+    project.makepyfile(test_ce="""
+import numpy as np
+
+def ce(p, t):
+    return -np.sum(t * np.log(p))
+
+def test_it(gradcheck):
+    p, t = np.array([0.2, 0.5, 0.3]), np.array([0.0, 1.0, 0.0])
+    assert gradcheck.check_grad(ce, lambda p, t: -t / p, p, t).passed
+    assert not gradcheck.check_grad(ce, lambda p, t: p - t, p, t).passed
+""")
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

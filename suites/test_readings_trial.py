@@ -929,3 +929,37 @@ def _rms_bwd(bug=""):
 def test_an_array_cache_taken_after_the_input_by_name(bug, failing):
     x = np.random.default_rng(211).standard_normal((3, 4))
     _expect(gradcheck.check_vjp(_rms_fwd, _rms_bwd(bug), [x]), failing)
+
+
+# -- from the third review of this stop --------------------------------------------------------
+def test_a_second_output_is_no_array_cache():
+    """``fwd(x) -> (y, z)`` two outputs, ``bwd(dy, x, dz)`` forgetting ``dz``: ``z`` is no
+    cache to hand it in ``dz``'s place."""
+    def fwd(x):
+        return np.maximum(x, 0), np.maximum(-x, 0)
+
+    def bwd(dy, x, dz):
+        return dy * (x > 0)  # forgot - dz * (x < 0)
+
+    x = np.random.default_rng(212).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    assert not gradcheck.check_vjp(fwd, bwd, [x]).passed
+
+
+def test_a_batch_of_one_column_outputs_is_no_column():
+    """A regression head ``(N, d) -> (N, 1)`` whose backward is written for ``(1, N)``
+    raises on its own output's gradient: no row reading (the batch laid out as a row)."""
+    class Head:
+        def __init__(self):
+            self.w = np.random.default_rng(213).standard_normal((3, 1))
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.w
+
+        def backward(self, dout):  # written for dout (1, N): a transpose bug
+            self.dw = (dout @ self.x).T
+            return (self.w @ dout).T
+
+    res = gradcheck.check_layer(Head(), np.random.default_rng(214).standard_normal((5, 3)))
+    assert not res.passed, res.report()

@@ -69,8 +69,11 @@ def each_holds(proto: Protocol, xs: list[Any]) -> bool:
 def one_dimensional(proto: Protocol, returned: Any) -> bool:
     """Whether the output is one vector, 1-d or a column ``(m, 1)`` (course code taking
     its gradient as one row)."""
+    columns = bool(proto.shapes) and all(  # a column output beside column inputs only (a
+        isinstance(s, tuple) and len(s) == 2 and s[1] == 1 for s in proto.shapes  # batch's
+        if s is not None and s != "sequence")  # (N, 1) head is no column of one sample)
     return proto.out_path is None and isinstance(returned, np.ndarray) and (
-        returned.ndim == 1 or returned.ndim == 2 and returned.shape[1] == 1) and \
+        returned.ndim == 1 or returned.ndim == 2 and returned.shape[1] == 1 and columns) and \
         returned.dtype.kind == "f" and not _passes_on(getattr(proto.layer, proto.backward))
 
 

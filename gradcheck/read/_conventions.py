@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._observe import default_of, positional_names
+from ._observe import default_of, grad_stem, positional_names
 from ._protocol import ProtocolError, map_arrays
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
@@ -303,9 +303,8 @@ class Conventions:
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.generic, int, float)) and (not isinstance(out[1], np.ndarray) or (
-                    self._cache_at > 0)):  # a cache (an array too, taken after the inputs
-            # by name: rmsnorm_bwd(dout, x, rms); a second output's gradient the zero test
-            # below tells apart)
+                    self._array_cache(out))):  # a cache (an array too: rmsnorm_bwd(dout,
+            # x, rms), never one of the output's shape or under a gradient's name, dz)
             self._note(f"the backward takes the cache {'after' if self._cache_at else 'then'} "
                        f"the forward's inputs {', '.join(f'{k}' for k in self._after)} "
                        "again by their names: called so")
@@ -335,6 +334,16 @@ class Conventions:
         self._note(f"forward returned {len(out)} values: read as {len(out) - 1} outputs "
                    "and the cache last")
         return tuple(out[:-1]), out[-1]
+
+    def _array_cache(self, out: tuple[Any, Any]) -> bool:
+        """Whether the forward's second value, an array, reads as the cache the backward
+        takes after the inputs by name: not of the first output's shape (a second
+        output's) and taken under no gradient's name (``bwd(dy, x, dz)``)."""
+        b_names = positional_names(self._bwd, required=True) or []
+        at = self._cache_at + 1
+        name = b_names[at] if 0 < self._cache_at and at < len(b_names) else ""
+        return bool(name) and grad_stem(name) == name.lower().lstrip("_") and np.shape(
+            out[1]) != np.shape(out[0])
 
     def _unread(self) -> str:
         """What a forward returning an array alone is told when no reading of its

@@ -330,7 +330,8 @@ class Protocol:
         if not isinstance(g, np.ndarray) or g.shape != (1, *shape) and not column:
             return g
         self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: compared "
-                  "after reshaping (extra size-1 axes only)")
+                  "after reshaping (" + ("a row for a column" if column else
+                                         "extra size-1 axes only") + ")")
         return g.reshape(shape)
 
     def _input_grads(self, dx: Any, scalar: bool) -> list[Any]:

@@ -33,11 +33,10 @@ def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
     if exc.ours and isinstance(exc.exc, TypeError) and re.search(
             r"missing 1 required positional argument: '(learning_rate|lr|eta|step_size|"
             r"lrate)'", exc.text):  # the step reading was tried: not one
-        return (f"; {what} takes a step size: given 1.0 for it, the change it made to the "
-                "weights, or what it returned, was not twice as large for twice the output "
-                "gradient (no gradient step, or a result not linear in the gradient), so no "
-                "reading was taken; check it with check_vjp(fwd, bwd, inputs), bwd calling "
-                "it as your code does")
+        return (f"; {what} takes a step size: given 1.0 for it, no reading as a gradient "
+                "step was found (it raised, or the change it made to the weights or what it "
+                "returned was not twice as large for twice the output gradient); check it "
+                "with check_vjp(fwd, bwd, inputs), bwd calling it as your code does")
     if exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
         return (f"; {what} takes more than the output gradient, and no plain call can say "
                 "what: check it with check_vjp(fwd, bwd, inputs), bwd calling it as your "
