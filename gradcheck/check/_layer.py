@@ -48,6 +48,7 @@ from ..read._discovery import LayerConventionError, class_held
 from ..read._layer_call import Protocol, cotangent_named
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
+from ..read._loss_read import more_than_dout
 from ..read._observe import (
     backward_named,
     float_state,
@@ -428,9 +429,7 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
                 "forward's own arguments (the targets of a cost it never computes are not)")
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text \
             and backward_named(exc.what.rsplit(".", 1)[-1]) and "." in exc.what:
-        hint = (f"; {exc.what} takes more than the output gradient (targets: a loss it "
-                "computes itself?) and no plain call can say what: check it with check_vjp("
-                "fwd, bwd, inputs), bwd calling it as your code does")
+        hint = more_than_dout(exc.what, targets=True)
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
         hint = ("; check_layer passes its inputs to the forward positionally: give every "
                 "argument it takes, e.g. check_layer(layer, x, True) for a training flag")

@@ -26,6 +26,7 @@ from ._reading import (
     FIRST,
     OUTPUT,
     Probe,
+    doubles,
     gives_something,
     leaves,
     linear,
@@ -301,16 +302,15 @@ def returns_linear(a: Probe, b: Probe, layer: Any) -> bool:
     such an array a gradient whose bug the check reports (``dW = x.T @ (dZ * dZ)``) or an
     optimizer's moment (``v_gamma``); a loss's cache it refreshes (``self.losses``, of
     the prediction's shape) says the argument is a prediction."""
-    def doubles(u: np.ndarray, v: np.ndarray) -> bool:
-        return u.shape == v.shape and bool(np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
-            1 + float(np.max(np.abs(v), initial=0)))))
+    def twice(u: np.ndarray, v: np.ndarray) -> bool:
+        return u.shape == v.shape and doubles(u, v)
 
     ra, rb = ([np.asarray(v, dtype=np.float64) for v in leaves(p.ret)
                if isinstance(v, np.ndarray | np.generic | float)] for p in (a, b))
     if not (ra and len(ra) == len(rb) and any(np.any(u) for u in ra) and all(
-            doubles(u, v) for u, v in zip(ra, rb, strict=True))):
+            twice(u, v) for u, v in zip(ra, rb, strict=True))):
         return False
-    odd = {k: v for k, v in a.stored.items() if k not in b.stored or not doubles(
+    odd = {k: v for k, v in a.stored.items() if k not in b.stored or not twice(
         np.asarray(v, dtype=np.float64), np.asarray(b.stored[k], dtype=np.float64))}
     held = [np.shape(v) for _, v in float_arrays(layer).values()]
     inputs = [np.shape(x) for x in a.xs if isinstance(x, np.ndarray)]

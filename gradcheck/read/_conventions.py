@@ -25,6 +25,7 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -335,11 +336,18 @@ class Conventions:
                    "and the cache last")
         return tuple(out[:-1]), out[-1]
 
+    @cached_property
+    def _names(self) -> tuple[list[str], list[str], list[str]]:
+        """The forward's parameter names, the backward's required ones and all of its:
+        read once, not on every evaluation."""
+        return (positional_names(self._fwd) or [], positional_names(self._bwd, required=True)
+                or [], positional_names(self._bwd) or [])
+
     def _array_cache(self, out: tuple[Any, Any]) -> bool:
         """Whether the forward's second value, an array, reads as the cache the backward
         takes after the inputs by name: not of the first output's shape (a second
         output's) and taken under no gradient's name (``bwd(dy, x, dz)``)."""
-        b_names = positional_names(self._bwd, required=True) or []
+        b_names = self._names[1]
         at = self._cache_at + 1
         name = b_names[at] if 0 < self._cache_at and at < len(b_names) else ""
         return bool(name) and grad_stem(name) == name.lower().lstrip("_") and np.shape(
@@ -348,8 +356,7 @@ class Conventions:
     def _unread(self) -> str:
         """What a forward returning an array alone is told when no reading of its
         backward's arguments applies: which of them the forward names, and the form."""
-        f_names = positional_names(self._fwd) or []
-        b_names = positional_names(self._bwd, required=True) or []
+        f_names, b_names, _ = self._names
         others = [b for b in b_names if b not in f_names]
         return (f"forward must return (y, cache); it returned ndarray alone, and the backward "
                 f"takes ({', '.join(b_names)}), of which {', '.join(others)} "
@@ -366,15 +373,14 @@ class Conventions:
         if not (self._listed and isinstance(out, np.ndarray) and out.dtype.kind == "f") or \
                 out.size == 1:  # a loss's mse_grad(y_pred, y): the prediction, no gradient
             return None
-        f_names = (positional_names(self._fwd) or [])[:self._n]
-        b_names = positional_names(self._bwd, required=True) or []
+        f_names, b_names, every = self._names[0][:self._n], self._names[1], self._names[2]
         odd = [b for b in b_names if b not in f_names]
         if len(f_names) != self._n or len(b_names) < 2 or len(odd) != 1 or len(
                 set(b_names)) != len(b_names):
             return None
         order = [None if b in odd else f_names.index(b) for b in b_names]
-        also = {b: args[f_names.index(b)] for b in (positional_names(self._bwd) or [])[len(
-            b_names):] if b in f_names}  # linear_backward_weights(x, w, dy, bias=None)
+        also = {b: args[f_names.index(b)] for b in every[len(b_names):]
+                if b in f_names}  # linear_backward_weights(x, w, dy, bias=None)
         self._named_back = True
         self._note(f"the forward returns its output alone and the backward takes the "
                    f"forward's inputs {', '.join(b for b in b_names if b not in odd)} again "

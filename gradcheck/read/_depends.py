@@ -257,9 +257,10 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         if named is None:
             named = _own_slot(path, left, base, cands)
         free = {c: v for c, v in cands.items() if c not in (claimed or set())}
-        short = [c for c in free if parent_of(c) == parent_of(path) and abbreviates(
-            grad_stem(last_name(c)), last_name(path).lstrip("_").lower())]  # b_grad: bias
-        named = short[0] if named is None and len(short) == 1 else named
+        if named is None:  # b_grad for bias, of another shape
+            short = [c for c in free if parent_of(c) == parent_of(path) and abbreviates(
+                grad_stem(last_name(c)), last_name(path).lstrip("_").lower())]
+            named = short[0] if len(short) == 1 else None
         if named is None and len(left) == 1:  # the one array stored and not read, as
             fits = [c for c, v in free.items() if isinstance(v, np.ndarray)  # many
                     and v.dtype.kind == "f" and v.size == a.size  # numbers as it has, in

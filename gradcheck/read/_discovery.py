@@ -43,7 +43,7 @@ from ._protocol import ProtocolError, clone
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "class_held", "no_grad",
            "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
-           "parameters", "steps", "try_path", "unmatched", "walk"]
+           "parameters", "set_path", "steps", "try_path", "unmatched", "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
@@ -107,6 +107,17 @@ def get_path(obj: Any, path: str) -> Any:
     return obj
 
 
+def set_path(obj: Any, path: str, value: Any) -> None:
+    """Set the attribute or item at ``path`` of ``obj`` (see :func:`get_path`)."""
+    *head, (kind, key) = steps(path)
+    for k, s in head:
+        obj = getattr(obj, s) if k == "attr" else obj[s]
+    if kind == "attr":
+        setattr(obj, key, value)
+    else:
+        obj[key] = value
+
+
 def try_path(obj: Any, path: str) -> Any:
     try:
         return get_path(obj, path)
@@ -157,15 +168,7 @@ class Param:
         if callable(self.value):
             raise LayerConventionError(f"parameter {self.name}: its value is not a writable "
                                        "array; give params= a path instead of a callable")
-        *head, (kind, key) = steps(self.value)
-        owner = layer
-        for k, s in head:
-            owner = getattr(owner, s) if k == "attr" else owner[s]
-        new = value.copy() if isinstance(value, np.ndarray) else value
-        if kind == "attr":
-            setattr(owner, key, new)
-        else:
-            owner[key] = new
+        set_path(layer, self.value, value.copy() if isinstance(value, np.ndarray) else value)
 
 
 # -- the walk --------------------------------------------------------------------------------

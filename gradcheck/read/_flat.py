@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, walk
-from ._observe import grad_stem, last_name, parent_of, same_but_unit, unmangled
+from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "abbreviates", "by_abbreviation", "by_affix", "by_attribute", "by_layout",
@@ -182,7 +182,7 @@ def by_affix(params: dict[str, Any], cands: dict[str, np.ndarray],
     if len(fits) != 1:
         return {}
     (fit,) = fits  # and no other array of an array's shape stored beside it or returned
-    others = [(parent_of(re.sub(r"(\[[^\[\]]*\])+$", "", c)), v)  # the object holding
+    others = [(parent_of(items_off(c)), v)  # the object holding
               for c, v in cands.items() if c not in fit.values()]  # it, or its list or dict
     rivals = [v for p in fit for v in [v for h, v in others if h == parent_of(p)] + returned
               if same_but_unit(np.shape(v), np.shape(params[p]))]  # (a grads list, a gamma_m:
@@ -233,9 +233,7 @@ def by_abbreviation(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dic
         if beside(p, a, params) == [p] and len(beside(p, a, cands)) == 1:
             continue  # its shape alone pairs it, as match_stored says
         name = last_name(p).lstrip("_").lower()
-        fits = [c for c, v in cands.items() if parent_of(c) == parent_of(p) and (
-            np.shape(v) == np.shape(a) or same_but_unit(np.shape(v), np.shape(a)))
-                and abbreviates(grad_stem(last_name(c)), name)]
+        fits = [c for c in beside(p, a, cands) if abbreviates(grad_stem(last_name(c)), name)]
         if len(fits) == 1:
             pairs[p] = fits[0]
     taken = list(pairs.values())

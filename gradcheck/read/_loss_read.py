@@ -21,7 +21,16 @@ from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import describe, leaves, read_output
 
 __all__ = ["as_prediction", "given_loss", "given_targets", "labels_of", "left_at_none",
-           "loss_part", "loss_stored", "pick_prediction", "settle"]
+           "loss_part", "loss_stored", "more_than_dout", "pick_prediction", "settle"]
+
+
+def more_than_dout(what: str, targets: bool = False) -> str:
+    """The advice for a backward ``what`` that raised for want of arguments besides the
+    output gradient."""
+    return (f"; {what} takes more than the output gradient" + (
+        " (targets: a loss it computes itself?)" if targets else "") + ", and no plain "
+        "call can say what: check it with check_vjp(fwd, bwd, inputs), bwd calling it as "
+        "your code does")
 
 
 def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
@@ -38,9 +47,7 @@ def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
                 "returned was not twice as large for twice the output gradient); check it "
                 "with check_vjp(fwd, bwd, inputs), bwd calling it as your code does")
     if exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
-        return (f"; {what} takes more than the output gradient, and no plain call can say "
-                "what: check it with check_vjp(fwd, bwd, inputs), bwd calling it as your "
-                "code does")
+        return more_than_dout(what)
     left = _none_arguments(exc.exc, proto.backward)
     if not left:
         return ""

@@ -31,10 +31,9 @@ import numpy as np
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 
-__all__ = ["adds_leading", "backward_named", "padded", "float_state", "grad_of", "grad_stem",
-           "grads_holder",
-           "last_name", "method_pair", "parent_of", "positional_names",
-           "same_but_unit", "stored", "unit_note"]
+__all__ = ["adds_leading", "backward_named", "does_nothing", "float_state", "grad_of",
+           "grad_stem", "grads_holder", "items_off", "last_name", "method_pair", "padded",
+           "parent_of", "positional_names", "same_but_unit", "stored", "unit_note"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|f(or|ro|o)wa?r?d|fprop|fwd"  # foward, forwad too
 _BACKWARD_LONG = (r"backward_?prop(agate)?|back_?prop(agate)?|bac?k?w[ao]r?d|bprop|bwd"
@@ -553,6 +552,11 @@ def unit_note(name: str, a: tuple[int, ...], b: tuple[int, ...]) -> str:
         return (head + f"; an in-place update of {name} by it raises, and "
                 f"`{name} = {name} - lr * grad` makes {name} of shape {tuple(a)})")
     return head + ", and it broadcasts in an update)"
+
+
+def items_off(path: str) -> str:
+    """``path`` less the items it ends with (``grads[1]``: ``grads``)."""
+    return _INDEX_TAIL.sub("", path)
 
 
 def grad_stem(name: str) -> str:

@@ -45,9 +45,10 @@ from ._slot import SLOT, slot_style, through_slot
 from ._tokens import BUT_LAST, CACHED, DY, SELF, SINK, give_sinks
 from ._watch import runs_forward, watched
 
-__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
-           "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "leaves", "linear",
-           "order_text", "output_path", "probe", "read_output", "split_return", "unchanged"]
+__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP",
+           "UNSURE", "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles",
+           "leaves", "linear", "order_text", "output_path", "probe", "read_output",
+           "split_return", "unchanged"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -218,11 +219,12 @@ def linear(a: Probe, b: Probe, *, created: bool = False) -> bool:
     backward created."""
     xa, xb = _arrays(a, created), _arrays(b, created)
     return len(xa) == len(xb) and all(
-        u.shape == v.shape and (_doubles(u, v) or _doubles(u - was, v - was))
+        u.shape == v.shape and (doubles(u, v) or doubles(u - was, v - was))
         for (u, was), (v, _) in zip(xa, xb, strict=True))
 
 
-def _doubles(u: np.ndarray, v: np.ndarray) -> bool:
+def doubles(u: np.ndarray, v: np.ndarray) -> bool:
+    """Whether ``v`` is twice ``u``, to rounding."""
     return bool(np.allclose(2 * u, v, rtol=1e-6, atol=1e-12 * (
         1 + float(np.max(np.abs(v), initial=0)))))
 

@@ -9,7 +9,6 @@ fails there, where the bug is, instead of passing unseen.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import numpy as np
 from ._depends import copy_of
 from ._discovery import float_arrays, is_float_array, try_path
 from ._layer_call import Protocol
-from ._observe import grad_of, grads_holder, last_name
+from ._observe import grad_of, grads_holder, items_off, last_name
 from ._protocol import clone, map_arrays
 from ._reading import forward_output
 
@@ -67,7 +66,7 @@ def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:
     gradients (a recurrent cell's ``grads[1]``), a buffer for a gradient, not a weight (a
     bias rebuilt as zeros by every forward, ``b`` or ``dense_b``, is no buffer), and not
     stepped."""
-    holder = re.sub(r"(\[[^\[\]]*\])+$", "", p)  # grads[1]: grads
+    holder = items_off(p)
     return not np.any(a) and p not in proto.stepped and holder != p and grads_holder(
         last_name(holder))
 

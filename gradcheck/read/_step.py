@@ -18,7 +18,7 @@ from ._discovery import (
     held_values,
     is_float_array,
     is_float_scalar,
-    steps,
+    set_path,
     try_path,
     walk,
 )
@@ -99,7 +99,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
         return False
     name, proto.notes, proto.stepped = found[0]
     proto.layer = clone(layer)
-    set_float(proto.layer, name, 1.0)  # every evaluation steps by 1.0: minus the change
+    set_path(proto.layer, name, 1.0)  # every evaluation steps by 1.0: minus the change
     proto.note(f"{type(layer).__name__}.{name} is the step size its backward takes: set "
                "to 1.0 on the copies checked")
     return True
@@ -125,24 +125,6 @@ def held_floats(layer: Any) -> list[str]:
                 callable(v) and not hasattr(v, "__path__") and v is not layer:
             found += [f"{n}.{m}" for m, w in vars(v).items() if is_float_scalar(w)]
     return found
-
-
-def get_float(obj: Any, path: str) -> Any:
-    """The value at ``name``, ``owner.name`` or ``config['name']`` (see
-    :func:`held_floats`); None if gone."""
-    return try_path(obj, path)
-
-
-def set_float(obj: Any, path: str, value: float) -> None:
-    """Set the float at ``name``, ``owner.name`` or ``config['name']`` (see
-    :func:`held_floats`)."""
-    *owners, (kind, last) = steps(path)
-    for k, part in owners:
-        obj = getattr(obj, part) if k == "attr" else obj[part]
-    if kind == "attr":
-        setattr(obj, last, value)
-    else:
-        obj[last] = value
 
 
 def _scalar_stepped(proto: Protocol) -> bool:
@@ -177,20 +159,20 @@ def _changed_otherwise(proto: Protocol, xs: list[Any], step: str) -> bool:
                            for p, d in seen[1].items()):  # it took, from zeros (momentum:
         return True  # the second step tells, _history_free)
     layer = clone(proto.layer)
-    set_float(layer, step, 1.0)
-    before = {n: get_float(layer, n) for n in held_floats(layer) if n not in proto.stepped}
+    set_path(layer, step, 1.0)
+    before = {n: try_path(layer, n) for n in held_floats(layer) if n not in proto.stepped}
     try:
         _step_once(proto, layer, xs)
     except Exception:  # noqa: BLE001 - no evidence: not read as a step size
         return True
-    return any(get_float(layer, n) != v for n, v in before.items())
+    return any(try_path(layer, n) != v for n, v in before.items())
 
 
 def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
     """Whether two steps in a row, tiny, from the same point change the stepped arrays
     alike: a momentum's second step carries its first."""
     layer = clone(proto.layer)
-    set_float(layer, step, 1e-6)
+    set_path(layer, step, 1e-6)
     changes: list[dict[str, Any]] = []
     zeros: set[str] = set()
     try:
@@ -374,7 +356,7 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
         scalars = {p: try_path(layer, p) for p in float_scalars(layer) if p != proto.step_attr}
         dy = times(uneven(ones_like(out)), g)
         if proto.step_attr is not None:  # the step size the layer holds
-            set_float(layer, proto.step_attr, a)
+            set_path(layer, proto.step_attr, a)
         ret = getattr(layer, proto.backward)(*[dy if k is None else a if k == STEP else
                                                clone(xs[k]) for k in proto.order or (
                                                    [None] if proto.step_attr else [None, STEP])])
