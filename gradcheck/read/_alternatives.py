@@ -39,7 +39,7 @@ _OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the 
 _IN_NAME = re.compile(r"inputs?|in_put", re.I)  # and an input
 
 __all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
-           "returns_cache", "returns_linear", "takes_gradient"]
+           "returns_cache", "rows_as_columns", "returns_linear", "takes_gradient"]
 
 
 def each_holds(proto: Protocol, xs: list[Any]) -> bool:
@@ -76,6 +76,14 @@ def one_dimensional(proto: Protocol, returned: Any) -> bool:
     return proto.out_path is None and isinstance(returned, np.ndarray) and (
         returned.ndim == 1 or returned.ndim == 2 and returned.shape[1] == 1 and columns) and \
         returned.dtype.kind == "f" and not _passes_on(getattr(proto.layer, proto.backward))
+
+
+def rows_as_columns(cands: dict[str, Any]) -> dict[str, Any]:
+    """For a backward given its output's gradient as one row: the rows ``(1, n)`` it
+    stored, seen as the columns ``(n, 1)`` its arrays are (``diff_bias`` of a column
+    bias), for matching gradients to arrays by shape."""
+    return {k: v.T if isinstance(v, np.ndarray) and v.ndim == 2 and v.shape[0] == 1 and
+            v.shape[1] > 1 else v for k, v in cands.items()}
 
 
 def _number(r: Any) -> bool:

@@ -229,6 +229,9 @@ class Protocol:
         (it broadcasts in an update), with a note; to the shape the check gives the
         array (``given``) when the forward reshaped it (``gamma`` to ``(1, 1, D)``)."""
         given = shape if given is None else given
+        if self.row and isinstance(g, np.ndarray) and g.shape == (1, shape[0]) == (
+                1, *given[:1]) and shape == given == (shape[0], 1):
+            return self._row(g, shape, name)  # a column's gradient as a row
         if not isinstance(g, np.ndarray) or g.shape == given or g.size != int(
                 np.prod(shape)) or g.size != int(np.prod(given)) or not (
                 g.shape == shape or same_but_unit(g.shape, shape)):

@@ -23,6 +23,7 @@ from ._alternatives import (
     penalty_checked,
     returns_cache,
     returns_linear,
+    rows_as_columns,
     takes_gradient,
 )
 from ._conventions import zero_one
@@ -392,6 +393,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                    "value before the call is no parameter (not checked)")
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in first.stored.items() if k not in used}
+    cands = rows_as_columns(cands) if proto.row else cands  # (a row for a column)
     if any(not is_float_array(try_path(base, p)) for p in missing) or (
             base is layer and rebuilt_once(layer, tuple(xs), proto.forward)):
         base = proto.layer = first.init  # built by the first forward: start from it

@@ -36,13 +36,13 @@ __all__ = ["adds_leading", "backward_named", "does_nothing", "float_state", "gra
            "parent_of", "positional_names", "same_but_unit", "stored", "unit_note"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|f(or|ro|o)wa?r?d|fprop|fwd"  # foward, forwad too
-_BACKWARD_LONG = (r"backward_?prop(agate)?|back_?prop(agate)?|bac?k?w[ao]r?d|bprop|bwd"
+_BACKWARD_LONG = (r"backward_?prop(agate)?|back_?prop?(agate)?|bac?k?w[ao]r?d|bprop|bwd"
                   r"|^back_?forward$")  # backword, bacward too
 _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pair
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
-_GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|d_?)|(_?gradients?|_?grads?)$",
-                         re.I)
+_GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|diff_?|nabla_?|d_?)"
+                         r"|(_?gradients?|_?grads?)$", re.I)
 _MANGLED = re.compile(r"^_[A-Za-z][A-Za-z0-9_]*?__(?=[A-Za-z0-9])")  # _Dense__w: self.__w
 _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
 
@@ -476,16 +476,15 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
 
 
 def padded(v: np.ndarray, x: np.ndarray) -> bool:
-    """Whether ``v`` is ``x`` with zeros around it, as many on each side of an axis."""
-    grow = [a - b for a, b in zip(v.shape, x.shape, strict=False)]
-    if v.ndim != x.ndim or not any(grow) or any(g < 0 or g % 2 for g in grow):
+    """Whether ``v`` is a copy of ``x`` laid out otherwise and filled with zeros (zero
+    padding, a copy per filter, columns of patches): every value of ``x`` is in it, and
+    nothing but them and zeros (not a ReLU's output, which drops the negative ones)."""
+    if not (is_float_array(v) and is_float_array(x)) or v.size < x.size or v.shape == x.shape:
         return False
-    inner = tuple(slice(g // 2, g // 2 + n) for g, n in zip(grow, x.shape, strict=True))
-    if not np.array_equal(v[inner], x):
-        return False
-    rest = v.copy()
-    rest[inner] = 0
-    return not rest.any()
+    values = np.unique(np.asarray(x))
+    values = values[values != 0]
+    rest = np.asarray(v)[np.asarray(v) != 0]
+    return values.size > 1 and bool(np.isin(values, rest).all() and np.isin(rest, values).all())
 
 
 # -- which gradient is which -------------------------------------------------------------------

@@ -381,7 +381,7 @@ def _made(seen: Any) -> list[np.ndarray]:
 def _rounding(a: np.ndarray) -> float:
     """What rounding leaves in a change of ``a`` (a step on float32 weights is exact to
     their precision only)."""
-    return float(16 * np.finfo(a.dtype).eps * np.max(np.abs(a), initial=0.0)) if \
+    return float(16 * np.finfo(a.dtype).eps * np.max(np.abs(np.asarray(a)), initial=0.0)) if \
         a.dtype.kind == "f" else 0.0
 
 
