@@ -127,3 +127,208 @@ def test_only_an_arrangement_of_every_input_value_and_zeros_is_a_copy():
     assert padded(pad, x) and padded(np.stack([pad, pad]), x)
     assert not padded(np.maximum(pad, 0), x) and not padded(2 * pad, x)
     assert not padded(x.copy(), x) and not padded(np.zeros((4, 6)), np.zeros((2, 4)))
+
+
+# -- check_vjp: gradients in dicts named for the dict inputs, with the activations' beside ---
+def _block(x, fc1, fc2):
+    h = np.maximum(x @ fc1["W"] + fc1["b"], 0)
+    return h @ fc2["W"] + fc2["b"], (x, h, fc1, fc2)
+
+
+def _block_back(bug=""):
+    def backward_block(dy, cache):
+        x, h, fc1, fc2 = cache
+        dh = (dy @ fc2["W"].T) * (h > 0)
+        return {"dx": dh @ fc1["W"].T,
+                "fc1": {"dW": x.T @ dh, "db": dh.sum(0)},
+                "fc2": {"dW": h.T @ dy, "db": dy.mean(0) if bug else dy.sum(0)}}
+    return backward_block
+
+
+def _block_inputs(seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((4, 3)),
+            {"W": rng.standard_normal((3, 5)), "b": rng.standard_normal(5) + 0.5},
+            {"W": rng.standard_normal((5, 2)), "b": rng.standard_normal(2)}]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["fc2['b']"])])
+def test_a_dict_input_s_gradients_in_a_dict_under_its_own_name(bug, failing):
+    _expect(gradcheck.check_vjp(_block, _block_back(bug), _block_inputs(310)), failing)
+
+
+def _model(X, parameters):
+    a1 = np.tanh(parameters["W1"] @ X + parameters["b1"])
+    return float(np.sum(parameters["W2"] @ a1 + parameters["b2"]) ** 2), (X, a1, parameters)
+
+
+def _model_back(bug=""):
+    def model_backward(cache):  # a loss's backward: its activations' gradients beside
+        X, a1, p = cache
+        s = float(np.sum(p["W2"] @ a1 + p["b2"]))
+        dz2 = np.full((1, X.shape[1]), 2 * s)
+        dA1 = p["W2"].T @ dz2
+        dz1 = dA1 * (1 - a1 ** 2) * (0.5 if bug else 1.0)
+        return {"dA1": dA1, "dA0": p["W1"].T @ dz1, "dW2": dz2 @ a1.T,
+                "db2": dz2.sum(1, keepdims=True), "dW1": dz1 @ X.T,
+                "db1": dz1.sum(1, keepdims=True)}
+    return model_backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["parameters['W1']",
+                                                                 "parameters['b1']"])])
+def test_activation_gradients_beside_every_parameter_s_are_left_unread(bug, failing):
+    rng = np.random.default_rng(311)
+    p = {"W1": rng.standard_normal((3, 2)), "b1": rng.standard_normal((3, 1)),
+         "W2": rng.standard_normal((1, 3)), "b2": rng.standard_normal((1, 1))}
+    res = gradcheck.check_vjp(_model, _model_back(bug), [rng.standard_normal((2, 4)), p])
+    _expect(res, failing)
+    assert any("dA0, dA1 beside" in n for n in res.notes), res.notes
+
+
+def test_a_key_naming_no_input_stays_an_error_while_a_part_has_none():
+    def forgetful(cache):
+        g = _model_back()(cache)
+        g["dw1"] = g.pop("dW1")  # misnamed: W1 would have none
+        return g
+
+    rng = np.random.default_rng(312)
+    p = {"W1": rng.standard_normal((3, 2)), "b1": rng.standard_normal((3, 1)),
+         "W2": rng.standard_normal((1, 3)), "b2": rng.standard_normal((1, 1))}
+    res = gradcheck.check_vjp(_model, forgetful, [rng.standard_normal((2, 4)), p])
+    assert res.status == "bad-protocol" and "name no input" in res.message, res.report()
+
+
+# -- check_vjp: one array returned for a loss of logits and float one-hot targets ------------
+def _ce(logits, onehot):
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    return -np.sum(onehot * np.log(p)) / len(p), (p, onehot)
+
+
+def _ce_back(bug=""):
+    def ce_backward(dout, cache):
+        p, onehot = cache
+        return dout * (p - onehot) / (1 if bug else len(p))
+    return ce_backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-mean", ["logits"])])
+def test_one_array_for_logits_and_one_hot_targets_is_the_logits_gradient(bug, failing):
+    rng = np.random.default_rng(313)
+    onehot = np.eye(3)[rng.integers(0, 3, 5)]
+    res = gradcheck.check_vjp(_ce, _ce_back(bug), [rng.standard_normal((5, 3)), onehot])
+    _expect(res, failing)
+    assert any("not holding whole numbers" in n for n in res.notes), res.notes
+
+
+# -- check_layer: one dict returned, named d + each input and each array ---------------------
+class _KeyedCell:
+    """``forward(x, h_prev)`` returns ``(h, cache)``; ``backward(dh, cache)`` returns one
+    dict: ``dx``, ``dh_prev`` and ``dW``, ``dU``, ``db``."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(314)
+        self.W, self.U = rng.standard_normal((3, 4)), rng.standard_normal((4, 4))
+        self.b, self.bug = rng.standard_normal(4), bug
+
+    def forward(self, x, h_prev):
+        h = np.tanh(x @ self.W + h_prev @ self.U + self.b)
+        return h, (x, h_prev, h)
+
+    def backward(self, dh, cache):
+        x, h_prev, h = cache
+        da = dh * (1 - h * h)
+        return {"dW": x.T @ da, "dU": (h.T if self.bug == "U" else h_prev.T) @ da,
+                "db": da.sum() if self.bug == "scalar" else da.sum(0),
+                "dx": da @ self.W.T, "dh_prev": da @ self.U.T}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("U", ["U"])])
+def test_a_dict_of_gradients_named_for_the_inputs_and_arrays(bug, failing):
+    rng = np.random.default_rng(315)
+    _expect(gradcheck.check_layer(_KeyedCell(bug), rng.standard_normal((2, 3)),
+                                  rng.standard_normal((2, 4))), failing)
+
+
+def test_a_keyed_gradient_of_the_wrong_shape_is_a_shape_mismatch():
+    rng = np.random.default_rng(316)
+    res = gradcheck.check_layer(_KeyedCell("scalar"), rng.standard_normal((2, 3)),
+                                rng.standard_normal((2, 4)))
+    assert res.status == "shape-mismatch" and "gradient of b" in res.message, res.report()
+
+
+# -- check_layer: (dX, [(W, dW), (b, db)]), each array beside its gradient -------------------
+class _PairedDense:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(317)
+        self.W, self.b, self.bug = rng.standard_normal((3, 2)), rng.standard_normal(2), bug
+
+    def forward(self, X):
+        self.X = X
+        return X @ self.W + self.b
+
+    def backward(self, dY):
+        dW = self.X.T @ dY * (2 if self.bug else 1)
+        return dY @ self.W.T, [(self.W, dW), (self.b, dY.sum(0))]
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("double", ["W"])])
+def test_gradients_returned_beside_their_arrays_after_the_input_s(bug, failing):
+    x = np.random.default_rng(318).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_PairedDense(bug), x), failing)
+
+
+# -- check_layer: a loss returning {'loss': ..., 'accuracy': ...} to a backward() ----------
+class _ScoredLoss:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, logits, labels):
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        self.p, self.labels = p / p.sum(1, keepdims=True), labels
+        n = len(labels)
+        return {"loss": -np.log(self.p[np.arange(n), labels]).mean(),
+                "accuracy": float(np.mean(self.p.argmax(1) == labels))}
+
+    def backward(self):
+        g = self.p.copy()
+        g[np.arange(len(self.labels)), self.labels] -= 1
+        return g if self.bug else g / len(self.labels)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-mean", ["x0"])])
+def test_a_loss_returning_its_metrics_beside_it_is_read_by_what_moves(bug, failing):
+    rng = np.random.default_rng(319)
+    res = gradcheck.check_layer(_ScoredLoss(bug), rng.standard_normal((5, 3)),
+                                rng.integers(0, 3, 5))
+    _expect(res, failing)
+    assert any("its output is 'loss'" in n for n in res.notes), res.notes
+
+
+# -- check_grad: a flat gradient for a column point (as scipy.optimize takes it) -------------
+def _lr_data():
+    rng = np.random.default_rng(320)
+    return rng.standard_normal((6, 4)), rng.integers(0, 2, (6, 1)), rng.standard_normal((4, 1))
+
+
+def _lr_cost(X, y):
+    def cost(theta):
+        h = 1 / (1 + np.exp(-X @ theta))
+        return float(-np.mean(y * np.log(h) + (1 - y) * np.log(1 - h)))
+    return cost
+
+
+def _lr_grad(X, y, bug=""):
+    def grad(theta):
+        h = 1 / (1 + np.exp(-X @ theta))
+        return (X.T @ (h - y) / (1 if bug else len(y))).ravel()
+    return grad
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("no-mean", ["theta"])])
+def test_check_grad_takes_a_flat_gradient_for_a_column_point(bug, failing):
+    X, y, theta = _lr_data()
+    res = gradcheck.check_grad(_lr_cost(X, y), _lr_grad(X, y, bug), theta)
+    _expect(res, failing)
+    assert any("compared after reshaping" in n for n in res.notes), res.notes

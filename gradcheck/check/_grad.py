@@ -57,12 +57,28 @@ def check_grad(
     def fwd(x_: Any) -> tuple[Any, Any]:
         return np.asarray(f(x_, *copy.deepcopy(args))).reshape(()), x_
 
+    unit: list[str] = []
+
     def bwd(dy: np.ndarray, x_: Any) -> tuple[Any]:  # a point that is a list of arrays too
         g = grad(copy.deepcopy(x_), *copy.deepcopy(args))
         return (type(g)(np.asarray(a) * dy for a in g) if isinstance(g, (list, tuple))
-                else np.asarray(g) * dy,)
+                else _unit(np.asarray(g), np.shape(x_), unit) * dy,)
 
     # the input is named as f names it (x0 when f's signature cannot be read)
     fwd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(input_names(f, 1)[0], inspect.Parameter.POSITIONAL_ONLY)])
-    return check_vjp(fwd, bwd, [x], seed=seed, **options)
+    res = check_vjp(fwd, bwd, [x], seed=seed, **options)
+    res.notes += unit[:1]
+    return res
+
+
+def _unit(g: np.ndarray, shape: tuple[int, ...], unit: list[str]) -> np.ndarray:
+    """A gradient laid out with other size-1 axes than the point (``(n,)`` for ``(n, 1)``,
+    as a gradient handed to ``scipy.optimize`` is): reshaped, with a note; no step
+    broadcasts it here, so its elements are the point's, in order."""
+    if g.shape == shape or g.size != int(np.prod(shape)) or [d for d in g.shape if d != 1] != [
+            d for d in shape if d != 1]:
+        return g
+    unit.append(f"the gradient has shape {g.shape}, the point {shape}: compared after "
+                "reshaping (size-1 axes only)")
+    return g.reshape(shape)

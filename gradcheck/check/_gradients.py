@@ -117,10 +117,13 @@ def _in_order(grads: Any, leaves: list[Any] | None) -> None:
 
 def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> list[Any]:
     """A dict of gradients for positional inputs, read by name: ``d`` + an input's name
-    (``dxt`` for ``xt``), and for a dict input ``d`` + each key (``dWax`` for
-    ``parameters['Wax']``) or the key itself (``'WLSTM'`` for ``model['WLSTM']``, no
-    input being so named); an input with none is None. A key naming no input is an
-    error, so no gradient is left unread."""
+    (``dxt`` for ``xt``; for a dict input, a dict under its own name, ``'fc1': {'dW':
+    ...}``), and for a dict input ``d`` + each key (``dWax`` for ``parameters['Wax']``)
+    or the key itself (``'WLSTM'`` for ``model['WLSTM']``, no input being so named); the
+    dicts inside read so too; an input with none is None. A key naming no input is an
+    error, so no gradient is left unread, but when every part of the dict inputs has one
+    and the key resembles no input left without (``dA1`` beside ``dW1``, ``db1``: the
+    gradients of a model's activations), which is noted."""
     out: list[Any] = []
     used: set[Any] = set()
     for s in prep.tree.skeleton:
@@ -131,14 +134,24 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
             used.add(key)
         elif isinstance(s, dict):  # d + each key, or the key itself (neuraltalk's
             names = set(prep.tree.names)  # grads['WLSTM'] for model['WLSTM'])
-            keys = {k: f"d{k}" if f"d{k}" in grads else k for k in s
-                    if f"d{k}" in grads or (k in grads and k not in names)}
-            sub = {k: grads[g] for k, g in keys.items()}
+            own = _own_name(prep, s)
+            if own is not None and isinstance(grads.get(own), dict):
+                keys = {k: own for k in s}
+                sub = _undecorated(grads[own], s)
+            else:
+                keys = {k: f"d{k}" if f"d{k}" in grads else k for k in s
+                        if f"d{k}" in grads or (k in grads and k not in names)}
+                sub = {k: _undecorated(grads[g], s[k]) for k, g in keys.items()}
             out.append(sub or None)
             used |= set(keys.values())
         else:
             out.append(None)
     extra = sorted(str(k) for k in set(grads) - used)
+    if extra and used - {None} and _aside(extra, prep, out):
+        if notes is not None:
+            notes.append(f"backward returned {', '.join(extra)} beside the gradients of "
+                         "every part of the dict inputs: naming no input, not read")
+        extra = []
     if extra or not used - {None}:
         wanted = [f"d{prep.tree.names[s]}" if isinstance(s, int) else ", ".join(
             f"d{k}" for k in s) for s in prep.tree.skeleton if isinstance(s, (int, dict))]
@@ -152,6 +165,38 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
                      "input with none, beside parts with one, is checked to leave the "
                      "output unchanged)")
     return out
+
+
+def _own_name(prep: _Inputs, s: dict[Any, Any]) -> str | None:
+    """The name of the dict input of skeleton ``s`` (``fc1`` for ``f(x, fc1, fc2)``), as
+    its parts' leaves are named ``fc1['W']``; None when it has no leaf."""
+    first = next((v for v in s.values() if isinstance(v, int)), None)
+    return None if first is None else prep.tree.names[first].split("[", 1)[0] or None
+
+
+def _undecorated(sub: Any, s: Any) -> Any:
+    """A dict of gradients for the dict of arrays ``s`` keyed ``d`` + each key (``{'dW':
+    dW, 'db': db}`` for ``{'W': W, 'b': b}``), read by its keys, the dicts inside so too;
+    as it came unless every key is read so."""
+    if not isinstance(sub, dict) or not isinstance(s, dict):
+        return sub
+    keys = {k: f"d{k}" if f"d{k}" in sub and k not in sub else k for k in s}
+    if set(sub) - set(keys.values()):
+        return sub
+    return {k: _undecorated(sub[g], s[k]) for k, g in keys.items() if g in sub}
+
+
+def _aside(extra: list[str], prep: _Inputs, out: list[Any]) -> bool:
+    """Whether keys naming no input may be left unread: every part of every dict input
+    has its gradient, and no key resembles an input left without one (``dx`` for
+    ``xt``), which may be its gradient misnamed."""
+    parts = [(s, g) for s, g in zip(prep.tree.skeleton, out, strict=True) if isinstance(s, dict)]
+    if not parts or any(not isinstance(g, dict) or set(g) != set(s) for s, g in parts):
+        return False
+    left = [prep.tree.names[s].lower() for s, g in zip(prep.tree.skeleton, out, strict=True)
+            if isinstance(s, int) and g is None]
+    stems = [k.lower().removeprefix("d") for k in extra]
+    return not any(a.startswith(b) or b.startswith(a) for a in left for b in stems if a and b)
 
 
 class Misshapen(ProtocolError):

@@ -550,6 +550,12 @@ class Conventions:
             self._note(f"backward returned one array: read as the gradient of input "
                        f"{self._floating[0]}, the only one holding a float array")
             return self._spread([grads], self._floating)
+        same = [k for k in self._floating if np.shape(self._inputs[k]) == np.shape(grads)]
+        soft = [k for k in same if not label_like(self._inputs[k])]
+        if wanted is None and len(same) > 1 and len(soft) == 1:  # loss(logits, onehot)
+            self._note(f"backward returned one array: read as the gradient of input {soft[0]}, "
+                       "the only one of its shape not holding whole numbers (the targets)")
+            return self._spread([grads], soft)
         shaped = _in_order([grads], self._inputs, self._floating) if wanted is None else None
         if shaped is not None:  # conv_backward(x, k, dout) -> dk: the data left out alone
             self._note(f"backward returned one array for {n} inputs: read as the gradient of "

@@ -20,7 +20,8 @@ from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit,
 from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "abbreviates", "by_abbreviation", "by_affix", "by_attribute", "by_layout",
-           "by_place", "flat_note", "flat_return", "paired", "split_flat", "whole_return"]
+           "by_place", "flat_note", "flat_return", "paired", "split_flat", "as_split",
+           "whole_return"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
 
@@ -253,8 +254,9 @@ def by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
     out: dict[str, Any] = {}
     for k, g in part.items():
         p = spelled.get(k) if isinstance(k, str) else None
-        if p is None or p in out or not isinstance(g, np.ndarray) or not (
-                g.shape == paths[p].shape or same_but_unit(g.shape, paths[p].shape)):
+        if p is None or p in out or not isinstance(g, np.ndarray | np.floating) or not (
+                g.shape == paths[p].shape or same_but_unit(g.shape, paths[p].shape)
+                or k == p):  # keyed by its own path: the gradient's shape is its verdict
             return None
         out[p] = k
     return out
@@ -273,3 +275,25 @@ def paired(extra: Any, obj: Any) -> Any:
     paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
     named = {paths.get(id(w)): g for w, g in pairs}
     return extra if None in named or len(named) != len(pairs) else named
+
+
+def as_split(ret: Any, obj: Any, names: Any = ()) -> Any:
+    """What a backward returned, its parameters' gradients apart as ``{path: gradient}``
+    where they came beside their arrays or under their names: ``[[W, dW], [b, db]]`` as
+    ``(None, {...})``, ``(dX, [(W, dW), (b, db)])`` as ``(dX, {...})``, and one dict
+    named ``d`` + each of the forward's inputs ``names`` and each array (``{'dx': dx,
+    'dh_prev': dh, 'dW': dW}``) as ``(dx, dh, {'W': dW})``; anything else as it is."""
+    if isinstance(ret, list) and isinstance(named := paired(ret, obj), dict):
+        return (None, named)  # [[W, dW], name]: no input's gradient, the parameters' by name
+    if isinstance(ret, tuple) and len(ret) > 1 and isinstance(ret[-1], list) and \
+            isinstance(named := paired(ret[-1], obj), dict):
+        return (*ret[:-1], named)
+    if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
+        return ret
+    keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
+    arrays = {last_name(p): p for p, v in walk(obj) if is_float_array(v)}
+    params = {arrays.get(k[1:]) or arrays.get(grad_stem(k)): g for k, g in ret.items()
+              if k not in keys}
+    if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
+        return ret
+    return (*[None if k is None else ret[k] for k in keys], params)

@@ -21,7 +21,7 @@ import numpy as np
 from ._discovery import Param, float_scalars, get_path, is_float_array, try_path, walk
 from ._flat import FLAT, split_flat
 from ._handed import Handed, listen
-from ._observe import same_but_unit, unit_note
+from ._observe import positional_names, same_but_unit, unit_note
 from ._protocol import ProtocolError, call_user, clone, map_arrays
 from ._reading import (
     CACHE,
@@ -183,7 +183,8 @@ class Protocol:
             owners.setdefault(h.owner, []).append(h.method)
         log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
-        ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned)
+        ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned,
+                            positional_names(getattr(fresh, self.forward)) or ())
         dx, pgrads = ret, None
         if self.returned is not None and self.returned[0] == FLAT:  # (or one array: None)
             pgrads, dx = ret, split_flat(ret, self.returned[1], xs) if None not in \

@@ -72,6 +72,7 @@ from ._loss_read import (
     left_at_none,
     loss_part,
     loss_stored,
+    moving_part,
     pick_prediction,
     settle,
 )
@@ -208,6 +209,11 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.note(text)
         elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
             loss_stored(proto, xs, next(i for i, x in enumerate(given) if returned is x))
+        elif takes_no_gradient(getattr(layer, backward)) and (
+                part := moving_part(layer, forward, xs, returned)) is not None:
+            proto.out_path = part
+            proto.note(f"{what} returns a dict of numbers: its output is {part[11:-1]}, the "
+                       "one part that moves with the inputs (the others are not checked)")
     first = _probe(proto, xs, what, returned if output is None else None)
     if named == []:
         _inputs_read(proto, first, {})
@@ -506,7 +512,8 @@ def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
     def run(layer: Any, xs: list[Any]) -> Any:
         method = getattr(layer, proto.backward)
         return call_user(call_backward, method, proto.style, proto.order, ones_like(out),
-                         xs, proto.then, out, what=f"{type(layer).__name__}.{proto.backward}")
+                         xs, proto.then, out, positional_names(getattr(layer, proto.forward))
+                         or (), what=f"{type(layer).__name__}.{proto.backward}")
     return run
 
 

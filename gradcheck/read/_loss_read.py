@@ -21,7 +21,8 @@ from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import describe, leaves, read_output
 
 __all__ = ["as_prediction", "given_loss", "given_targets", "labels_of", "left_at_none",
-           "loss_part", "loss_stored", "more_than_dout", "pick_prediction", "settle"]
+           "loss_part", "loss_stored", "more_than_dout", "moving_part", "pick_prediction",
+           "settle"]
 
 
 def more_than_dout(what: str, targets: bool = False) -> str:
@@ -327,3 +328,24 @@ def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
         f"and {proto.backward} takes no output gradient") + f": the one float scalar, part "
         f"{k}, is the loss, the output checked")
     return np.array(out[k], copy=True)
+
+
+def moving_part(layer: Any, forward: str, xs: list[Any], returned: Any) -> str | None:
+    """For a forward returning a dict of numbers (a loss beside metrics, ``{'loss': l,
+    'accuracy': a}``) to a backward taking no output gradient: the path of the one part
+    that moves when the float inputs that hold no labels move a little (an accuracy
+    does not); None when not exactly one does."""
+    if not isinstance(returned, dict) or len(returned) < 2 or not all(
+            isinstance(k, str) and np.size(v) == 1 and np.asarray(v).dtype.kind in "fiu"
+            for k, v in returned.items()):
+        return None
+    rng = np.random.default_rng(0)
+    moved = [x + 1e-6 * (1 + np.abs(x)) * rng.standard_normal(x.shape)
+             if isinstance(x, np.ndarray) and x.dtype.kind == "f" and not label_like(x)
+             else x for x in clone(xs)]
+    try:
+        again = getattr(clone(layer), forward)(*moved)
+        parts = [k for k, v in returned.items() if not np.array_equal(v, again[k])]
+    except Exception:  # noqa: BLE001 - no evidence: the plain reading stands
+        return None
+    return f"<returned>['{parts[0]}']" if len(parts) == 1 else None

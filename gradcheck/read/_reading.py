@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, try_path, walk
-from ._flat import by_attribute, by_layout, paired
+from ._flat import as_split, by_attribute, by_layout, paired
 from ._lists import param_lists, properties
 from ._observe import (
     backward_named,
@@ -45,10 +45,10 @@ from ._slot import SLOT, slot_style, through_slot
 from ._tokens import BUT_LAST, CACHED, DY, SELF, SINK, give_sinks
 from ._watch import runs_forward, watched
 
-__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP",
-           "UNSURE", "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles",
-           "leaves", "linear", "order_text", "output_path", "probe", "read_output",
-           "split_return", "unchanged"]
+__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
+           "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "leaves",
+           "linear", "order_text", "output_path", "probe", "read_output", "split_return",
+           "unchanged"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -133,13 +133,13 @@ FEED = "feed:"
 
 
 def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy: Any,
-                  xs: list[Any], then: str | None = None, out: Any = None) -> Any:
+                  xs: list[Any], then: str | None = None, out: Any = None, names: Any = ()
+                  ) -> Any:
     """The backward called in ``style``; ``then`` names a method of its object that
     completes it (``compute_gradients()``), called right after; ``out`` is what the
-    forward returned (an argument when ``order`` holds :data:`OUTPUT`)."""
-    ret = _call_backward(method, style, order, dy, xs, out)
-    if isinstance(ret, list) and isinstance(named := paired(ret, method.__self__), dict):
-        ret = (None, named)  # [[W, dW], name]: no input's gradient, the parameters' by name
+    forward returned (an argument when ``order`` holds :data:`OUTPUT`); ``names``, the
+    forward's inputs', read what it returns (:func:`~._flat.as_split`)."""
+    ret = as_split(_call_backward(method, style, order, dy, xs, out), method.__self__, names)
     if then is None:
         return ret
     done = getattr(method.__self__, then)
@@ -301,8 +301,9 @@ def read_output(layer: Any, out: Any, out_path: str | None) -> Any:
         return out
     if out_path == BUT_LAST:  # outputs, then a cache
         return tuple(np.array(o, copy=True) for o in out[:-1])
-    if out_path.startswith("<returned>["):
-        return np.array(out[int(out_path[len("<returned>["):-1])], copy=True)
+    if out_path.startswith("<returned>["):  # an item, or a dict's part: <returned>['loss']
+        k = out_path[len("<returned>["):-1]
+        return np.array(out[int(k) if k.lstrip("-").isdigit() else k.strip("'")], copy=True)
     return np.array(get_path(layer, out_path), copy=True)
 
 
@@ -367,14 +368,14 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     xs = clone(inputs)
     raw = forward_output(init, method_f, xs, draws, None)
     out = read_output(init, raw, out_path)
-    returned = clone(raw) if out_path is None or style[0] == CACHE or CACHED in style[1] \
-        else None
+    returned = clone(raw) if out_path is None or CACHE == style[0] or CACHED in style[1] else None
     after = clone(init)
     before = float_state(after)
     method = getattr(after, method_b)
     dy = ones(out)
-    ret = call_user(call_backward, method, style[0], style[1], clone(dy), xs, then,
-                    returned, what=f"{type(layer).__name__}.{method_b}")
+    ret = call_user(call_backward, method, style[0], style[1], clone(dy), xs, then, returned,
+                    positional_names(getattr(init, method_f)) or (),
+                    what=f"{type(layer).__name__}.{method_b}")
     kept = stored(before, after)
     if style[0].startswith(FEED):  # the output gradient it keeps is no gradient it made
         kept = _made_by_backward(kept, init, after, style[0], method_b, dy)
