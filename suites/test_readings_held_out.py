@@ -332,3 +332,98 @@ def test_check_grad_takes_a_flat_gradient_for_a_column_point(bug, failing):
     res = gradcheck.check_grad(_lr_cost(X, y), _lr_grad(X, y, bug), theta)
     _expect(res, failing)
     assert any("compared after reshaping" in n for n in res.notes), res.notes
+
+
+# -- __forward__ / __backward__ stepping by a step size held on the class ---------------------
+class _DunderDense:
+    lr = 0.001  # on the class, not the instance
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(321)
+        self.weights = {"w": rng.standard_normal((2, 3)), "b": rng.standard_normal((2, 1))}
+        self.bug = bug
+
+    def __forward__(self, x):
+        self.x = x
+        return self.weights["w"] @ x + self.weights["b"]
+
+    def __backward__(self, error):
+        dx = self.weights["w"].T @ error
+        self.weights["w"] -= self.lr * (error @ self.x.T) * (-1 if self.bug else 1)
+        self.weights["b"] -= self.lr * error.sum(1, keepdims=True)
+        return dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("uphill", ["weights['w']"])])
+def test_own_dunder_methods_stepping_by_a_class_step_size(bug, failing):
+    x = np.random.default_rng(322).standard_normal((3, 4))
+    res = gradcheck.check_layer(_DunderDense(bug), x)
+    _expect(res, failing)
+    assert any("lr is the step size" in n for n in res.notes), res.notes
+
+
+# -- check_model: a model whose grads(x, t) returns (grads, loss) ----------------------------
+class _TinyModel:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(323)
+        self.params = {"W": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+        self.bug = bug
+
+    def loss(self, x, t):
+        return float(np.mean((np.tanh(x @ self.params["W"] + self.params["b"]) - t) ** 2))
+
+    def grads(self, x, t):
+        loss = self.loss(x, t)
+        h = np.tanh(x @ self.params["W"] + self.params["b"])
+        dz = 2 * (h - t) / t.size * (1 - h * h)
+        return {"W": x.T @ dz, "b": dz.sum(0) * (0.5 if self.bug else 1.0)}, loss
+
+    def numerical_gradient(self, x, t):  # runs the loss for every element: no backward
+        out = {}
+        for k, p in self.params.items():
+            g = np.zeros_like(p)
+            for i in np.ndindex(p.shape):
+                keep = p[i]
+                p[i] = keep + 1e-6
+                up = self.loss(x, t)
+                p[i] = keep - 1e-6
+                g[i] = (up - self.loss(x, t)) / 2e-6
+                p[i] = keep
+            out[k] = g
+        return out
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["b"])])
+def test_check_model_reads_a_method_returning_grads_and_loss(bug, failing):
+    rng = np.random.default_rng(324)
+    res = gradcheck.check_model(_TinyModel(bug), rng.standard_normal((5, 3)),
+                                rng.standard_normal((5, 2)))
+    _expect(res, failing)
+    assert any("grads() returns (grads, loss)" in n for n in res.notes), res.notes
+
+
+def test_check_model_takes_no_numerical_gradient_for_a_backward():
+    class Numerical(_TinyModel):
+        grads = None  # type: ignore[assignment]
+
+    rng = np.random.default_rng(325)
+    with pytest.raises(TypeError, match="loss_and_grads"):
+        gradcheck.check_model(Numerical(), rng.standard_normal((5, 3)),
+                              rng.standard_normal((5, 2)))
+
+
+# -- a binary cross-entropy guarded by log(p + 1e-7): named as the guard, not a scaling ------
+def test_an_epsilon_guard_is_not_called_a_constant_scaling():
+    def bce(z, t):
+        p = 1 / (1 + np.exp(-z))
+        return -float(np.mean(t * np.log(p + 1e-7) + (1 - t) * np.log(1 - p + 1e-7)))
+
+    def bce_grad(z, t):
+        return (1 / (1 + np.exp(-z)) - t) / t.size
+
+    z = np.random.default_rng(326).standard_normal((6, 1))
+    t = np.array([[1.0], [0.0], [0.0], [1.0], [1.0], [0.0]])
+    res = gradcheck.check_grad(bce, bce_grad, z, t)
+    assert res.status == "mismatch", res.report()
+    assert "epsilon guard" in res.inputs[0].hint and "constant scaling" not in \
+        res.inputs[0].hint, res.inputs[0].hint

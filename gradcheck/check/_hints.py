@@ -96,6 +96,8 @@ def _factor(c: HintContext) -> str:
     r = float(a @ n) / nn
     if abs(r - 1) < 1e-12 or not c.explains((a - r * n).reshape(c.x.shape)):
         return ""
+    if abs(r - 1) < 1e-5 and c.dtype == "float64":  # an epsilon guard's size (_tiny says)
+        return ""
     ignored = _ignores_dout(c, r)
     if ignored:
         return ignored

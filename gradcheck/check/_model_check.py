@@ -12,6 +12,7 @@ from ..read._protocol import ProtocolError, UserCodeError, call_user
 from ._dispatch import run_checks
 from ._modes import method_label, overall
 from ._numeric import F64, Runner, generator
+from ._model_read import ReadModel, read_model
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult, InputResult
@@ -67,12 +68,16 @@ def check_model(
                             full_threshold=full_threshold, name=name)
     if opts.method == "complex":
         raise ValueError("check_model supports method 'central' or 'richardson', not 'complex'")
+    model = read_model(model, batch)
+    twin = None if twin is None else read_model(twin, batch)
     names = _parameter_names(model, params, "model")
     if twin is not None:
         _parameter_names(twin, names, "twin")
         _check_twin_values(model, twin, names)
     res = _restoring([model] if twin is None else [model, twin], names,
                      lambda: _run_checks(model, twin, batch, names, opts))
+    if isinstance(model, ReadModel):
+        res.notes.append(model.note())
     record(res)
     return res
 

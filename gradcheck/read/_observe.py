@@ -50,9 +50,10 @@ _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['
 # -- the method pair ---------------------------------------------------------------------------
 def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> list[str]:
     """The public methods named as a forward (or a backward), ``__call__`` too; with
-    ``private``, the private ones (``_forwards``), never dunders."""
+    ``private``, the private ones (``_forwards``), dunders only of the layer's own
+    (``__forward__``)."""
     names = [n for n in dir(type(layer)) if n.startswith("_") == private
-             and not n.startswith("__") and pattern.search(n)
+             and (not n.startswith("__") or _own_dunder(layer, n)) and pattern.search(n)
              and not re.match(r"_*test", n, re.I)  # a test helper (test_pool_forward)
              and callable(getattr(layer, n, None))
              and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
@@ -64,6 +65,12 @@ def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> lis
             _base_stub(layer)):
         names.append("__call__")
     return names
+
+
+def _own_dunder(layer: Any, name: str) -> bool:
+    """A ``__name__`` method the layer's classes define that Python does not."""
+    return name.endswith("__") and not _MANGLED.match(name) and name in _own_methods(
+        layer) and not hasattr(object, name) and name not in ("__call__", "__init__")
 
 
 def does_nothing(method: Any) -> bool:

@@ -112,12 +112,15 @@ def _holds_float(x: Any) -> bool:
 
 
 def held_floats(layer: Any) -> list[str]:
-    """The floats a layer holds, as ``name``, those held one object away, as
+    """The floats a layer holds (or its class, set on the copies), as ``name``, those held
+    one object away, as
     ``owner.name`` (``self.nn.learning_rate``: the step size of the network it is in),
     and those in a dict it holds, as ``config['learning_rate']``."""
     if not hasattr(layer, "__dict__"):
         return []
     found = [n for n, v in vars(layer).items() if is_float_scalar(v)]
+    found += sorted({n for c in type(layer).__mro__[:-1] for n, v in vars(c).items() if not (
+        n.startswith("__") or n in found) and is_float_scalar(v)})  # lr = 0.001 on the class
     found += [f"{n}[{k!r}]" for n, v in vars(layer).items() if isinstance(v, dict)
               for k, w in v.items() if isinstance(k, str) and is_float_scalar(w)]
     for n, v in vars(layer).items():

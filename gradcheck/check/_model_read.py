@@ -1,0 +1,99 @@
+"""A model without ``loss_and_grads``, read by what its methods return.
+
+``check_model`` asks for ``params``, ``loss`` and ``loss_and_grads``. Many models hold the
+first two and compute their gradients in a method of another name and order
+(``grads(x, t) -> (grads, loss)``, ``gradient(x, t) -> grads``). Such a method is taken
+when, called on a copy of the model with the batch, it returns a dict of gradients keyed
+by parameter names (alone or beside the loss, in either order) and runs ``loss`` at most
+once (a numerical gradient, which runs it for every element, is no backward).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..read._observe import positional_names
+
+__all__ = ["ReadModel", "read_model"]
+
+
+@dataclass
+class ReadModel:
+    """The model's ``params`` and ``loss``, and ``loss_and_grads`` through ``method``."""
+
+    model: Any
+    method: str
+    grads_first: bool | None  # None: the method returns the gradients alone
+
+    @property
+    def params(self) -> Any:
+        return self.model.params
+
+    def loss(self, *batch: Any) -> Any:
+        return self.model.loss(*batch)
+
+    def loss_and_grads(self, *batch: Any) -> tuple[Any, Any]:
+        out = getattr(self.model, self.method)(*batch)
+        if self.grads_first is None:
+            return self.model.loss(*batch), out
+        return (out[1], out[0]) if self.grads_first else (out[0], out[1])
+
+    def note(self) -> str:
+        what = f"{type(self.model).__name__}.{self.method}"
+        got = {None: "the gradients", True: "(grads, loss)", False: "(loss, grads)"}
+        return (f"{type(self.model).__name__} has no loss_and_grads: {what}() returns "
+                f"{got[self.grads_first]} by parameter name, read as it")
+
+
+def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
+    """``model`` itself when it has ``loss_and_grads`` (or lacks ``params`` or ``loss``),
+    else a :class:`ReadModel` over the one method found; the model when none or several."""
+    if hasattr(model, "loss_and_grads") or not hasattr(model, "params") or \
+            not hasattr(model, "loss") or not isinstance(model.params, dict):
+        return model
+    found = [r for name in dir(type(model)) if not name.startswith("_") and name != "loss"
+             and "grad" in name.lower() and (r := _tried(model, name, batch)) is not None]
+    return found[0] if len(found) == 1 else model
+
+
+def _tried(model: Any, name: str, batch: tuple[Any, ...]) -> ReadModel | None:
+    method = getattr(type(model), name, None)
+    wants = positional_names(getattr(model, name), required=True)
+    takes = positional_names(getattr(model, name))
+    if not callable(method) or wants is None or takes is None or not (
+            len(wants) <= len(batch) <= len(takes)):
+        return None
+    twin = copy.deepcopy(model)
+    calls = [0]
+    loss = twin.loss
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return loss(*args, **kwargs)
+
+    twin.loss = counted
+    try:
+        out = getattr(twin, name)(*copy.deepcopy(batch))
+    except Exception:  # noqa: BLE001 - not this method: the model stays as given
+        return None
+    if calls[0] > 1:
+        return None
+    keys = set(model.params)
+    if _grads(out, keys):
+        return ReadModel(model, name, None)
+    if isinstance(out, tuple) and len(out) == 2:
+        for first in (True, False):
+            g, v = (out[0], out[1]) if first else (out[1], out[0])
+            if _grads(g, keys) and np.size(v) == 1:
+                return ReadModel(model, name, first)
+    return None
+
+
+def _grads(g: Any, keys: set[Any]) -> bool:
+    """A dict of float arrays keyed by parameter names."""
+    return isinstance(g, dict) and bool(g) and set(g) <= keys and all(
+        isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in g.values())
