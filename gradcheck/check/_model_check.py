@@ -10,9 +10,9 @@ import numpy as np
 
 from ..read._protocol import ProtocolError, UserCodeError, call_user
 from ._dispatch import run_checks
+from ._model_read import ReadModel, read_model
 from ._modes import method_label, overall
 from ._numeric import F64, Runner, generator
-from ._model_read import ReadModel, read_model
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult, InputResult
