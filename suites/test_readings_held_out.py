@@ -120,7 +120,7 @@ def test_a_padded_copy_of_the_input_per_filter_is_no_second_output(bug, failing)
 
 def test_only_an_arrangement_of_every_input_value_and_zeros_is_a_copy():
     """A ReLU of the padded input drops the negative values: it is no copy."""
-    from gradcheck.read._observe import padded
+    from gradcheck.read._discovery import padded
 
     x = np.random.default_rng(307).standard_normal((2, 4))
     pad = np.pad(x, 1)
@@ -427,3 +427,41 @@ def test_an_epsilon_guard_is_not_called_a_constant_scaling():
     assert res.status == "mismatch", res.report()
     assert "epsilon guard" in res.inputs[0].hint and "constant scaling" not in \
         res.inputs[0].hint, res.inputs[0].hint
+
+
+# -- forward(x, h_prev) one step beside forward_sequence(xs), the backward's pair ------------
+class _SequenceRNN:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(327)
+        self.W, self.U = rng.standard_normal((3, 2)), rng.standard_normal((2, 2)) * 0.5
+        self.bug = bug
+
+    def forward(self, x, h_prev):
+        return np.tanh(x @ self.W + h_prev @ self.U)
+
+    def forward_sequence(self, xs):
+        h, self.caches, hs = np.zeros(2), [], []
+        for x in xs:
+            self.caches.append((x, h))
+            h = self.forward(x, h)
+            hs.append(h)
+        self.hs = hs
+        return np.stack(hs)
+
+    def backward(self, d_outputs):
+        self.dW, self.dU = np.zeros_like(self.W), np.zeros_like(self.U)
+        dh = np.zeros(2)
+        for t in reversed(range(len(self.caches))):
+            x, h_prev = self.caches[t]
+            da = (d_outputs[t] + dh) * (1 - self.hs[t] ** 2)
+            self.dW += np.outer(x, da)
+            self.dU += np.outer(self.hs[t] if self.bug else h_prev, da)
+            dh = da @ self.U.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("h_t", ["U"])])
+def test_the_forward_taking_the_inputs_given_pairs_with_the_backward(bug, failing):
+    xs = np.random.default_rng(328).standard_normal((4, 3))
+    res = gradcheck.check_layer(_SequenceRNN(bug), xs)
+    _expect(res, failing)
+    assert any("forward_sequence(), which can" in n for n in res.notes), res.notes

@@ -43,7 +43,7 @@ from ._protocol import ProtocolError, clone
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "class_held", "no_grad",
            "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
-           "parameters", "set_path", "steps", "try_path", "unmatched", "walk"]
+           "padded", "parameters", "set_path", "steps", "try_path", "unmatched", "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
@@ -449,3 +449,15 @@ def unmatched(before: Any, found: list[Param]) -> list[str]:
         if g is not None:
             used.add(id(g))
     return [path for key, (path, _) in float_arrays(before).items() if key not in used]
+
+
+def padded(v: np.ndarray, x: np.ndarray) -> bool:
+    """Whether ``v`` is a copy of ``x`` laid out otherwise and filled with zeros (zero
+    padding, a copy per filter, columns of patches): every value of ``x`` is in it, and
+    nothing but them and zeros (not a ReLU's output, which drops the negative ones)."""
+    if not (is_float_array(v) and is_float_array(x)) or v.size < x.size or v.shape == x.shape:
+        return False
+    values = np.unique(np.asarray(x))
+    values = values[values != 0]
+    rest = np.asarray(v)[np.asarray(v) != 0]
+    return values.size > 1 and bool(np.isin(values, rest).all() and np.isin(rest, values).all())

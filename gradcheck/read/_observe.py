@@ -32,7 +32,7 @@ from ._discovery import is_float_array, walk
 from ._protocol import clone
 
 __all__ = ["adds_leading", "backward_named", "does_nothing", "float_state", "grad_of",
-           "grad_stem", "grads_holder", "items_off", "last_name", "method_pair", "padded",
+           "grad_stem", "grads_holder", "items_off", "last_name", "method_pair",
            "parent_of", "positional_names", "same_but_unit", "stored", "unit_note"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|f(or|ro|o)wa?r?d|fprop|fwd"  # foward, forwad too
@@ -174,13 +174,13 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     f = "__call__" if stub else None if forward is None and f and does_nothing(
         layer.forward) else f  # a stub beside methods of other names (forloss)
     b = backward if backward is not None else "backward" if has("backward") else None
-    for given, what in ((forward, "forward"), (backward, "backward")):
-        if given is not None and not has(given):
-            raise TypeError(f"{type(layer).__name__} has no method {given!r} (given as "
-                            f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
+    from ._takers import taking_instead  # forward(x, h) beside forward_sequence(xs)
+    f = (took := taking_instead(layer, forward, f, inputs)) or f
+    _given_exist(layer, forward, backward)
     if f is not None and b is not None:
         return f, b, "forward() takes no input: the layer's own __call__ is read as the " \
-            "forward" if stub else ""
+            "forward" if stub else (f"forward() cannot take {len(inputs)} input(s): {f}(), "
+                                    "which can, is read as the forward") if took else ""
     fwds, bwds = _named(layer, forward, b)
     if forward is None and f == "forward":  # forward() beside other forward-like methods
         fwds = _forward_alone(layer, fwds, bwds)
@@ -217,6 +217,15 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
     raise TypeError(f"{type(layer).__name__}: cannot tell its forward and backward methods "
                     f"apart ({found}); name them: check_layer(layer, x, forward='...', "
                     "backward='...')")
+
+
+def _given_exist(layer: Any, forward: str | None, backward: str | None) -> None:
+    """A ``TypeError`` for a method named by ``forward=`` or ``backward=`` that the layer
+    does not have."""
+    for given, what in ((forward, "forward"), (backward, "backward")):
+        if given is not None and not callable(getattr(layer, given, None)):
+            raise TypeError(f"{type(layer).__name__} has no method {given!r} (given as "
+                            f"{what}=); its methods: {', '.join(_public(layer)) or '(none)'}")
 
 
 def _stub_beside_call(layer: Any, n: int) -> bool:
@@ -480,18 +489,6 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
             continue  # a copy of an input, kept for the backward
         out[p] = v
     return out
-
-
-def padded(v: np.ndarray, x: np.ndarray) -> bool:
-    """Whether ``v`` is a copy of ``x`` laid out otherwise and filled with zeros (zero
-    padding, a copy per filter, columns of patches): every value of ``x`` is in it, and
-    nothing but them and zeros (not a ReLU's output, which drops the negative ones)."""
-    if not (is_float_array(v) and is_float_array(x)) or v.size < x.size or v.shape == x.shape:
-        return False
-    values = np.unique(np.asarray(x))
-    values = values[values != 0]
-    rest = np.asarray(v)[np.asarray(v) != 0]
-    return values.size > 1 and bool(np.isin(values, rest).all() and np.isin(rest, values).all())
 
 
 # -- which gradient is which -------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import get_path, is_float_array, try_path, walk
+from ._discovery import get_path, is_float_array, padded, try_path, walk
 from ._flat import as_split, by_attribute, by_layout, paired
 from ._lists import param_lists, properties
 from ._observe import (
@@ -34,7 +34,6 @@ from ._observe import (
     grad_of,
     grads_holder,
     last_name,
-    padded,
     parent_of,
     positional_names,
     same_but_unit,
