@@ -465,3 +465,40 @@ def test_the_forward_taking_the_inputs_given_pairs_with_the_backward(bug, failin
     res = gradcheck.check_layer(_SequenceRNN(bug), xs)
     _expect(res, failing)
     assert any("forward_sequence(), which can" in n for n in res.notes), res.notes
+
+
+# -- (dx, {'W': {'f': dWf, 'i': dWi}, ...}): per-gate gradients of a cell's dicts --------------
+class _GateCell:
+    def __init__(self):
+        rng = np.random.default_rng(329)
+        self.W = {g: rng.standard_normal((3, 2)) for g in "fi"}
+        self.b = {g: rng.standard_normal(2) for g in "fi"}
+
+
+class _GatedLayer:
+    """Two gates of a cell object: ``y = sigmoid(x W_f + b_f) * tanh(x W_i + b_i)``; the
+    backward returns ``(dx, {'W': {gate: ...}, 'b': {gate: ...}})``."""
+
+    def __init__(self, bug=""):
+        self.cell, self.bug = _GateCell(), bug
+
+    def forward(self, x):
+        c = self.cell
+        f = 1 / (1 + np.exp(-(x @ c.W["f"] + c.b["f"])))
+        i = np.tanh(x @ c.W["i"] + c.b["i"])
+        self.cache = (x, f, i)
+        return f * i
+
+    def backward(self, dy):
+        x, f, i = self.cache
+        df, di = dy * i * f * (1 - f), dy * f * (1 - i * i)
+        c = self.cell
+        return df @ c.W["f"].T + di @ c.W["i"].T, {
+            "W": {"f": x.T @ df, "i": x.T @ di},
+            "b": {"f": df.sum(0), "i": di.mean(0) if self.bug else di.sum(0)}}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["cell.b['i']"])])
+def test_per_gate_gradients_in_dicts_of_dicts_past_the_cell_holding_them(bug, failing):
+    x = np.random.default_rng(330).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_GatedLayer(bug), x), failing)

@@ -245,12 +245,15 @@ def by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
                   ) -> dict[str, Any] | None:
     """``param path -> key`` when every key of a returned dict names one of the layer's
     float arrays: its path (``'W'``, ``'gamma'``) or its path with ``_`` for ``.``
-    (``'w1_W'`` for ``w1.W``, a sub-layer's) or its name in the source (``'w'`` for
+    (``'w1_W'`` for ``w1.W``, a sub-layer's), past the one object holding it (``"Wx['f']"``
+    for ``cell.Wx['f']``) or its name in the source (``'w'`` for
     ``self.__w``, held as ``_Dense__w``), each gradient of its array's shape but for
     size-1 axes. None when a key names none."""
     paths = {p: get_path(layer, p) for p in held.values()}
     spelled = {p.replace(".", "_"): p for p in paths} | {p: p for p in paths}
     spelled = {unmangled(p): p for p in paths} | spelled  # {'w': dw} for self.__w
+    tails = [(p.split("[")[0].partition(".")[2] + p[len(p.split("[")[0]):], p) for p in paths]
+    spelled = {t: p for t, p in tails if t and [u for u, _ in tails].count(t) == 1} | spelled
     out: dict[str, Any] = {}
     for k, g in part.items():
         p = spelled.get(k) if isinstance(k, str) else None
@@ -288,6 +291,8 @@ def as_split(ret: Any, obj: Any, names: Any = ()) -> Any:
     if isinstance(ret, tuple) and len(ret) > 1 and isinstance(ret[-1], list) and \
             isinstance(named := paired(ret[-1], obj), dict):
         return (*ret[:-1], named)
+    if isinstance(ret, tuple) and len(ret) > 1 and (flat := _flattened(ret[-1])):
+        return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
     keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
@@ -297,3 +302,13 @@ def as_split(ret: Any, obj: Any, names: Any = ()) -> Any:
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)
+
+
+def _flattened(d: Any) -> dict[str, Any] | None:
+    """A dict of dicts of arrays, string keys (``{'Wx': {'f': dWxf}}``), keyed by paths
+    (``"Wx['f']"``); None for anything else."""
+    if not isinstance(d, dict) or not d or not all(isinstance(v, dict) and v for v in d.values()):
+        return None
+    out = {f"{k}[{j!r}]": g for k, v in d.items() for j, g in v.items()}
+    return out if all(isinstance(k, str) for k in d) and all(
+        is_float_array(g) for g in out.values()) else None
