@@ -502,3 +502,130 @@ class _GatedLayer:
 def test_per_gate_gradients_in_dicts_of_dicts_past_the_cell_holding_them(bug, failing):
     x = np.random.default_rng(330).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_GatedLayer(bug), x), failing)
+
+
+# -- a stepping backward that steps a bias the forward forgot -------------------------------
+class _SteppingDense:
+    def __init__(self, bug="", momentum=False):
+        rng = np.random.default_rng(331)
+        self.weights, self.bias = rng.standard_normal((3, 4)), rng.standard_normal((3, 1))
+        self.bug, self.momentum = bug, momentum
+        self.velocity = np.zeros_like(self.weights)
+
+    def forward(self, input):
+        self.input = input
+        y = self.weights @ input
+        return y if self.bug == "forgot" else y + self.bias
+
+    def backward(self, output_gradient, learning_rate):
+        dw = output_gradient @ self.input.T
+        dx = self.weights.T @ output_gradient
+        if self.momentum:  # a velocity from zeros: no parameter, mirrors the weights' step
+            self.velocity = 0.9 * self.velocity - learning_rate * dw
+            self.weights += self.velocity
+        else:
+            self.weights -= learning_rate * dw
+        self.bias -= learning_rate * output_gradient.sum(1, keepdims=True)
+        return dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("forgot", ["bias"])])
+def test_a_step_on_a_bias_the_forward_forgot_is_checked(bug, failing):
+    x = np.random.default_rng(332).standard_normal((4, 2))
+    _expect(gradcheck.check_layer(_SteppingDense(bug), x), failing)
+
+
+def test_a_velocity_mirroring_the_weights_step_is_no_parameter():
+    x = np.random.default_rng(333).standard_normal((4, 2))
+    res = gradcheck.check_layer(_SteppingDense(momentum=True), x)
+    assert res.passed, res.report()
+    assert "velocity" not in {i.name for i in res.inputs}, res.report()
+
+
+# -- check_elementwise: a derivative written as a one-element array --------------------------
+def test_a_one_element_derivative_is_taken_for_each_element():
+    x = np.random.default_rng(334).standard_normal((3, 4))
+    assert gradcheck.check_elementwise(lambda v: v, lambda v: np.array([1]), x).passed
+    res = gradcheck.check_elementwise(lambda v: 2 * v, lambda v: np.array([1.0]), x)
+    assert res.status == "mismatch", res.report()
+
+
+# -- check_vjp: (dX, {'dW': dW, 'db': db}) and (dx, dk, db) for f(x, k) -----------------------
+def _dense(X, W, b):
+    return X @ W + b, (X, W, b)
+
+
+def _dense_back(bug=""):
+    def dense_backward(dZ, cache):
+        X, W, b = cache
+        return dZ @ W.T, {"dW": X.T @ dZ, "db": dZ.mean(0) if bug else dZ.sum(0)}
+    return dense_backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["b"])])
+def test_the_first_gradient_in_order_and_the_rest_in_a_dict_by_name(bug, failing):
+    rng = np.random.default_rng(335)
+    xs = [rng.standard_normal((4, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)]
+    _expect(gradcheck.check_vjp(_dense, _dense_back(bug), xs), failing)
+
+
+def _conv_back(bug=""):
+    def conv_backward(dy, cache):  # a bias gradient for a layer with none
+        x, k = cache
+        return dy @ k.T, x.T @ dy * (2 if bug else 1), dy.sum(0)
+    return conv_backward
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("double", ["k"])])
+def test_a_gradient_past_the_inputs_is_left_unread(bug, failing):
+    def conv(x, k):
+        return x @ k, (x, k)
+
+    rng = np.random.default_rng(336)
+    res = gradcheck.check_vjp(conv, _conv_back(bug), [rng.standard_normal((4, 3)),
+                                                      rng.standard_normal((3, 2))])
+    _expect(res, failing)
+    assert any("the rest naming no input" in n for n in res.notes), res.notes
+
+
+# -- a forward rounding X to float32: the other gradients take its rounded values ------------
+def _rounding_dense(X, W, b):
+    return np.asarray(X, np.float32).astype(np.float64) @ W + b, (X, W, b)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["b"])])
+def test_gradients_taking_an_input_the_forward_rounds_are_judged_at_its_precision(bug, failing):
+    rng = np.random.default_rng(337)
+    xs = [rng.standard_normal((4, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)]
+    res = gradcheck.check_vjp(_rounding_dense, _dense_back(bug), xs)
+    _expect(res, failing)
+
+
+# -- check_model: an epsilon guard's tiny errors near the output point at no layer -----------
+class _TwoLayer:
+    def __init__(self, scale=1.0):
+        rng = np.random.default_rng(338)
+        self.params = {"fc1.W": rng.standard_normal((3, 4)), "fc2.W": rng.standard_normal((4, 2))}
+        self.x, self.t, self.scale = rng.standard_normal((5, 3)), np.eye(2)[[0, 1, 1, 0, 1]], scale
+
+    def _parts(self):
+        h = np.tanh(self.x @ self.params["fc1.W"])
+        z = h @ self.params["fc2.W"]
+        p = np.exp(z - z.max(1, keepdims=True))
+        return h, p / p.sum(1, keepdims=True)
+
+    def loss(self):
+        _, p = self._parts()
+        return float(-np.mean(np.sum(self.t * np.log(p + 1e-6), 1)))
+
+    def loss_and_grads(self):
+        h, p = self._parts()
+        dz = (p - self.t) / len(p)
+        dh = dz @ self.params["fc2.W"].T * (1 - h * h) * self.scale
+        return self.loss(), {"fc2.W": h.T @ dz, "fc1.W": self.x.T @ dh}
+
+
+def test_a_model_failure_points_past_a_guard_s_tiny_errors():
+    res = gradcheck.check_model(_TwoLayer(scale=1.5))
+    fc1 = next(i for i in res.inputs if i.name == "fc1.W")
+    assert not fc1.passed and "fc1 is the failing layer nearest" in fc1.hint, fc1.hint

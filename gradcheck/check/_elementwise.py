@@ -125,8 +125,8 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
             x, np.ndarray) and not np.array_equal(x, g, equal_nan=x.dtype.kind in "fc")]
         if hit and not wrote:
             wrote.append(f"df modified its argument x{hit[0]} in place")
-        if d.shape == () and dy.shape != () and d.dtype.kind in "fiu":  # a linear function's
-            d = np.broadcast_to(d, dy.shape)  # derivative written 1: the same for each
+        if d.size == 1 and d.shape != dy.shape and d.dtype.kind in "fiu":  # a linear
+            d = np.broadcast_to(d.reshape(()), dy.shape)  # function's derivative: 1, [1]
         if d.shape != dy.shape:
             raise ProtocolError("shape-mismatch", f"df returned shape {d.shape}, expected "
                                 f"{dy.shape} (the derivative of each element)")

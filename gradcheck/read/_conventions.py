@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ._extra_grads import leading_fit, trailing_dict
 from ._observe import default_of, grad_stem, positional_names
 from ._protocol import ProtocolError, map_arrays
 
@@ -508,6 +509,15 @@ class Conventions:
                            f"those of the floating inputs {self._floating}, in that order "
                            "(the others hold no float array)")
                 return self._spread(grads, self._floating)
+            if wanted is None and (keyed := trailing_dict(grads, positional_names(self._fwd), n)):
+                self._note("backward returned the first inputs' gradients in order, then a "
+                           "dict: read as one dict of gradients by name")
+                return keyed
+            if wanted is None and (lead := leading_fit(grads, self._inputs, self._floating)):
+                self._note(f"backward returned {len(grads)} gradients for {len(lead)} float "
+                           f"inputs, the first {len(lead)} of their shapes: those read, the "
+                           f"rest naming no input (not checked)")
+                return self._spread(grads[:len(lead)], lead)
             fit = _in_order(grads, self._inputs, self._floating) if wanted is None and \
                 self._cache_alone else None  # (a loss's: data first, no gradient for it)
             if fit is not None:

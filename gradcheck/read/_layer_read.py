@@ -408,8 +408,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     # the arrays the output depends on are parameters; the others state (or gradient buffers)
     moving = [p for p in missing if moves_output(proto, xs, p, rng)]
     moving += [p for p in missing if p in lost and p not in moving]
-    moving += lost_steps(proto, [p for p in missing if p not in moving],
-                         set(moving) | {p.value for p in found if isinstance(p.value, str)})
+    reach = set(moving) | {p.value for p in found if isinstance(p.value, str)}
+    moving += lost_steps(proto, [p for p in missing if p not in moving], reach, first)
     # found by name, but the backward left that gradient as it was and returned one
     stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
     observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)

@@ -71,16 +71,40 @@ def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:
         last_name(holder))
 
 
-def lost_steps(proto: Protocol, missing: list[str], reaching: set[str]) -> list[str]:
-    """The arrays the backward takes a step on when none of its steps is on an array the
-    output depends on (``reaching``: those found by name and those that move it): their
-    steps are lost, and they are checked."""
+def lost_steps(proto: Protocol, missing: list[str], reaching: set[str], first: Any = None
+               ) -> list[str]:
+    """The arrays the backward takes a step on that the output does not depend on
+    (``reaching``: those found by name and those that move it): all of them when none of
+    its steps is on an array that reaches the output; else those whose change in the
+    ``first`` probe mirrors no such array's (a bias the forward forgot, stepped all the
+    same; not a velocity, ``v = -lr * dW; W += v``): their steps are lost, and they are
+    checked."""
     steps = [p for p in missing if p in proto.stepped]
-    if not steps or any(p in reaching for p in proto.stepped):
+    if steps and any(p in reaching for p in proto.stepped):
+        moved = [_change(first, q) for q in proto.stepped if q in reaching]
+        steps = [p for p in steps if (d := _change(first, p)) is not None and d.any() and
+                 not any(m is not None and _mirrors(d, m) for m in moved)]
+    if not steps:
         return []
     proto.note(f"the backward takes a step on {', '.join(steps)}, which the output does not "
                "depend on: checked as parameters (their numerical gradient is zero)")
     return steps
+
+
+def _change(first: Any, path: str) -> np.ndarray | None:
+    """What the first probe's backward changed the array at ``path`` by."""
+    if first is None:
+        return None
+    a, b = try_path(first.after, path), try_path(first.init, path)
+    return a - b if is_float_array(a) and is_float_array(b) and a.shape == b.shape else None
+
+
+def _mirrors(d: np.ndarray, m: np.ndarray) -> bool:
+    """Whether ``d`` is a multiple of ``m`` (a velocity's step beside its array's)."""
+    if d.shape != m.shape or not m.any():
+        return False
+    c = float(np.vdot(d, m) / np.vdot(m, m))
+    return bool(np.allclose(d, c * m, rtol=1e-6, atol=1e-12 * float(np.max(np.abs(d)))))
 
 
 def _moved(x: Any) -> Any:
