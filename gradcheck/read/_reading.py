@@ -138,7 +138,8 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     completes it (``compute_gradients()``), called right after; ``out`` is what the
     forward returned (an argument when ``order`` holds :data:`OUTPUT`); ``names``, the
     forward's inputs', read what it returns (:func:`~._flat.as_split`)."""
-    ret = as_split(_call_backward(method, style, order, dy, xs, out), method.__self__, names)
+    ret = as_split(_call_backward(method, style, order, dy, xs, out), getattr(
+        method, "__self__", None), names)
     if then is None:
         return ret
     done = getattr(method.__self__, then)
