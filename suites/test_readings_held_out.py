@@ -629,3 +629,41 @@ def test_a_model_failure_points_past_a_guard_s_tiny_errors():
     res = gradcheck.check_model(_TwoLayer(scale=1.5))
     fc1 = next(i for i in res.inputs if i.name == "fc1.W")
     assert not fc1.passed and "fc1 is the failing layer nearest" in fc1.hint, fc1.hint
+
+
+# -- a first layer whose backward returns (dW, db) only, none of the input's shape -----------
+class _FirstLayer:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(339)
+        self.W, self.b, self.bug = rng.standard_normal((2, 3)), rng.standard_normal(3), bug
+
+    def forward_pass(self, X):
+        return X @ self.W + self.b, (X,)
+
+    def backprop(self, out, cache, dout):  # the forward's output first, as the code has it
+        (X,) = cache
+        return X.T @ dout, dout.mean(0) if self.bug else dout.sum(0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["b"])])
+def test_a_first_layer_returning_its_parameters_gradients_alone(bug, failing):
+    x = np.random.default_rng(340).standard_normal((4, 2))
+    res = gradcheck.check_layer(_FirstLayer(bug), x)
+    _expect(res, failing)
+    assert next(i for i in res.inputs if i.name == "x0").status == "constant", res.report()
+
+
+def test_an_output_of_an_input_s_shape_beside_another_is_explained():
+    class Square:
+        def __init__(self):
+            self.w = np.random.default_rng(341).standard_normal((4, 4))
+
+        def forward(self, inputs):
+            z = inputs @ self.w
+            return z, 1 / (1 + np.exp(-z))
+
+        def backward(self, layer_err):
+            return layer_err.dot(self.w.T)
+
+    res = gradcheck.check_layer(Square(), np.random.default_rng(342).standard_normal((5, 4)))
+    assert res.status == "error" and "check_vjp" in res.message, res.report()

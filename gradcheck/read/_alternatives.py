@@ -39,7 +39,8 @@ _OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the 
 _IN_NAME = re.compile(r"inputs?|in_put", re.I)  # and an input
 
 __all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
-           "returns_cache", "rows_as_columns", "returns_linear", "takes_gradient"]
+           "returns_cache", "returns_linear", "rows_as_columns", "several_outputs",
+           "takes_gradient"]
 
 
 def each_holds(proto: Protocol, xs: list[Any]) -> bool:
@@ -113,6 +114,20 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
         return False
     shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
     return not any(np.shape(r) in shapes for r in returned[1:])
+
+
+def several_outputs(proto: Protocol, returned: Any, exc: UserCodeError) -> str:
+    """Advice for a backward taking one output gradient that raised on the forward's
+    tuple of several arrays when the first-output reading was refused (another output
+    has an input's shape: a state, or ``(z, sigmoid(z))`` of a square layer)."""
+    if not isinstance(returned, tuple) or len(returned) < 2 or not all(
+            is_float_array(r) for r in returned) or exc.what != (
+            f"{type(proto.layer).__name__}.{proto.backward}"):
+        return ""
+    return (f"; the forward returns {len(returned)} arrays and the backward was given their "
+            "gradients as one tuple: which output it differentiates cannot be told when one "
+            "has an input's shape (a state); check a forward returning that output alone "
+            "with check_vjp (fwd = lambda x: (layer.forward(x)[0], x))")
 
 
 def penalty_checked(proto: Protocol, xs: list[Any], returned: Any, first: Any) -> Any:

@@ -24,6 +24,7 @@ from ._alternatives import (
     returns_cache,
     returns_linear,
     rows_as_columns,
+    several_outputs,
     takes_gradient,
 )
 from ._conventions import zero_one
@@ -267,6 +268,7 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
                     f"gradient to {proto.backward}(), which takes none, keeping it in "
                     f"{feed[1]}: called one after the other")
         else:
+            exc.advice += several_outputs(proto, returned, exc)
             raise
         proto.notes = [n for n in saved[0]
                        if n and not re.search("per sample|separate ar|again: called", n)]
