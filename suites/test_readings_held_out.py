@@ -181,9 +181,25 @@ def test_activation_gradients_beside_every_parameter_s_are_left_unread(bug, fail
     rng = np.random.default_rng(311)
     p = {"W1": rng.standard_normal((3, 2)), "b1": rng.standard_normal((3, 1)),
          "W2": rng.standard_normal((1, 3)), "b2": rng.standard_normal((1, 1))}
-    res = gradcheck.check_vjp(_model, _model_back(bug), [rng.standard_normal((2, 4)), p])
+    x = rng.standard_normal((2, 4))
+    res = gradcheck.check_vjp(_model, _model_back(bug), [x, p])  # dA0 has X's shape: X's
+    assert res.status == "bad-protocol" and "wrt=[1]" in res.message, res.report()  # misnamed?
+    res = gradcheck.check_vjp(_model, _model_back(bug), [x, p], wrt=[1])
     _expect(res, failing)
     assert any("dA0, dA1 beside" in n for n in res.notes), res.notes
+
+
+def test_activation_gradients_of_no_input_s_shape_are_left_unread():
+    def model_backward(cache):
+        g = _model_back()(cache)
+        g.pop("dA0")  # dA1 alone: of no input's shape
+        return g
+
+    rng = np.random.default_rng(344)
+    p = {"W1": rng.standard_normal((3, 2)), "b1": rng.standard_normal((3, 1)),
+         "W2": rng.standard_normal((1, 3)), "b2": rng.standard_normal((1, 1))}
+    res = gradcheck.check_vjp(_model, model_backward, [rng.standard_normal((2, 4)), p])
+    assert res.passed and any("dA1 beside" in n for n in res.notes), res.report()
 
 
 def test_a_key_naming_no_input_stays_an_error_while_a_part_has_none():
@@ -647,8 +663,12 @@ class _FirstLayer:
 
 @pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["b"])])
 def test_a_first_layer_returning_its_parameters_gradients_alone(bug, failing):
+    """(dW, db) alone: a first layer, or a forgotten dX? The plain call refuses and names
+    the wrt= that checks them; with it, the input is held constant."""
     x = np.random.default_rng(340).standard_normal((4, 2))
-    res = gradcheck.check_layer(_FirstLayer(bug), x)
+    with pytest.raises(gradcheck.LayerConventionError, match=r"wrt=\['W', 'b'\]"):
+        gradcheck.check_layer(_FirstLayer(bug), x)
+    res = gradcheck.check_layer(_FirstLayer(bug), x, wrt=["W", "b"])
     _expect(res, failing)
     assert next(i for i in res.inputs if i.name == "x0").status == "constant", res.report()
 
@@ -667,3 +687,167 @@ def test_an_output_of_an_input_s_shape_beside_another_is_explained():
 
     res = gradcheck.check_layer(Square(), np.random.default_rng(342).standard_normal((5, 4)))
     assert res.status == "error" and "check_vjp" in res.message, res.report()
+
+
+# -- backprop(pooled, cache, dout): the forward's first value, its cache, then dout ----------
+class _Pool:
+    """A max over pairs of columns; ``forward_pass(X)`` returns ``(Z, X)`` and
+    ``backprop(pooled, cache, dL_dx)`` finds the winners by comparing with ``pooled``."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward_pass(self, X):
+        return np.maximum(X[:, 0::2], X[:, 1::2]), X
+
+    def backprop(self, pooled, cache, dL_dx):
+        dx = np.zeros_like(cache)
+        dx[:, 0::2] = dL_dx * (cache[:, 0::2] == pooled)
+        dx[:, 1::2] = dL_dx * (cache[:, 1::2] == pooled)
+        return dx / (2 if self.bug else 1)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("avg", ["x0"])])
+def test_a_backward_taking_the_forward_s_first_value_then_its_cache(bug, failing):
+    x = np.random.default_rng(343).standard_normal((3, 6))
+    res = gradcheck.check_layer(_Pool(bug), x)
+    _expect(res, failing)
+    assert any("the forward's first value" in n for n in res.notes), res.notes
+
+
+# -- what the review of this stop found: each reading refuses what it cannot tell ---------
+class _DictCell:
+    """``backward(dh, cache)`` returns one dict; ``forgot`` leaves ``dh_prev`` out."""
+
+    def __init__(self, forgot=False):
+        rng = np.random.default_rng(345)
+        self.Wx, self.Wh, self.b = (rng.standard_normal((3, 4)), rng.standard_normal((4, 4)),
+                                    rng.standard_normal(4))
+        self.forgot = forgot
+
+    def forward(self, x, h_prev):
+        h = np.tanh(x @ self.Wx + h_prev @ self.Wh + self.b)
+        return h, (x, h_prev, h)
+
+    def backward(self, dh, cache):
+        x, h_prev, h = cache
+        da = dh * (1 - h * h)
+        g = {"dx": da @ self.Wx.T, "dWx": x.T @ da, "dWh": h_prev.T @ da, "db": da.sum(0)}
+        return g if self.forgot else g | {"dh_prev": da @ self.Wh.T}
+
+
+def test_a_dict_of_gradients_missing_an_input_s_is_not_read_as_a_constant():
+    rng = np.random.default_rng(346)
+    x, h = rng.standard_normal((2, 3)), rng.standard_normal((2, 4))
+    assert gradcheck.check_layer(_DictCell(), x, h).passed
+    with pytest.raises(gradcheck.LayerConventionError, match="dict with keys dx, dWx"):
+        gradcheck.check_layer(_DictCell(forgot=True), x, h)
+
+
+def test_an_unread_key_of_an_unkeyed_input_s_shape_is_refused():
+    def block(inputs, parameters):
+        return np.tanh(inputs @ parameters["W1"]) @ parameters["W2"], (inputs, parameters)
+
+    def block_backward(dy, cache):  # dX is the input's gradient under another name
+        inputs, p = cache
+        h = np.tanh(inputs @ p["W1"])
+        dz = dy @ p["W2"].T * (1 - h * h)
+        return {"dX": 0.5 * dz @ p["W1"].T, "dW1": inputs.T @ dz, "dW2": h.T @ dy}
+
+    rng = np.random.default_rng(347)
+    p = {"W1": rng.standard_normal((3, 4)), "W2": rng.standard_normal((4, 2))}
+    res = gradcheck.check_vjp(block, block_backward, [rng.standard_normal((5, 3)), p])
+    assert res.status == "bad-protocol", res.report()
+
+
+def test_a_trailing_dict_missing_an_input_s_gradient_is_not_read():
+    def forgetful(dZ, cache):
+        dX, g = _dense_back()(dZ, cache)
+        return dX, {"dW": g["dW"]}  # db forgotten
+
+    rng = np.random.default_rng(348)
+    xs = [rng.standard_normal((4, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)]
+    assert not gradcheck.check_vjp(_dense, forgetful, xs).passed
+
+
+class _TwoBiases:
+    """``b_ih + b_hh`` stepped alike; ``forgot`` leaves ``b_hh`` out of the forward."""
+
+    def __init__(self, forgot=False, velocity=False):
+        rng = np.random.default_rng(349)
+        self.W, self.forgot = rng.standard_normal((3, 5)), forgot
+        self.b_ih, self.b_hh = rng.standard_normal((1, 5)), rng.standard_normal(5)
+        self.vb = np.zeros(5) if velocity else None
+
+    def forward(self, x):
+        self.x = x
+        y = x @ self.W + self.b_ih
+        return y if self.forgot or self.vb is not None else y + self.b_hh
+
+    def backward(self, dout, learning_rate):
+        db, dx = dout.sum(0), dout @ self.W.T
+        self.W -= learning_rate * (self.x.T @ dout)
+        if self.vb is not None:  # a velocity of db's shape for a (1, 5) bias
+            self.vb = 0.0 * self.vb - learning_rate * db
+            self.b_ih += self.vb
+        else:
+            self.b_ih -= learning_rate * db
+            self.b_hh -= learning_rate * db
+        return dx
+
+
+def test_a_forgotten_bias_stepped_as_its_sibling_is_checked_a_velocity_is_not():
+    x = np.random.default_rng(350).standard_normal((4, 3))
+    assert gradcheck.check_layer(_TwoBiases(), x).passed
+    _expect(gradcheck.check_layer(_TwoBiases(forgot=True), x), ["b_hh"])
+    res = gradcheck.check_layer(_TwoBiases(velocity=True), x)
+    assert res.passed and "vb" not in {i.name for i in res.inputs}, res.report()
+
+
+def test_check_model_takes_no_step_nor_numerical_gradient_for_a_backward():
+    class Stepping(_TinyModel):
+        grads = None  # type: ignore[assignment]
+
+        def gradient_step(self, x, t, lr=0.1):  # new weights, not gradients
+            g, loss = _TinyModel.grads(self, x, t)
+            return {k: v - lr * g[k] for k, v in self.params.items()}, loss
+
+    class Numerical(_TinyModel):
+        grads = None  # type: ignore[assignment]
+
+        def _loss(self, x, t):
+            return _TinyModel.loss(self, x, t)
+
+        def loss(self, x, t):
+            return self._loss(x, t)
+
+        def numerical_gradient(self, x, t):  # through a private loss: still numerical
+            out = {}
+            for k, p in self.params.items():
+                out[k] = np.zeros_like(p)
+                for i in np.ndindex(p.shape):
+                    keep = p[i]
+                    p[i] = keep + 1e-6
+                    up = self._loss(x, t)
+                    p[i] = keep - 1e-6
+                    out[k][i] = (up - self._loss(x, t)) / 2e-6
+                    p[i] = keep
+            return out
+
+    rng = np.random.default_rng(351)
+    x, t = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    for model in (Stepping(), Numerical()):
+        with pytest.raises(TypeError, match="loss_and_grads"):
+            gradcheck.check_model(model, x, t)
+
+
+def test_a_dict_of_gradients_beside_optimizer_moments_of_the_same_names():
+    class WithMoments(_KeyedCell):
+        def __init__(self):
+            super().__init__()
+            self.m = {"W": np.zeros((3, 4)), "U": np.zeros((4, 4)), "b": np.zeros(4)}
+
+    rng = np.random.default_rng(352)
+    res = gradcheck.check_layer(WithMoments(), rng.standard_normal((2, 3)),
+                                rng.standard_normal((2, 4)))
+    assert res.passed and {"W", "U", "b"} <= {i.name for i in res.inputs}, res.report()

@@ -45,7 +45,7 @@ def gradient_leaves(grads_raw: Any, prep: _Inputs, chosen: set[Any],
     else:
         grads_raw = _fields(grads_raw, prep, notes)
         if isinstance(grads_raw, dict):
-            grads_raw = _by_name(grads_raw, prep, notes)
+            grads_raw = _by_name(grads_raw, prep, notes, chosen)
         if isinstance(grads_raw, np.ndarray) or not isinstance(grads_raw, (list, tuple)):
             raise ProtocolError("bad-protocol", "backward must return a list or tuple of "
                                 f"gradients, one per input; got {type(grads_raw).__name__}")
@@ -115,7 +115,8 @@ def _in_order(grads: Any, leaves: list[Any] | None) -> None:
             "each computed wrongly? Shapes cannot tell; return them in the inputs' order"))
 
 
-def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> list[Any]:
+def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None,
+             chosen: Any = None) -> list[Any]:
     """A dict of gradients for positional inputs, read by name: ``d`` + an input's name
     (``dxt`` for ``xt``; for a dict input, a dict under its own name, ``'fc1': {'dW':
     ...}``), and for a dict input ``d`` + each key (``dWax`` for ``parameters['Wax']``)
@@ -147,7 +148,8 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
         else:
             out.append(None)
     extra = sorted(str(k) for k in set(grads) - used)
-    if extra and used - {None} and _aside(extra, prep, out):
+    if extra and used - {None} and _aside({k: grads[k] for k in grads if str(k) in extra},
+                                          prep, out, chosen):
         if notes is not None:
             notes.append(f"backward returned {', '.join(extra)} beside the gradients of "
                          "every part of the dict inputs: naming no input, not read")
@@ -155,10 +157,14 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None) -> l
     if extra or not used - {None}:
         wanted = [f"d{prep.tree.names[s]}" if isinstance(s, int) else ", ".join(
             f"d{k}" for k in s) for s in prep.tree.skeleton if isinstance(s, (int, dict))]
+        dicts = [k for k, (s, g) in enumerate(zip(prep.tree.skeleton, out, strict=True))
+                 if isinstance(s, dict) and isinstance(g, dict) and set(g) == set(s)]
         raise ProtocolError("bad-protocol", (
             f"backward returned a dict of gradients whose keys {extra or sorted(map(str, grads))} "
             "name no input: for positional inputs its keys are read as 'd' + each input's "
-            f"name ({', '.join(wanted)})"))
+            f"name ({', '.join(wanted)})" + (
+                "; if they are no input's gradient (an activation's), name the inputs it "
+                f"differentiates: wrt={dicts!r}" if extra and dicts else "")))
     if notes is not None:
         notes.append("backward returned a dict of gradients: read by name, 'd' + each "
                      "input's name (an input with none is a constant; a part of a dict "
@@ -186,17 +192,21 @@ def _undecorated(sub: Any, s: Any) -> Any:
     return {k: _undecorated(sub[g], s[k]) for k, g in keys.items() if g in sub}
 
 
-def _aside(extra: list[str], prep: _Inputs, out: list[Any]) -> bool:
+def _aside(extra: dict[Any, Any], prep: _Inputs, out: list[Any], chosen: Any) -> bool:
     """Whether keys naming no input may be left unread: every part of every dict input
-    has its gradient, and no key resembles an input left without one (``dx`` for
-    ``xt``), which may be its gradient misnamed."""
+    has its gradient, and no key resembles an input differentiated and left without one
+    (``dx`` for ``xt``) nor holds an array of its shape (``dX`` for ``inputs``), which may
+    be its gradient misnamed."""
     parts = [(s, g) for s, g in zip(prep.tree.skeleton, out, strict=True) if isinstance(s, dict)]
     if not parts or any(not isinstance(g, dict) or set(g) != set(s) for s, g in parts):
         return False
-    left = [prep.tree.names[s].lower() for s, g in zip(prep.tree.skeleton, out, strict=True)
-            if isinstance(s, int) and g is None]
-    stems = [k.lower().removeprefix("d") for k in extra]
-    return not any(a.startswith(b) or b.startswith(a) for a in left for b in stems if a and b)
+    left = [s for k, (s, g) in enumerate(zip(prep.tree.skeleton, out, strict=True))
+            if isinstance(s, int) and g is None and (chosen is None or k in chosen)]
+    names = [prep.tree.names[s].lower() for s in left]
+    shapes = {np.shape(prep.leaves[s]) for s in left}
+    stems = [str(k).lower().removeprefix("d") for k in extra]
+    return not any(a.startswith(b) or b.startswith(a) for a in names for b in stems
+                   if a and b) and not any(np.shape(v) in shapes for v in extra.values())
 
 
 class Misshapen(ProtocolError):

@@ -4,19 +4,24 @@
 first two and compute their gradients in a method of another name and order
 (``grads(x, t) -> (grads, loss)``, ``gradient(x, t) -> grads``). Such a method is taken
 when, called on a copy of the model with the batch, it returns a dict of gradients keyed
-by parameter names (alone or beside the loss, in either order) and runs ``loss`` at most
-once (a numerical gradient, which runs it for every element, is no backward).
+by parameter names (alone or beside the loss, in either order; not the parameters
+themselves, nor new values after a step, every one within half its parameter's norm of
+it), leaves the parameters as they were,
+and runs no method of the model more than twice as often as ``loss`` does (a numerical
+gradient, which runs the loss for every element, through any helper, is no backward).
 """
 
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..read._observe import positional_names
+from ..read._watch import watched
 
 __all__ = ["ReadModel", "read_model"]
 
@@ -67,33 +72,42 @@ def _tried(model: Any, name: str, batch: tuple[Any, ...]) -> ReadModel | None:
     if not callable(method) or wants is None or takes is None or not (
             len(wants) <= len(batch) <= len(takes)):
         return None
-    twin = copy.deepcopy(model)
-    calls = [0]
-    loss = twin.loss
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return loss(*args, **kwargs)
-
-    twin.loss = counted
+    twin, base = copy.deepcopy(model), copy.deepcopy(model)
+    before = {k: np.array(v, copy=True) for k, v in model.params.items()}
     try:
-        out = getattr(twin, name)(*copy.deepcopy(batch))
+        with watched(base, set()) as by_loss:
+            base.loss(*copy.deepcopy(batch))
+        with watched(twin, {name}) as ran:
+            out = getattr(twin, name)(*copy.deepcopy(batch))
     except Exception:  # noqa: BLE001 - not this method: the model stays as given
         return None
-    if calls[0] > 1:
-        return None
+    helpers, runs = Counter(by_loss) + Counter(["loss"]), Counter(ran)
+    if any(c > 2 * helpers.get(n, 1) for n, c in runs.items()) or any(
+            not np.array_equal(v, twin.params[k]) for k, v in before.items()):
+        return None  # a numerical gradient (the loss run per element), or a step taken
     keys = set(model.params)
-    if _grads(out, keys):
+    if _grads(out, keys, twin.params):
         return ReadModel(model, name, None)
     if isinstance(out, tuple) and len(out) == 2:
         for first in (True, False):
             g, v = (out[0], out[1]) if first else (out[1], out[0])
-            if _grads(g, keys) and np.size(v) == 1:
+            if _grads(g, keys, twin.params) and np.size(v) == 1:
                 return ReadModel(model, name, first)
     return None
 
 
-def _grads(g: Any, keys: set[Any]) -> bool:
-    """A dict of float arrays keyed by parameter names."""
+def _grads(g: Any, keys: set[Any], params: dict[Any, Any]) -> bool:
+    """A dict of float arrays keyed by parameter names, none of them the parameter
+    itself or its values (new weights returned are no gradients)."""
     return isinstance(g, dict) and bool(g) and set(g) <= keys and all(
-        isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in g.values())
+        isinstance(v, np.ndarray) and v.dtype.kind == "f" and v is not params[k] and
+        not np.array_equal(v, params[k]) for k, v in g.items()) and not all(
+        _near(v, params[k]) for k, v in g.items())
+
+
+def _near(v: np.ndarray, p: Any) -> bool:
+    """Whether ``v`` is ``p`` moved a little (``W - lr * dW``, a step's new value): within
+    half its norm."""
+    p = np.asarray(p, dtype=np.float64)
+    return v.shape == p.shape and bool(p.any()) and float(
+        np.linalg.norm(v - p)) <= 0.5 * float(np.linalg.norm(p))

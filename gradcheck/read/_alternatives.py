@@ -33,7 +33,7 @@ from ._reading import (
     probe,
     unchanged,
 )
-from ._tokens import CACHED, SELF, SINK, filled, token_orders
+from ._tokens import CACHED, FIRST_OUT, SELF, SINK, filled, token_orders
 
 _OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the forward's output
 _IN_NAME = re.compile(r"inputs?|in_put", re.I)  # and an input
@@ -311,6 +311,7 @@ def _trial(proto: Protocol, xs: list[Any], orders: list[list[Any]],
     bare = not float_arrays(proto.layer)
     found = [f for f in found if SINK not in f[0] or filled(f[1].after) or (
         bare and CACHED in f[0])]
+    found = [f for f in found if FIRST_OUT not in f[0]] or found  # the output: a last resort
     if named is not None and not all(unchanged(found[0][1], f) for _, f in found[1:]):
         found = [f for f in found if named(f[0])]
     if found and all(unchanged(found[0][1], f) for _, f in found[1:]):

@@ -509,7 +509,7 @@ class Conventions:
                            f"those of the floating inputs {self._floating}, in that order "
                            "(the others hold no float array)")
                 return self._spread(grads, self._floating)
-            if wanted is None and (keyed := trailing_dict(grads, positional_names(self._fwd), n)):
+            if wanted is None and (keyed := trailing_dict(grads, self._fwd, self._inputs)):
                 self._note("backward returned the first inputs' gradients in order, then a "
                            "dict: read as one dict of gradients by name")
                 return keyed

@@ -10,19 +10,26 @@ from typing import Any
 
 import numpy as np
 
+from ._observe import positional_names
+
 __all__ = ["leading_fit", "trailing_dict"]
 
 
-def trailing_dict(grads: Any, names: list[str] | None, n: int) -> dict[str, Any] | None:
-    """``(dX, {'dW': dW, 'db': db})`` for ``f(X, W, b)`` as one dict named ``d`` + each
+def trailing_dict(grads: Any, fwd: Any, inputs: list[Any]) -> dict[str, Any] | None:
+    """``(dX, {'dW': dW, 'db': db})`` for ``fwd(X, W, b)`` as one dict named ``d`` + each
     input's name (the items before the dict for the first inputs, in order); None when
-    the last item is no dict of string keys, or a key repeats an item's name."""
+    the last item is no dict of string keys, a key repeats an item's name, or a float
+    array input has no gradient (a forgotten ``db`` is no constant)."""
+    n, names = len(inputs), positional_names(fwd)
     if not isinstance(grads, (list, tuple)) or not grads or not isinstance(grads[-1], dict) \
             or not all(isinstance(k, str) for k in grads[-1]) or names is None or \
             len(names) != n or not len(grads) - 1 < n:
         return None
     head = {f"d{names[k]}": g for k, g in enumerate(grads[:-1])}
-    return None if set(head) & set(grads[-1]) else head | grads[-1]
+    out = head | grads[-1]
+    return None if set(head) & set(grads[-1]) or any(
+        f"d{name}" not in out for name, x in zip(names, inputs, strict=True)
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f") else out
 
 
 def leading_fit(grads: Any, inputs: list[Any], floating: list[int]) -> list[int] | None:

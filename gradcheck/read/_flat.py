@@ -74,9 +74,7 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     left = [("p", p) for p, _ in held if ("p", p) not in owner]
     if owner.count(None) == 1 and len(left) == 1 and arrays is not None:
         owner[owner.index(None)] = left[0]  # by elimination: its shape is its verdict
-    mine = sorted(o[1] for o in owner if o and o[0] == "x")  # none of an input's shape:
-    if None in owner or mine != inputs and (mine or any(  # a first layer's (dW, db)
-            np.shape(xs[k]) == np.shape(r) for k in inputs for r in ret)):
+    if None in owner or sorted(o[1] for o in owner if o and o[0] == "x") != inputs:
         return None
     return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
 
@@ -282,12 +280,13 @@ def paired(extra: Any, obj: Any) -> Any:
     return extra if None in named or len(named) != len(pairs) else named
 
 
-def as_split(ret: Any, obj: Any, names: Any = ()) -> Any:
+def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     """What a backward returned, its parameters' gradients apart as ``{path: gradient}``
     where they came beside their arrays or under their names: ``[[W, dW], [b, db]]`` as
     ``(None, {...})``, ``(dX, [(W, dW), (b, db)])`` as ``(dX, {...})``, and one dict
     named ``d`` + each of the forward's inputs ``names`` and each array (``{'dx': dx,
-    'dh_prev': dh, 'dW': dW}``) as ``(dx, dh, {'W': dW})``; anything else as it is."""
+    'dh_prev': dh, 'dW': dW}``, one key for each float array among the inputs ``xs``) as
+    ``(dx, dh, {'W': dW})``; anything else as it is."""
     if isinstance(ret, list) and isinstance(named := paired(ret, obj), dict):
         return (None, named)  # [[W, dW], name]: no input's gradient, the parameters' by name
     if isinstance(ret, tuple) and len(ret) > 1 and isinstance(ret[-1], list) and \
@@ -298,7 +297,11 @@ def as_split(ret: Any, obj: Any, names: Any = ()) -> Any:
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
     keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
-    arrays = {last_name(p): p for p, v in walk(obj) if is_float_array(v)}
+    if any(k is None and is_float_array(x) and x.dtype.kind == "f" for k, x in zip(
+            keys, xs, strict=False)):  # (a forgotten dh_prev is no constant)
+        return ret
+    held = [p for p, v in walk(obj) if is_float_array(v)]  # W itself before m['W']
+    arrays = {last_name(p): p for p in held} | {p: p for p in held if p == last_name(p)}
     params = {arrays.get(k[1:]) or arrays.get(grad_stem(k)): g for k, g in ret.items()
               if k not in keys}
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):

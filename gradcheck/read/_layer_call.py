@@ -135,6 +135,7 @@ class Protocol:
     trial: list[Any] | None = None  # style "inputs" in an order found by trial
     pick: list[int] = field(default_factory=list)  # a loss's one array: [k] x_k's, [a, b] unsure
     step_attr: str | None = None  # a step size held on the layer (self.learning_rate)
+    held_step: str | None = None  # that step size, once read: 1.0 on the copies checked
     flags: list[str] = field(default_factory=list)  # arrays the output jumps with (a branch)
 
     def note(self, text: str) -> None:

@@ -430,7 +430,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                                    if isinstance(g, str)))  # (a step moves the weights)
     proto.params = [stale_slot(base, first, p) for p in found]
     second_places(proto, first)
-    proto.note(_constant_scalars(base, found))
+    proto.note(_constant_scalars(base, found, proto.held_step))
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
@@ -563,9 +563,10 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
             "what to check with wrt= (the parameters alone: wrt=['W', 'b'], by their names)"))
 
 
-def _constant_scalars(layer: Any, found: list[Param]) -> str:
-    """The note naming the float scalars held constant: those with no gradient found."""
-    used = {q for p in found for q in (p.value, p.grad, *p.also) if isinstance(q, str)}
+def _constant_scalars(layer: Any, found: list[Param], step: str | None = None) -> str:
+    """The note naming the float scalars held constant: those with no gradient found,
+    but the step size the layer holds (``step``), set to 1.0."""
+    used = {q for p in found for q in (p.value, p.grad, *p.also, step) if isinstance(q, str)}
     held = [s for s in float_scalars(layer) if s not in used]
     if not held:
         return ""

@@ -41,7 +41,17 @@ from ._observe import (
 )
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
-from ._tokens import BUT_LAST, CACHED, DY, SELF, SINK, give_sinks
+from ._tokens import (
+    BUT_LAST,
+    CACHED,
+    DY,
+    FIRST_OUT,
+    OUTPUT,
+    SELF,
+    SINK,
+    give_sinks,
+    order_text,
+)
 from ._watch import runs_forward, watched
 
 __all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
@@ -96,16 +106,6 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
                              f"({order_text(order, f_names)})")
 
 
-def order_text(order: Sequence[Any], f_names: Sequence[str] = ()) -> str:
-    """A backward's call order as the note shows it: ``dout, x, the output``."""
-    return ", ".join("dout" if k is None else "the output" if k == OUTPUT else
-                     "the forward's last value" if k == CACHED else "a gradient dict it "
-                     "fills" if k == SINK else "the layer itself" if k == SELF else
-                     f"the gradient of output {k[len(DY):-1]}" if
-                     isinstance(k, str) and k.startswith(DY) else f_names[k] if
-                     isinstance(k, int) and k < len(f_names) else f"x{k}" for k in order)
-
-
 #: The style of a layer used as a pair of functions: its forward returns ``(y, cache)``
 #: (the cache a container, or one of its inputs itself) and its backward takes
 #: ``(dout, cache)``.
@@ -119,10 +119,6 @@ UNSURE = "given?"
 #: The style of a backward returning one input's gradient per call, the input named by
 #: an index after the output gradient (``backward(grad, wrt, x, y)``).
 EACH = "each"
-
-#: In a call order, the forward's output (what it returned) as an argument of the backward.
-OUTPUT = "<output>"
-
 
 #: The style of a backward that takes no argument, its output gradient given to another
 #: method first (``backward_update_gradient(delta)``): ``"feed:" + that method's name +
@@ -139,7 +135,7 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     forward returned (an argument when ``order`` holds :data:`OUTPUT`); ``names``, the
     forward's inputs', read what it returns (:func:`~._flat.as_split`)."""
     ret = as_split(_call_backward(method, style, order, dy, xs, out), getattr(
-        method, "__self__", None), names)
+        method, "__self__", None), names, xs)
     if then is None:
         return ret
     done = getattr(method.__self__, then)
@@ -185,7 +181,7 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
     if style == "spread":
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
-            else batch_size(xs) if k == BATCH
+            else batch_size(xs) if k == BATCH else out[0] if k == FIRST_OUT
             else out[-1] if k == CACHED else None if k == SINK else obj if k == SELF else dy[
                 int(k[len(DY):-1])]
             if isinstance(k, str) and k.startswith(DY) else get_path(obj, k) for k in order]

@@ -98,7 +98,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     if len(found) != 1:
         return False
     name, proto.notes, proto.stepped = found[0]
-    proto.layer = clone(layer)
+    proto.layer, proto.held_step = clone(layer), name
     set_path(proto.layer, name, 1.0)  # every evaluation steps by 1.0: minus the change
     proto.note(f"{type(layer).__name__}.{name} is the step size its backward takes: set "
                "to 1.0 on the copies checked")
@@ -322,7 +322,8 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
         proto.note(f"what {type(proto.layer).__name__}.{proto.backward} returns changes "
                    f"with {name}: computed after the step it takes? (called with 1.0)")
     proto.style, proto.stepped = "step", [p.removeprefix(SCALAR) for p in moved]
-    proto.note(f"backward's argument {name} " + (
+    proto.note((f"the step size {name} it holds " if proto.step_attr is not None else
+                f"backward's argument {name} ") + (
         f"scales the change it makes to {', '.join(proto.stepped)} (a step size): called "
         "with 1.0, "
         "their gradients read as minus that change" if moved else

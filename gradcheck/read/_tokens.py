@@ -10,13 +10,14 @@ so that what the backward writes in it is read as what it stored there.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 from ._observe import positional_names
 from ._protocol import UserCodeError
 
-__all__ = ["BUT_LAST", "CACHED", "DY", "SELF", "SINK", "Sink", "dy_part", "filled", "give_sinks",
-           "spread_cache", "token_orders"]
+__all__ = ["BUT_LAST", "CACHED", "DY", "FIRST_OUT", "OUTPUT", "SELF", "SINK", "Sink", "dy_part",
+           "filled", "give_sinks", "order_text", "spread_cache", "token_orders"]
 
 #: In a call order, the last of the values the forward returned (``A, Z =
 #: forward(A_prev, W, b)``; ``backward(dA, A_prev, W, b, Z)``; ``h, c, cache``): the
@@ -25,6 +26,13 @@ CACHED = "<returned>[-1]"
 
 #: The ``out_path`` of a forward returning its outputs and then a cache (``h, c, cache``).
 BUT_LAST = "<returned>[:-1]"
+
+#: In a call order, the forward's output (what it returned) as an argument of the backward.
+OUTPUT = "<output>"
+
+#: In a call order, the first of two values the forward returned (``Z, cache =
+#: forward(X)``; ``backprop(Z, cache, dZ)``).
+FIRST_OUT = "<returned>[0]"
 
 #: In a call order, the gradient of the forward's output ``k`` (:func:`dy_part`).
 DY = "<dy>["
@@ -52,16 +60,17 @@ def token_orders(names: list[str], f_names: list[str], n: int, two: bool
                  ) -> list[list[Any]]:
     """Every order of a backward's ``names`` (its required arguments) made of the
     output gradient (None), a :data:`SINK`, the layer itself (:data:`SELF`), :data:`CACHED`
-    when the forward returned two
-    values (then always), and the inputs ``0..n-1``: those named as the forward names
-    them at their places, the others all in order or none. Orders without a sink or a
-    second value are left to the plain trial; none for more than 6 arguments."""
+    when the forward returned two values (then always; its first value, :data:`FIRST_OUT`,
+    may be given too: ``backprop(pooled, cache, dout)``), and the inputs ``0..n-1``: those
+    named as the forward names them at their places, the others all in order or none.
+    Orders without a sink or a second value are left to the plain trial; none for more
+    than 6 arguments."""
     if len(names) > 6 or len(names) < 2:
         return []
     fixed = {i: f_names.index(a) for i, a in enumerate(names) if a in f_names}
     free = [i for i in range(len(names)) if i not in fixed]
     rest = [k for k in range(n) if k not in fixed.values()]
-    pool: list[Any] = [None, SINK, SELF] + ([CACHED] if two else [])
+    pool: list[Any] = [None, SINK, SELF] + ([CACHED, FIRST_OUT] if two else [])
     orders = []
     for inputs in ([rest, []] if rest else [[]]):
         t = len(free) - len(inputs)
@@ -83,6 +92,17 @@ def token_orders(names: list[str], f_names: list[str], n: int, two: bool
                         order[i] = next(left)
                 orders.append(order)
     return orders
+
+
+def order_text(order: Sequence[Any], f_names: Sequence[str] = ()) -> str:
+    """A backward's call order as the note shows it: ``dout, x, the output``."""
+    return ", ".join("dout" if k is None else "the output" if k == OUTPUT else
+                     "the forward's last value" if k == CACHED else "the forward's first "
+                     "value" if k == FIRST_OUT else "a gradient dict it "
+                     "fills" if k == SINK else "the layer itself" if k == SELF else
+                     f"the gradient of output {k[len(DY):-1]}" if
+                     isinstance(k, str) and k.startswith(DY) else f_names[k] if
+                     isinstance(k, int) and k < len(f_names) else f"x{k}" for k in order)
 
 
 def give_sinks(method: Any, order: list[Any], args: list[Any]) -> list[Any]:

@@ -22,9 +22,18 @@ def observed_error(layer: Any, left: list[str], first: Any,
     ret = first.ret
     shown = ("None" if ret is None else type(ret).__name__ if not isinstance(
         ret, np.ndarray) else f"an array {ret.shape}")
+    if isinstance(ret, dict):  # (one key for each input it differentiates, d + its name)
+        shown += f" with keys {', '.join(map(str, ret))}"
     if isinstance(ret, (tuple, list)):
         shown += " of " + ", ".join(f"{type(r).__name__}" + (
             f" {r.shape}" if isinstance(r, np.ndarray) else "") for r in ret)
+    alone = _params_alone(ret, left, first)
+    if alone:
+        return LayerConventionError(
+            f"{type(layer).__name__}: the backward returned {shown}: the gradients of "
+            f"{', '.join(alone)} alone, none of an input's shape. A first layer, whose input "
+            "needs none, or a forgotten input gradient? Shapes cannot tell: check_layer("
+            f"layer, x, wrt={alone!r}) checks them, the input held constant.")
     elsewhere = [p.value for p in found if isinstance(p.value, str) and not isinstance(
         p.grad, str)]  # read from what it returned, or from a step: no path names it
     if elsewhere:  # params= would drop them, and no grads= path reaches a returned value
@@ -46,3 +55,16 @@ def observed_error(layer: Any, left: list[str], first: Any,
         f"(params= replaces what was found): check_layer(layer, x, params={{{named}}}, "
         f"grads={{{graded}}}) (paths like \"params['W']\" or callables layer -> array); "
         "params={} checks the input gradients only.")
+
+
+def _params_alone(ret: Any, left: list[str], first: Any) -> list[str]:
+    """The arrays of ``left`` whose shapes the items of a returned tuple have, one each,
+    in order, when no item has an input's shape (``(dW, db)``); else empty."""
+    if not isinstance(ret, (tuple, list)) or len(ret) != len(left) or not all(
+            isinstance(r, np.ndarray) for r in ret):
+        return []
+    shapes = {np.shape(x) for x in first.xs if isinstance(x, np.ndarray)}
+    held = {p: np.shape(try_path(first.init, p)) for p in left}
+    out = [next((p for p in left if held[p] == r.shape), "") for r in ret]
+    return out if all(out) and len(set(out)) == len(out) and not any(
+        r.shape in shapes for r in ret) else []
