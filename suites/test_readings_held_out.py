@@ -851,3 +851,59 @@ def test_a_dict_of_gradients_beside_optimizer_moments_of_the_same_names():
     res = gradcheck.check_layer(WithMoments(), rng.standard_normal((2, 3)),
                                 rng.standard_normal((2, 4)))
     assert res.passed and {"W", "U", "b"} <= {i.name for i in res.inputs}, res.report()
+
+
+# -- an abstract backward (raise NotImplementedError) beside the real one --------------------
+class _Module:
+    def __call__(self, x):
+        return self.forward(x)
+
+    def forward(self, x):
+        raise NotImplementedError
+
+    def backward(self, dout):
+        raise NotImplementedError("subclasses compute it")
+
+
+class _AbstractBase(_Module):
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(353)
+        self.weight, self.bias, self.bug = rng.standard_normal((2, 3)), rng.standard_normal(2), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weight.T + self.bias
+
+    def compute_backward_gradient(self, dout):
+        self.weight_grad = dout.T @ self.x
+        self.bias_grad = dout.mean(0) if self.bug else dout.sum(0)
+        return dout @ self.weight
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mean", ["bias"])])
+def test_an_abstract_backward_gives_way_to_the_method_that_computes_it(bug, failing):
+    x = np.random.default_rng(354).standard_normal((4, 3))
+    res = gradcheck.check_layer(_AbstractBase(bug), x)
+    _expect(res, failing)
+    assert any("compute_backward_gradient" in n for n in res.notes), res.notes
+
+
+def test_a_buffer_the_output_reads_is_refused_with_the_wrt_that_holds_it():
+    class EvalNorm:  # eval mode: normalised by running statistics, no gradient for them
+        def __init__(self):
+            rng = np.random.default_rng(355)
+            self.gamma, self.beta = rng.standard_normal(3), rng.standard_normal(3)
+            self.running_mean, self.running_var = rng.standard_normal(3), rng.uniform(1, 2, 3)
+
+        def forward(self, x):
+            self.xh = (x - self.running_mean) / np.sqrt(self.running_var)
+            return self.gamma * self.xh + self.beta
+
+        def backward(self, dout):
+            self.dgamma, self.dbeta = (dout * self.xh).sum(0), dout.sum(0)
+            return dout * self.gamma / np.sqrt(self.running_var)
+
+    x = np.random.default_rng(356).standard_normal((5, 3))
+    with pytest.raises(gradcheck.LayerConventionError, match=r"wrt=\['x0', 'gamma', 'beta'\]"):
+        gradcheck.check_layer(EvalNorm(), x)
+    assert gradcheck.check_layer(EvalNorm(), x, wrt=["x0", "gamma", "beta"]).passed

@@ -21,7 +21,6 @@ a layer is read by watching it:
 
 from __future__ import annotations
 
-import dis
 import inspect
 import re
 from typing import Any
@@ -30,8 +29,9 @@ import numpy as np
 
 from ._discovery import is_float_array, walk
 from ._protocol import clone
+from ._stubs import does_nothing, raises_only
 
-__all__ = ["adds_leading", "backward_named", "does_nothing", "float_state", "grad_of",
+__all__ = ["adds_leading", "backward_named", "float_state", "grad_of",
            "grad_stem", "grads_holder", "items_off", "last_name", "method_pair",
            "parent_of", "positional_names", "same_but_unit", "stored", "unit_note"]
 
@@ -58,7 +58,8 @@ def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> lis
              and callable(getattr(layer, n, None))
              and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
              and _short_paired(layer, n)
-             and not (pattern is _FORWARD and does_nothing(getattr(layer, n)))]  # a stub
+             and not (does_nothing if pattern is _FORWARD else raises_only)(
+                 getattr(layer, n))]  # a stub
     if private:
         return names
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer) and not (
@@ -71,18 +72,6 @@ def _own_dunder(layer: Any, name: str) -> bool:
     """A ``__name__`` method the layer's classes define that Python does not."""
     return name.endswith("__") and not _MANGLED.match(name) and name in _own_methods(
         layer) and not hasattr(object, name) and name not in ("__call__", "__init__")
-
-
-def does_nothing(method: Any) -> bool:
-    """Whether a method's body does nothing (``pass``, a docstring, ``return None``): a
-    base class's stub (``def forward(self, x): pass``), which its subclasses may leave
-    for methods of other names (``forloss``, ``fordrop``)."""
-    code = getattr(getattr(method, "__func__", method), "__code__", None)
-    if code is None:
-        return False
-    return all(i.opname in ("RESUME", "NOP", "RETURN_VALUE", "CACHE") or (
-        i.opname in ("LOAD_CONST", "RETURN_CONST") and i.argval is None)
-        for i in dis.get_instructions(code))
 
 
 def _base_stub(layer: Any) -> bool:
@@ -173,7 +162,8 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         layer, len(inputs))  # a base class's forward(self): pass beside a real __call__(x)
     f = "__call__" if stub else None if forward is None and f and does_nothing(
         layer.forward) else f  # a stub beside methods of other names (forloss)
-    b = backward if backward is not None else "backward" if has("backward") else None
+    b = backward if backward is not None else "backward" if has("backward") and not (
+        raises_only(layer.backward)) else None  # (an abstract one beside the real)
     from ._takers import taking_instead  # forward(x, h) beside forward_sequence(xs)
     f = (took := taking_instead(layer, forward, f, inputs)) or f
     _given_exist(layer, forward, backward)

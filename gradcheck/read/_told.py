@@ -54,7 +54,7 @@ def observed_error(layer: Any, left: list[str], first: Any,
         f" and stored {describe(cands) or 'no other array'}. Name every parameter to check "
         f"(params= replaces what was found): check_layer(layer, x, params={{{named}}}, "
         f"grads={{{graded}}}) (paths like \"params['W']\" or callables layer -> array); "
-        "params={} checks the input gradients only.")
+        "params={} checks the input gradients only." + _others(left, first, found))
 
 
 def _params_alone(ret: Any, left: list[str], first: Any) -> list[str]:
@@ -68,3 +68,15 @@ def _params_alone(ret: Any, left: list[str], first: Any) -> list[str]:
     out = [next((p for p in left if held[p] == r.shape), "") for r in ret]
     return out if all(out) and len(set(out)) == len(out) and not any(
         r.shape in shapes for r in ret) else []
+
+
+def _others(left: list[str], first: Any, found: list[Param]) -> str:
+    """When some gradients were found: the ``wrt=`` that checks them and the inputs',
+    holding ``left`` constant (buffers the output reads, running statistics)."""
+    named = [p.name for p in found]
+    if not named:
+        return ""
+    wrt = [f"x{k}" for k, x in enumerate(first.xs) if isinstance(x, np.ndarray) and
+           x.dtype.kind == "f"] + named
+    return (f" If {', '.join(left)} take no gradient (buffers the forward reads, running "
+            f"statistics), check the others, holding them constant: wrt={wrt!r}.")
