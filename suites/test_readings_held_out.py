@@ -907,3 +907,36 @@ def test_a_buffer_the_output_reads_is_refused_with_the_wrt_that_holds_it():
     with pytest.raises(gradcheck.LayerConventionError, match=r"wrt=\['x0', 'gamma', 'beta'\]"):
         gradcheck.check_layer(EvalNorm(), x)
     assert gradcheck.check_layer(EvalNorm(), x, wrt=["x0", "gamma", "beta"]).passed
+
+
+# -- a float64 backward that rounds to float32 inside (a pooling dx in a float32 buffer) ----
+class _Float32Inside:
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(357)
+        self.W, self.bug = rng.standard_normal((4, 3)), bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.W)
+
+    def backward(self, dout):
+        y = np.tanh(self.x @ self.W)
+        dz = np.zeros(dout.shape, dtype=np.float32)  # the buffer narrows it
+        dz[...] = dout * (1 - y * y)
+        self.dW = self.x.T @ dz.astype(np.float64) * (1.01 if self.bug else 1.0)
+        return dz.astype(np.float64) @ self.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("scale", ["W"])])
+def test_a_backward_rounding_to_float32_inside_is_judged_at_float32(bug, failing):
+    x = np.random.default_rng(358).standard_normal((5, 4))
+    res = gradcheck.check_layer(_Float32Inside(bug), x)
+    _expect(res, failing)
+    assert any("only to float32's rounding" in n for n in res.notes), res.notes
+
+
+def test_a_float64_backward_is_judged_at_float64():
+    x = np.random.default_rng(359).standard_normal((4, 3))
+    res = gradcheck.check_layer(_PairedDense(), x)
+    assert res.passed and not any("float32's rounding" in n for n in res.notes), res.notes
+    assert all(i.rtol == 1e-7 for i in res.inputs), res.report()
