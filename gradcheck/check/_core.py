@@ -129,13 +129,7 @@ _SOME_OUTPUTS = ("; it was given the gradients of the forward's {n} outputs as o
 def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inputs,
                     chosen: set[Any], rng: np.random.Generator) -> _Called:
     """Forward twice, backward twice: every protocol rule, then the gradients."""
-    for i in prep.diff:
-        bad = ~np.isfinite(prep.leaves[i])
-        if bad.any():
-            first = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.ndim else ()
-            raise ProtocolError("non-finite", f"input {prep.tree.names[i]} holds "
-                                f"{int(bad.sum())} NaN/Inf value(s), first at {first}: finite "
-                                "differences need a finite point")
+    _finite_point(prep)
     saved = [snapshot(v) for v in prep.leaves]
     outputs, arrays, cache = _forward_twice(fwd, prep, saved)
     dy_leaves = outputs.cotangent(arrays, rng)
@@ -178,14 +172,27 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
     none = [i for i in prep.diff if grads[i] is None]
     unnamed = _unnamed(prep, grads, none) if keyed(grads_raw) else []
     shapes = [tuple(arrays[k].shape) for k in outputs.floating]
-    with contextlib.suppress(ProtocolError):  # (a third return no reading fits: no evidence)
-        narrowed(grads, gradient_leaves(third, prep, chosen), prep.tree.names, computed, notes)
+    with contextlib.suppress(ProtocolError, UserCodeError):  # (no reading fits: no evidence)
+        narrowed(grads, gradient_leaves(third, prep, chosen), prep.tree.names, computed, notes,
+                 lambda: gradient_leaves(call_user(bwd, outputs.tree.build([None if d is None else (
+                     d * 0) for d in dy_leaves]), cache, what="backward"), prep, chosen))
     arith = _narrowest_output(outputs, prep, notes)
     for i, name in arith.items():  # the gradient's tolerance: the narrower of the two
         if np.finfo(np.dtype(name)).eps > np.finfo(np.dtype(computed.get(i, name))).eps:
             computed[i] = name
     return _Called(outputs, y0, dy, grads, none, notes, 3, shapes, cache, computed, arith,
                    unnamed)
+
+
+def _finite_point(prep: _Inputs) -> None:
+    """A ``non-finite`` error for an input differentiated that holds NaN or Inf."""
+    for i in prep.diff:
+        bad = ~np.isfinite(prep.leaves[i])
+        if bad.any():
+            first = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.ndim else ()
+            raise ProtocolError("non-finite", f"input {prep.tree.names[i]} holds "
+                                f"{int(bad.sum())} NaN/Inf value(s), first at {first}: finite "
+                                "differences need a finite point")
 
 
 def _unnamed(prep: _Inputs, grads: list[F64 | None], none: list[int]) -> list[int]:

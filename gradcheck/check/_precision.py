@@ -3,12 +3,15 @@ float32 somewhere inside (a pooling layer's ``dx`` built in a float32 buffer, wi
 float64 model) returns gradients that are linear in the output gradient only to
 float32's rounding. Given ``-3 * dy`` instead of ``dy`` (a scale that is no power of
 two, so that rounding shows), such a gradient differs from ``-3`` times the first by a
-relative 1e-8 to 1e-6, where float64 arithmetic leaves 1e-15: its gradient is then
-compared at float32's tolerance, with a note.
+relative 1e-8 to 1e-6, where float64 arithmetic leaves 1e-15, while a zero output
+gradient gives zeros (a term that does not scale with it, weight decay folded into
+``dW``, is no rounding): its gradient is then compared at float32's tolerance, with a
+note.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,10 +25,11 @@ _LOW, _HIGH = 3e-9, 1e-5  # a float32 rounding's relative size, and well above i
 
 
 def narrowed(grads: list[Any], third: list[Any], names: Any, computed: dict[int, str],
-             notes: list[str]) -> None:
+             notes: list[str], at_zero: Callable[[], list[Any]]) -> None:
     """Mark in ``computed`` as float32 each float64 gradient of ``grads`` that ``third``
     (the gradients for ``SCALE`` times the output gradient) reproduces only to float32's
-    rounding."""
+    rounding, when ``at_zero()`` (the gradients for a zero output gradient) are zeros: a
+    backward affine in it (``dW + 1e-6 * W``, ``(dy + 1e-6) * mask``) is no rounding."""
     found = []
     for i, (g, t) in enumerate(zip(grads, third, strict=False)):
         if g is None or t is None or computed.get(i) != "float64":
@@ -38,9 +42,12 @@ def narrowed(grads: list[Any], third: list[Any], names: Any, computed: dict[int,
         if t.shape != g.shape or not scale or not np.all(np.isfinite(t)):
             continue
         if _LOW < float(np.max(np.abs(t - SCALE * g))) / scale < _HIGH:
-            computed[i] = "float32"
-            found.append(names[i] or "x0")
+            found.append(i)
+    zero = at_zero() if found else []
+    found = [i for i in found if zero[i] is None or not np.any(np.asarray(zero[i]))]
+    computed.update(dict.fromkeys(found, "float32"))
     if found:
-        notes.append(f"the backward's gradients of {', '.join(found)} are linear in the output "
-                     "gradient only to float32's rounding (it computes in float32 somewhere): "
-                     "compared at float32's tolerance")
+        which = ", ".join(names[i] or "x0" for i in found)
+        notes.append(f"the backward's gradients of {which} are linear in the output gradient "
+                     "only to float32's rounding (it computes in float32 somewhere): compared "
+                     "at float32's tolerance")

@@ -251,7 +251,9 @@ def by_tokens(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any 
     with the parameters' gradients (``backward(x, cache, dout, gradients)``), and the
     inputs again or none of them, after the plain call raised: every order of these the
     signature leaves open (inputs named as the forward's at their places) is tried, as
-    :func:`by_trial` does. The output of a forward returning two values is the first."""
+    :func:`by_trial` does. The output of a forward returning two values is the first,
+    given too to a backward of a one-input forward when no input has its shape (which of
+    the two it takes then shows)."""
     if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or proto.draws is None:
         return None
     method = getattr(proto.layer, proto.backward)
@@ -259,8 +261,9 @@ def by_tokens(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any 
         returned[0]) or isinstance(returned[0], (float, np.floating)))
     if two and proto.out_path not in (None, FIRST) or not two and proto.out_path is not None:
         return None
+    first = two and len(xs) == 1 and np.shape(returned[0]) != np.shape(xs[0])  # the output
     orders = token_orders(positional_names(method, required=True) or [], (positional_names(
-        getattr(proto.layer, proto.forward)) or [])[:len(xs)], len(xs), two)
+        getattr(proto.layer, proto.forward)) or [])[:len(xs)], len(xs), two, first)
     if not orders:
         return None
     was, proto.out_path = proto.out_path, FIRST if two else proto.out_path

@@ -29,7 +29,8 @@ def trailing_dict(grads: Any, fwd: Any, inputs: list[Any]) -> dict[str, Any] | N
     out = head | grads[-1]
     return None if set(head) & set(grads[-1]) or any(
         f"d{name}" not in out for name, x in zip(names, inputs, strict=True)
-        if isinstance(x, np.ndarray) and x.dtype.kind == "f") else out
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f" and not np.all(
+            (x == 0) | (x == 1))) else out  # (a 0/1 mask is a constant)
 
 
 def leading_fit(grads: Any, inputs: list[Any], floating: list[int]) -> list[int] | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._conventions import zero_one
 from ._discovery import get_path, is_float_array, walk
 from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
@@ -297,9 +298,9 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
     keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
-    if any(k is None and is_float_array(x) and x.dtype.kind == "f" for k, x in zip(
-            keys, xs, strict=False)):  # (a forgotten dh_prev is no constant)
-        return ret
+    if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not zero_one(x)
+           for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
+        return ret  # constant; a 0/1 mask is)
     held = [p for p, v in walk(obj) if is_float_array(v)]  # W itself before m['W']
     arrays = {last_name(p): p for p in held} | {p: p for p in held if p == last_name(p)}
     params = {arrays.get(k[1:]) or arrays.get(grad_stem(k)): g for k, g in ret.items()

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._discovery import is_float_array, walk
 from ._protocol import clone
-from ._stubs import does_nothing, raises_only
+from ._stubs import does_nothing, stub
 
 __all__ = ["adds_leading", "backward_named", "float_state", "grad_of",
            "grad_stem", "grads_holder", "items_off", "last_name", "method_pair",
@@ -58,8 +58,7 @@ def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> lis
              and callable(getattr(layer, n, None))
              and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
              and _short_paired(layer, n)
-             and not (does_nothing if pattern is _FORWARD else raises_only)(
-                 getattr(layer, n))]  # a stub
+             and not stub(layer, n, pattern is _FORWARD)]  # a base class's stub
     if private:
         return names
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer) and not (
@@ -158,18 +157,18 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         return n is not None and callable(getattr(layer, n, None))
 
     f = forward if forward is not None else "forward" if has("forward") else None
-    stub = forward is None and f == "forward" and bool(inputs) and _stub_beside_call(
+    called = forward is None and f == "forward" and bool(inputs) and _stub_beside_call(
         layer, len(inputs))  # a base class's forward(self): pass beside a real __call__(x)
-    f = "__call__" if stub else None if forward is None and f and does_nothing(
-        layer.forward) else f  # a stub beside methods of other names (forloss)
-    b = backward if backward is not None else "backward" if has("backward") and not (
-        raises_only(layer.backward)) else None  # (an abstract one beside the real)
+    f = "__call__" if called else None if forward is None and f and stub(
+        layer, "forward", True) else f  # a stub beside methods of other names (forloss)
+    b = backward if backward is not None else "backward" if has("backward") and not stub(
+        layer, "backward", False) else None  # (an abstract one beside the real)
     from ._takers import taking_instead  # forward(x, h) beside forward_sequence(xs)
     f = (took := taking_instead(layer, forward, f, inputs)) or f
     _given_exist(layer, forward, backward)
     if f is not None and b is not None:
         return f, b, "forward() takes no input: the layer's own __call__ is read as the " \
-            "forward" if stub else (f"forward() cannot take {len(inputs)} input(s): {f}(), "
+            "forward" if called else (f"forward() cannot take {len(inputs)} input(s): {f}(), "
                                     "which can, is read as the forward") if took else ""
     fwds, bwds = _named(layer, forward, b)
     if forward is None and f == "forward":  # forward() beside other forward-like methods

@@ -78,14 +78,17 @@ def lost_steps(proto: Protocol, missing: list[str], reaching: set[str], first: A
     its steps is on an array that reaches the output; else those whose change in the
     ``first`` probe mirrors no such array's (a bias the forward forgot, stepped all the
     same; not a velocity, ``v = -lr * dW; W += v``), or does but which held values before
-    (a velocity starts from zeros: ``b_hh`` forgotten beside ``b_ih``): their steps are
-    lost, and they are checked."""
+    (a velocity starts from zeros: ``b_hh`` forgotten beside ``b_ih``) and does not end as
+    that array (a master copy ``W_master`` copied into ``W``): their steps are lost, and
+    they are checked."""
     steps = [p for p in missing if p in proto.stepped]
     if steps and any(p in reaching for p in proto.stepped):
         moved = [_change(first, q) for q in proto.stepped if q in reaching]
+        kept = [try_path(first.after, q) for q in proto.stepped if q in reaching]
         steps = [p for p in steps if (d := _change(first, p)) is not None and d.any() and (
             not any(m is not None and _mirrors(d, m) for m in moved) or _held_values(
-                first, p))]  # a velocity starts from zeros; a forgotten b_hh beside b_ih not
+                first, p) and not any(_same(k, try_path(first.after, p)) for k in kept))]
+        # a velocity starts from zeros, a master copy ends as its array; b_hh beside b_ih not
     if not steps:
         return []
     proto.note(f"the backward takes a step on {', '.join(steps)}, which the output does not "
@@ -108,12 +111,9 @@ def _held_values(first: Any, path: str) -> bool:
 
 
 def _mirrors(d: np.ndarray, m: np.ndarray) -> bool:
-    """Whether ``d`` is a multiple of ``m`` (a velocity's step beside its array's), of
-    one shape but for size-1 axes (``vb`` (5,) for a bias (1, 5))."""
-    if d.size != m.size or [k for k in d.shape if k != 1] != [k for k in m.shape if k != 1] \
-            or not m.any():
+    """Whether ``d`` is a multiple of ``m`` (a velocity's step beside its array's)."""
+    if d.shape != m.shape or not m.any():
         return False
-    m = m.reshape(d.shape)
     c = float(np.vdot(d, m) / np.vdot(m, m))
     return bool(np.allclose(d, c * m, rtol=1e-6, atol=1e-12 * float(np.max(np.abs(d)))))
 

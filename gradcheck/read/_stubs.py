@@ -6,17 +6,25 @@ from __future__ import annotations
 import dis
 from typing import Any
 
-__all__ = ["does_nothing", "raises_only"]
+__all__ = ["does_nothing", "raises_only", "stub"]
 
 
 def does_nothing(method: Any) -> bool:
-    """Whether a method's body does nothing (``pass``, a docstring, ``return None``) or
-    only raises ``NotImplementedError``: a base class's stub (``def forward(self, x):
-    pass``), which its subclasses may leave for methods of other names (``forloss``,
-    ``fordrop``)."""
+    """Whether a method's body does nothing (``pass``, a docstring, ``return None``): a
+    base class's stub (``def forward(self, x): pass``), which its subclasses may leave
+    for methods of other names (``forloss``, ``fordrop``)."""
     ops = _ops(method)
-    return ops is not None and (raises_only(method) or all(i.opname == "RETURN_VALUE" or (
-        i.opname in ("LOAD_CONST", "RETURN_CONST") and i.argval is None) for i in ops))
+    return ops is not None and all(i.opname == "RETURN_VALUE" or (
+        i.opname in ("LOAD_CONST", "RETURN_CONST") and i.argval is None) for i in ops)
+
+
+def stub(layer: Any, name: str, forward: bool) -> bool:
+    """Whether ``layer``'s method ``name`` is a stub: a forward that does nothing, or a
+    method a base class defines that only raises ``NotImplementedError`` (abstract: not a
+    ``raise NotImplementedError("TODO")`` of the layer's own class)."""
+    method = getattr(layer, name)
+    return forward and does_nothing(method) or raises_only(method) and name not in vars(
+        type(layer))
 
 
 def raises_only(method: Any) -> bool:

@@ -56,13 +56,14 @@ class Sink(dict[Any, Any]):
         return 0.0
 
 
-def token_orders(names: list[str], f_names: list[str], n: int, two: bool
-                 ) -> list[list[Any]]:
+def token_orders(names: list[str], f_names: list[str], n: int, two: bool,
+                 first: bool = False) -> list[list[Any]]:
     """Every order of a backward's ``names`` (its required arguments) made of the
     output gradient (None), a :data:`SINK`, the layer itself (:data:`SELF`), :data:`CACHED`
-    when the forward returned two values (then always; its first value, :data:`FIRST_OUT`,
-    may be given too: ``backprop(pooled, cache, dout)``), and the inputs ``0..n-1``: those
-    named as the forward names them at their places, the others all in order or none.
+    when the forward returned two values (then always; with ``first``, its first value,
+    :data:`FIRST_OUT`, may be given too: ``backprop(pooled, cache, dout)``), and the
+    inputs ``0..n-1``: those named as the forward names them at their places, the others
+    all in order or none.
     Orders without a sink or a second value are left to the plain trial; none for more
     than 6 arguments."""
     if len(names) > 6 or len(names) < 2:
@@ -70,7 +71,8 @@ def token_orders(names: list[str], f_names: list[str], n: int, two: bool
     fixed = {i: f_names.index(a) for i, a in enumerate(names) if a in f_names}
     free = [i for i in range(len(names)) if i not in fixed]
     rest = [k for k in range(n) if k not in fixed.values()]
-    pool: list[Any] = [None, SINK, SELF] + ([CACHED, FIRST_OUT] if two else [])
+    pool: list[Any] = [None, SINK, SELF] + ([CACHED] if two else []) + (
+        [FIRST_OUT] if two and first else [])
     orders = []
     for inputs in ([rest, []] if rest else [[]]):
         t = len(free) - len(inputs)

@@ -77,6 +77,6 @@ def _others(left: list[str], first: Any, found: list[Param]) -> str:
     if not named:
         return ""
     wrt = [f"x{k}" for k, x in enumerate(first.xs) if isinstance(x, np.ndarray) and
-           x.dtype.kind == "f"] + named
+           x.dtype.kind == "f" and not np.all((x == 0) | (x == 1))] + named  # (not a mask)
     return (f" If {', '.join(left)} take no gradient (buffers the forward reads, running "
             f"statistics), check the others, holding them constant: wrt={wrt!r}.")
