@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._flat import mask
 from ._observe import positional_names
 
 __all__ = ["leading_fit", "trailing_dict"]
@@ -29,8 +30,7 @@ def trailing_dict(grads: Any, fwd: Any, inputs: list[Any]) -> dict[str, Any] | N
     out = head | grads[-1]
     return None if set(head) & set(grads[-1]) or any(
         f"d{name}" not in out for name, x in zip(names, inputs, strict=True)
-        if isinstance(x, np.ndarray) and x.dtype.kind == "f" and not np.all(
-            (x == 0) | (x == 1))) else out  # (a 0/1 mask is a constant)
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f" and not mask(x)) else out
 
 
 def leading_fit(grads: Any, inputs: list[Any], floating: list[int]) -> list[int] | None:

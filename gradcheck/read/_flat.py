@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ._conventions import zero_one
 from ._discovery import get_path, is_float_array, walk
 from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "abbreviates", "by_abbreviation", "by_affix", "by_attribute", "by_layout",
-           "by_place", "flat_note", "flat_return", "paired", "split_flat", "as_split",
+           "by_place", "flat_note", "flat_return", "mask", "paired", "split_flat", "as_split",
            "whole_return"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
@@ -298,7 +297,7 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
     keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
-    if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not zero_one(x)
+    if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not mask(x)
            for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
         return ret  # constant; a 0/1 mask is)
     held = [p for p, v in walk(obj) if is_float_array(v)]  # W itself before m['W']
@@ -318,3 +317,8 @@ def _flattened(d: Any) -> dict[str, Any] | None:
     out = {f"{k}[{j!r}]": g for k, v in d.items() for j, g in v.items()}
     return out if all(isinstance(k, str) for k in d) and all(
         is_float_array(g) for g in out.values()) else None
+
+
+def mask(x: np.ndarray) -> bool:
+    """A mask: 0 and 1 only, both present (not zeros nor ones: a bias, a gain at its start)."""
+    return bool(np.all((x == 0) | (x == 1)) and np.any(x == 0) and np.any(x == 1))

@@ -21,6 +21,7 @@ a layer is read by watching it:
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = ["adds_leading", "backward_named", "float_state", "grad_of",
 _FORWARD_LONG = r"forward_?prop(agate)?|f(or|ro|o)wa?r?d|fprop|fwd"  # foward, forwad too
 _BACKWARD_LONG = (r"backward_?prop(agate)?|back_?prop?(agate)?|bac?k?w[ao]r?d|bprop|bwd"
                   r"|^back_?forward$")  # backword, bacward too
+_NUMERIC = re.compile(r"numeric|finite_?diff|approx", re.I)  # a reference gradient's name
 _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pair
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
@@ -58,7 +60,10 @@ def _methods(layer: Any, pattern: re.Pattern[str], private: bool = False) -> lis
              and callable(getattr(layer, n, None))
              and not (pattern is _FORWARD and _BACKWARD.search(n))  # backforward()
              and _short_paired(layer, n)
-             and not stub(layer, n, pattern is _FORWARD)]  # a base class's stub
+             and not stub(layer, n, pattern is _FORWARD)  # a base class's stub; and beside
+             and not (pattern is _BACKWARD and (_reads_forward(getattr(layer, n)) or
+                          _NUMERIC.search(n)) and stub(layer, "backward", False))]  # one,
+    # no numerical_backward (named so, or running forward()): a reference, no backward
     if private:
         return names
     if pattern is _FORWARD and callable(layer) and "__call__" in _own_methods(layer) and not (
@@ -71,6 +76,14 @@ def _own_dunder(layer: Any, name: str) -> bool:
     """A ``__name__`` method the layer's classes define that Python does not."""
     return name.endswith("__") and not _MANGLED.match(name) and name in _own_methods(
         layer) and not hasattr(object, name) and name not in ("__call__", "__init__")
+
+
+def _reads_forward(method: Any) -> bool:
+    """Whether a method's code calls a method named as a forward (``self.forward(x)``)."""
+    code = getattr(getattr(method, "__func__", method), "__code__", None)
+    return code is not None and any(
+        i.opname in ("LOAD_ATTR", "LOAD_METHOD") and isinstance(i.argval, str) and (
+            _FORWARD.search(i.argval) is not None) for i in dis.get_instructions(code))
 
 
 def _base_stub(layer: Any) -> bool:
@@ -161,8 +174,8 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         layer, len(inputs))  # a base class's forward(self): pass beside a real __call__(x)
     f = "__call__" if called else None if forward is None and f and stub(
         layer, "forward", True) else f  # a stub beside methods of other names (forloss)
-    b = backward if backward is not None else "backward" if has("backward") and not stub(
-        layer, "backward", False) else None  # (an abstract one beside the real)
+    b = backward if backward is not None else "backward" if has("backward") and not (
+        stub(layer, "backward", False) and _methods(layer, _BACKWARD)) else None  # abstract
     from ._takers import taking_instead  # forward(x, h) beside forward_sequence(xs)
     f = (took := taking_instead(layer, forward, f, inputs)) or f
     _given_exist(layer, forward, backward)

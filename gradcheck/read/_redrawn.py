@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from ._depends import copy_of
-from ._discovery import float_arrays, is_float_array, try_path
-from ._layer_call import Protocol
+from ._discovery import float_arrays, is_float_array, set_path, try_path
+from ._layer_call import Protocol, ones_like
 from ._observe import grad_of, grads_holder, items_off, last_name
-from ._protocol import clone, map_arrays
-from ._reading import forward_output
+from ._protocol import ProtocolError, UserCodeError, call_user, clone, map_arrays
+from ._reading import call_backward, forward_output
 
 __all__ = ["lost_steps", "redrawn"]
 
@@ -78,22 +78,55 @@ def lost_steps(proto: Protocol, missing: list[str], reaching: set[str], first: A
     its steps is on an array that reaches the output; else those whose change in the
     ``first`` probe mirrors no such array's (a bias the forward forgot, stepped all the
     same; not a velocity, ``v = -lr * dW; W += v``), or does but which held values before
-    (a velocity starts from zeros: ``b_hh`` forgotten beside ``b_ih``) and does not end as
-    that array (a master copy ``W_master`` copied into ``W``): their steps are lost, and
-    they are checked."""
+    (a velocity starts from zeros: ``b_hh`` forgotten beside ``b_ih``): their steps are
+    lost, and they are checked; one that ends equal to that array (a master copy
+    ``W_master`` copied into ``W``, or ``b_hh`` started equal to ``b_ih``) is not checked
+    when the step reads it or every array stepped has such a copy (``W_last``, ``b_last``),
+    else a ``bad-protocol``: which it is cannot be told."""
     steps = [p for p in missing if p in proto.stepped]
     if steps and any(p in reaching for p in proto.stepped):
         moved = [_change(first, q) for q in proto.stepped if q in reaching]
         kept = [try_path(first.after, q) for q in proto.stepped if q in reaching]
         steps = [p for p in steps if (d := _change(first, p)) is not None and d.any() and (
-            not any(m is not None and _mirrors(d, m) for m in moved) or _held_values(
-                first, p) and not any(_same(k, try_path(first.after, p)) for k in kept))]
-        # a velocity starts from zeros, a master copy ends as its array; b_hh beside b_ih not
+            not any(m is not None and _mirrors(d, m) for m in moved) or _held_values(first, p))]
+        copies = [p for p in steps if any(_same(k, try_path(first.after, p)) for k in kept)]
+        steps = [p for p in steps if p not in copies]
+        copies = [p for p in copies if not _read_by_step(proto, first, p, reaching)]
+        ends = {q for q in proto.stepped if q in reaching and any(_same(
+            try_path(first.after, q), try_path(first.after, p)) for p in copies)}
+        if copies and ends == {q for q in proto.stepped if q in reaching}:
+            copies = []  # a copy of every array stepped (W_last, b_last): the last values
+        if copies and not proto.wrt_given:  # a master copy W_master ends as W; so does a
+            # b_hh forgotten beside b_ih; wrt= says what to check (the copies are not)
+            raise ProtocolError("bad-protocol", (  # started equal: which, cannot be told
+                f"the backward steps {', '.join(copies)} as it steps an array the output "
+                "depends on and leaves them equal, while the output does not depend on "
+                f"{', '.join(copies)}: a master copy, or a parameter the forward forgot? Name "
+                "the parameters to check with wrt="))
     if not steps:
         return []
     proto.note(f"the backward takes a step on {', '.join(steps)}, which the output does not "
                "depend on: checked as parameters (their numerical gradient is zero)")
     return steps
+
+
+def _read_by_step(proto: Protocol, first: Any, path: str, reaching: set[str]) -> bool:
+    """Whether the backward's new values of the arrays that reach the output change when
+    the array at ``path`` does before it runs: an optimizer's buffer the step reads
+    (``W_last`` of a momentum step, ``W_master`` copied into ``W``), no parameter."""
+    layer = clone(first.init)
+    a = try_path(layer, path)
+    if not is_float_array(a):
+        return False
+    set_path(layer, path, a * 1.5 + 0.25)
+    try:
+        call_user(call_backward, getattr(layer, proto.backward), proto.style, proto.order,
+                  ones_like(first.out), clone(first.xs), proto.then, first.out,
+                  what=f"{type(layer).__name__}.{proto.backward}")
+    except UserCodeError:
+        return False
+    return any(not _same(try_path(layer, q), try_path(first.after, q)) for q in reaching
+               if q in proto.stepped and is_float_array(try_path(first.after, q)))
 
 
 def _change(first: Any, path: str) -> np.ndarray | None:

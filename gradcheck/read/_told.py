@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import LayerConventionError, Param, try_path
+from ._flat import mask
 from ._reading import describe
 
 __all__ = ["observed_error"]
@@ -77,6 +78,6 @@ def _others(left: list[str], first: Any, found: list[Param]) -> str:
     if not named:
         return ""
     wrt = [f"x{k}" for k, x in enumerate(first.xs) if isinstance(x, np.ndarray) and
-           x.dtype.kind == "f" and not np.all((x == 0) | (x == 1))] + named  # (not a mask)
+           x.dtype.kind == "f" and not mask(x)] + named  # (not a 0/1 mask)
     return (f" If {', '.join(left)} take no gradient (buffers the forward reads, running "
             f"statistics), check the others, holding them constant: wrt={wrt!r}.")
