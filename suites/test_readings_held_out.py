@@ -1069,3 +1069,17 @@ def test_a_backward_of_its_own_left_to_do_stays_the_backward():
 
     res = gradcheck.check_layer(Todo(), np.random.default_rng(367).standard_normal((4, 3)))
     assert res.status == "error" and "NotImplementedError" in res.message, res.report()
+
+
+def test_a_layer_with_no_method_named_backward_is_read_by_its_names():
+    class Elu:  # forward_propagate / back_propagate, no backward at all
+        def forward_propagate(self, Z):
+            self.Z = Z
+            return np.where(Z > 0, Z, 1.2 * (np.exp(Z) - 1))
+
+        def back_propagate(self, dA):
+            return dA * np.where(self.Z > 0, 1.0, 1.2 * np.exp(self.Z))
+
+    x = np.random.default_rng(372).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    assert gradcheck.check_layer(Elu(), x).passed

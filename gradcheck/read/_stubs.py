@@ -22,7 +22,9 @@ def stub(layer: Any, name: str, forward: bool) -> bool:
     """Whether ``layer``'s method ``name`` is a stub: a forward that does nothing, or a
     method a base class defines that only raises ``NotImplementedError`` (abstract: not a
     ``raise NotImplementedError("TODO")`` of the layer's own class)."""
-    method = getattr(layer, name)
+    method = getattr(layer, name, None)
+    if not callable(method):  # (a layer with no method of that name)
+        return False
     return forward and does_nothing(method) or raises_only(method) and name not in vars(
         type(layer))
 
