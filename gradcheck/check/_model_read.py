@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..read._observe import positional_names
+from ..read._observe import positional_names, takes
 from ..read._watch import watched
 
 __all__ = ["ReadModel", "read_model"]
@@ -68,10 +68,8 @@ def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
 
 def _tried(model: Any, name: str, batch: tuple[Any, ...]) -> ReadModel | None:
     method = getattr(type(model), name, None)
-    wants = positional_names(getattr(model, name), required=True)
-    takes = positional_names(getattr(model, name))
-    if not callable(method) or wants is None or takes is None or not (
-            len(wants) <= len(batch) <= len(takes)):
+    if not callable(method) or positional_names(method) is None or not takes(
+            getattr(model, name), len(batch)):
         return None
     twin, base = copy.deepcopy(model), copy.deepcopy(model)
     before = {k: np.array(v, copy=True) for k, v in model.params.items()}

@@ -32,9 +32,9 @@ from ._discovery import is_float_array, walk
 from ._protocol import clone
 from ._stubs import does_nothing, stub
 
-__all__ = ["adds_leading", "backward_named", "float_state", "grad_of",
-           "grad_stem", "grads_holder", "items_off", "last_name", "method_pair",
-           "parent_of", "positional_names", "same_but_unit", "stored", "unit_note"]
+__all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grad_stem", "grads_holder",
+           "items_off", "last_name", "method_pair", "parent_of", "positional_names",
+           "same_but_unit", "stored", "takes", "unit_note"]
 
 _FORWARD_LONG = r"forward_?prop(agate)?|f(or|ro|o)wa?r?d|fprop|fwd"  # foward, forwad too
 _BACKWARD_LONG = (r"backward_?prop(agate)?|back_?prop?(agate)?|bac?k?w[ao]r?d|bprop|bwd"
@@ -233,10 +233,8 @@ def _given_exist(layer: Any, forward: str | None, backward: str | None) -> None:
 def _stub_beside_call(layer: Any, n: int) -> bool:
     """Whether ``forward`` takes no argument (a base class's ``forward(self): pass``) and
     the layer's own ``__call__`` takes ``n``."""
-    if positional_names(layer.forward) != [] or "__call__" not in _own_methods(layer):
-        return False
-    every, req = positional_names(layer.__call__), positional_names(layer.__call__, True)
-    return every is None or (req is not None and len(req) <= n <= len(every))
+    return positional_names(layer.forward) == [] and "__call__" in _own_methods(layer) and \
+        takes(layer.__call__, n)
 
 
 def _prefixed(layer: Any, inputs: tuple[Any, ...], bwds: list[str]
@@ -407,6 +405,12 @@ def _private(layer: Any) -> list[str]:
     """The methods named private (``_compute_gradients``), not dunders nor mangled."""
     return [n for n in dir(type(layer)) if n.startswith("_") and not n.startswith("__")
             and not _MANGLED.match(n) and callable(getattr(layer, n, None))]
+
+
+def takes(method: Any, n: int) -> bool:
+    """Whether ``method`` can take ``n`` positional arguments (True when unreadable)."""
+    every, req = positional_names(method), positional_names(method, True)
+    return every is None or req is None or len(req) <= n <= len(every)
 
 
 def positional_names(method: Any, required: bool = False) -> list[str] | None:

@@ -84,17 +84,18 @@ def lost_steps(proto: Protocol, missing: list[str], reaching: set[str], first: A
     when the step reads it or every array stepped has such a copy (``W_last``, ``b_last``),
     else a ``bad-protocol``: which it is cannot be told."""
     steps = [p for p in missing if p in proto.stepped]
-    if steps and any(p in reaching for p in proto.stepped):
-        moved = [_change(first, q) for q in proto.stepped if q in reaching]
-        kept = [try_path(first.after, q) for q in proto.stepped if q in reaching]
+    if steps and (stepped := [q for q in proto.stepped if q in reaching]):
+        moved = [_change(first, q) for q in stepped]
+        kept = {q: try_path(first.after, q) for q in stepped}
         steps = [p for p in steps if (d := _change(first, p)) is not None and d.any() and (
             not any(m is not None and _mirrors(d, m) for m in moved) or _held_values(first, p))]
-        copies = [p for p in steps if any(_same(k, try_path(first.after, p)) for k in kept)]
+        copies = [p for p in steps if any(_same(k, try_path(first.after, p))
+                                          for k in kept.values())]
         steps = [p for p in steps if p not in copies]
-        copies = [p for p in copies if not _read_by_step(proto, first, p, reaching)]
-        ends = {q for q in proto.stepped if q in reaching and any(_same(
-            try_path(first.after, q), try_path(first.after, p)) for p in copies)}
-        if copies and ends == {q for q in proto.stepped if q in reaching}:
+        copies = [p for p in copies if not _read_by_step(proto, first, p, stepped)]
+        ends = {q for q, k in kept.items() if any(_same(k, try_path(first.after, p))
+                                                   for p in copies)}
+        if copies and ends == set(stepped):
             copies = []  # a copy of every array stepped (W_last, b_last): the last values
         if copies and not proto.wrt_given:  # a master copy W_master ends as W; so does a
             # b_hh forgotten beside b_ih; wrt= says what to check (the copies are not)
@@ -110,10 +111,11 @@ def lost_steps(proto: Protocol, missing: list[str], reaching: set[str], first: A
     return steps
 
 
-def _read_by_step(proto: Protocol, first: Any, path: str, reaching: set[str]) -> bool:
-    """Whether the backward's new values of the arrays that reach the output change when
-    the array at ``path`` does before it runs: an optimizer's buffer the step reads
-    (``W_last`` of a momentum step, ``W_master`` copied into ``W``), no parameter."""
+def _read_by_step(proto: Protocol, first: Any, path: str, stepped: list[str]) -> bool:
+    """Whether the backward's new values of the arrays ``stepped`` (those that reach the
+    output) change when the array at ``path`` does before it runs: an optimizer's buffer
+    the step reads (``W_last`` of a momentum step, ``W_master`` copied into ``W``), no
+    parameter."""
     layer = clone(first.init)
     a = try_path(layer, path)
     if not is_float_array(a):
@@ -125,8 +127,8 @@ def _read_by_step(proto: Protocol, first: Any, path: str, reaching: set[str]) ->
                   what=f"{type(layer).__name__}.{proto.backward}")
     except UserCodeError:
         return False
-    return any(not _same(try_path(layer, q), try_path(first.after, q)) for q in reaching
-               if q in proto.stepped and is_float_array(try_path(first.after, q)))
+    return any(not _same(try_path(layer, q), try_path(first.after, q)) for q in stepped
+               if is_float_array(try_path(first.after, q)))
 
 
 def _change(first: Any, path: str) -> np.ndarray | None:

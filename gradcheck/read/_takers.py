@@ -20,6 +20,7 @@ from ._observe import (
     float_state,
     positional_names,
     stored,
+    takes,
 )
 from ._protocol import GlobalDraws, clone
 
@@ -226,19 +227,13 @@ def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
         for a, b, c in zip(one, two, minus, strict=True))
 
 
-def _takes(method: Any, n: int) -> bool:
-    """Whether ``method`` can take ``n`` positional arguments (True when unreadable)."""
-    every, req = positional_names(method), positional_names(method, True)
-    return every is None or req is None or len(req) <= n <= len(every)
-
-
 def taking_instead(layer: Any, forward: str | None, f: str | None, inputs: tuple[Any, ...]
                    ) -> str | None:
     """For a ``forward`` found by its name (not given) that cannot take the inputs given
     (``forward(x, h_prev)``, one step): the one other public method named as a forward
     that can (``forward_sequence(xs)``); None otherwise."""
-    if forward is not None or f != "forward" or not inputs or _takes(layer.forward, len(inputs)):
+    if forward is not None or f != "forward" or not inputs or takes(layer.forward, len(inputs)):
         return None
     fits = [m for m in _methods(layer, _FORWARD) if m not in ("forward", "__call__")
-            and _takes(getattr(layer, m), len(inputs)) and positional_names(getattr(layer, m))]
+            and takes(getattr(layer, m), len(inputs)) and positional_names(getattr(layer, m))]
     return fits[0] if len(fits) == 1 else None
