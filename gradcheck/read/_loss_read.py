@@ -178,12 +178,14 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
                 proto.draws.reset()
             obj, ran = clone(layer), list[int]()
             setattr(obj, proto.forward, _counting(getattr(obj, proto.forward), ran))
-            value = np.asarray(getattr(obj, name)(*clone(first.xs)))
+            value = getattr(obj, name)(*clone(first.xs))
+            value = np.asarray(value[0] if isinstance(value, tuple) and value else value)
         except Exception as exc:  # noqa: BLE001 - not a reduction, unless it ran the forward
             if ran:
                 raised.append((name, exc))
             continue
         if not ran:  # a metric computing the mean on its own is no evidence of the reduction
+            # (a tuple's first item: the data loss beside its regularisation, nnfs-style)
             continue
         if value.size == 1 and value.dtype.kind in "fiu" and np.isclose(
                 float(value.reshape(())), float(y.mean()), rtol=1e-9, atol=0):

@@ -39,6 +39,7 @@ from ._observe import (
     same_but_unit,
     stored,
 )
+from ._output_pick import narrowed
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
 from ._tokens import (
@@ -332,6 +333,8 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         again = clone(layer)
         forward_output(again, method, moved, draws, None)
         cands = {p: v for p, v in cands.items() if not _same(v, try_path(again, p))}
+    cands, why = narrowed(cands, layer, list(before), lambda o: forward_output(  # several:
+        o, method, clone(inputs), draws, None))  # not a derivative, what the weights reach
     if not cands:  # an identity: the output is an input itself, kept under another name
         kept_as = [k for k, v in vars(init).items() if any(v is x for x in kept)] if hasattr(
             init, "__dict__") else []
@@ -348,7 +351,8 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
                         "slot its output gradient goes in)")
     if len(cands) == 1:
         (path,) = cands
-        return path, f"{what} returns nothing: its output is what it stores in {path}"
+        return path, f"{what} returns nothing: its output is what it stores in {path}" + (
+            f" ({why})" if why else "")
     seen = describe(stored(before, init))
     raise ProtocolError("bad-protocol", (
         f"{what} returned None and stored " + (

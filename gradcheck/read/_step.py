@@ -173,24 +173,22 @@ def _changed_otherwise(proto: Protocol, xs: list[Any], step: str) -> bool:
 
 def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
     """Whether two steps in a row, tiny, from the same point change the stepped arrays
-    alike: a momentum's second step carries its first."""
+    the output depends on alike: a momentum's second step carries its first. (Arrays
+    the output does not depend on, a velocity ``m_w`` or a record of the step
+    ``delta_w = lr * grad_w``, are compared through the weights they move.)"""
     layer = clone(proto.layer)
     set_path(layer, step, 1e-6)
+    weights = [p for p in proto.stepped if _in_output(proto, xs, p)]
     changes: list[dict[str, Any]] = []
-    zeros: set[str] = set()
     try:
         for _ in range(2):
-            before = {p: np.array(get_path(layer, p), copy=True) for p in proto.stepped}
-            zeros = zeros or {p for p, v in before.items() if not np.any(v)}
+            before = {p: np.array(get_path(layer, p), copy=True) for p in weights}
             _step_once(proto, layer, xs)
-            changes.append({p: get_path(layer, p) - before[p] for p in proto.stepped})
+            changes.append({p: get_path(layer, p) - before[p] for p in weights})
     except Exception:  # noqa: BLE001 - no evidence: not read as a step size
         return False
-    first = changes[0]  # a velocity (m_w from zeros, w += m_w) is compared through w
-    velocity = {p for p in zeros for q in first if q != p and q not in zeros and np.shape(
-        first[p]) == np.shape(first[q]) and np.allclose(first[p], first[q])}
-    return all(np.allclose(changes[1][p], first[p], rtol=1e-3, atol=1e-18)
-               for p in proto.stepped if p not in velocity)
+    return bool(weights) and all(np.allclose(changes[1][p], changes[0][p], rtol=1e-3,
+                                             atol=1e-18) for p in weights)
 
 
 def _step_once(proto: Protocol, layer: Any, xs: list[Any]) -> None:
@@ -296,12 +294,13 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
     (r1, d1, scale), (r2, d2, _) = seen  # type: ignore[misc]
     moved = [p for p in d1 if not p.startswith("<made>") and not np.array_equal(d1[p], d2[p])]
     moved = _with_scalars(proto, xs, moved, d1, d2)
-    if not moved:  # changing nothing, it ignores the argument for any value (not so a
-        third, zero = _stepped(proto, xs, -1.0), _stepped(proto, xs, 0.0)  # sign mask
-        if third is None or zero is None or not _same_return(r1, third[0]) or not \
-                _same_return(r1, zero[0]) or not _same_return(  # of its input's, a flag
-                _made(seen[0]), _made(seen[1])):  # (is_first_layer), nor an L2 term in
-            return False  # the gradients it stores)
+    if not moved:  # changing nothing, it ignores the argument for 1 and 2, and what it
+        third, zero = _stepped(proto, xs, -1.0), _stepped(proto, xs, 0.0)  # gives for -1
+        if third is None or zero is None or not _covers(seen[0], third) or not \
+                _covers(seen[0], zero) or not _same_return(  # and 0 is there too (a flag
+                _made(seen[0]), _made(seen[1])):  # -1 returning more: dx, dgamma, dbeta; a
+            return False  # layer index 0 none: not so is_first_layer, nor a sign mask of
+            # its input's, nor an L2 term in the gradients it stores)
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
         return False
@@ -410,6 +409,16 @@ def _scaled(a: Any, b: Any) -> bool:
               and isinstance(v, np.ndarray) and u.shape == v.shape and np.any(u)]
     return len(xa) == len(xb) and bool(arrays) and all(
         np.allclose(v, 2 * u, rtol=1e-9, atol=0) for u, v in arrays)
+
+
+def _covers(seen: Any, other: Any) -> bool:
+    """Whether every array the backward returned or created in ``other`` (what
+    :func:`_stepped` saw) it returned or created in ``seen`` too."""
+    mine = [v for v in [*leaves(seen[0]), *_made(seen)] if isinstance(v, np.ndarray)]
+    return all(any(np.shape(u) == np.shape(v) and np.array_equal(u, v, equal_nan=True)
+                   for u in mine) for v in [*leaves(other[0]), *_made(other)]
+               if v is not None) and all(v is None or isinstance(v, np.ndarray) for v in
+                                         leaves(other[0]))
 
 
 def _same_return(a: Any, b: Any) -> bool:

@@ -1,0 +1,69 @@
+"""Which of the arrays a forward returning None stored is its output, when it stored
+several that depend on the inputs: not one stored as another's derivative (``h`` and
+``diff_h``), and, of the rest, the one the layer's weights reach when the others are
+reached by fewer of them (a batch norm's ``output`` beside its ``mean``, ``var`` and
+``inputs_norm``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._discovery import get_path, set_path, try_path
+from ._observe import grad_of
+from ._protocol import clone
+
+__all__ = ["narrowed"]
+
+
+def narrowed(cands: dict[str, np.ndarray], layer: Any, held: list[str],
+             run: Callable[[Any], Any]) -> tuple[dict[str, np.ndarray], str]:
+    """``cands`` (path -> array the forward stored) narrowed, and the reason (empty when
+    they stay as they were). ``layer`` is the layer before the forward, ``held`` the
+    paths of the float arrays it holds, ``run(layer)`` runs its forward on the inputs."""
+    if len(cands) < 2:
+        return cands, ""
+    derived = {grad_of(p, v.shape, {q: w for q, w in cands.items() if q != p})
+               for p, v in cands.items()}
+    kept = {p: v for p, v in cands.items() if p not in derived}
+    if kept and len(kept) < len(cands):
+        return kept, (f"{', '.join(p for p in cands if p not in kept)} stored as the "
+                      "derivative of another (named so): no output")
+    reach = _reach(cands, layer, [p for p in held if p not in cands], run)
+    if reach is None:
+        return cands, ""
+    widest = max(reach.values(), key=len)
+    top = [p for p, r in reach.items() if r == widest]
+    if len(top) == 1 and widest and all(r < widest for p, r in reach.items() if p != top[0]):
+        (p,) = top
+        return {p: cands[p]}, (f"{', '.join(sorted(widest))} all reach it; the others "
+                               "depend on fewer of them")
+    return cands, ""
+
+
+def _reach(cands: dict[str, np.ndarray], layer: Any, held: list[str],
+           run: Callable[[Any], Any]) -> dict[str, frozenset[str]] | None:
+    """For each candidate, the held arrays whose change changes it; None if a forward
+    raised."""
+    base = clone(layer)
+    try:
+        run(base)
+    except Exception:  # noqa: BLE001 - no evidence: the candidates stay as they were
+        return None
+    out: dict[str, set[str]] = {p: set() for p in cands}
+    for h in held:
+        moved = clone(layer)
+        value = np.asarray(get_path(moved, h))
+        set_path(moved, h, value + 0.25 * (np.abs(value) + 1.0))
+        try:
+            run(moved)
+        except Exception:  # noqa: BLE001 - as above
+            return None
+        for p in cands:
+            a, b = try_path(base, p), try_path(moved, p)
+            if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and
+                    a.shape == b.shape and np.array_equal(a, b, equal_nan=True)):
+                out[p].add(h)
+    return {p: frozenset(r) for p, r in out.items()}

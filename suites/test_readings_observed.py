@@ -1,0 +1,229 @@
+"""Readings by observation found on held-out code (corpora 137 on, and what corpora
+119-136 left unread): each with a correct subject that passes and a broken twin that
+fails with a gradient verdict."""
+
+import numpy as np
+import pytest
+
+import gradcheck
+from suites._verdicts import expect as _expect
+
+
+# -- a layer stepping by self.lr that keeps a record of its step (delta_w = lr * grad_w) ----
+class _RecordedStep:
+    """``forward_pass(x)`` returns ``sigmoid(x @ W + b)``; ``backward_prop(g)`` stores
+    ``delta_w = lr * grad_w`` and ``delta_b = lr * grad_b`` and steps ``W -= delta_w``,
+    ``b -= delta_b``. ``momentum`` carries the last step into the next one."""
+
+    def __init__(self, bug="", momentum=0.0):
+        rng = np.random.default_rng(400)
+        self.W, self.b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+        self.lr, self.mu, self.bug = 0.1, momentum, bug
+        self.delta_w, self.delta_b = np.zeros((4, 3)), np.zeros(3)
+
+    def forward_pass(self, x):
+        self.input = x
+        self.output = 1.0 / (1.0 + np.exp(-(x @ self.W + self.b)))
+        return self.output
+
+    def backward_prop(self, g):
+        grad_a = g * self.output * (1.0 - self.output)
+        grad_b = grad_a.mean(0) if self.bug == "b" else grad_a.sum(0)
+        grad_x = grad_a @ self.W.T
+        self.delta_w = self.mu * self.delta_w + self.lr * self.input.T @ grad_a
+        self.delta_b = self.mu * self.delta_b + self.lr * grad_b
+        self.W -= self.delta_w
+        self.b -= self.delta_b
+        return grad_x
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b", ["b"])])
+def test_a_step_recorded_beside_the_weights_is_read_as_a_step(bug, failing):
+    x = np.random.default_rng(401).standard_normal((4, 4))
+    res = gradcheck.check_layer(_RecordedStep(bug), x)
+    _expect(res, failing)
+    assert any("lr is the step size" in n for n in res.notes), res.notes
+    assert any("state:" in n and "delta_w" in n for n in res.notes), res.notes
+
+
+def test_a_recorded_step_with_momentum_is_still_no_step_reading():
+    x = np.random.default_rng(402).standard_normal((4, 4))
+    with pytest.raises(gradcheck.LayerConventionError, match="no gradient was found"):
+        gradcheck.check_layer(_RecordedStep(momentum=0.9), x)
+
+
+# -- a per-sample loss whose calculate() returns (mean, regularisation), nnfs-style ---------
+class _PerSampleCCE:
+    """``forward(y_pred, y_true)`` returns one loss per sample; ``calculate`` returns
+    their mean beside a regularisation loss; ``backward(dvalues, y_true)`` stores
+    ``dinputs``, the mean's gradient (the twin forgets the 1/N)."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, y_pred, y_true):
+        return -np.log(np.sum(y_pred * y_true, axis=1))
+
+    def calculate(self, y_pred, y_true):
+        return np.mean(self.forward(y_pred, y_true)), 0.0
+
+    def backward(self, dvalues, y_true):
+        self.dinputs = -y_true / dvalues
+        if self.bug != "n":
+            self.dinputs = self.dinputs / len(dvalues)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("n", ["x0"])])
+def test_a_loss_whose_calculate_returns_the_mean_beside_a_penalty_is_a_mean(bug, failing):
+    rng = np.random.default_rng(403)
+    p = rng.uniform(0.2, 0.9, (4, 3))
+    onehot = np.eye(3)[rng.integers(0, 3, 4)]
+    res = gradcheck.check_layer(_PerSampleCCE(bug), p, onehot)
+    _expect(res, failing)
+    assert any("calculate returns their mean" in n for n in res.notes), res.notes
+
+
+# -- a forward returning None that stores its output beside statistics and a cache ---------
+class _StoringNorm:
+    """``forward(inputs, training)`` stores ``mean``, ``var``, ``inputs_norm`` and
+    ``output = inputs_norm * weights + biases``, returns nothing; ``backward(dvalues)``
+    stores ``dweights``, ``dbiases``, ``dinputs``."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(404)
+        self.weights, self.biases = rng.uniform(0.5, 1.5, (1, 3)), rng.standard_normal((1, 3))
+        self.bug = bug
+
+    def forward(self, inputs, training):
+        self.mean = inputs.mean(0, keepdims=True)
+        self.var = inputs.var(0, keepdims=True)
+        self.inputs_norm = (inputs - self.mean) / np.sqrt(self.var + 1e-5)
+        self.output = self.inputs_norm * self.weights + self.biases
+
+    def backward(self, dvalues):
+        n = len(dvalues)
+        self.dweights = np.sum(dvalues * self.inputs_norm, axis=0, keepdims=True)
+        self.dbiases = np.sum(dvalues, axis=0, keepdims=True)
+        g = dvalues * self.weights
+        term = self.inputs_norm * np.sum(g * self.inputs_norm, 0) if self.bug != "x" else 0.0
+        self.dinputs = (n * g - g.sum(0) - term) / (n * np.sqrt(self.var + 1e-5))
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("x", ["x0"])])
+def test_the_stored_output_is_the_array_the_weights_reach(bug, failing):
+    x = np.random.default_rng(405).standard_normal((5, 3))
+    res = gradcheck.check_layer(_StoringNorm(bug), x, True)
+    _expect(res, failing)
+    assert any("stores in output" in n and "biases, weights all reach it" in n
+               for n in res.notes), res.notes
+
+
+def test_two_stored_arrays_the_weights_both_reach_still_need_output():
+    class Dense:
+        def __init__(self):
+            self.W = np.random.default_rng(406).standard_normal((3, 2))
+
+        def forward(self, x):
+            self.x, self.z = x, x @ self.W
+            self.a = np.tanh(self.z)
+
+        def backward(self, da):
+            self.dW = self.x.T @ (da * (1 - self.a ** 2))
+
+    with pytest.raises(Exception, match="several arrays that depend on the inputs: z"):
+        res = gradcheck.check_layer(Dense(), np.ones((4, 3)))
+        raise AssertionError(res.report())
+
+
+# -- a forward returning None that stores its output and its derivative (h, diff_h) --------
+class _TanhCell:
+    """``cell_forward(h_input, x_input)`` stores ``h_output`` and its derivative
+    ``diff_h_output``; ``cell_backward(dh)`` returns ``(dh_input, dx_input)`` and stores
+    ``dW``."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(407)
+        self.W, self.U = rng.standard_normal((3, 3)) * 0.5, rng.standard_normal((3, 2)) * 0.5
+        self.bug = bug
+
+    def cell_forward(self, h_input, x_input):
+        self.h_input, self.x_input = h_input, x_input
+        self.h_output = np.tanh(self.W @ h_input + self.U @ x_input)
+        self.diff_h_output = 1.0 - self.h_output ** 2
+
+    def cell_backward(self, dh):
+        g = dh * self.diff_h_output
+        self.dW, self.dU = g @ self.h_input.T, g @ self.x_input.T
+        return (self.W if self.bug == "T" else self.W.T) @ g, self.U.T @ g
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("T", ["x0"])])
+def test_a_derivative_stored_beside_the_output_is_no_output(bug, failing):
+    rng = np.random.default_rng(408)
+    res = gradcheck.check_layer(_TanhCell(bug), rng.standard_normal((3, 1)),
+                                rng.standard_normal((2, 1)))
+    _expect(res, failing)
+    assert any("stores in h_output" in n and "diff_h_output" in n for n in res.notes), res.notes
+
+
+# -- backward(delta_in, flag): an argument whose -1 or 0 returns more or less ------------------
+class _FlaggedDense:
+    """``backward(delta_in, layer_idx)`` stores ``dW``, ``db`` and returns the input's
+    gradient, but for ``layer_idx == 0`` (a first layer: None) and ``-1`` (``(dx, dW,
+    db)``)."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(409)
+        self.W, self.b = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, delta_in, layer_idx):
+        self.dW = self.x.T @ delta_in
+        self.db = delta_in.sum(0, keepdims=True) * (2.0 if self.bug == "b" else 1.0)
+        if layer_idx == 0:
+            return None
+        dx = delta_in @ self.W.T
+        return (dx, self.dW, self.db) if layer_idx == -1 else dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b", ["b"])])
+def test_an_index_argument_whose_0_and_minus_1_change_the_return_is_given_1(bug, failing):
+    x = np.random.default_rng(410).standard_normal((5, 4))
+    res = gradcheck.check_layer(_FlaggedDense(bug), x)
+    _expect(res, failing)
+    assert any("layer_idx changes nothing it returns or holds" in n for n in res.notes), \
+        res.notes
+
+
+def test_a_first_layer_flag_that_drops_the_input_gradient_when_true_is_no_such_argument():
+    class FirstFlag(_FlaggedDense):
+        def backward(self, delta_in, is_first):
+            self.dW = self.x.T @ delta_in
+            self.db = delta_in.sum(0, keepdims=True)
+            return None if is_first else delta_in @ self.W.T
+
+    res = gradcheck.check_layer(FirstFlag(), np.ones((5, 4)))
+    assert res.status == "error" and "is_first" in res.message, res.report()
+
+
+# -- a backward named back ---------------------------------------------------------------------
+class _BackTanh:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, x):
+        self.y = np.tanh(x)
+        return self.y
+
+    def back(self, delta):
+        return delta * (1.0 - self.y if self.bug else 1.0 - self.y ** 2)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("d", ["x0"])])
+def test_a_method_named_back_beside_forward_is_the_backward(bug, failing):
+    res = gradcheck.check_layer(_BackTanh(bug), np.random.default_rng(411).standard_normal(5))
+    _expect(res, failing)
