@@ -227,3 +227,96 @@ class _BackTanh:
 def test_a_method_named_back_beside_forward_is_the_backward(bug, failing):
     res = gradcheck.check_layer(_BackTanh(bug), np.random.default_rng(411).standard_normal(5))
     _expect(res, failing)
+
+
+# -- a whole model as a function of a parameter dict: (grads, loss, accuracy) ------------------
+def _mlp_loss(bug=""):
+    """``fn(params, X, y)`` returns ``({'dW1': ..., 'db1': ..., 'dW2': ..., 'db2': ...},
+    mean cross-entropy, accuracy in percent)`` of a tanh MLP."""
+
+    def fn(params, X, y):
+        h = np.tanh(X @ params["W1"] + params["b1"])
+        z = h @ params["W2"] + params["b2"]
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        n = len(y)
+        loss = -np.mean(np.log(p[np.arange(n), y]))
+        dz = p.copy()
+        dz[np.arange(n), y] -= 1.0
+        dz /= n
+        dh = dz @ params["W2"].T * (1.0 - h ** 2)
+        grads = {"dW1": X.T @ dh, "db1": dh.sum(0) * (n if bug == "b1" else 1.0),
+                 "dW2": h.T @ dz, "db2": dz.sum(0)}
+        return grads, loss, 100.0 * np.mean(p.argmax(1) == y)
+    return fn
+
+
+def _mlp_point():
+    rng = np.random.default_rng(412)
+    params = {"W1": rng.standard_normal((4, 5)), "b1": rng.standard_normal(5),
+              "W2": rng.standard_normal((5, 3)), "b2": rng.standard_normal(3)}
+    return params, rng.standard_normal((6, 4)), rng.integers(0, 3, 6)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b1", ["x0['b1']"])])
+def test_a_model_function_returning_grads_loss_and_accuracy_is_read_by_what_they_do(
+        bug, failing):
+    params, X, y = _mlp_point()
+    res = gradcheck.check_loss(_mlp_loss(bug), params, X, y)
+    _expect(res, failing)
+    assert any("item 1 is the loss" in n and "dW1 for W1" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b1", ["x0['b1']"])])
+def test_a_model_function_returning_loss_and_grads_by_the_params_names(bug, failing):
+    def fn(params, X, y):
+        grads, loss, _ = _mlp_loss(bug)(params, X, y)
+        return loss, {k[1:]: v for k, v in grads.items()}
+
+    params, X, y = _mlp_point()
+    res = gradcheck.check_loss(fn, params, X, y)
+    _expect(res, failing)
+
+
+def test_a_gradient_dict_missing_a_parameter_is_no_reading():
+    def fn(params, X, y):
+        grads, loss, acc = _mlp_loss()(params, X, y)
+        del grads["db2"]
+        return grads, loss, acc
+
+    params, X, y = _mlp_point()
+    res = gradcheck.check_loss(fn, params, X, y)
+    assert res.status == "bad-protocol", res.report()
+
+
+# -- a layer taking and returning 1-tuples, stepping its weights by self.lr ---------------------
+class _TupleFC:
+    """``__call__(entry, memorize)`` takes a tuple of one array and a flag, returns
+    ``(W @ x,)``; ``backprop((g,))`` steps ``W`` by ``self.lr`` and returns ``(dx,)``.
+    The input's last row is tiny, so are the changes of W's last column: the reading of
+    the step must not need them exact."""
+
+    def __init__(self, bug=""):
+        self.lr, self.bug = 0.05, bug
+        self.W = np.random.default_rng(413).standard_normal((3, 4))
+
+    def __call__(self, entry, memorize):
+        if memorize:
+            self.input = entry
+        return (self.W @ entry[0],)
+
+    def backprop(self, gradient):
+        g = gradient[0]
+        dx = self.W.T @ g
+        dW = g @ self.input[0].T
+        self.W -= self.lr * (dW / len(g.T) if self.bug == "W" else dW)
+        return (dx,)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("W", ["W"])])
+def test_a_sequence_input_whose_gradient_comes_as_a_sequence_like_it(bug, failing):
+    x = np.random.default_rng(414).standard_normal((4, 5))
+    x[-1] *= 1e-9
+    res = gradcheck.check_layer(_TupleFC(bug), (x,), True)
+    _expect(res, failing)
+    assert any("lr is the step size" in n for n in res.notes), res.notes

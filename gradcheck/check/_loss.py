@@ -120,17 +120,25 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
                                 f"shape {np.shape(loss)}")
         loss = np.asarray(loss)  # a float32 loss keeps its dtype: its steps and tolerance
         return (loss if loss.dtype.kind == "f" else loss.astype(np.float64)).reshape(()), [
-            np.array(d, copy=True) for d in out[1:]]
+            {k: None if v is None else np.array(v, copy=True) for k, v in d.items()}
+            if isinstance(d, dict) else np.array(d, copy=True) for d in out[1:]]
 
     def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)
         for j, d in zip(wanted, ds, strict=True):
-            g = sign * d * dy  # in the dtype the loss function computed it in (float16)
-            grads[j] = g.astype(d.dtype) if isinstance(d, np.ndarray) and d.dtype.kind == "f" \
-                else g
+            grads[j] = {k: _scaled(v, sign * dy) for k, v in d.items()} if isinstance(
+                d, dict) else _scaled(d, sign * dy)
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
+
+
+def _scaled(d: Any, by: Any) -> Any:
+    """``d * by`` in the dtype the loss function computed ``d`` in (float16)."""
+    if d is None:
+        return None
+    g = d * by
+    return g.astype(d.dtype) if isinstance(d, np.ndarray) and d.dtype.kind == "f" else g
 
 
 def _a_number(x: Any) -> bool:
@@ -179,7 +187,7 @@ def _extra_items(fn: Callable[..., Any], args: list[Any]) -> str:
     except Exception:  # noqa: BLE001 - the check itself reports it
         return ""
     shapes = [_shape(a) for a in args]
-    if not isinstance(out, tuple) or len(out) < 3 or _shape(out[0]) is None or np.size(
+    if not isinstance(out, tuple) or len(out) < 3 or not _a_number(out[0]) or np.size(
             out[0]) != 1 or _shape(out[1]) is None or _shape(out[1]) not in shapes:
         return ""
     ints = [k for k, a in enumerate(args) if k and type(a) is int]

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..read._conventions import zero_one
+from ..read._observe import grad_stem
 
 __all__ = ["Items", "items_read"]
 
@@ -32,7 +33,41 @@ class Items(NamedTuple):
 
 
 def _copies(args: list[Any]) -> list[Any]:
-    return [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    return [np.array(a, copy=True) if isinstance(a, np.ndarray) else {
+        k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in a.items()}
+        if isinstance(a, dict) else a for a in args]
+
+
+def _float_dict(o: Any) -> bool:
+    """A dict of float arrays (a model's parameters by name)."""
+    return isinstance(o, dict) and bool(o) and all(_float_array(v) for v in o.values())
+
+
+def _keys_of(d: Any, x: dict[Any, np.ndarray]) -> dict[Any, Any] | None:
+    """``x``'s key -> the key of ``d`` holding its gradient: the same key, or one named
+    as its gradient (``dW1`` for ``W1``), of its shape, every float array of ``d`` one;
+    None on any doubt."""
+    if not isinstance(d, dict) or not all(isinstance(k, str) for k in [*d, *x]):
+        return None
+    out = {}
+    for k, v in x.items():
+        fits = [c for c in d if (c == k or grad_stem(c) == k.lower().lstrip("_")) and
+                _float_array(d[c]) and d[c].shape == v.shape]
+        if len(fits) != 1:
+            return None
+        out[k] = fits[0]
+    used = set(out.values())
+    return out if len(used) == len(out) and not any(
+        _float_array(v) for c, v in d.items() if c not in used) else None
+
+
+def _moved(x: Any, step: float) -> Any:
+    """``x`` (an array, or a dict of them) moved along a seeded random direction."""
+    rng = np.random.default_rng(0)
+    if isinstance(x, dict):
+        return {k: (v + step * rng.standard_normal(v.shape)).astype(v.dtype)
+                for k, v in x.items()}
+    return (x + step * rng.standard_normal(np.shape(x))).astype(x.dtype)
 
 
 def _float_array(o: Any) -> bool:
@@ -49,10 +84,11 @@ def _the_loss(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...]) -> 
     scalars = [i for i, o in enumerate(out) if _float_scalar(o)]
     if not scalars:
         return None
-    x = np.asarray(args[0], dtype=np.float64)
-    u = np.random.default_rng(0).standard_normal(x.shape)
-    step = 1e-3 * (1.0 + float(np.sqrt(np.mean(x ** 2))))
-    moved = fn(*_copies([(x + step * u).astype(args[0].dtype), *args[1:]]))
+    leaves = list(args[0].values()) if isinstance(args[0], dict) else [args[0]]
+    size = sum(np.size(v) for v in leaves)
+    step = 1e-3 * (1.0 + float(np.sqrt(sum(np.sum(np.asarray(v, dtype=np.float64) ** 2)
+                                            for v in leaves) / size)))
+    moved = fn(*_copies([_moved(args[0], step), *args[1:]]))
     if not isinstance(moved, tuple) or len(moved) != len(out):
         return None
     changed = [i for i in scalars if _float_scalar(moved[i]) and float(moved[i]) != float(out[i])]
@@ -77,18 +113,51 @@ def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, int] |
     return slots
 
 
-def _reordered(fn: Callable[..., Any], picks: list[int], n: int) -> Callable[..., Any]:
+def _reordered(fn: Callable[..., Any], picks: list[int], n: int,
+               keys: dict[Any, Any] | None = None) -> Callable[..., Any]:
     def reordered(*a: Any) -> Any:
         got = fn(*a)
         if not isinstance(got, tuple) or len(got) != n:
             return got
-        return tuple(got[i] for i in picks)
+        out = [got[i] for i in picks]
+        if keys is not None and isinstance(out[1], dict):  # dW1 for W1: by the input's keys
+            out[1] = {k: out[1].get(c) for k, c in keys.items()}
+        return tuple(out)
     return reordered
+
+
+def _dict_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
+    """A loss of a dict of parameters returning the loss and a dict of their gradients
+    (``dW1`` for ``W1``) in any order, beside scalars (an accuracy): read by what each
+    item does, as for arrays."""
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*_copies(args))
+            if not isinstance(out, tuple) or len(out) < 2:
+                return None
+            loss = _the_loss(fn, args, out)
+    except Exception:  # noqa: BLE001 - the check itself reports what the loss does
+        return None
+    found = [(i, k) for i, o in enumerate(out) if i != loss and (k := _keys_of(o, args[0]))]
+    left = [i for i in range(len(out)) if i != loss and i not in [f[0] for f in found]]
+    if loss is None or len(found) != 1 or any(
+            _float_array(out[i]) or isinstance(out[i], dict) for i in left):
+        return None
+    ((i, keys),) = found
+    renamed = [f"{c} for {k}" for k, c in keys.items() if c != k]
+    note = (f"fn returns {len(out)} items, read by what they do: item {loss} is the loss "
+            f"(the one float scalar that moves with x0), item {i} the dict of x0's "
+            "gradients" + (f" ({', '.join(renamed)})" if renamed else "")
+            + (f"; items {left} are not checked (no float argument's gradient)" if left
+               else ""))
+    return Items(_reordered(fn, [loss, i], len(out), keys), [], note)
 
 
 def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
     """``fn`` reordered when its tuple of three or more items reads as a loss and
     gradients (see the module's text); None otherwise."""
+    if _float_dict(args[0]):
+        return _dict_read(fn, args)
     if not _float_array(args[0]) or args[0].size < 2:
         return None
     try:
