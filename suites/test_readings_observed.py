@@ -320,3 +320,86 @@ def test_a_sequence_input_whose_gradient_comes_as_a_sequence_like_it(bug, failin
     res = gradcheck.check_layer(_TupleFC(bug), (x,), True)
     _expect(res, failing)
     assert any("lr is the step size" in n for n in res.notes), res.notes
+
+
+# -- backward(dZ, lr) whose step adds an L2 term the forward never adds -------------------------
+class _DenseStep:
+    """``forward(x)`` returns ``x @ W + b``; ``backward(dZ, lr)`` steps ``W`` and ``b``
+    (with an L2 term ``lam * W`` in the twin, or Adam's first step) and returns dX."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(415)
+        self.W, self.b, self.bug = rng.standard_normal((4, 3)), rng.standard_normal(3), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dZ, lr):
+        dW, db = self.x.T @ dZ, dZ.sum(0)
+        dx = dZ @ self.W.T
+        if self.bug == "l2":
+            dW = dW + 0.01 * self.W
+        if self.bug == "adam":  # first step from zero moments: lr * sign(g), about
+            dW, db = dW / (np.abs(dW) + 1e-8), db / (np.abs(db) + 1e-8)
+        self.W -= lr * dW
+        self.b -= lr * db
+        return dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("l2", ["W"])])
+def test_a_step_with_an_l2_term_the_forward_never_adds_is_a_mismatch(bug, failing):
+    x = np.random.default_rng(416).standard_normal((5, 4))
+    res = gradcheck.check_layer(_DenseStep(bug), x)
+    _expect(res, failing)
+    assert any("lr scales the change" in n for n in res.notes), res.notes
+
+
+def test_an_adam_like_step_is_still_no_gradient_step():
+    x = np.random.default_rng(417).standard_normal((5, 4))
+    res = gradcheck.check_layer(_DenseStep("adam"), x)
+    assert not res.passed and res.status not in ("ok", "mismatch"), res.report()
+
+
+# -- check_vjp(loss, loss_gradient, [y_true, y_pred]): a pair of functions of the same args ----
+def _ce(y_true, y_pred):
+    return -np.sum(y_true * np.log(y_pred)) / len(y_true)
+
+
+def _ce_grad(y_true, y_pred):
+    return -y_true / y_pred / len(y_true)
+
+
+def _ce_grad_bug(y_true, y_pred):
+    return -y_true / y_pred
+
+
+def _mse(y_true, y_pred):
+    return np.mean((y_true - y_pred) ** 2)
+
+
+def _mse_grad(y_true, y_pred):
+    return 2 * (y_pred - y_true) / y_true.size
+
+
+@pytest.mark.parametrize("grad, failing", [(_ce_grad, None), (_ce_grad_bug, ["y_pred"])])
+def test_a_loss_and_its_gradient_as_two_functions_of_labels_and_predictions(grad, failing):
+    rng = np.random.default_rng(418)
+    y_pred = rng.uniform(0.1, 0.9, (4, 3))
+    y_true = np.eye(3)[[0, 2, 1, 2]]
+    res = gradcheck.check_vjp(_ce, grad, [y_true, y_pred])
+    _expect(res, failing)
+    assert any("gradient of y_pred" in n for n in res.notes), res.notes
+
+
+def test_a_loss_pair_of_two_float_arguments_needs_wrt_and_is_read_with_it():
+    rng = np.random.default_rng(419)
+    y_true, y_pred = rng.standard_normal((5, 1)), rng.standard_normal((5, 1))
+    assert not gradcheck.check_vjp(_mse, _mse_grad, [y_true, y_pred]).passed
+    res = gradcheck.check_vjp(_mse, _mse_grad, [y_true, y_pred], wrt=[1])
+    assert res.passed, res.report()
+    def no_two(y_true, y_pred):
+        return (y_pred - y_true) / y_true.size
+
+    bad = gradcheck.check_vjp(_mse, no_two, [y_true, y_pred], wrt=[1])
+    _expect(bad, ["y_pred"])

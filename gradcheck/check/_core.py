@@ -64,6 +64,7 @@ from ._options import DEFAULT_RTOL, Options, validate_options
 from ._quantized import requantized
 from ._recording import record
 from ._result import CheckResult, GradientMismatch, InputResult
+from ._vjp_loss import gradient_pair
 
 __all__ = ["DEFAULT_RTOL", "assert_vjp", "check_vjp"]
 
@@ -472,11 +473,11 @@ def check_vjp(
         code: those are statuses).
     """
     opts = validate_options(seed=seed, mode=mode, method=method, atol=atol, rtol=rtol,
-                            directions=directions, samples=samples, budget=budget,
-                            localise=localise, name=name)
-    for label, fn in (("fwd", fwd), ("bwd", bwd)):
-        if not callable(fn):
-            raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+                            name=name, directions=directions, samples=samples,
+                            budget=budget, localise=localise)
+    _callables(fwd=fwd, bwd=bwd)
+    if (paired := _pair_read(fwd, bwd, inputs, wrt, opts)) is not None:  # loss(y, p) and
+        return paired  # grad(y, p)
     conv = Conventions(fwd, bwd, inputs, wrt)  # cs231n variants, stated in the notes
     res = _run_read(conv, fwd, bwd, inputs, wrt, opts)
     fewer = (conv.first_outputs(res.error) or conv.after_cache(res.error)) if \
@@ -485,6 +486,27 @@ def check_vjp(
     if fewer is not None:  # it raised given every output's gradient: try the first ones
         again = _run_read(fewer, fwd, bwd, inputs, wrt, opts)
         res = _unsure_order(fewer, again) if again.status != "error" else res
+    record(res)
+    return res
+
+
+def _callables(**fns: Any) -> None:
+    for label, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+
+
+def _pair_read(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any,
+               opts: Options) -> CheckResult | None:
+    """The check of a loss and its gradient written as two functions of the same
+    arguments (:func:`gradient_pair`), recorded; None when they do not read so."""
+    pair = gradient_pair(fwd, bwd, inputs, wrt)
+    if pair is None:
+        return None
+    with np.errstate(all="ignore"):
+        res = run_protocol_check(pair[0], pair[1], inputs, pair[2], opts, origins={
+            "forward": fwd, "backward": bwd}, names=_positional_names(fwd, inputs))
+    res.notes = [*res.notes, pair[3]]
     record(res)
     return res
 

@@ -305,11 +305,11 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
         return False
-    if moved:  # a step of SGD doubles with the gradient too (Adam's first does not)
-        twice = _stepped(proto, xs, 1.0, 2.0)
-        if twice is None or not all(np.allclose(
-                twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
-                for p in moved):
+    if moved:  # a step of SGD is affine in the gradient too (Adam's first is not); its
+        twice, none = _stepped(proto, xs, 1.0, 2.0), _stepped(proto, xs, 1.0, 0.0)  # constant
+        if twice is None or none is None or not all(np.allclose(  # term (an L2 term the
+                twice[1][p] - d1[p], d1[p] - none[1][p], rtol=1e-6,  # forward never adds)
+                atol=1e-12 + 2 * scale.get(p, 0.0)) for p in moved):  # is a gradient bug
             return False
     if not _same_return(r1, r2):  # what it returns depends on the step it took
         if not moved:

@@ -1,0 +1,71 @@
+"""``check_vjp(loss, loss_gradient, inputs)`` for a loss and its gradient written as a
+pair of functions of the same arguments (``mse_loss(y_true, y_pred)`` and
+``mse_gradient(y_true, y_pred)``): the forward returns a scalar and the backward, taking
+no output gradient, one array, the gradient of the one input it is for: the one of its
+shape (``wrt=`` names it), or of several, the one not holding labels (whole numbers:
+class ids, one-hot rows, 0/1 targets)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..read._conventions import label_like
+from ..read._observe import positional_names
+
+__all__ = ["gradient_pair"]
+
+
+def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any
+                  ) -> tuple[Callable[..., Any], Callable[..., Any], list[int], str] | None:
+    """``(fwd, bwd, wrt, note)`` in the protocol's form for such a pair; None when the
+    functions do not read so (or the input the gradient is for cannot be told)."""
+    if isinstance(inputs, (dict, str, np.ndarray)) or not isinstance(inputs, Sequence) or \
+            not inputs:
+        return None
+    f_names, b_names = positional_names(fwd), positional_names(bwd, required=True)
+    if not f_names or f_names[:len(inputs)] != b_names or len(b_names) != len(inputs):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            loss = fwd(*copy.deepcopy(list(inputs)))
+            grad = bwd(*copy.deepcopy(list(inputs)))
+    except Exception:  # noqa: BLE001 - not this reading: the check reports what raises
+        return None
+    if np.size(loss) != 1 or np.asarray(loss).dtype.kind != "f" or not isinstance(
+            grad, np.ndarray) or grad.dtype.kind != "f":
+        return None
+    k = _which(inputs, grad.shape, wrt)
+    if k is None:
+        return None
+
+    def forward(*a: Any) -> tuple[Any, Any]:
+        return fwd(*a), a
+
+    def backward(dy: Any, a: Any) -> list[Any]:
+        return [np.asarray(bwd(*a)) * dy if j == k else None for j in range(len(a))]
+
+    note = (f"fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
+            f"gradient: bwd's array is read as the gradient of {b_names[k]}"
+            + ("" if wrt is not None else ", the one input of its shape" + (
+                " not holding labels" if sum(np.shape(x) == grad.shape for x in inputs) > 1
+                else "")))
+    return forward, backward, [k], note
+
+
+def _which(inputs: Sequence[Any], shape: tuple[int, ...], wrt: Any) -> int | None:
+    """The input the one gradient array is for: ``wrt``'s one index, else the one input
+    of its shape, else the one of them not holding labels."""
+    if wrt is not None:
+        ks = [wrt] if isinstance(wrt, int) else list(wrt) if isinstance(
+            wrt, (list, tuple)) else []
+        ok = len(ks) == 1 and isinstance(ks[0], int) and 0 <= ks[0] < len(inputs)
+        return ks[0] if ok and np.shape(inputs[ks[0]]) == shape else None
+    fits = [j for j, x in enumerate(inputs) if isinstance(x, np.ndarray) and x.shape == shape
+            and x.dtype.kind == "f"]
+    if len(fits) > 1:
+        fits = [j for j in fits if not label_like(inputs[j])]
+    return fits[0] if len(fits) == 1 else None
