@@ -114,7 +114,7 @@ def test_the_stored_output_is_the_array_the_weights_reach(bug, failing):
     x = np.random.default_rng(405).standard_normal((5, 3))
     res = gradcheck.check_layer(_StoringNorm(bug), x, True)
     _expect(res, failing)
-    assert any("stores in output" in n and "biases, weights all reach it" in n
+    assert any("stores in output" in n and "biases, weights reach it and none of the others" in n
                for n in res.notes), res.notes
 
 
@@ -403,3 +403,143 @@ def test_a_loss_pair_of_two_float_arguments_needs_wrt_and_is_read_with_it():
 
     bad = gradcheck.check_vjp(_mse, no_two, [y_true, y_pred], wrt=[1])
     _expect(bad, ["y_pred"])
+
+
+# -- one function per op with a deriv flag; a backward stepping the weight it is given ----------
+class _Ops:
+    """``fully_connect(x, kernel, front_delta=None, deriv=False)``: the forward, or with
+    ``deriv=True`` the input's gradient and the kernel's (the twin transposes nothing);
+    ``stepping`` also steps ``kernel`` in place, as a training loop's update."""
+
+    def __init__(self, bug="", stepping=False):
+        self.bug, self.stepping = bug, stepping
+
+    def fully_connect(self, input_data, kernel, front_delta=None, deriv=False):
+        if not deriv:
+            return input_data @ kernel
+        back = front_delta @ (kernel if self.bug == "T" else kernel.T)
+        dk = input_data.T @ front_delta
+        if self.stepping:
+            kernel -= 0.1 * dk
+        return back, dk
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("T", ["input_data"])])
+def test_a_deriv_flag_function_is_checked_as_its_own_backward(bug, failing):
+    import functools
+
+    rng = np.random.default_rng(420)
+    ops = _Ops(bug)
+    res = gradcheck.check_vjp(ops.fully_connect, functools.partial(ops.fully_connect,
+                                                                   deriv=True),
+                              [rng.standard_normal((4, 3)), rng.standard_normal((3, 3))])
+    _expect(res, failing)
+
+
+def test_a_backward_writing_into_its_cache_still_gets_a_gradient_verdict():
+    import functools
+
+    rng = np.random.default_rng(421)
+    point = [rng.standard_normal((4, 3)), rng.standard_normal((3, 3))]
+    right, wrong = _Ops(stepping=True), _Ops("T", stepping=True)
+    res = gradcheck.check_vjp(right.fully_connect, functools.partial(
+        right.fully_connect, deriv=True), point)
+    assert res.status == "mutation" and "the gradients are right" in res.message, res.report()
+    res = gradcheck.check_vjp(wrong.fully_connect, functools.partial(
+        wrong.fully_connect, deriv=True), point)
+    _expect(res, ["input_data"])
+
+
+# -- what the review found: no reading where the stored output cannot be told --------------------
+class _DenseDropout:
+    """Stores ``out = tanh(x W + b)`` and the output ``dout = out * mask`` (a name that
+    reads as a gradient's); the twin's backward forgets the mask."""
+
+    def __init__(self, bug=False):
+        rng = np.random.default_rng(422)
+        self.W, self.b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+        self.mask, self.bug = (rng.random((6, 3)) < 0.8) / 0.8, bug
+
+    def forward(self, x):
+        self.x = x
+        self.out = np.tanh(x @ self.W + self.b)
+        self.dout = self.out * self.mask
+
+    def backward(self, g):
+        dz = (g if self.bug else g * self.mask) * (1.0 - self.out ** 2)
+        self.dW, self.db, self.dx = self.x.T @ dz, dz.sum(0), dz @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_an_output_named_like_a_gradient_is_no_derivative_of_another(bug):
+    x = np.random.default_rng(423).standard_normal((6, 4))
+    res = gradcheck.check_layer(_DenseDropout(bug), x)
+    assert not res.passed and res.status == "bad-protocol" and "output=" in res.message, \
+        res.report()
+
+
+def test_an_output_beside_a_head_computed_from_it_is_no_reading():
+    class Supervised:
+        def __init__(self):
+            rng = np.random.default_rng(424)
+            self.W, self.W_aux = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+
+        def forward(self, x):
+            self.x = x
+            self.h = np.tanh(x @ self.W)
+            self.aux = self.h @ self.W_aux
+
+        def backward(self, dh):
+            dz = dh * (1.0 - self.h ** 2)
+            self.dW, self.dx = self.x.T @ dz, dz @ self.W.T
+
+    res = gradcheck.check_layer(Supervised(), np.ones((5, 4)))
+    assert res.status == "bad-protocol" and "h (5, 3)" in res.message, res.report()
+
+
+def test_a_flag_that_fills_a_held_gradient_for_0_only_is_not_given_1():
+    class Frozen:
+        def __init__(self):
+            rng = np.random.default_rng(425)
+            self.W, self.b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+            self.dW, self.db = np.zeros((4, 3)), np.zeros(3)
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.W + self.b
+
+        def backward(self, dout, freeze_bias):
+            self.dW = self.x.T @ dout
+            if not freeze_bias:
+                self.db = dout.sum(0)
+            return dout @ self.W.T
+
+    res = gradcheck.check_layer(Frozen(), np.ones((5, 4)))
+    assert not res.passed and res.status not in ("ok", "mismatch"), res.report()
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b1", ["x0['b1']"])])
+def test_a_model_function_returning_loss_grads_and_accuracy(bug, failing):
+    def fn(params, X, y):
+        grads, loss, acc = _mlp_loss(bug)(params, X, y)
+        return loss, grads, acc
+
+    params, X, y = _mlp_point()
+    _expect(gradcheck.check_loss(fn, params, X, y), failing)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("W", ["W"])])
+def test_a_two_item_sequence_input_beside_a_flag_gets_its_gradient_as_a_sequence(bug, failing):
+    class Pair(_TupleFC):
+        def __call__(self, entry, memorize):
+            if memorize:
+                self.input = entry
+            return (self.W @ entry[0] + entry[1],)
+
+        def backprop(self, gradient):
+            (dx,) = super().backprop(gradient)
+            return dx, gradient[0]
+
+    rng = np.random.default_rng(426)
+    x = (rng.standard_normal((4, 5)), rng.standard_normal((3, 5)))
+    _expect(gradcheck.check_layer(Pair(bug), x, True), failing)

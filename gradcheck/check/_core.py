@@ -50,6 +50,7 @@ from ._leaves import (
 from ._modes import InputChecker, method_label, overall, resolve_mode
 from ._mutation import (
     WROTE_DY,
+    CacheWrite,
     FilledBuffers,
     ForwardMutation,
     aliasing,
@@ -143,6 +144,9 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         raise
     wrote_dy = changed_at(snapshot(dy_struct), dy_arg) is not None
     written = cache_written(cache_snap, cache)
+    if isinstance(written, CacheWrite) and not any(  # written into no input it was given
+            changed_at(saved[i], v) is not None for i, v in enumerate(prep.leaves)):
+        raise ProtocolError("mutation", written.message)  # (the forward's own result)
     if written is not None:
         raise written
     _check_unchanged(saved, prep, "backward")
@@ -389,7 +393,7 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
         res.exception = exc
         return res
 
-    wrote_input = None
+    wrote_input: ForwardMutation | CacheWrite | None = None
     try:
         try:
             called = _protocol_calls(fwd, bwd, prep, chosen, rng)
@@ -397,11 +401,13 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
             wrote_input, fwd = exc, on_copies(fwd)
             prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)
             called = _protocol_calls(fwd, bwd, prep, chosen, rng)
-        except FilledBuffers as exc:  # a cache used once: a new forward's per call
-            bwd = on_fresh_cache(fwd, bwd, lambda: _split_forward(prep.call(fwd, "forward")))
-            prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)
+        except FilledBuffers as exc:  # a cache used once (or written: checked all the same,
+            run = on_copies(fwd) if isinstance(exc, CacheWrite) else fwd  # on copies): a new
+            bwd = on_fresh_cache(fwd, bwd, lambda: _split_forward(prep.call(run, "forward")))
+            prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)  # forward's per call
             called = _protocol_calls(fwd, bwd, prep, chosen, rng)
-            called.notes.append(exc.note)
+            called.notes += [exc.note] if exc.note else []
+            wrote_input = exc if isinstance(exc, CacheWrite) else wrote_input
         results, runner, method, mode = _compare_inputs(
             fwd, prep, called, opts, rng, wrt_given, _vjp(bwd, prep, called, chosen))
         if requantized(fwd, prep, called.outputs, results, called):  # again, at

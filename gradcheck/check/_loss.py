@@ -57,7 +57,8 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     with np.errstate(all="ignore"):
         if swapped := _gradient_first(fn, args):
             fn = _swapped(fn)
-        extras, items = _extra_items(fn, args), None
+        extras = "" if isinstance(args[0], dict) else _extra_items(fn, args)  # (by items_read)
+        items = None
         if extras:
             fn = _first_two(fn)
         elif _more_gradients(fn, args) is None and (items := items_read(fn, args)):

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..read._protocol import ProtocolError, changed_at
 
-__all__ = ["WROTE_DY", "FilledBuffers", "ForwardMutation", "aliasing", "cache_written",
-           "final_status", "on_copies", "on_fresh_cache", "second_backward"]
+__all__ = ["WROTE_DY", "CacheWrite", "FilledBuffers", "ForwardMutation", "aliasing",
+           "cache_written", "final_status", "on_copies", "on_fresh_cache", "second_backward"]
 
 WROTE_DY = "backward modified dy (the output gradient) in place"
 
@@ -41,6 +41,17 @@ class FilledBuffers(ProtocolError):
                      "forward call")
 
 
+class CacheWrite(FilledBuffers):
+    """The backward changed what the forward left in the cache; when that is an input
+    the forward was given (``kernel += lr * dk``, a step on its own argument) it is
+    checked all the same, each backward call given the cache of a new forward call on
+    copies, and right gradients are still a ``mutation``."""
+
+    def __init__(self, where: str) -> None:
+        ProtocolError.__init__(self, "mutation", f"backward modified the cache (at cache{where})")
+        self.note = ""
+
+
 def _data_changed(a: Any, b: Any, path: str = "") -> str | None:
     """Where ``b`` changed an array of snapshot ``a`` that held data (not all zeros);
     containers that lost entries (a tape the backward released) are not changes."""
@@ -62,7 +73,7 @@ def _data_changed(a: Any, b: Any, path: str = "") -> str | None:
     return changed_at(a, b, path)
 
 
-def cache_written(snap: Any, cache: Any) -> ProtocolError | None:
+def cache_written(snap: Any, cache: Any) -> FilledBuffers | None:
     """What the backward's writes into its cache are: none, zero buffers it filled
     (:class:`FilledBuffers`), or a ``mutation`` of what the forward left there."""
     where = changed_at(snap, cache)
@@ -71,7 +82,7 @@ def cache_written(snap: Any, cache: Any) -> ProtocolError | None:
     data = _data_changed(snap, cache)
     if data is None:
         return FilledBuffers(where)
-    return ProtocolError("mutation", f"backward modified the cache (at cache{data})")
+    return CacheWrite(data)
 
 
 def on_fresh_cache(fwd: Callable[..., Any], bwd: Callable[..., Any],
@@ -110,13 +121,18 @@ def on_copies(fwd: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def final_status(status: str, message: str, notes: list[str],
-                 wrote_input: ForwardMutation | None) -> tuple[str, str]:
+                 wrote_input: ForwardMutation | CacheWrite | None) -> tuple[str, str]:
     """The status once the gradients are compared: ``mutation`` when they are right but
     the forward modified its input or the backward ``dy``; otherwise the gradients'
     status, the writes stated in ``notes``."""
+    if isinstance(wrote_input, CacheWrite) and status == "ok":
+        return "mutation", (
+            f"{wrote_input.message}: the gradients are right (each backward call was given "
+            "the cache of a new forward call), but a caller whose cache holds its own arrays "
+            "(the forward's arguments, its weights) finds them overwritten")
     if wrote_input is not None and status != "ok":
         notes.append(f"{wrote_input.message} (each call was given fresh copies)")
-    elif wrote_input is not None:
+    elif isinstance(wrote_input, ForwardMutation):
         return "mutation", (
             f"{wrote_input.message}: the gradients are right (checked on fresh copies of "
             f"the inputs per call), but a caller that uses {wrote_input.name} after the "

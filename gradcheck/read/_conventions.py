@@ -339,10 +339,14 @@ class Conventions:
 
     @cached_property
     def _names(self) -> tuple[list[str], list[str], list[str]]:
-        """The forward's parameter names, the backward's required ones and all of its:
-        read once, not on every evaluation."""
-        return (positional_names(self._fwd) or [], positional_names(self._bwd, required=True)
-                or [], positional_names(self._bwd) or [])
+        """The forward's parameter names, the backward's required ones (and the output
+        gradient after the inputs with a None default: ``op(x, front_delta=None,
+        deriv=False)``, the backward ``partial(op, deriv=True)``) and all of its."""
+        f, b = positional_names(self._fwd) or [], positional_names(self._bwd, required=True) or []
+        every, k = positional_names(self._bwd) or [], len(b)
+        b = every[:k + 1] if b and every[k:] and f[:k] == b and default_of(
+            self._bwd, every[k]) is None else b
+        return f, b, every
 
     def _array_cache(self, out: tuple[Any, Any]) -> bool:
         """Whether the forward's second value, an array, reads as the cache the backward

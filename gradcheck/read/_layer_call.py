@@ -349,9 +349,10 @@ class Protocol:
             return [dx[0] if one else dx]
         if isinstance(dx, (tuple, list)):
             k = self.wanted[0] if len(self.wanted) == 1 else -1
-            if k >= 0 and self.shapes[k] == "sequence" and len(dx) != n and all(
-                    isinstance(g, np.ndarray) for g in dx):  # (dx,) for the input (x,):
-                return [dx if j == k else None for j in range(n)]  # the sequence's, whole
+            if k >= 0 and self.shapes[k] == "sequence" and all(isinstance(
+                    g, np.ndarray) for g in dx) and (len(dx) != n or any(  # (dx,) for (x,):
+                        self.shapes[j] is None for j in range(n) if j != k)):  # the sequence's
+                return [dx if j == k else None for j in range(n)]  # (a flag has none)
             if len(dx) == n:
                 return self._in_order(list(dx))
             if len(dx) == len(self.wanted):

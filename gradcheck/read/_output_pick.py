@@ -1,21 +1,24 @@
 """Which of the arrays a forward returning None stored is its output, when it stored
 several that depend on the inputs: not one stored as another's derivative (``h`` and
-``diff_h``), and, of the rest, the one the layer's weights reach when the others are
-reached by fewer of them (a batch norm's ``output`` beside its ``mean``, ``var`` and
-``inputs_norm``)."""
+``diff_h``), and, of the rest, the one array of the layer's reaches when it reaches no
+other (a batch norm's ``output`` beside its ``mean``, ``var`` and ``inputs_norm``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._discovery import get_path, set_path, try_path
-from ._observe import grad_of
+from ._observe import last_name
 from ._protocol import clone
 
 __all__ = ["narrowed"]
+
+#: A derivative's name: its array's, after ``diff_`` or ``deriv_`` (``diff_h_output``).
+_DERIVED = re.compile(r"_*(diff|deriv(ative)?)_*", re.I)
 
 
 def narrowed(cands: dict[str, np.ndarray], layer: Any, held: list[str],
@@ -25,8 +28,8 @@ def narrowed(cands: dict[str, np.ndarray], layer: Any, held: list[str],
     paths of the float arrays it holds, ``run(layer)`` runs its forward on the inputs."""
     if len(cands) < 2:
         return cands, ""
-    derived = {grad_of(p, v.shape, {q: w for q, w in cands.items() if q != p})
-               for p, v in cands.items()}
+    derived = {p for p in cands if (m := _DERIVED.match(last_name(p))) and any(
+        last_name(q) == last_name(p)[m.end():] for q in cands if q != p)}
     kept = {p: v for p, v in cands.items() if p not in derived}
     if kept and len(kept) < len(cands):
         return kept, (f"{', '.join(p for p in cands if p not in kept)} stored as the "
@@ -34,12 +37,11 @@ def narrowed(cands: dict[str, np.ndarray], layer: Any, held: list[str],
     reach = _reach(cands, layer, [p for p in held if p not in cands], run)
     if reach is None:
         return cands, ""
-    widest = max(reach.values(), key=len)
-    top = [p for p, r in reach.items() if r == widest]
-    if len(top) == 1 and widest and all(r < widest for p, r in reach.items() if p != top[0]):
-        (p,) = top
-        return {p: cands[p]}, (f"{', '.join(sorted(widest))} all reach it; the others "
-                               "depend on fewer of them")
+    reached = [p for p, r in reach.items() if r]
+    if len(reached) == 1:  # (an output and a head after it are both reached: no reading)
+        (p,) = reached
+        return {p: cands[p]}, (f"{', '.join(sorted(reach[p]))} reach it and none of the "
+                               "others")
     return cands, ""
 
 

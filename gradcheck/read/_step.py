@@ -414,12 +414,15 @@ def _scaled(a: Any, b: Any) -> bool:
 
 def _covers(seen: Any, other: Any) -> bool:
     """Whether every array the backward returned or created in ``other`` (what
-    :func:`_stepped` saw) it returned or created in ``seen`` too."""
+    :func:`_stepped` saw) it returned or created in ``seen`` too, and every change it made
+    to an array the layer held it made there too (a ``db`` it fills for 0 only)."""
     mine = [v for v in [*leaves(seen[0]), *_made(seen)] if isinstance(v, np.ndarray)]
     return all(any(np.shape(u) == np.shape(v) and np.array_equal(u, v, equal_nan=True)
                    for u in mine) for v in [*leaves(other[0]), *_made(other)]
                if v is not None) and all(v is None or isinstance(v, np.ndarray) for v in
-                                         leaves(other[0]))
+                                         leaves(other[0])) and all(
+        p in seen[1] and np.array_equal(seen[1][p], d, equal_nan=True)
+        for p, d in other[1].items() if not p.startswith("<made>") and np.any(d))
 
 
 def _same_return(a: Any, b: Any) -> bool:
