@@ -543,3 +543,121 @@ def test_a_two_item_sequence_input_beside_a_flag_gets_its_gradient_as_a_sequence
     rng = np.random.default_rng(426)
     x = (rng.standard_normal((4, 5)), rng.standard_normal((3, 5)))
     _expect(gradcheck.check_layer(Pair(bug), x, True), failing)
+
+
+# -- a recurrent layer building its initial state as zeros, or given it -------------------------
+class _TinyRNN:
+    """``forward(x, h0=None)``: ``h_t = tanh(x_t W + h_{t-1} U)``, ``h0`` zeros of shape
+    ``(N, H)`` when not given; ``backward(dout)`` returns dx and stores ``dW``, ``dU`` and
+    ``d_h0`` (twice too large in the twin)."""
+
+    def __init__(self, bug=""):
+        r = np.random.default_rng(427)
+        self.W, self.U = r.standard_normal((2, 4)) * 0.5, r.standard_normal((4, 4)) * 0.5
+        self.bug = bug
+
+    def forward(self, x, h0=None):
+        self.x = x
+        self.h0 = np.zeros((len(x), 4)) if h0 is None else h0
+        hs, h = [], self.h0
+        for t in range(x.shape[1]):
+            h = np.tanh(x[:, t] @ self.W + h @ self.U)
+            hs.append(h)
+        self.hs = np.stack(hs, axis=1)
+        return self.hs
+
+    def backward(self, dout):
+        dx, dh = np.zeros_like(self.x), np.zeros_like(self.h0)
+        self.dW, self.dU = np.zeros_like(self.W), np.zeros_like(self.U)
+        for t in reversed(range(self.x.shape[1])):
+            hprev = self.hs[:, t - 1] if t else self.h0
+            da = (dout[:, t] + dh) * (1 - self.hs[:, t] ** 2)
+            self.dW += self.x[:, t].T @ da
+            self.dU += hprev.T @ da
+            dx[:, t] = da @ self.W.T
+            dh = da @ self.U.T
+        self.d_h0 = 2 * dh if self.bug == "h0" else dh
+        return dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("h0", ["x1"])])
+def test_an_initial_state_given_as_input_is_checked_by_its_stored_gradient(bug, failing):
+    rng = np.random.default_rng(428)
+    x, h0 = rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 4)) * 0.5
+    res = gradcheck.check_layer(_TinyRNN(bug), x, h0)
+    _expect(res, failing)
+    assert any("x1's is what it stored in d_h0" in n for n in res.notes), res.notes
+
+
+def test_an_initial_state_built_as_zeros_for_the_batch_is_state():
+    x = np.random.default_rng(429).standard_normal((2, 3, 2))
+    res = gradcheck.check_layer(_TinyRNN("h0"), x)  # d_h0 is nothing the output depends on
+    assert res.passed, res.report()
+    assert any("h0: built by every forward for the batch" in n for n in res.notes), res.notes
+
+
+def test_a_bias_rebuilt_as_zeros_by_every_forward_is_still_checked():
+    class Rebuilt:
+        def __init__(self):
+            self.W = np.random.default_rng(430).standard_normal((3, 2))
+
+        def forward(self, x):
+            self.x, self.b = x, np.zeros(2)  # a bias that never learns: a bug
+            return x @ self.W + self.b
+
+        def backward(self, dout):
+            self.dW, self.db = self.x.T @ dout, dout.sum(0)
+            return dout @ self.W.T
+
+    res = gradcheck.check_layer(Rebuilt(), np.random.default_rng(431).standard_normal((4, 3)))
+    assert res.status == "mismatch" and "b" in [i.name for i in res.inputs
+                                                if i.status == "mismatch"], res.report()
+
+
+# -- forward(z, y) -> (y_hat, loss); backward(y, y_hat): the loss's backward, given y_hat -------
+class _SoftmaxXent:
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, z, y):
+        e = np.exp(z - z.max())
+        y_hat = e / e.sum()
+        return y_hat, -np.log(y_hat[y])
+
+    def backward(self, y, y_hat):
+        onehot = np.zeros_like(y_hat)
+        onehot[y] = 1.0
+        return onehot - y_hat if self.bug == "sign" else y_hat - onehot
+
+
+class _TinyNet:
+    """``forward(x, y) -> (y_hat, loss)`` of a linear layer and the loss above;
+    ``backward(y, y_hat)`` stores ``dW`` and returns nothing."""
+
+    def __init__(self, bug=""):
+        self.W = np.random.default_rng(432).standard_normal((3, 4))
+        self.loss, self.bug = _SoftmaxXent(), bug
+
+    def forward(self, x, y):
+        self.x = x
+        return self.loss.forward(self.W @ x, y)
+
+    def backward(self, y, y_hat):
+        dz = self.loss.backward(y, y_hat)
+        self.dW = np.outer(dz, self.x) * (0.5 if self.bug == "half" else 1.0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("sign", ["x0"])])
+def test_a_loss_backward_given_the_prediction_its_forward_returned(bug, failing):
+    z = np.random.default_rng(433).standard_normal(5)
+    res = gradcheck.check_layer(_SoftmaxXent(bug), z, 2)
+    _expect(res, failing)
+    assert any("backward raised given the output gradient alone: called with the "
+               "forward's inputs again (x1, the forward's first value)" in n
+               for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["W"])])
+def test_a_network_backward_given_the_prediction_storing_its_gradients(bug, failing):
+    x = np.random.default_rng(434).standard_normal(4)
+    _expect(gradcheck.check_layer(_TinyNet(bug), x, 1), failing)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._beside_loss import beside_loss
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
@@ -38,7 +39,7 @@ from ._tokens import CACHED, FIRST_OUT, SELF, SINK, filled, token_orders
 _OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the forward's output
 _IN_NAME = re.compile(r"inputs?|in_put", re.I)  # and an input
 
-__all__ = ["by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
+__all__ = ["by_order", "by_tokens", "by_trial", "each_holds", "first_of_several", "one_dimensional",
            "returns_cache", "returns_linear", "rows_as_columns", "several_outputs",
            "takes_gradient"]
 
@@ -159,6 +160,15 @@ def penalty_checked(proto: Protocol, xs: list[Any], returned: Any, first: Any) -
         "differentiates the first output alone or their sum cannot be told; check the "
         "output alone with a backward that leaves that term out, or name the output "
         "(output='...') if the forward stores it"))
+
+
+def by_order(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: Any
+             ) -> list[Any] | None:
+    """The order of a backward that raised given the output gradient alone, read by
+    trial (:func:`by_trial`), by the forward's values and a gradient dict
+    (:func:`by_tokens`) or as a loss's beside its prediction (:func:`beside_loss`)."""
+    return by_trial(proto, xs, exc) or by_tokens(proto, xs, exc, returned) or beside_loss(
+        proto, xs, exc, returned)
 
 
 def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | None:

@@ -32,6 +32,7 @@ from ._reading import (
     leaves,
     read_output,
 )
+from ._tokens import FIRST_OUT
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "leaves", "ones_like",
            "times", "uneven"]
@@ -156,8 +157,8 @@ class Protocol:
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
-        returned = clone(out) if OUTPUT in self.order or CACHED in self.order or \
-            self.style == CACHE else None
+        returned = clone(out) if {OUTPUT, CACHED, FIRST_OUT} & set(map(str, self.order)) \
+            or self.style == CACHE else None
         out = read_output(layer, out, self.out_path)
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))
@@ -408,6 +409,10 @@ class Protocol:
             self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
                       f"gradient of x{k}, the one input of its shape not holding labels "
                       "(integers, or -1, 0 and 1 only)")
+        elif (kept := self.stored_inputs) and set(self.wanted) - {k} <= set(kept):
+            self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
+                      f"gradient of x{k}; " + ", ".join(f"x{j}'s is what it stored in "
+                                                        f"{kept[j]}" for j in sorted(kept)))
         else:
             self.note(f"backward returned one array for {self.n_inputs} inputs: read as the "
                       f"gradient of x{k} (name the input it belongs to with wrt=)")

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._alternatives import (
-    by_tokens,
-    by_trial,
+    by_order,
     each_holds,
     first_of_several,
     one_dimensional,
@@ -77,7 +76,7 @@ from ._loss_read import (
     pick_prediction,
     settle,
 )
-from ._observe import completing_methods, float_state, method_pair, positional_names
+from ._observe import completing_methods, float_state, grad_of, method_pair, positional_names
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     CACHE,
@@ -252,16 +251,17 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             text = (f"{type(proto.layer).__name__}.{proto.backward} raised given the "
                     f"{'1-d' if returned.ndim == 1 else 'column'} output's gradient: given it "
                     "as one row, (1, n)")
-        elif (order := by_trial(proto, xs, exc) or by_tokens(proto, xs, exc, returned)):
+        elif (order := by_order(proto, xs, exc, returned)):
             proto.trial = order
             shown = order_text(order)
             text = (f"{type(proto.layer).__name__}.{proto.backward} takes the forward's "
                     "inputs (or output) again and the output gradient under other names: "
                     f"called as ({shown}), the one order whose results are linear in the "
                     "output gradient") if None in order else (
-                f"{type(proto.layer).__name__}.{proto.backward}(*args) raised given the "
-                f"output gradient alone: called with the forward's inputs again ({shown}), "
-                "a loss's backward, which takes no output gradient")
+                f"{type(proto.layer).__name__}.{proto.backward}"
+                f"{'' if proto.out_path else '(*args)'} raised given the output gradient "
+                f"alone: called with the forward's inputs again ({shown}), a loss's "
+                "backward, which takes no output gradient")
         elif (feed := fed_by(proto, xs, exc)) is not None:
             proto.fed = ":".join(feed)
             text = (f"{type(proto.layer).__name__}.{feed[0]}(dout) feeds the output "
@@ -521,10 +521,14 @@ def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
 
 def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
     """The differentiated inputs whose gradient the backward did not return."""
-    ret = first.ret
+    ret, wanted, names = first.ret, proto.wanted, positional_names(getattr(
+        first.init, proto.forward)) or []
+    if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
+            np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
+        return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and grad_of(
+            names[k], np.shape(first.xs[k]), first.stored)}
     if proto.returned is not None or ret is not None:
         return {}
-    names = positional_names(getattr(first.init, proto.forward)) or []
     given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets
     return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
 

@@ -2,8 +2,7 @@
 output and its gradients are, which arrays it holds are state.
 
 :func:`probe` runs one forward and one backward on copies of the layer and records what
-they returned and stored (:mod:`gradcheck.read._observe`). The rest of this module reads the
-record:
+they returned and stored. The rest of this module reads the record:
 
 - :func:`call_style`: ``backward(dout)``, ``backward()`` for a scalar output,
   ``backward(dh, dc)`` for a tuple output, or ``backward(*inputs, dout)`` (and the other
@@ -333,8 +332,8 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         again = clone(layer)
         forward_output(again, method, moved, draws, None)
         cands = {p: v for p, v in cands.items() if not _same(v, try_path(again, p))}
-    cands, why = narrowed(cands, layer, list(before), lambda o: forward_output(  # several:
-        o, method, clone(inputs), draws, None))  # not a derivative, what the weights reach
+    cands, why = narrowed(cands, layer, list(before), lambda o: forward_output(o, method, clone(
+        inputs), draws, None))  # several: not a derivative, what the weights reach
     if not cands:  # an identity: the output is an input itself, kept under another name
         kept_as = [k for k, v in vars(init).items() if any(v is x for x in kept)] if hasattr(
             init, "__dict__") else []
@@ -368,7 +367,8 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     xs = clone(inputs)
     raw = forward_output(init, method_f, xs, draws, None)
     out = read_output(init, raw, out_path)
-    returned = clone(raw) if out_path is None or CACHE == style[0] or CACHED in style[1] else None
+    returned = clone(raw) if out_path is None or CACHE == style[0] or {*style[1]} & {
+        CACHED, FIRST_OUT} else None
     after = clone(init)
     before = float_state(after)
     method = getattr(after, method_b)

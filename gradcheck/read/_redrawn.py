@@ -53,12 +53,40 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
         except Exception:  # noqa: BLE001 - no evidence either way
             return []
         out = [p for p in out if _same(try_path(own, p), made[p])]
+    state = _per_batch(proto, xs, out) if out else []
+    if state:  # an initial state the forward builds for the batch (h0 = zeros((N, H)))
+        out = [p for p in out if p not in state]
+        proto.note(f"{', '.join(state)}: built by every forward for the batch given (an "
+                   "initial state, its shape following the inputs'): state, not checked")
     if out:
         proto.note(f"{', '.join(out)}: built anew by every forward without reading the "
                    "inputs (weights drawn in the forward?), yet the backward computes a "
                    "gradient for them: checked as parameters (the output does not depend "
                    "on the values the layer holds)")
     return out
+
+
+def _per_batch(proto: Protocol, xs: list[Any], paths: list[str]) -> list[str]:
+    """Those of ``paths`` whose shape follows the inputs' first axis: a forward given
+    one sample more builds them one row longer (a zero initial state ``h0`` of shape
+    ``(N, H)``; a bias rebuilt by every forward keeps its shape)."""
+    assert proto.draws is not None
+    longer = clone(xs)
+    longer = [np.concatenate([x, x[:1]]) if is_float_array(x) and x.ndim else x for x in
+              longer]
+    other = clone(proto.layer)
+    try:
+        forward_output(other, proto.forward, longer, proto.draws, proto.out_path)
+    except Exception:  # noqa: BLE001 - no evidence: checked as before
+        return []
+    before = clone(proto.layer)
+    try:
+        forward_output(before, proto.forward, clone(xs), proto.draws, proto.out_path)
+    except Exception:  # noqa: BLE001 - as above
+        return []
+    return [p for p in paths if is_float_array(a := try_path(other, p)) and is_float_array(
+        b := try_path(before, p)) and a.ndim and a.shape[1:] == b.shape[1:] and
+        a.shape[0] == b.shape[0] + 1]
 
 
 def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:
