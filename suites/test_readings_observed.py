@@ -661,3 +661,109 @@ def test_a_loss_backward_given_the_prediction_its_forward_returned(bug, failing)
 def test_a_network_backward_given_the_prediction_storing_its_gradients(bug, failing):
     x = np.random.default_rng(434).standard_normal(4)
     _expect(gradcheck.check_layer(_TinyNet(bug), x, 1), failing)
+
+
+# -- one array given as queries, keys and values: tied places ----------------------------------
+class _SelfAttention:
+    """``forward(xq, xk, xv)``; ``backward(d)`` stores ``dWq``, ``dWk``, ``dWv`` and returns
+    ``dq + dk + dv`` when the three are one array (``summed``), else the three."""
+
+    def __init__(self, bug="", summed=True):
+        r = np.random.default_rng(435)
+        self.Wq, self.Wk, self.Wv = (r.standard_normal((4, 4)) * 0.5 for _ in range(3))
+        self.bug, self.summed = bug, summed
+
+    def forward(self, xq, xk, xv):
+        self.xq, self.xk, self.xv = xq, xk, xv
+        self.q, self.k, self.v = xq @ self.Wq, xk @ self.Wk, xv @ self.Wv
+        s = self.q @ self.k.T
+        w = np.exp(s - s.max(-1, keepdims=True))
+        self.a = w / w.sum(-1, keepdims=True)
+        return self.a @ self.v
+
+    def backward(self, d):
+        dv = self.a.T @ d
+        da = d @ self.v.T
+        ds = self.a * (da - (da * self.a).sum(-1, keepdims=True))
+        dq, dk = ds @ self.k, ds.T @ self.q
+        self.dWq, self.dWk, self.dWv = self.xq.T @ dq, self.xk.T @ dk, self.xv.T @ dv
+        gx = dq @ self.Wq.T, (-1 if self.bug == "k" else 1) * dk @ self.Wk.T, dv @ self.Wv.T
+        return gx[0] + gx[1] + gx[2] if self.summed else gx
+
+
+@pytest.mark.parametrize("summed", [True, False])
+@pytest.mark.parametrize("bug, failing", [("", None), ("k", ["x0"])])
+def test_one_array_given_as_queries_keys_and_values_is_checked_tied(bug, failing, summed):
+    x = np.random.default_rng(436).standard_normal((3, 4))
+    res = gradcheck.check_layer(_SelfAttention(bug, summed), x, x, x)
+    _expect(res, failing)
+    assert any("x1, x2: the same array as x0" in n for n in res.notes), res.notes
+
+
+def test_equal_arrays_of_zeros_are_not_tied():
+    class Cell:
+        def __init__(self):
+            self.W = np.random.default_rng(437).standard_normal((3, 3))
+
+        def forward(self, x, h, c):
+            self.t = np.tanh(x @ self.W + h)
+            return self.t + c
+
+        def backward(self, d):
+            g = d * (1 - self.t ** 2)
+            return g @ self.W.T, g, d
+
+    res = gradcheck.check_layer(Cell(), np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3)),
+                                params={})
+    assert res.passed and not any("the same array" in n for n in res.notes), res.report()
+
+
+# -- (out, attention weights) returned; the backward zips over its one gradient ----------------
+class _ZipAttention:
+    def __init__(self, bug=""):
+        self.W = np.random.default_rng(438).standard_normal((4, 6))
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        s = x @ x.swapaxes(-1, -2)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        self.w = w / w.sum(-1, keepdims=True)
+        self.V = x @ self.W
+        return self.w @ self.V, self.w
+
+    def backward(self, d_out):
+        dV = []
+        for dy, v, w in zip(d_out, self.V, self.w, strict=False):  # per sample
+            self.dw = dy @ v.swapaxes(-1, -2)
+            dV.append(w.swapaxes(-1, -2) @ dy)
+        self.dW = np.tensordot(self.x, np.array(dV), axes=([0, 1], [0, 1])) * (
+            2.0 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("W", ["W"])])
+def test_a_backward_zipping_over_the_first_output_gradient_gets_the_first(bug, failing):
+    x = np.random.default_rng(439).standard_normal((2, 3, 4))
+    _expect(gradcheck.check_layer(_ZipAttention(bug), x, wrt=["W"]), failing)
+
+
+# -- a model with params and loss_and_grads and no loss ---------------------------------------
+class _LossAndGradsOnly:
+    def __init__(self, bug=""):
+        self.params = {"W": np.random.default_rng(440).standard_normal((4, 3))}
+        self.bug = bug
+
+    def loss_and_grads(self, x, t):
+        y = np.tanh(x @ self.params["W"])
+        loss = 0.5 * np.sum((y - t) ** 2)
+        g = x.T @ ((y - t) * (1 - y ** 2 if self.bug == "" else 1.0))
+        return loss, {"W": g}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("act", ["W"])])
+def test_a_model_without_loss_is_differenced_through_loss_and_grads(bug, failing):
+    rng = np.random.default_rng(441)
+    res = gradcheck.check_model(_LossAndGradsOnly(bug), rng.standard_normal((5, 4)),
+                                rng.standard_normal((5, 3)))
+    _expect(res, failing)
+    assert any("has no loss" in n for n in res.notes), res.notes

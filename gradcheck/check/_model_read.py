@@ -1,4 +1,5 @@
-"""A model without ``loss_and_grads``, read by what its methods return.
+"""A model without ``loss_and_grads`` (or without ``loss``), read by what its methods
+return.
 
 ``check_model`` asks for ``params``, ``loss`` and ``loss_and_grads``. Many models hold the
 first two and compute their gradients in a method of another name and order
@@ -9,7 +10,8 @@ themselves, nor new values after a step, every one within a tenth of its paramet
 norm of it), leaves the parameters as they were,
 and runs none of the methods ``loss`` runs more than twice as often as ``loss`` does (a
 numerical gradient, which runs the loss for every element, through any helper, is no
-backward; a helper of its own run once per layer is).
+backward; a helper of its own run once per layer is). A model with ``loss_and_grads``
+and no ``loss`` is differenced through the loss ``loss_and_grads`` returns.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class ReadModel:
         return self.model.params
 
     def loss(self, *batch: Any) -> Any:
+        if not hasattr(self.model, "loss"):  # the loss of loss_and_grads, its only method
+            return self.loss_and_grads(*batch)[0]
         return self.model.loss(*batch)
 
     def loss_and_grads(self, *batch: Any) -> tuple[Any, Any]:
@@ -50,6 +54,10 @@ class ReadModel:
 
     def note(self) -> str:
         what = f"{type(self.model).__name__}.{self.method}"
+        if not hasattr(self.model, "loss"):
+            return (f"{type(self.model).__name__} has no loss: the loss {what}() returns "
+                    "beside the gradients is differenced (each evaluation runs the backward "
+                    "too)")
         got = {None: "the gradients", True: "(grads, loss)", False: "(loss, grads)"}
         return (f"{type(self.model).__name__} has no loss_and_grads: {what}() returns "
                 f"{got[self.grads_first]} by parameter name, read as it")
@@ -58,12 +66,29 @@ class ReadModel:
 def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
     """``model`` itself when it has ``loss_and_grads`` (or lacks ``params`` or ``loss``),
     else a :class:`ReadModel` over the one method found; the model when none or several."""
+    if hasattr(model, "loss_and_grads") and not hasattr(model, "loss") and isinstance(
+            getattr(model, "params", None), dict):
+        return _without_loss(model, batch)
     if hasattr(model, "loss_and_grads") or not hasattr(model, "params") or \
             not hasattr(model, "loss") or not isinstance(model.params, dict):
         return model
     found = [r for name in dir(type(model)) if not name.startswith("_") and name != "loss"
              and "grad" in name.lower() and (r := _tried(model, name, batch)) is not None]
     return found[0] if len(found) == 1 else model
+
+
+def _without_loss(model: Any, batch: tuple[Any, ...]) -> Any:
+    """A model with ``loss_and_grads`` and no ``loss``: read through the loss it returns
+    beside the gradients (in either order); the model itself when that call fails."""
+    try:
+        out = copy.deepcopy(model).loss_and_grads(*copy.deepcopy(batch))
+    except Exception:  # noqa: BLE001 - the check reports it
+        return model
+    if not isinstance(out, tuple) or len(out) != 2:
+        return model
+    first = isinstance(out[0], dict) and np.size(out[1]) == 1
+    return ReadModel(model, "loss_and_grads", True) if first else ReadModel(
+        model, "loss_and_grads", False) if isinstance(out[1], dict) else model
 
 
 def _tried(model: Any, name: str, batch: tuple[Any, ...]) -> ReadModel | None:

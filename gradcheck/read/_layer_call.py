@@ -138,6 +138,7 @@ class Protocol:
     step_attr: str | None = None  # a step size held on the layer (self.learning_rate)
     held_step: str | None = None  # that step size, once read: 1.0 on the copies checked
     flags: list[str] = field(default_factory=list)  # arrays the output jumps with (a branch)
+    tied: dict[int, int] = field(default_factory=dict)  # an input given again: its first place
 
     def note(self, text: str) -> None:
         if text and text not in self.notes:
@@ -154,6 +155,7 @@ class Protocol:
             p.write(layer, value)
         if self.draws is not None:
             self.draws.reset()
+        xs = [xs[self.tied.get(k, k)] for k in range(len(xs))]  # (x, x, x): moved together
         out = getattr(layer, self.forward)(*xs)
         if self.draws is not None:
             self.draws.seen()
@@ -199,8 +201,7 @@ class Protocol:
         else:
             dx = self._beside_stored(dx, fresh, xs)
         dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1)
-        for k, path in self.stored_inputs.items():
-            dxs[k] = np.array(get_path(fresh, path), copy=True)
+        _stored_and_tied(dxs, fresh, self.stored_inputs, self.tied)
         if self.row:
             dxs = [self._row(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray)
                    else d for k, d in enumerate(dxs)]
@@ -418,6 +419,18 @@ class Protocol:
                       f"gradient of x{k} (name the input it belongs to with wrt=)")
         out[k] = dx
         return out
+
+
+def _stored_and_tied(dxs: list[Any], fresh: Any, stored: dict[int, str],
+                     tied: dict[int, int]) -> None:
+    """Into ``dxs``, the input gradients the backward stored (input -> path on ``fresh``),
+    and those of the places given again added to their first's."""
+    for k, path in stored.items():
+        dxs[k] = np.array(get_path(fresh, path), copy=True)
+    for k, j in tied.items():
+        if dxs[k] is not None:
+            dxs[j] = dxs[k] if dxs[j] is None else dxs[j] + dxs[k]
+        dxs[k] = None
 
 
 def _same_elsewhere(p: Param, fresh: Any, grad: Any, befores: dict[str, Any]) -> None:

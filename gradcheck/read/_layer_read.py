@@ -43,7 +43,6 @@ from ._discovery import (
     LayerConventionError,
     Param,
     float_arrays,
-    float_scalars,
     get_path,
     is_float_array,
     is_float_scalar,
@@ -99,7 +98,8 @@ from ._reading import (
 from ._redrawn import lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
-from ._step import takes_a_step
+from ._step import constant_scalars, takes_a_step
+from ._tied import tie
 from ._tokens import spread_cache
 from ._told import observed_error
 
@@ -190,6 +190,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
                      labels=[isinstance(x, np.ndarray) and zero_one(x) for x in inputs],
                      draws=draws, wrt_given=wrt_given, reading=reading, then=then)
     proto.note(found_note)
+    tie(proto, inputs)
     if then is not None:
         wants = positional_names(getattr(layer, then), required=True)
         proto.note(f"{type(layer).__name__}.{then}({', '.join(wants or [])}) completes the "
@@ -430,7 +431,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                                    if isinstance(g, str)))  # (a step moves the weights)
     proto.params = [stale_slot(base, first, p) for p in found]
     second_places(proto, first)
-    proto.note(_constant_scalars(base, found, proto.held_step))
+    proto.note(constant_scalars(base, found, proto.held_step))
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
@@ -565,18 +566,6 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
                 f"gradient: {describe(unread)}"
                 if unread else "") + "); return the input gradient, or name "
             "what to check with wrt= (the parameters alone: wrt=['W', 'b'], by their names)"))
-
-
-def _constant_scalars(layer: Any, found: list[Param], step: str | None = None) -> str:
-    """The note naming the float scalars held constant: those with no gradient found,
-    but the step size the layer holds (``step``), set to 1.0."""
-    used = {q for p in found for q in (p.value, p.grad, *p.also, step) if isinstance(q, str)}
-    held = [s for s in float_scalars(layer) if s not in used]
-    if not held:
-        return ""
-    return (f"float scalars with no gradient found held constant (hyperparameters): "
-            f"{', '.join(held)}; a scalar parameter needs its gradient beside it (dX, grad_X) "
-            "or in params=/grads=")
 
 
 def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],

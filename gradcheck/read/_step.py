@@ -27,7 +27,7 @@ from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone
 from ._reading import BATCH, STEP, batch_size, forward_output, leaves, read_output
 
-__all__ = ["SCALAR", "takes_a_step"]
+__all__ = ["SCALAR", "constant_scalars", "takes_a_step"]
 
 #: An argument named as the number of samples (``backward(output_error, batch_size)``).
 _BATCH = re.compile(r"batch_?size|batch|bs|n_?samples|num_?samples|n_?batch", re.I)
@@ -431,3 +431,15 @@ def _same_return(a: Any, b: Any) -> bool:
         (u is None and v is None) or (u is not None and v is not None and np.shape(u) ==
                                       np.shape(v) and np.array_equal(u, v, equal_nan=True))
         for u, v in zip(xa, xb, strict=True))
+
+
+def constant_scalars(layer: Any, found: list[Param], step: str | None = None) -> str:
+    """The note naming the float scalars held constant: those with no gradient found,
+    but the step size the layer holds (``step``), set to 1.0."""
+    used = {q for p in found for q in (p.value, p.grad, *p.also, step) if isinstance(q, str)}
+    held = [s for s in float_scalars(layer) if s not in used]
+    if not held:
+        return ""
+    return (f"float scalars with no gradient found held constant (hyperparameters): "
+            f"{', '.join(held)}; a scalar parameter needs its gradient beside it (dX, grad_X) "
+            "or in params=/grads=")

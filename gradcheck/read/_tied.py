@@ -1,0 +1,37 @@
+"""An array given to a layer more than once (``layer(x, x, x)``: a self-attention's
+queries, keys and values; or an equal copy of one, not all one value): its places move
+together, it is checked at its first, and the gradients the backward gives its places
+are added up (one array returned for all of them, ``dq + dk + dv``, is that sum)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._discovery import is_float_array
+from ._layer_call import Protocol
+
+__all__ = ["tie"]
+
+
+def tie(proto: Protocol, inputs: Sequence[Any]) -> None:
+    """``proto.tied`` (place -> its first place) of the float arrays given again, left
+    out of ``proto.wanted``, with a note; nothing when ``wrt=`` was given."""
+    if proto.wrt_given:
+        return
+    proto.tied = {k: next(j for j in range(k) if _same(inputs[j], x)) for k, x in enumerate(
+        inputs) if is_float_array(x) and any(_same(inputs[j], x) for j in range(k))}
+    proto.wanted = [k for k in proto.wanted if k not in proto.tied]
+    for j in sorted(set(proto.tied.values())):
+        same = ", ".join(f"x{k}" for k, i in proto.tied.items() if i == j)
+        proto.note(f"{same}: the same array as x{j}, given again: moved with it, checked "
+                   "there, their gradients added up")
+
+
+def _same(a: Any, b: np.ndarray) -> bool:
+    """The same array, or an equal copy of one holding several values (two arrays of
+    zeros, an initial ``h`` and ``c``, are no one tensor given twice)."""
+    return a is b or (is_float_array(a) and a.shape == b.shape and a.dtype == b.dtype and
+                      np.unique(b).size > 1 and np.array_equal(a, b))
