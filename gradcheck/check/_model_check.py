@@ -246,11 +246,15 @@ def _gradients(model: Any, batch: tuple[Any, ...], names: list[str]
     loss_again = np.asarray(call_user(model.loss, *batch, what="loss"), dtype=np.float64)
     if loss0.shape != () and loss0.size != 1:
         raise ProtocolError("bad-protocol", f"loss must be a scalar, got shape {loss0.shape}")
+    loss0, loss_again = loss0.reshape(()), loss_again.reshape(-1)[:1].reshape(())  # (1,): one
     if not np.isfinite(loss0):
         raise ProtocolError("non-finite", f"loss is {float(loss0)}")
     if not np.allclose(loss_again, loss0, rtol=1e-6, atol=0):
-        raise ProtocolError("nondeterministic", f"loss() gave {float(loss_again)!r} but "
-                            f"loss_and_grads() gave {float(loss0)!r}")
+        raise ProtocolError("nondeterministic", (
+            f"loss() gave {float(loss_again)!r} but loss_and_grads() gave {float(loss0)!r}"
+            if hasattr(getattr(model, "model", model), "loss") else "loss_and_grads() gave "
+            f"{float(loss0)!r}, then {float(loss_again)!r} called again: does it change the "
+            "parameters (a step)?"))
     grads: list[F64] = []
     missing: list[str] = []
     for n in names:
@@ -311,8 +315,9 @@ def _check_model(model: Any, batch: tuple[Any, ...], names: list[str], opts: Opt
     if missing:
         notes.append("no gradient returned for: " + ", ".join(missing))
 
-    def evaluate() -> np.ndarray:
-        return np.asarray(call_user(model.loss, *batch, what="loss (at a perturbed parameter)"))
+    def evaluate() -> np.ndarray:  # (a loss of shape (1,) too: one number)
+        got = np.asarray(call_user(model.loss, *batch, what="loss (at a perturbed parameter)"))
+        return got.reshape(()) if got.size == 1 else got
 
     arrays = [model.params[n] for n in names]
     runner = Runner(arrays, names, evaluate, np.ones(()), list(grads), np.asarray(loss0), opts,

@@ -2,8 +2,8 @@
 pair of functions of the same arguments (``mse_loss(y_true, y_pred)`` and
 ``mse_gradient(y_true, y_pred)``): the forward returns a scalar and the backward, taking
 no output gradient, one array, the gradient of the one input it is for: the one of its
-shape (``wrt=`` names it), or of several, the one not holding labels (whole numbers:
-class ids, one-hot rows, 0/1 targets)."""
+shape (``wrt=`` names it), or of several, the one holding values no whole numbers
+beside labels of 0 and 1 only (one-hot rows, binary targets)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..read._conventions import label_like
+from ..read._conventions import label_like, zero_one
 from ..read._observe import positional_names
 
 __all__ = ["gradient_pair"]
@@ -66,6 +66,8 @@ def _which(inputs: Sequence[Any], shape: tuple[int, ...], wrt: Any) -> int | Non
         return ks[0] if ok and np.shape(inputs[ks[0]]) == shape else None
     fits = [j for j, x in enumerate(inputs) if isinstance(x, np.ndarray) and x.shape == shape
             and x.dtype.kind == "f"]
-    if len(fits) > 1:
-        fits = [j for j in fits if not label_like(inputs[j])]
+    if len(fits) > 1:  # labels: 0/1 only (one-hot rows, binary targets) beside an input
+        labels = [j for j in fits if zero_one(inputs[j])]  # of values no whole numbers
+        soft = [j for j in fits if not label_like(inputs[j])]  # say (a whole-valued
+        fits = soft if len(soft) == 1 and len(labels) == len(fits) - 1 else []  # prediction)
     return fits[0] if len(fits) == 1 else None

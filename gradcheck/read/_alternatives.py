@@ -105,9 +105,8 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
                 is_float_array(r) or r is None or _number(r) for r in returned[1:]) or \
             proto.out_path is not None:  # (out, None): attention weights not asked for,
         return False  # (out, 0), (out, sum(W ** 2)): a penalty the training loop adds
-    err = exc.as_dict()  # a tuple used as an array, or zip() over it: arrays that misfit
-    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(err) and \
-            not re.search(r"dimension|broadcast|shape", err.get("message", "")):
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
+            exc.as_dict()):
         return False
     method = getattr(proto.layer, proto.backward)  # backward(dh) or backward(dh=1)
     if len(positional_names(method, required=True) or []) != 1 and (

@@ -12,8 +12,8 @@ import numpy as np
 
 from ._discovery import is_float_array
 from ._layer_call import Protocol, ones_like
-from ._observe import positional_names
-from ._protocol import UserCodeError
+from ._observe import float_state, positional_names, stored
+from ._protocol import UserCodeError, clone
 from ._reading import probe
 from ._tokens import CACHED, FIRST_OUT
 
@@ -51,7 +51,31 @@ def beside_loss(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: An
         got = None
     if got is None or not (got.ret is None and got.stored) and (  # (the gradients stored)
             not isinstance(got.ret, np.ndarray) or got.ret.dtype.kind != "f" or
-            got.ret.shape not in {np.shape(x) for x in xs if is_float_array(x)}):
+            got.ret.shape not in {np.shape(x) for x in xs if is_float_array(x)}) or _linear(
+                proto, xs, order, a):  # an output gradient (dscores) is no prediction
         proto.out_path = was
         return None
     return order
+
+
+def _linear(proto: Protocol, xs: list[Any], order: list[Any], a: int) -> bool:
+    """Whether the backward gives twice its results for twice the prediction it is
+    given: then that argument is an output gradient (``backward(x, dscores)``), since a
+    loss's gradient given its prediction is not linear in it (``y_hat - y_true``)."""
+    assert proto.draws is not None
+    draws = proto.draws
+
+    def run(scale: float) -> list[np.ndarray]:
+        layer, given = clone(proto.layer), clone(xs)
+        draws.reset()
+        pred = getattr(layer, proto.forward)(*given)[a] * scale
+        before = float_state(layer)
+        ret = getattr(layer, proto.backward)(*[pred if k in (FIRST_OUT, CACHED) else given[k]
+                                               for k in order])
+        return [ret] * isinstance(ret, np.ndarray) + list(stored(before, layer).values())
+    try:
+        one, two = run(1.0), run(2.0)
+    except Exception:  # noqa: BLE001 - no evidence of linearity
+        return False
+    return len(one) == len(two) and bool(one) and all(u.shape == v.shape and np.allclose(
+        2 * u, v, rtol=1e-9, atol=1e-12) for u, v in zip(one, two, strict=True))

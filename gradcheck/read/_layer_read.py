@@ -99,7 +99,7 @@ from ._redrawn import lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
 from ._step import constant_scalars, takes_a_step
-from ._tied import tie
+from ._tied import tie, untie
 from ._tokens import spread_cache
 from ._told import observed_error
 
@@ -216,6 +216,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.note(f"{what} returns a dict of numbers: its output is {part[11:-1]}, the "
                        "one part that moves with the inputs (the others are not checked)")
     first = _probe(proto, xs, what, returned if output is None else None)
+    untie(proto, first.ret)
     if named == []:
         _inputs_read(proto, first, {})
         return proto
@@ -526,8 +527,9 @@ def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
         first.init, proto.forward)) or []
     if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
             np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
-        return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and grad_of(
-            names[k], np.shape(first.xs[k]), first.stored)}
+        return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
+            g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not np.array_equal(
+                first.stored[g], ret)}  # (self.dy, the very array returned: no other's)
     if proto.returned is not None or ret is not None:
         return {}
     given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets

@@ -67,13 +67,15 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
 
 
 def _per_batch(proto: Protocol, xs: list[Any], paths: list[str]) -> list[str]:
-    """Those of ``paths`` whose shape follows the inputs' first axis: a forward given
-    one sample more builds them one row longer (a zero initial state ``h0`` of shape
-    ``(N, H)``; a bias rebuilt by every forward keeps its shape)."""
+    """Those of ``paths`` built as zeros whose shape follows the inputs' batch axis: a
+    forward given one sample more builds them one row longer (a zero initial state
+    ``h0`` of shape ``(N, H)``; a bias rebuilt by every forward keeps its shape, weights
+    drawn anew are no zeros)."""
     assert proto.draws is not None
-    longer = clone(xs)
-    longer = [np.concatenate([x, x[:1]]) if is_float_array(x) and x.ndim else x for x in
-              longer]
+    if not any(is_float_array(x) and x.ndim > 1 for x in xs):
+        return []  # (one sample, (D,): its first axis is no batch)
+    longer = [np.concatenate([x, x[:1]]) if is_float_array(x) and x.ndim > 1 else x for x in
+              clone(xs)]
     other = clone(proto.layer)
     try:
         forward_output(other, proto.forward, longer, proto.draws, proto.out_path)
@@ -86,7 +88,7 @@ def _per_batch(proto: Protocol, xs: list[Any], paths: list[str]) -> list[str]:
         return []
     return [p for p in paths if is_float_array(a := try_path(other, p)) and is_float_array(
         b := try_path(before, p)) and a.ndim and a.shape[1:] == b.shape[1:] and
-        a.shape[0] == b.shape[0] + 1]
+        a.shape[0] == b.shape[0] + 1 and not np.any(a) and not np.any(b)]  # zeros: a start
 
 
 def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:

@@ -307,9 +307,10 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
         return False
     if moved:  # a step of SGD is affine in the gradient too (Adam's first is not); its
         twice, none = _stepped(proto, xs, 1.0, 2.0), _stepped(proto, xs, 1.0, 0.0)  # constant
-        if twice is None or none is None or not all(np.allclose(  # term (an L2 term the
-                twice[1][p] - d1[p], d1[p] - none[1][p], rtol=1e-6,  # forward never adds)
-                atol=1e-12 + 2 * scale.get(p, 0.0)) for p in moved):  # is a gradient bug
+        if twice is None or none is None or not all(np.allclose(  # term, a decay of the
+                twice[1][p] - d1[p], d1[p] - none[1][p], rtol=1e-6,  # weight itself (an L2
+                atol=1e-12 + 2 * scale.get(p, 0.0)) and _decay(proto, p, none[1][p])  # term)
+                for p in moved):  # is a gradient bug; another (momentum's) no step read
             return False
     if not _same_return(r1, r2):  # what it returns depends on the step it took
         if not moved:
@@ -410,6 +411,20 @@ def _scaled(a: Any, b: Any) -> bool:
               and isinstance(v, np.ndarray) and u.shape == v.shape and np.any(u)]
     return len(xa) == len(xb) and bool(arrays) and all(
         np.allclose(v, 2 * u, rtol=1e-9, atol=0) for u, v in arrays)
+
+
+def _decay(proto: Protocol, path: str, change: Any) -> bool:
+    """Whether the change a step makes for a zero gradient is none, or proportional to
+    the array it steps (weight decay, ``W -= lr * (dW + lam * W)``), not a velocity's
+    (``v = mu * v + g``)."""
+    c = np.asarray(change, dtype=np.float64)
+    if not np.any(c):
+        return True
+    w = np.asarray(try_path(proto.layer, path.removeprefix(SCALAR)), dtype=np.float64)
+    if w.shape != c.shape or not np.any(w):
+        return False
+    k = float(np.sum(c * w) / np.sum(w * w))
+    return bool(np.allclose(c, k * w, rtol=1e-6, atol=1e-12 * float(np.max(np.abs(c)))))
 
 
 def _covers(seen: Any, other: Any) -> bool:

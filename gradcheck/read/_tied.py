@@ -13,7 +13,7 @@ import numpy as np
 from ._discovery import is_float_array
 from ._layer_call import Protocol
 
-__all__ = ["tie"]
+__all__ = ["tie", "untie"]
 
 
 def tie(proto: Protocol, inputs: Sequence[Any]) -> None:
@@ -35,3 +35,16 @@ def _same(a: Any, b: np.ndarray) -> bool:
     zeros, an initial ``h`` and ``c``, are no one tensor given twice)."""
     return a is b or (is_float_array(a) and a.shape == b.shape and a.dtype == b.dtype and
                       np.unique(b).size > 1 and np.array_equal(a, b))
+
+
+def untie(proto: Protocol, ret: Any) -> None:
+    """The ties undone when the backward returned one gradient per place (an array or
+    None each): each place is then checked on its own (a swap of two gradients of one
+    array given twice would pass as their sum; a place held constant, a stop-gradient
+    copy, would fail)."""
+    if not proto.tied or not isinstance(ret, (tuple, list)) or len(ret) != proto.n_inputs or \
+            not all(r is None or isinstance(r, np.ndarray) for r in ret):
+        return
+    proto.wanted = sorted({*proto.wanted, *proto.tied})
+    proto.notes = [t for t in proto.notes if ": the same array as x" not in t]
+    proto.tied = {}
