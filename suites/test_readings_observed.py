@@ -871,3 +871,52 @@ def test_a_model_without_loss_whose_loss_is_a_one_element_array():
     rng = np.random.default_rng(452)
     res = gradcheck.check_model(Model(), rng.standard_normal((5, 4)), rng.standard_normal((5, 3)))
     assert res.passed, res.report()
+
+
+# -- a second method taking the backward's arguments returns the parameters' gradients --------
+class _Derived:
+    """``feedforward(x)`` returns ``W @ x + b`` of a column; ``backpropagate(x, delta)``
+    returns the input's gradient; ``derived_params(x, delta)`` returns ``(db, dW)``."""
+
+    def __init__(self, bug=""):
+        r = np.random.default_rng(453)
+        self.W, self.b, self.bug = r.standard_normal((3, 4)), r.standard_normal((3, 1)), bug
+
+    def feedforward(self, x):
+        return self.W @ x + self.b
+
+    def backpropagate(self, x, delta):
+        return self.W.T @ delta
+
+    def derived_params(self, x, delta):
+        return np.copy(delta), (delta @ x.T) * (0.5 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["W"])])
+def test_a_method_taking_the_backwards_arguments_completes_it_whatever_its_name(bug, failing):
+    x = np.random.default_rng(454).standard_normal((4, 1))
+    res = gradcheck.check_layer(_Derived(bug), x)
+    _expect(res, failing)
+    assert any("derived_params(x, delta) completes the backward" in n for n in res.notes), \
+        res.notes
+
+
+# -- a network returning its parameters' gradients by their own names -------------------------
+class _ByName:
+    def __init__(self, bug=""):
+        r = np.random.default_rng(455)
+        self.W, self.b, self.bug = r.standard_normal((1, 4)), r.standard_normal(1), bug
+
+    def forward(self, x):
+        self.x = x
+        return (self.W @ x + self.b)[0]
+
+    def backward(self, dout):
+        return {"W": dout * self.x[None, :] * (2.0 if self.bug else 1.0), "b": np.array([dout])}
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("W", ["W"])])
+def test_a_dict_of_the_parameters_gradients_under_their_own_names(bug, failing):
+    res = gradcheck.check_layer(_ByName(bug), np.random.default_rng(456).standard_normal(4))
+    _expect(res, failing)
+    assert res.inputs[0].status == "constant", res.report()
