@@ -920,3 +920,46 @@ def test_a_dict_of_the_parameters_gradients_under_their_own_names(bug, failing):
     res = gradcheck.check_layer(_ByName(bug), np.random.default_rng(456).standard_normal(4))
     _expect(res, failing)
     assert res.inputs[0].status == "constant", res.report()
+
+
+# -- check_loss on parameters held as a dict of lists, one array per layer ---------------------
+def _nested_loss(bug=""):
+    def fn(params, X, Y):
+        W, b = params["W"], params["b"]
+        H = np.tanh(X @ W[0].T + b[0])
+        F = H @ W[1].T + b[1]
+        dF = 2 * (F - Y)
+        dZ = (dF @ W[1]) * (1 - H ** 2)
+        db0 = dZ.mean(0) if bug else dZ.sum(0)
+        return np.sum((F - Y) ** 2), {"W": [dZ.T @ X, dF.T @ H], "b": [db0, dF.sum(0)]}
+    return fn
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("b0", ["x0['b'][0]"])])
+def test_a_loss_of_a_dict_of_lists_of_arrays_returning_grads_like_it(bug, failing):
+    r = np.random.default_rng(457)
+    params = {"W": [r.standard_normal((4, 3)), r.standard_normal((2, 4))],
+              "b": [r.standard_normal(4), r.standard_normal(2)]}
+    X, Y = r.standard_normal((5, 3)), r.standard_normal((5, 2))
+    _expect(gradcheck.check_loss(_nested_loss(bug), params, X, Y), failing)
+
+
+# -- check_vjp(loss, grads) of two functions, the gradient one per argument --------------------
+def _kl(mu, log_var):
+    return -0.5 * np.sum(1 + log_var - mu ** 2 - np.exp(log_var))
+
+
+def _kl_grads(mu, log_var):
+    return mu, -0.5 * (1 - np.exp(log_var))
+
+
+def _kl_grads_bug(mu, log_var):
+    return mu, 0.5 * (1 - np.exp(log_var))
+
+
+@pytest.mark.parametrize("grads, failing", [(_kl_grads, None), (_kl_grads_bug, ["log_var"])])
+def test_a_loss_pair_whose_gradient_returns_one_array_per_argument(grads, failing):
+    r = np.random.default_rng(458)
+    res = gradcheck.check_vjp(_kl, grads, [r.standard_normal((4, 2)), r.standard_normal((4, 2))])
+    _expect(res, failing)
+    assert any("one gradient per argument" in n for n in res.notes), res.notes

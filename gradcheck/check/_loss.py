@@ -21,7 +21,7 @@ import numpy as np
 
 from ..read._conventions import label_like as _label_like
 from ..read._conventions import zero_one
-from ..read._protocol import ProtocolError
+from ..read._protocol import ProtocolError, map_arrays
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
 from ._loss_items import items_read
@@ -121,17 +121,29 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
                                 f"shape {np.shape(loss)}")
         loss = np.asarray(loss)  # a float32 loss keeps its dtype: its steps and tolerance
         return (loss if loss.dtype.kind == "f" else loss.astype(np.float64)).reshape(()), [
-            {k: None if v is None else np.array(v, copy=True) for k, v in d.items()}
-            if isinstance(d, dict) else np.array(d, copy=True) for d in out[1:]]
+            map_arrays(d, np.copy) if _ragged(d) else np.array(d, copy=True) for d in out[1:]]
 
     def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)
-        for j, d in zip(wanted, ds, strict=True):
-            grads[j] = {k: _scaled(v, sign * dy) for k, v in d.items()} if isinstance(
-                d, dict) else _scaled(d, sign * dy)
+        for j, d in zip(wanted, ds, strict=True):  # (a dict or list of them: each array)
+            grads[j] = map_arrays(d, lambda v: _scaled(v, sign * dy)) if _ragged(
+                d) else _scaled(d, sign * dy)
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
+
+
+def _ragged(d: Any) -> bool:
+    """A dict, or a list or tuple that is no one array (arrays of several shapes, one per
+    layer): kept as it is, each array its gradient; a list of numbers is one array."""
+    if isinstance(d, dict):
+        return True
+    if not isinstance(d, (list, tuple)):
+        return False
+    try:
+        return np.asarray(d).dtype.kind not in "biuf"
+    except ValueError:
+        return True
 
 
 def _scaled(d: Any, by: Any) -> Any:

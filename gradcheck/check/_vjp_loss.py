@@ -35,25 +35,48 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
             grad = bwd(*copy.deepcopy(list(inputs)))
     except Exception:  # noqa: BLE001 - not this reading: the check reports what raises
         return None
-    if np.size(loss) != 1 or np.asarray(loss).dtype.kind != "f" or not isinstance(
-            grad, np.ndarray) or grad.dtype.kind != "f":
-        return None
-    k = _which(inputs, grad.shape, wrt)
-    if k is None:
+    if np.size(loss) != 1 or np.asarray(loss).dtype.kind != "f":
         return None
 
     def forward(*a: Any) -> tuple[Any, Any]:
         return fwd(*a), a
 
+    head = ("fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
+            "gradient: ")
+    if _each(grad, inputs):  # (dmu, dlog_var): one per argument, in order
+        def each(dy: Any, a: Any) -> list[Any]:
+            return [None if g is None else np.asarray(g) * dy for g in bwd(*a)]
+        return forward, each, [j for j, g in enumerate(grad) if g is not None], (
+            head + "it returns one gradient per argument, in order")
+    if not isinstance(grad, np.ndarray) or grad.dtype.kind != "f":
+        return None
+    k = _which(inputs, grad.shape, wrt)
+    if k is None:
+        return None
+
     def backward(dy: Any, a: Any) -> list[Any]:
         return [np.asarray(bwd(*a)) * dy if j == k else None for j in range(len(a))]
 
-    note = (f"fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
-            f"gradient: bwd's array is read as the gradient of {b_names[k]}"
+    note = (head + f"bwd's array is read as the gradient of {b_names[k]}"
             + ("" if wrt is not None else ", the one input of its shape" + (
                 " not holding labels" if sum(np.shape(x) == grad.shape for x in inputs) > 1
                 else "")))
     return forward, backward, [k], note
+
+
+def _each(grad: Any, inputs: Sequence[Any]) -> bool:
+    """A tuple or list with a float array (or None) per input, each of its input's shape
+    but for size-1 axes, not all None."""
+    return isinstance(grad, (tuple, list)) and len(grad) == len(inputs) and any(
+        g is not None for g in grad) and all(g is None or (
+            isinstance(g, np.ndarray) and g.dtype.kind == "f" and _unit(g.shape) == _unit(
+                np.shape(x))) for g, x in zip(grad, inputs, strict=True))
+
+
+def _unit(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape less its axes of size 1 (a column ``(d, 1)`` read for ``(d,)``; the check
+    says what its shape is)."""
+    return tuple(d for d in shape if d != 1)
 
 
 def _which(inputs: Sequence[Any], shape: tuple[int, ...], wrt: Any) -> int | None:
@@ -63,9 +86,11 @@ def _which(inputs: Sequence[Any], shape: tuple[int, ...], wrt: Any) -> int | Non
         ks = [wrt] if isinstance(wrt, int) else list(wrt) if isinstance(
             wrt, (list, tuple)) else []
         ok = len(ks) == 1 and isinstance(ks[0], int) and 0 <= ks[0] < len(inputs)
-        return ks[0] if ok and np.shape(inputs[ks[0]]) == shape else None
-    fits = [j for j, x in enumerate(inputs) if isinstance(x, np.ndarray) and x.shape == shape
-            and x.dtype.kind == "f"]
+        return ks[0] if ok and _unit(shape) == _unit(np.shape(inputs[ks[0]])) else None
+    fits = [j for j, x in enumerate(inputs) if isinstance(x, np.ndarray) and x.dtype.kind ==
+            "f" and x.shape == shape]
+    fits = fits or [j for j, x in enumerate(inputs) if isinstance(x, np.ndarray) and
+                    x.dtype.kind == "f" and _unit(shape) == _unit(x.shape)]  # (d, 1) for (d,)
     if len(fits) > 1:  # labels: 0/1 only (one-hot rows, binary targets) beside an input
         labels = [j for j in fits if zero_one(inputs[j])]  # of values no whole numbers
         soft = [j for j in fits if not label_like(inputs[j])]  # say (a whole-valued
