@@ -427,10 +427,10 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if left:
         misshapen_param(left, base, cands, first, claimed=grads)
         raise observed_error(layer, left, first, cands, found)
+    proto.params = [stale_slot(base, first, p) for p in found]
     _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
                  claimed=frozenset(g for p in found for g in (p.grad, p.value)
                                    if isinstance(g, str)))  # (a step moves the weights)
-    proto.params = [stale_slot(base, first, p) for p in found]
     second_places(proto, first)
     proto.note(constant_scalars(base, found, proto.held_step))
 
@@ -566,8 +566,8 @@ def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
             f"{describe(first.stored) or 'nothing'}" + (
                 f"; no parameter's gradient, of the input's size or moving with the output "
                 f"gradient: {describe(unread)}"
-                if unread else "") + "); return the input gradient, or name "
-            "what to check with wrt= (the parameters alone: wrt=['W', 'b'], by their names)"))
+                if unread else "") + "); return the input gradient, or name what to check "
+            f"with wrt= (the parameters alone: wrt={[p.name for p in proto.params] or ['W']})"))
 
 
 def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],
