@@ -963,3 +963,32 @@ def test_a_loss_pair_whose_gradient_returns_one_array_per_argument(grads, failin
     res = gradcheck.check_vjp(_kl, grads, [r.standard_normal((4, 2)), r.standard_normal((4, 2))])
     _expect(res, failing)
     assert any("one gradient per argument" in n for n in res.notes), res.notes
+
+
+# -- a property returning a function is no method ----------------------------------------------
+class _Predicting:
+    """``predict(x)`` is the forward, ``backprop(dout)`` the backward; the property
+    ``activation_function_`` returns a function."""
+
+    def __init__(self, bug=""):
+        self.W, self.bug = np.random.default_rng(459).standard_normal((3, 2)), bug
+
+    @property
+    def activation_function_(self):
+        return lambda v, grad=False: 1 - np.tanh(v) ** 2 if grad else np.tanh(v)
+
+    def predict(self, x, output_only=True):
+        self.x = x
+        self.y = self.activation_function_(x @ self.W)
+        return self.y
+
+    def backprop(self, dout):
+        d = dout * (1 - self.y ** 2) if self.bug == "" else dout
+        self.dW = self.x.T @ d
+        return d @ self.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("act", ["x0", "W"])])
+def test_a_property_returning_a_function_is_no_method(bug, failing):
+    x = np.random.default_rng(460).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_Predicting(bug), x), failing)

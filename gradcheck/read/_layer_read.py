@@ -26,6 +26,7 @@ from ._alternatives import (
     several_outputs,
     takes_gradient,
 )
+from ._completing import completing_methods
 from ._conventions import zero_one
 from ._depends import (
     held_labels,
@@ -75,7 +76,7 @@ from ._loss_read import (
     pick_prediction,
     settle,
 )
-from ._observe import completing_methods, float_state, grad_of, method_pair, positional_names
+from ._observe import float_state, grad_of, method_pair, positional_names
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     CACHE,

@@ -397,8 +397,13 @@ def _moved(x: Any) -> Any:
 
 def _public(layer: Any) -> list[str]:
     """The public methods, test helpers aside (``test_pool_forward`` may write files)."""
-    return [n for n in dir(type(layer)) if not n.startswith("_")
-            and not n.lower().startswith("test") and callable(getattr(layer, n, None))]
+    return [n for n in dir(type(layer)) if not n.startswith("_") and not n.lower().startswith(
+        "test") and not _property(layer, n) and callable(getattr(layer, n, None))]
+
+
+def _property(layer: Any, name: str) -> bool:
+    """A property (one returning a function, ``activation_function_``, is no method)."""
+    return isinstance(inspect.getattr_static(type(layer), name, None), property)
 
 
 def _private(layer: Any) -> list[str]:
@@ -425,39 +430,6 @@ def positional_names(method: Any, required: bool = False) -> list[str] | None:
         return None
     return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             and not (required and p.default is not p.empty)]
-
-
-# A method that computes gradients, by a verb that says so (compute_gradients, calc_grads,
-# accumulate_grad): only such a method is called unasked, never zero_grad or save_grads.
-_COMPUTES_GRADIENTS = re.compile(r"^(compute|calc(ulate)?|accumulate|backprop|get)_?\w*grad",
-                                 re.I)
-
-
-def completing_methods(layer: Any, forward: str | None, backward: str | None) -> list[str]:
-    """The layer's public methods but its forward and backward that name gradients and
-    take no argument and say they compute them (``compute_gradients()``) or take some of
-    the backward's arguments, by name (``grads_wrt_params(inputs, grads_wrt_outputs)``),
-    the others as many as the forward's inputs (``gradient(z_down, _e)``), or, named
-    anyhow, take two or more of the backward's arguments by name (``derived_params(x,
-    delta)``): candidates to complete a backward leaving the gradients to a second call."""
-    found, bwd = [], getattr(layer, backward or "backward", None)
-    given = set(positional_names(bwd) or []) if callable(bwd) else set()
-    fwd = getattr(layer, forward or "forward", None)
-    n_in = len(positional_names(fwd, required=True) or []) if callable(fwd) else -1
-    for name in dir(type(layer)):
-        skip = name.startswith("_") or name in (forward, backward, "forward", "backward") or \
-            not callable(inspect.getattr_static(type(layer), name, None))  # (no property run)
-        method = None if skip else getattr(layer, name, None)
-        names = positional_names(method) if callable(method) else None
-        if names is None:
-            continue
-        named = "grad" in name.lower() or backward_named(name)  # backward_params
-        wants = [n for n in names if default_of(method, n) is inspect.Parameter.empty]
-        if named and not wants and _COMPUTES_GRADIENTS.match(name) or len(wants) > 1 and set(
-                wants) <= given or named and (wants and set(wants) <= given or set(wants) &
-                                              given and len(set(wants) - given) == n_in):
-            found.append(name)  # (the rest: the forward's inputs, gradient(z_down, _e))
-    return found
 
 
 def default_of(method: Any, name: str) -> Any:
