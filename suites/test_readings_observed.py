@@ -992,3 +992,35 @@ class _Predicting:
 def test_a_property_returning_a_function_is_no_method(bug, failing):
     x = np.random.default_rng(460).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_Predicting(bug), x), failing)
+
+
+# -- an optimizer object adding weight decay in its own step: the gradient handed is read ------
+class _Decaying:
+    def __init__(self, lr=0.1, reg=0.01):
+        self.lr, self.reg = lr, reg
+
+    def optim(self, w, dw, add_reg=False):
+        return w - self.lr * (dw + w * self.reg) if add_reg else w - self.lr * dw
+
+
+class _HandingLinear:
+    def __init__(self, bug=""):
+        self.weight = np.random.default_rng(461).standard_normal((3, 2))
+        self.b, self.optimizer, self.bug = np.zeros(2), _Decaying(), bug
+
+    def forward(self, x):
+        self.cache = x
+        return x @ self.weight + self.b
+
+    def backward(self, dout):
+        x = self.cache
+        db, dw, dx = dout.sum(0), x.T @ dout / (len(x) if self.bug else 1), dout @ self.weight.T
+        self.b = self.optimizer.optim(self.b, db)
+        self.weight = self.optimizer.optim(self.weight, dw, add_reg=True)
+        return dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("N", ["weight"])])
+def test_an_optimizers_decay_leaves_the_gradient_handed_to_it_read(bug, failing):
+    x = np.random.default_rng(462).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_HandingLinear(bug), x), failing)

@@ -415,11 +415,13 @@ def _scaled(a: Any, b: Any) -> bool:
 
 def _decay(proto: Protocol, path: str, change: Any) -> bool:
     """Whether the change a step makes for a zero gradient is none, or proportional to
-    the array it steps (weight decay, ``W -= lr * (dW + lam * W)``), not a velocity's
-    (``v = mu * v + g``)."""
+    the array it steps (weight decay, ``W -= lr * (dW + lam * W)``, in the layer's own
+    step), not a velocity's (``v = mu * v + g``) nor an optimizer object's decay."""
     c = np.asarray(change, dtype=np.float64)
     if not np.any(c):
         return True
+    if proto.step_attr is not None and "." in proto.step_attr:  # an optimizer's own step
+        return False  # (its decay: the gradient handed to it is read instead)
     w = np.asarray(try_path(proto.layer, path.removeprefix(SCALAR)), dtype=np.float64)
     if w.shape != c.shape or not np.any(w):
         return False
