@@ -506,7 +506,14 @@ def _pair_read(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wr
                opts: Options) -> CheckResult | None:
     """The check of a loss and its gradient written as two functions of the same
     arguments (:func:`gradient_pair`), recorded; None when they do not read so."""
-    pair = gradient_pair(fwd, bwd, inputs, wrt)
+    try:
+        pair = gradient_pair(fwd, bwd, inputs, wrt)
+    except ProtocolError as exc:  # read so, but whose gradient cannot be told: wrt=
+        res = CheckResult(passed=False, status=exc.status, message=exc.message, inputs=[],
+                          method=opts.method, mode=opts.mode, evaluations=1,
+                          backward_calls=1, seed=opts.seed, name=opts.name, kind="vjp")
+        record(res)
+        return res
     if pair is None:
         return None
     with np.errstate(all="ignore"):

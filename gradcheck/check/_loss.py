@@ -275,8 +275,8 @@ def _gradient_first(fn: Callable[..., Any], args: list[Any]) -> bool:
     except Exception:  # noqa: BLE001 - the check itself reports it
         return False
     return isinstance(out, tuple) and len(out) == 2 and _shape(out[0]) == _shape(
-        args[0]) != _shape(out[1]) and np.size(out[1]) == 1 and np.asarray(
-        out[1]).dtype.kind == "f"
+        args[0]) != _shape(out[1]) and _shape(out[1]) is not None and np.size(
+            out[1]) == 1 and np.asarray(out[1]).dtype.kind == "f"
 
 
 def _swapped(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -319,7 +319,9 @@ def _for_another_argument(fn: Callable[..., Any], args: list[Any], opts: Options
     (with a note). When minus it passes as the first argument's too (the loss depends
     on their difference only, as a squared error does), which one is meant cannot be
     observed: the mismatch stays, and the hint says so."""
-    shape = np.shape(args[0])
+    shape = _shape(args[0])
+    if shape is None:  # arrays of several shapes (a list of parameters): no other's
+        return res
     labels = _label_like(args[0])
     for k in range(1, len(args)):
         a = args[k]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..read._conventions import label_like, zero_one
 from ..read._observe import positional_names
+from ..read._protocol import ProtocolError
 
 __all__ = ["gradient_pair"]
 
@@ -51,6 +52,13 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     if not isinstance(grad, np.ndarray) or grad.dtype.kind != "f":
         return None
     k = _which(inputs, grad.shape, wrt)
+    alike = [n for n, x in zip(b_names, inputs, strict=True) if np.shape(x) == grad.shape]
+    if k is None and wrt is None and len(alike) > 1:
+        raise ProtocolError("bad-protocol", (
+            f"fwd returns a scalar (a loss) and bwd, taking its arguments again, one array "
+            f"of the shape of {', '.join(alike)}: whose gradient it is cannot be observed "
+            "(no one of them holds labels of 0 and 1 only beside the other); name it with "
+            "wrt= (wrt=[1] for the second)"))
     if k is None:
         return None
 

@@ -59,9 +59,10 @@ def beside_loss(proto: Protocol, xs: list[Any], exc: UserCodeError, returned: An
 
 
 def _linear(proto: Protocol, xs: list[Any], order: list[Any], a: int) -> bool:
-    """Whether the backward gives twice its results for twice the prediction it is
-    given: then that argument is an output gradient (``backward(x, dscores)``), since a
-    loss's gradient given its prediction is not linear in it (``y_hat - y_true``)."""
+    """Whether the backward gives twice what it returns (or, returning nothing, stores)
+    for twice the prediction it is given: then that argument is an output gradient
+    (``backward(x, dscores)``, its ``dW`` with an L2 term aside), since a loss's gradient
+    given its prediction is not linear in it (``y_hat - y_true``)."""
     assert proto.draws is not None
     draws = proto.draws
 
@@ -72,7 +73,7 @@ def _linear(proto: Protocol, xs: list[Any], order: list[Any], a: int) -> bool:
         before = float_state(layer)
         ret = getattr(layer, proto.backward)(*[pred if k in (FIRST_OUT, CACHED) else given[k]
                                                for k in order])
-        return [ret] * isinstance(ret, np.ndarray) + list(stored(before, layer).values())
+        return [ret] if isinstance(ret, np.ndarray) else list(stored(before, layer).values())
     try:
         one, two = run(1.0), run(2.0)
     except Exception:  # noqa: BLE001 - no evidence of linearity

@@ -9,9 +9,16 @@ import inspect
 import re
 from typing import Any
 
-from ._observe import backward_named, default_of, positional_names
+import numpy as np
 
-__all__ = ["completing_methods"]
+from ._discovery import set_path, try_path
+from ._layer_call import Protocol, ones_like
+from ._observe import backward_named, default_of, positional_names
+from ._protocol import clone
+from ._reading import leaves
+from ._step import held_floats
+
+__all__ = ["completing_methods", "scaled_by_held"]
 
 # A method that computes gradients, by a verb that says so (compute_gradients, calc_grads,
 # accumulate_grad): only such a method is called unasked, never zero_grad or save_grads.
@@ -44,3 +51,27 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
                                               given and len(set(wants) - given) == n_in):
             found.append(name)  # (the rest: the forward's inputs, gradient(z_down, _e))
     return found
+
+
+def scaled_by_held(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the parameters' gradients a completing method gives change with a float
+    the layer holds that the output does not depend on: a step size (``sgd_step(x,
+    delta)`` returning ``lr * (db, dW)``), a step, no gradient."""
+    base, values = proto.layer, [np.asarray(p.read(proto.layer)) for p in proto.params]
+    out, cache = proto.run_forward(clone(xs), values)
+    ref = proto.run_backward(ones_like(out), clone(cache))[len(xs):]
+    for name in held_floats(base):
+        proto.layer = clone(base)
+        try:
+            set_path(proto.layer, name, float(try_path(proto.layer, name)) * 2.0 + 0.5)
+            again, cache = proto.run_forward(clone(xs), values)
+            got = proto.run_backward(ones_like(again), clone(cache))[len(xs):]
+        except Exception:  # noqa: BLE001, S112 - no evidence of a step size
+            continue
+        finally:
+            proto.layer = base
+        if all(np.array_equal(a, b) for a, b in zip(leaves(out), leaves(again), strict=False)
+               ) and any(a is not None and b is not None and not np.allclose(a, b) for a, b
+                         in zip(ref, got, strict=True)):
+            return True
+    return False

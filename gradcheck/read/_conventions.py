@@ -65,11 +65,8 @@ def misread(error: dict[str, str]) -> bool:
 def _array_leaves(x: Any) -> list[np.ndarray]:
     if isinstance(x, np.ndarray):
         return [x]
-    if isinstance(x, dict):
-        x = list(x.values())
-    if isinstance(x, (list, tuple)):
-        return [a for v in x for a in _array_leaves(v)]
-    return []
+    x = list(x.values()) if isinstance(x, dict) else x
+    return [a for v in x for a in _array_leaves(v)] if isinstance(x, (list, tuple)) else []
 
 
 def has_float(x: Any) -> bool:
@@ -94,8 +91,10 @@ def zero_one(x: np.ndarray) -> bool:
 
 
 def label_like(x: Any) -> bool:
-    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets)."""
-    a = np.asarray(x)
+    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets);
+    arrays of several shapes (a list of parameters) are none."""
+    a = np.zeros(0) if isinstance(x, (list, tuple)) and len({np.shape(v) for v in x}) > 1 \
+        else np.asarray(x)
     return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
 
 
@@ -340,8 +339,8 @@ class Conventions:
     @cached_property
     def _names(self) -> tuple[list[str], list[str], list[str]]:
         """The forward's parameter names, the backward's required ones (and the output
-        gradient after the inputs with a None default: ``op(x, front_delta=None,
-        deriv=False)``, the backward ``partial(op, deriv=True)``) and all of its."""
+        gradient after the inputs with a None default: ``partial(op, deriv=True)`` of
+        ``op(x, front_delta=None, deriv=False)``) and all of its."""
         f, b = positional_names(self._fwd) or [], positional_names(self._bwd, required=True) or []
         every, k = positional_names(self._bwd) or [], len(b)
         b = every[:k + 1] if b and every[k:] and f[:k] == b and default_of(

@@ -301,8 +301,6 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     arrays = {last_name(p): p for p in held} | {p: p for p in held if p == last_name(p)}
     params = {arrays.get(k) or arrays.get(k[1:]) or arrays.get(grad_stem(k)): g
               for k, g in ret.items() if k not in keys}
-    if not any(keys) and params and None not in params and len(params) == len(ret):
-        return (None, params)  # the parameters' alone, by name: no input's (a first layer)
     if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not mask(x)
            for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
         return ret  # constant; a 0/1 mask is)

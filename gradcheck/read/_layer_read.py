@@ -26,7 +26,7 @@ from ._alternatives import (
     several_outputs,
     takes_gradient,
 )
-from ._completing import completing_methods
+from ._completing import completing_methods, scaled_by_held
 from ._conventions import zero_one
 from ._depends import (
     held_labels,
@@ -100,7 +100,7 @@ from ._redrawn import lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
 from ._step import constant_scalars, takes_a_step
-from ._tied import tie, untie
+from ._tied import collinear, tie, untie
 from ._tokens import spread_cache
 from ._told import observed_error
 
@@ -152,7 +152,8 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         for then in tried:
             try:
                 proto = _discover(*args, then=then)
-                if _leaves_gradients(proto, list(inputs)):
+                if _leaves_gradients(proto, list(inputs)) and not scaled_by_held(
+                        proto, list(inputs)):  # (lr * (db, dW): a step, no gradient)
                     return proto
             except (LayerConventionError, UserCodeError, ProtocolError):
                 continue  # not the method that completes it
@@ -529,8 +530,8 @@ def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
     if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
             np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
         return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
-            g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not np.array_equal(
-                first.stored[g], ret)}  # (self.dy, the very array returned: no other's)
+            g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not collinear(
+                first.stored[g], ret)}  # (self.dy, the array returned, scaled: no other's)
     if proto.returned is not None or ret is not None:
         return {}
     given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets

@@ -13,7 +13,7 @@ import numpy as np
 from ._discovery import is_float_array
 from ._layer_call import Protocol
 
-__all__ = ["tie", "untie"]
+__all__ = ["collinear", "tie", "untie"]
 
 
 def tie(proto: Protocol, inputs: Sequence[Any]) -> None:
@@ -42,9 +42,22 @@ def untie(proto: Protocol, ret: Any) -> None:
     None each): each place is then checked on its own (a swap of two gradients of one
     array given twice would pass as their sum; a place held constant, a stop-gradient
     copy, would fail)."""
-    if not proto.tied or not isinstance(ret, (tuple, list)) or len(ret) != proto.n_inputs or \
-            not all(r is None or isinstance(r, np.ndarray) for r in ret):
+    items = list(ret) if isinstance(ret, (tuple, list)) else []
+    if len(items) == proto.n_inputs + 1 and isinstance(items[-1], (dict, list)):
+        items = items[:-1]  # (dx_a, dx_b, {'Wa': ...}): the parameters' part after them
+    if not proto.tied or len(items) != proto.n_inputs or not all(
+            r is None or isinstance(r, np.ndarray) for r in items):
         return
     proto.wanted = sorted({*proto.wanted, *proto.tied})
     proto.notes = [t for t in proto.notes if ": the same array as x" not in t]
     proto.tied = {}
+
+
+def collinear(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` is a multiple of ``b`` (a loss's stored ``self.dy`` beside the
+    ``self.dy / N`` it returns: the same gradient, no other input's)."""
+    if np.shape(a) != np.shape(b) or not np.any(b):
+        return False
+    u, v = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    k = float(np.sum(u * v) / np.sum(v * v))
+    return bool(np.allclose(u, k * v, rtol=1e-5, atol=1e-12 * float(np.max(np.abs(u)))))
