@@ -1099,3 +1099,63 @@ def test_an_output_gradient_with_an_l2_term_beside_it_is_no_prediction():
     r = np.random.default_rng(468)
     res = gradcheck.check_layer(WithL2(), r.standard_normal((5, 4)), np.array([0, 2, 1, 1, 0]))
     assert res.status not in ("ok", "mismatch"), res.report()
+
+
+# -- what the fourth review found ----------------------------------------------------------
+class _Mix:
+    """``a * x + (1 - a) * h``; backward returns dx and stores ``dh`` (a multiple of it);
+    the twin forgets the ``(1 - a)``."""
+
+    def __init__(self, bug=""):
+        self.a, self.bug = 0.3, bug
+
+    def forward(self, x, h):
+        return self.a * x + (1 - self.a) * h
+
+    def backward(self, dout):
+        self.dh = dout if self.bug else (1 - self.a) * dout
+        return self.a * dout
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("mix", ["x1"])])
+def test_a_stored_gradient_that_is_a_multiple_of_the_returned_one_is_still_checked(bug, failing):
+    r = np.random.default_rng(469)
+    _expect(gradcheck.check_layer(_Mix(bug), r.standard_normal((3, 2)),
+                                  r.standard_normal((3, 2))), failing)
+
+
+def test_a_swap_of_a_list_of_gradients_beside_a_dict_of_one_array_given_twice():
+    class Listed(_TwoStream):
+        def backward(self, dout):
+            dz = dout * (1 - self.h ** 2)
+            da, db = dz @ self.Wa.T, dz @ self.Wb.T
+            da, db = (db, da) if self.bug else (da, db)
+            return [da, db], {"Wa": self.a.T @ dz, "Wb": self.b.T @ dz}
+
+    x = np.random.default_rng(470).standard_normal((5, 4))
+    assert gradcheck.check_layer(Listed(), x, x).passed
+    assert not gradcheck.check_layer(Listed("swap"), x, x).passed
+
+
+def test_a_completing_method_with_a_gradient_only_term_switched_off_is_read():
+    class Reg(_Derived):
+        reg = 0.0
+
+        def derived_params(self, x, delta):
+            return np.copy(delta), delta @ x.T + self.reg * self.W
+
+    res = gradcheck.check_layer(Reg(), np.random.default_rng(471).standard_normal((4, 1)))
+    assert res.passed, res.report()
+
+
+def test_a_numpy_scalar_gradient_in_a_list_is_scaled_by_the_output_gradient():
+    r = np.random.default_rng(472)
+    X, W, b, s = r.standard_normal((5, 3)), r.standard_normal((3, 2)), r.standard_normal(2), \
+        np.array(0.7)
+
+    def loss(p, X):
+        z = X @ p[0] + p[1]
+        return p[2] * np.sum(z ** 2), [2 * p[2] * X.T @ z, 2 * p[2] * z.sum(0), np.sum(z ** 2)]
+
+    res = gradcheck.check_loss(loss, [W, b, s], X)
+    assert res.passed, res.report()

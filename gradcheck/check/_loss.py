@@ -126,11 +126,22 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
     def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)
         for j, d in zip(wanted, ds, strict=True):  # (a dict or list of them: each array)
-            grads[j] = map_arrays(d, lambda v: _scaled(v, sign * dy)) if _ragged(
-                d) else _scaled(d, sign * dy)
+            grads[j] = _scaled_all(d, sign * dy) if _ragged(d) else _scaled(d, sign * dy)
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")
+
+
+def _scaled_all(d: Any, by: Any) -> Any:
+    """Every number of a dict, list or tuple of gradients times ``by`` (a NumPy scalar's
+    too: ``np.sum(z ** 2)`` for a 0-d parameter)."""
+    if isinstance(d, dict):
+        return {k: _scaled_all(v, by) for k, v in d.items()}
+    if isinstance(d, (list, tuple)):
+        return type(d)(_scaled_all(v, by) for v in d)
+    if isinstance(d, (np.generic, float, int)) and not isinstance(d, bool):
+        return _scaled(np.asarray(d), by)
+    return _scaled(d, by)
 
 
 def _ragged(d: Any) -> bool:

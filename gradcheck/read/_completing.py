@@ -55,23 +55,24 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
 
 def scaled_by_held(proto: Protocol, xs: list[Any]) -> bool:
     """Whether the parameters' gradients a completing method gives change with a float
-    the layer holds that the output does not depend on: a step size (``sgd_step(x,
-    delta)`` returning ``lr * (db, dW)``), a step, no gradient."""
+    the layer holds that the output does not depend on, twice as large for twice it: a
+    step size (``sgd_step(x, delta)`` returning ``lr * (db, dW)``), a step, no gradient."""
     base, values = proto.layer, [np.asarray(p.read(proto.layer)) for p in proto.params]
     out, cache = proto.run_forward(clone(xs), values)
     ref = proto.run_backward(ones_like(out), clone(cache))[len(xs):]
     for name in held_floats(base):
         proto.layer = clone(base)
         try:
-            set_path(proto.layer, name, float(try_path(proto.layer, name)) * 2.0 + 0.5)
+            set_path(proto.layer, name, float(try_path(proto.layer, name)) * 2.0)
             again, cache = proto.run_forward(clone(xs), values)
             got = proto.run_backward(ones_like(again), clone(cache))[len(xs):]
         except Exception:  # noqa: BLE001, S112 - no evidence of a step size
             continue
         finally:
             proto.layer = base
+        pairs = [(a, b) for a, b in zip(ref, got, strict=True) if a is not None and
+                 b is not None and np.any(a)]
         if all(np.array_equal(a, b) for a, b in zip(leaves(out), leaves(again), strict=False)
-               ) and any(a is not None and b is not None and not np.allclose(a, b) for a, b
-                         in zip(ref, got, strict=True)):
-            return True
-    return False
+               ) and pairs and all(np.allclose(b, 2 * a) for a, b in pairs):
+            return True  # (twice the float, twice the results: a step size; a strength
+    return False  # of a term only the gradient has, 0.0 off, is no step)

@@ -531,7 +531,7 @@ def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
             np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
         return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
             g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not collinear(
-                first.stored[g], ret)}  # (self.dy, the array returned, scaled: no other's)
+                first.stored[g], ret, np.size(first.out) == 1)}  # (a loss's self.dy: no other's)
     if proto.returned is not None or ret is not None:
         return {}
     given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets

@@ -45,6 +45,9 @@ def untie(proto: Protocol, ret: Any) -> None:
     items = list(ret) if isinstance(ret, (tuple, list)) else []
     if len(items) == proto.n_inputs + 1 and isinstance(items[-1], (dict, list)):
         items = items[:-1]  # (dx_a, dx_b, {'Wa': ...}): the parameters' part after them
+    elif len(items) == 2 and isinstance(items[0], (list, tuple)) and isinstance(
+            items[1], (dict, list, tuple)):
+        items = list(items[0])  # ([dx_a, dx_b], {'Wa': ...})
     if not proto.tied or len(items) != proto.n_inputs or not all(
             r is None or isinstance(r, np.ndarray) for r in items):
         return
@@ -53,11 +56,14 @@ def untie(proto: Protocol, ret: Any) -> None:
     proto.tied = {}
 
 
-def collinear(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether ``a`` is a multiple of ``b`` (a loss's stored ``self.dy`` beside the
-    ``self.dy / N`` it returns: the same gradient, no other input's)."""
+def collinear(a: np.ndarray, b: np.ndarray, scaled: bool) -> bool:
+    """Whether ``a`` is ``b`` (with ``scaled``, a loss's, a multiple of it: its stored
+    ``self.dy`` beside the ``self.dy / N`` it returns is the same gradient, no other
+    input's; a layer's ``dh`` may be a multiple of its ``dx`` and still be ``h``'s)."""
     if np.shape(a) != np.shape(b) or not np.any(b):
         return False
+    if not scaled:
+        return bool(np.array_equal(a, b))
     u, v = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     k = float(np.sum(u * v) / np.sum(v * v))
     return bool(np.allclose(u, k * v, rtol=1e-5, atol=1e-12 * float(np.max(np.abs(u)))))
