@@ -126,17 +126,26 @@ def _reordered(fn: Callable[..., Any], picks: list[int], n: int,
     return reordered
 
 
+def _ran(fn: Callable[..., Any], args: list[Any], least: int
+         ) -> tuple[tuple[Any, ...] | None, int | None]:
+    """What ``fn`` returned on copies, a tuple of ``least`` items or more, and the place
+    of its loss (:func:`_the_loss`); ``(None, None)`` when it raised or returned less."""
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*_copies(args))
+            if not isinstance(out, tuple) or len(out) < least:
+                return None, None
+            return out, _the_loss(fn, args, out)
+    except Exception:  # noqa: BLE001 - the check itself reports what the loss does
+        return None, None
+
+
 def _dict_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
     """A loss of a dict of parameters returning the loss and a dict of their gradients
     (``dW1`` for ``W1``) in any order, beside scalars (an accuracy): read by what each
     item does, as for arrays."""
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*_copies(args))
-            if not isinstance(out, tuple) or len(out) < 2:
-                return None
-            loss = _the_loss(fn, args, out)
-    except Exception:  # noqa: BLE001 - the check itself reports what the loss does
+    out, loss = _ran(fn, args, 2)
+    if out is None:
         return None
     found = [(i, k) for i, o in enumerate(out) if i != loss and (k := _keys_of(o, args[0]))]
     left = [i for i in range(len(out)) if i != loss and i not in [f[0] for f in found]]
@@ -160,13 +169,8 @@ def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
         return _dict_read(fn, args)
     if not _float_array(args[0]) or args[0].size < 2:
         return None
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*_copies(args))
-            if not isinstance(out, tuple) or len(out) < 3:
-                return None
-            loss = _the_loss(fn, args, out)
-    except Exception:  # noqa: BLE001 - the check itself reports what the loss does
+    out, loss = _ran(fn, args, 3)
+    if out is None:
         return None
     slots = None if loss is None else _slots(args, out, loss)
     if loss is None or slots is None:
