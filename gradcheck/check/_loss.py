@@ -126,7 +126,7 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
     def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)
         for j, d in zip(wanted, ds, strict=True):  # (a dict or list of them: each array)
-            grads[j] = _scaled_all(d, sign * dy) if _ragged(d) else _scaled(d, sign * dy)
+            grads[j] = _scaled_all(d, sign * dy)  # (fwd made every other one an array)
         return grads
 
     return run_protocol_check(fwd, bwd, args, wanted, opts, kind="loss")

@@ -43,7 +43,8 @@ from ._protocol import ProtocolError, clone
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "class_held", "no_grad",
            "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
-           "padded", "parameters", "set_path", "steps", "try_path", "unmatched", "walk"]
+           "multiple_of", "padded", "parameters", "set_path", "steps", "try_path", "unmatched",
+           "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
          ("parameters", "gradients"), ("params", "grad"), ("params", "dparams"),
@@ -169,6 +170,14 @@ class Param:
             raise LayerConventionError(f"parameter {self.name}: its value is not a writable "
                                        "array; give params= a path instead of a callable")
         set_path(layer, self.value, value.copy() if isinstance(value, np.ndarray) else value)
+
+
+def multiple_of(a: Any, b: Any, rtol: float) -> bool:
+    """Whether ``a`` is ``k * b`` for one number ``k`` (least squares), to ``rtol`` and to
+    1e-12 of ``a``'s largest entry; ``a`` and ``b`` of one shape, ``b`` not all zero."""
+    u, v = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    k = float(np.sum(u * v) / np.sum(v * v))
+    return bool(np.allclose(u, k * v, rtol=rtol, atol=1e-12 * float(np.max(np.abs(u)))))
 
 
 # -- the walk --------------------------------------------------------------------------------

@@ -297,13 +297,13 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
     keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
+    if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not mask(x)
+           for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
+        return ret  # constant; a 0/1 mask is)
     held = [p for p, v in walk(obj) if is_float_array(v)]  # W itself before m['W']
     arrays = {last_name(p): p for p in held} | {p: p for p in held if p == last_name(p)}
     params = {arrays.get(k) or arrays.get(k[1:]) or arrays.get(grad_stem(k)): g
               for k, g in ret.items() if k not in keys}
-    if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not mask(x)
-           for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
-        return ret  # constant; a 0/1 mask is)
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)

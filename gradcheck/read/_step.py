@@ -18,6 +18,7 @@ from ._discovery import (
     held_values,
     is_float_array,
     is_float_scalar,
+    multiple_of,
     set_path,
     try_path,
     walk,
@@ -423,10 +424,7 @@ def _decay(proto: Protocol, path: str, change: Any) -> bool:
     if proto.step_attr is not None and "." in proto.step_attr:  # an optimizer's own step
         return False  # (its decay: the gradient handed to it is read instead)
     w = np.asarray(try_path(proto.layer, path.removeprefix(SCALAR)), dtype=np.float64)
-    if w.shape != c.shape or not np.any(w):
-        return False
-    k = float(np.sum(c * w) / np.sum(w * w))
-    return bool(np.allclose(c, k * w, rtol=1e-6, atol=1e-12 * float(np.max(np.abs(c)))))
+    return w.shape == c.shape and bool(np.any(w)) and multiple_of(c, w, 1e-6)
 
 
 def _covers(seen: Any, other: Any) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import is_float_array
+from ._discovery import is_float_array, multiple_of
 from ._layer_call import Protocol
 
 __all__ = ["collinear", "tie", "untie"]
@@ -21,8 +21,9 @@ def tie(proto: Protocol, inputs: Sequence[Any]) -> None:
     out of ``proto.wanted``, with a note; nothing when ``wrt=`` was given."""
     if proto.wrt_given:
         return
-    proto.tied = {k: next(j for j in range(k) if _same(inputs[j], x)) for k, x in enumerate(
-        inputs) if is_float_array(x) and any(_same(inputs[j], x) for j in range(k))}
+    first = {k: next((j for j in range(k) if _same(inputs[j], x)), None) if is_float_array(
+        x) else None for k, x in enumerate(inputs)}
+    proto.tied = {k: j for k, j in first.items() if j is not None}
     proto.wanted = [k for k in proto.wanted if k not in proto.tied]
     for j in sorted(set(proto.tied.values())):
         same = ", ".join(f"x{k}" for k, i in proto.tied.items() if i == j)
@@ -62,8 +63,4 @@ def collinear(a: np.ndarray, b: np.ndarray, scaled: bool) -> bool:
     input's; a layer's ``dh`` may be a multiple of its ``dx`` and still be ``h``'s)."""
     if np.shape(a) != np.shape(b) or not np.any(b):
         return False
-    if not scaled:
-        return bool(np.array_equal(a, b))
-    u, v = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    k = float(np.sum(u * v) / np.sum(v * v))
-    return bool(np.allclose(u, k * v, rtol=1e-5, atol=1e-12 * float(np.max(np.abs(u)))))
+    return multiple_of(a, b, 1e-5) if scaled else bool(np.array_equal(a, b))
