@@ -2,6 +2,8 @@
 119-136 left unread): each with a correct subject that passes and a broken twin that
 fails with a gradient verdict."""
 
+import types
+
 import numpy as np
 import pytest
 
@@ -353,6 +355,38 @@ def test_a_step_with_an_l2_term_the_forward_never_adds_is_a_mismatch(bug, failin
     res = gradcheck.check_layer(_DenseStep(bug), x)
     _expect(res, failing)
     assert any("lr scales the change" in n for n in res.notes), res.notes
+
+
+class _NetStep:
+    """A layer stepping ``W`` and ``b`` itself by the learning rate of the network it is
+    in (``self.nn.learning_rate``), with an L2 term the forward never adds in a twin."""
+
+    def __init__(self, bug=""):
+        rng = np.random.default_rng(418)
+        self.W, self.b, self.bug = rng.standard_normal((3, 2)), np.zeros(2), bug
+        self.nn = types.SimpleNamespace(learning_rate=0.05)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        dW, dx = self.x.T @ dout * (0.5 if self.bug == "half" else 1.0), dout @ self.W.T
+        if self.bug == "l2":
+            dW = dW + 0.01 * self.W
+        self.W = self.W - self.nn.learning_rate * dW
+        self.b = self.b - self.nn.learning_rate * dout.sum(0)
+        return dx
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("l2", ["W"]), ("half", ["W"])])
+def test_a_layers_own_step_by_its_networks_learning_rate_is_read_with_its_decay(bug, failing):
+    """Review 79: a step size one object away was taken for an optimizer object's, and
+    the step with a decay gave no verdict; only a method of that object doing the step
+    makes it the optimizer's (test_an_optimizers_decay_leaves_the_gradient_handed_to_it_read)."""
+    res = gradcheck.check_layer(_NetStep(bug), np.random.default_rng(419).standard_normal((4, 3)))
+    _expect(res, failing)
+    assert any("nn.learning_rate" in n for n in res.notes), res.notes
 
 
 def test_an_adam_like_step_is_still_no_gradient_step():
@@ -1039,6 +1073,48 @@ def test_a_method_returning_a_step_is_no_completing_gradient():
         gradcheck.check_layer(Stepper(), np.random.default_rng(463).standard_normal((4, 1)))
 
 
+_STEP = 0.1  # a module constant a step method scales by
+
+
+class _DefaultStep(_Derived):
+    def derived_params(self, x, delta, lr=0.1):  # lr * (db, dW): a step
+        return lr * np.copy(delta), lr * (delta @ x.T)
+
+
+class _ConstantStep(_Derived):
+    def derived_params(self, x, delta):
+        return _STEP * np.copy(delta), _STEP * (delta @ x.T)
+
+
+class _FarStep(_Derived):
+    def __init__(self):
+        super().__init__()
+        self.net = types.SimpleNamespace(opt=types.SimpleNamespace(lr=0.1))
+
+    def derived_params(self, x, delta):
+        return self.net.opt.lr * np.copy(delta), self.net.opt.lr * (delta @ x.T)
+
+
+@pytest.mark.parametrize("cls, lr", [(_DefaultStep, "lr"), (_ConstantStep, "_STEP"),
+                                     (_FarStep, "net.opt.lr")])
+def test_a_step_scaled_by_a_float_from_outside_the_layer_is_no_completing_gradient(cls, lr):
+    """Review 79: a step size as a default argument, a module constant or two objects
+    away was missed, and the step read as gradients (a correct layer failed)."""
+    with pytest.raises(gradcheck.LayerConventionError, match=rf"returns a step.*double with {lr}"):
+        gradcheck.check_layer(cls(), np.random.default_rng(466).standard_normal((4, 1)))
+
+
+class _DefaultReg(_Derived):
+    def derived_params(self, x, delta, reg=0.0, eps=1e-12):  # floats that scale no step
+        return np.copy(delta), (delta @ x.T + reg * self.W) * (0.5 if self.bug else 1.0) + eps
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["W"])])
+def test_a_completing_method_with_float_defaults_scaling_nothing_is_read(bug, failing):
+    _expect(gradcheck.check_layer(_DefaultReg(bug), np.random.default_rng(467).standard_normal(
+        (4, 1))), failing)
+
+
 def test_a_loss_keeping_its_gradient_unscaled_is_no_other_inputs():
     class MSE:
         def forward(self, y_hat, y):
@@ -1159,3 +1235,84 @@ def test_a_numpy_scalar_gradient_in_a_list_is_scaled_by_the_output_gradient():
 
     res = gradcheck.check_loss(loss, [W, b, s], X)
     assert res.passed, res.report()
+
+
+# -- corpus 158: losses storing per-sample values, a base class's calculate() ---------------
+class _StoredLoss:
+    """nnfs-like base: ``calculate()`` returns the mean of what the forward stored."""
+
+    def calculate(self):
+        return np.mean(self.output)
+
+
+class _StoredMSE(_StoredLoss):
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, y_pred, y_true):
+        self.y_pred, self.y_true = y_pred, y_true
+        self.output = (y_true - y_pred) ** 2
+
+    def backward(self):
+        n = 1 if self.bug == "sum" else self.y_true.size
+        self.input_error = 2 * (self.y_pred - self.y_true) / n
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("sum", ["x0"])])
+def test_a_method_reading_the_stored_losses_after_the_forward_says_their_mean(bug, failing):
+    """``calculate()`` takes no argument and reads ``self.output``: after the forward it
+    returns the losses' mean, so the backward is checked as the mean's gradient."""
+    r = np.random.default_rng(470)
+    res = gradcheck.check_layer(_StoredMSE(bug), r.standard_normal((4, 3)),
+                                r.standard_normal((4, 3)), wrt=["x0"])
+    _expect(res, failing)
+    assert any("calculate(), after the forward, returns their mean" in n for n in res.notes)
+
+
+class _StoredCE:
+    """Per-sample cross-entropy of probabilities against one-hot float targets; the
+    backward takes nothing and stores the prediction's gradient as ``input_error``."""
+
+    def __init__(self, bug=""):
+        self.bug = bug
+
+    def forward(self, y_pred, y_true):
+        self.y_pred, self.y_true = y_pred, y_true
+        self.output = -np.log(np.sum(y_pred * y_true, axis=1))
+
+    def backward(self):
+        self.input_error = (self.y_pred - self.y_true) if self.bug else \
+            -self.y_true / self.y_pred
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("p-t", ["x0"])])
+def test_a_loss_storing_its_gradient_beside_one_hot_float_targets(bug, failing):
+    r = np.random.default_rng(471)
+    p = r.random((4, 5)) + 0.1
+    p /= p.sum(1, keepdims=True)
+    res = gradcheck.check_layer(_StoredCE(bug), p, np.eye(5)[[0, 3, 1, 4]])
+    _expect(res, failing)
+    assert any("x1: the loss's target(s)" in n for n in res.notes), res.notes
+
+
+class _StepRaising:
+    def __init__(self):
+        r = np.random.default_rng(472)
+        self.W, self.b = r.standard_normal((4, 3)), r.standard_normal((1, 3))
+
+    def forward(self, x):
+        self.x = x
+        self.output = x @ self.W + self.b
+
+    def backward(self, err, learning_rate):
+        self.input_error = err @ self.W.T
+        self.W -= learning_rate * (self.x.T @ err)
+        self.b -= learning_rate * err  # (1, 3) -= (3, 3): raises for a batch of 3
+
+
+def test_a_step_that_raises_is_reported_with_the_users_error():
+    res = gradcheck.check_layer(_StepRaising(), np.random.default_rng(473).standard_normal(
+        (3, 4)))
+    assert res.status == "error"
+    assert "given 1.0 for it, it raised ValueError: non-broadcastable" in res.message, \
+        res.message

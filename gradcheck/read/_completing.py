@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ._discovery import set_path, try_path
+from ._discovery import is_float_scalar, set_path, try_path
 from ._layer_call import Protocol, ones_like
 from ._observe import backward_named, default_of, positional_names
 from ._protocol import clone
@@ -53,17 +55,19 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
     return found
 
 
-def scaled_by_held(proto: Protocol, xs: list[Any]) -> bool:
+def scaled_by_held(proto: Protocol, xs: list[Any]) -> str:
     """Whether the parameters' gradients a completing method gives change with a float
-    the layer holds that the output does not depend on, twice as large for twice it: a
-    step size (``sgd_step(x, delta)`` returning ``lr * (db, dW)``), a step, no gradient."""
+    the output does not depend on, twice as large for twice it: a step size
+    (``sgd_step(x, delta)`` returning ``lr * (db, dW)``), a step, no gradient. The floats
+    tried: those the layer holds (:func:`held_floats`, and two objects away), the
+    method's default arguments (``lr=0.1``) and the module constants its code names.
+    Returns the float's name, or "" when none scales them."""
     base, values = proto.layer, [np.asarray(p.read(proto.layer)) for p in proto.params]
     out, cache = proto.run_forward(clone(xs), values)
     ref = proto.run_backward(ones_like(out), clone(cache))[len(xs):]
-    for name in held_floats(base):
-        proto.layer = clone(base)
+    for name, doubled in _doubled(base, proto.then):
         try:
-            set_path(proto.layer, name, float(try_path(proto.layer, name)) * 2.0)
+            proto.layer = doubled()
             again, cache = proto.run_forward(clone(xs), values)
             got = proto.run_backward(ones_like(again), clone(cache))[len(xs):]
         except Exception:  # noqa: BLE001, S112 - no evidence of a step size
@@ -74,5 +78,74 @@ def scaled_by_held(proto: Protocol, xs: list[Any]) -> bool:
                  b is not None and np.any(a)]
         if all(np.array_equal(a, b) for a, b in zip(leaves(out), leaves(again), strict=False)
                ) and pairs and all(np.allclose(b, 2 * a) for a, b in pairs):
-            return True  # (twice the float, twice the results: a step size; a strength
-    return False  # of a term only the gradient has, 0.0 off, is no step)
+            return name  # (twice the float, twice the results: a step size; a strength
+    return ""  # of a term only the gradient has, 0.0 off, is no step)
+
+
+def _doubled(layer: Any, then: str | None) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """Makers of copies of ``layer``, each with one float it may scale a step by doubled:
+    one it holds, one two objects away (``self.net.opt.lr``), a default argument of its
+    method ``then`` or a module constant that method's code names (``LR``)."""
+    def held(name: str) -> Callable[[], Any]:
+        def make() -> Any:
+            other = clone(layer)
+            set_path(other, name, float(try_path(other, name)) * 2.0)
+            return other
+        return make
+    yield from ((n, held(n)) for n in [*held_floats(layer), *_two_away(layer)])
+    fn = inspect.getattr_static(type(layer), then or "", None)
+    if not isinstance(fn, types.FunctionType):
+        return
+    for name, value in _outside_floats(fn):
+        yield name, _with_method(layer, then or "", _rebuilt(fn, name, 2.0 * value))
+
+
+def _two_away(layer: Any) -> list[str]:
+    """The floats held two objects away from ``layer``, as ``owner.inner.name``."""
+    found = []
+    for n, v in vars(layer).items() if hasattr(layer, "__dict__") else ():
+        if _plain_object(v) and v is not layer:
+            found += [f"{n}.{m}.{k}" for m, w in vars(v).items() if _plain_object(w) and
+                      w is not layer for k, u in vars(w).items() if is_float_scalar(u)]
+    return found
+
+
+def _plain_object(v: Any) -> bool:
+    return hasattr(v, "__dict__") and not isinstance(v, (type, np.ndarray, types.ModuleType)
+                                                     ) and not callable(v)
+
+
+def _outside_floats(fn: types.FunctionType) -> list[tuple[str, float]]:
+    """The float default arguments of ``fn`` and the float module constants it names."""
+    found = [(p.name, float(p.default)) for p in inspect.signature(fn).parameters.values()
+             if is_float_scalar(p.default)]
+    return found + [(n, float(fn.__globals__[n])) for n in fn.__code__.co_names
+                    if is_float_scalar(fn.__globals__.get(n))]
+
+
+def _rebuilt(fn: types.FunctionType, name: str, value: float) -> types.FunctionType:
+    """``fn`` with its default argument or module constant ``name`` set to ``value`` (a
+    new function: the user's module and function are left as they were)."""
+    if name in inspect.signature(fn).parameters:
+        new = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                 fn.__closure__)
+        new.__kwdefaults__ = fn.__kwdefaults__
+        names = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        if name in names and fn.__defaults__:
+            k = list(names).index(name) - (len(names) - len(fn.__defaults__))
+            new.__defaults__ = tuple(value if i == k else d for i, d in
+                                     enumerate(fn.__defaults__))
+        elif fn.__kwdefaults__ and name in fn.__kwdefaults__:
+            new.__kwdefaults__ = {**fn.__kwdefaults__, name: value}
+        return new
+    return types.FunctionType(fn.__code__, {**fn.__globals__, name: value}, fn.__name__,
+                              fn.__defaults__, fn.__closure__)
+
+
+def _with_method(layer: Any, name: str, fn: types.FunctionType) -> Callable[[], Any]:
+    """A maker of a copy of ``layer`` whose class has ``fn`` as its method ``name``."""
+    def make() -> Any:
+        other = clone(layer)
+        other.__class__ = type(type(layer).__name__, (type(layer),), {name: fn})
+        return other
+    return make

@@ -148,18 +148,22 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     except LayerConventionError as exc:
         found = method_pair(layer, None if forward == "forward" else forward,
                             None if backward == "backward" else backward, inputs)
-        tried = completing_methods(layer, found[0], found[1])
+        tried, steps = completing_methods(layer, found[0], found[1]), []
         for then in tried:
             try:
                 proto = _discover(*args, then=then)
-                if _leaves_gradients(proto, list(inputs)) and not scaled_by_held(
-                        proto, list(inputs)):  # (lr * (db, dW): a step, no gradient)
+                if not _leaves_gradients(proto, list(inputs)):
+                    continue
+                if not (lr := scaled_by_held(proto, list(inputs))):
                     return proto
+                steps.append(f"; {then}() returns a step, not gradients: its results "
+                             f"double with {lr}")  # (lr * (db, dW))
             except (LayerConventionError, UserCodeError, ProtocolError):
                 continue  # not the method that completes it
         if tried:
             raise LayerConventionError(f"{exc} (tried {', '.join(tried)}() right after the "
-                                       "backward: no gradient found either)") from None
+                                       f"backward: no gradient found either{''.join(steps)})"
+                                       ) from None
         raise
 
 
@@ -238,7 +242,7 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
     try:
         return probe_style(proto, xs, what)
     except UserCodeError as exc:
-        exc.advice = left_at_none(proto, exc)
+        exc.advice = left_at_none(proto, exc, xs)
         saved = (list(proto.notes), proto.style, proto.order)
         if first_of_several(proto, xs, returned, exc):
             proto.out_path = FIRST

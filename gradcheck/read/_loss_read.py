@@ -15,10 +15,10 @@ import numpy as np
 from ._conventions import label_like
 from ._discovery import float_scalars, try_path
 from ._feed import unread_store
-from ._layer_call import Protocol, takes_no_gradient
+from ._layer_call import Protocol, ones_like, takes_no_gradient
 from ._observe import float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
-from ._reading import describe, leaves, read_output
+from ._reading import STEP, describe, leaves, probe, read_output
 
 __all__ = ["as_prediction", "given_loss", "given_targets", "labels_of", "left_at_none",
            "loss_part", "loss_stored", "more_than_dout", "moving_part", "pick_prediction",
@@ -34,7 +34,7 @@ def more_than_dout(what: str, targets: bool = False) -> str:
         "your code does")
 
 
-def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
+def left_at_none(proto: Protocol, exc: UserCodeError, xs: list[Any]) -> str:
     """Advice for a backward that raised when given the output gradient alone while
     further arguments of it were None (a loss's targets), read from its frame."""
     what = f"{type(proto.layer).__name__}.{proto.backward}"
@@ -43,10 +43,11 @@ def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
     if exc.ours and isinstance(exc.exc, TypeError) and re.search(
             r"missing 1 required positional argument: '(learning_rate|lr|eta|step_size|"
             r"lrate)'", exc.text):  # the step reading was tried: not one
-        return (f"; {what} takes a step size: given 1.0 for it, no reading as a gradient "
-                "step was found (it raised, or the change it made to the weights or what it "
-                "returned was not twice as large for twice the output gradient); check it "
-                "with check_vjp(fwd, bwd, inputs), bwd calling it as your code does")
+        return (f"; {what} takes a step size: given 1.0 for it, {_step_raised(proto, xs)}"
+                "no reading as a gradient step was found (it raised, or the change it made "
+                "to the weights or what it returned was not twice as large for twice the "
+                "output gradient); check it with check_vjp(fwd, bwd, inputs), bwd calling "
+                "it as your code does")
     if exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
         return more_than_dout(what)
     left = _none_arguments(exc.exc, proto.backward)
@@ -57,6 +58,19 @@ def left_at_none(proto: Protocol, exc: UserCodeError) -> str:
             "differentiates something the forward does not return, so check_layer cannot "
             "check it; check that loss as a function, its targets fixed inside: "
             "check_loss(lambda x: (loss(x), gradient(x)), x)")
+
+
+def _step_raised(proto: Protocol, xs: list[Any]) -> str:
+    """What ``backward(dout, 1.0)`` raised in the user's code, said so, or ""."""
+    if proto.draws is None:
+        return ""
+    try:
+        probe(proto.layer, proto.forward, proto.backward, xs, proto.draws, ("step", [None, STEP]),
+              proto.out_path, ones_like, proto.then)
+    except UserCodeError as exc:
+        return "" if exc.ours else f"it raised {exc.type}: {exc.text}" + (
+            f" (at {exc.where}); " if exc.where else "; ")
+    return ""
 
 
 def _none_arguments(exc: BaseException, name: str) -> list[str]:
@@ -190,6 +204,8 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
         if value.size == 1 and value.dtype.kind in "fiu" and np.isclose(
                 float(value.reshape(())), float(y.mean()), rtol=1e-9, atol=0):
             return "mean", f"{name} returns their mean"
+    if (name := _mean_after_forward(proto, first, y)) is not None:
+        return "mean", f"{name}(), after the forward, returns their mean"
     if raised:  # it could have said: mean or sum is not observed
         name, error = raised[0]
         raise ProtocolError("bad-protocol", (
@@ -199,6 +215,34 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
             f"{type(error).__name__}: {error}; put the layer in the state your training loop "
             "does before checking it (a method it calls first), and check again"))
     return "sum", "each one's upstream gradient is one; no method returns their mean"
+
+
+def _mean_after_forward(proto: Protocol, first: Any, y: np.ndarray) -> str | None:
+    """The method taking no argument whose code reads the attribute the forward stores
+    its output at (``calculate()`` returning ``np.mean(self.output)``) and which, after
+    the forward, returns the mean of that output; None if none does."""
+    at = proto.out_path
+    if not at or not at.isidentifier():
+        return None
+    for name in dir(type(proto.layer)):
+        fn = inspect.getattr_static(type(proto.layer), name, None)
+        if name.startswith("_") or name in (proto.forward, proto.backward, proto.then) or \
+                not inspect.isfunction(fn) or at not in fn.__code__.co_names or \
+                (positional_names(fn, required=True) or [None]) != [
+                    next(iter(inspect.signature(fn).parameters), None)]:
+            continue  # (self alone)
+        try:
+            if proto.draws is not None:
+                proto.draws.reset()
+            obj = clone(proto.layer)
+            getattr(obj, proto.forward)(*clone(first.xs))
+            value = np.asarray(getattr(obj, name)())
+        except Exception:  # noqa: BLE001, S112 - no evidence of the reduction
+            continue
+        if value.size == 1 and value.dtype.kind == "f" and np.isclose(
+                float(value.reshape(())), float(y.mean()), rtol=1e-9, atol=0):
+            return name
+    return None
 
 
 def _counting(fn: Any, ran: list[int]) -> Any:
@@ -219,7 +263,8 @@ def given_targets(proto: Protocol, xs: list[Any]) -> None:
     without ``wrt=``: the inputs holding labels are its targets, constants, when another
     float input holds none (its gradient is the prediction's)."""
     labels = labels_of(proto, xs)
-    if proto.style != "given" or proto.wrt_given or all(labels[k] for k in proto.wanted):
+    if proto.style not in ("given", "none") or proto.wrt_given or all(
+            labels[k] for k in proto.wanted):
         return
     targets = [k for k in proto.wanted if labels[k]]
     if targets:

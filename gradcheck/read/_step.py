@@ -27,6 +27,7 @@ from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone
 from ._reading import BATCH, STEP, batch_size, forward_output, leaves, read_output
+from ._watch import watched
 
 __all__ = ["SCALAR", "constant_scalars", "takes_a_step"]
 
@@ -310,7 +311,7 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
         twice, none = _stepped(proto, xs, 1.0, 2.0), _stepped(proto, xs, 1.0, 0.0)  # constant
         if twice is None or none is None or not all(np.allclose(  # term, a decay of the
                 twice[1][p] - d1[p], d1[p] - none[1][p], rtol=1e-6,  # weight itself (an L2
-                atol=1e-12 + 2 * scale.get(p, 0.0)) and _decay(proto, p, none[1][p])  # term)
+                atol=1e-12 + 2 * scale.get(p, 0.0)) and _decay(proto, xs, p, none[1][p])  # term)
                 for p in moved):  # is a gradient bug; another (momentum's) no step read
             return False
     if not _same_return(r1, r2):  # what it returns depends on the step it took
@@ -363,9 +364,7 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
         dy = times(uneven(ones_like(out)), g)
         if proto.step_attr is not None:  # the step size the layer holds
             set_path(layer, proto.step_attr, a)
-        ret = getattr(layer, proto.backward)(*[dy if k is None else a if k == STEP else
-                                               clone(xs[k]) for k in proto.order or (
-                                                   [None] if proto.step_attr else [None, STEP])])
+        ret = getattr(layer, proto.backward)(*_step_args(proto, xs, dy, a))
     except Exception:  # noqa: BLE001 - not a step size
         return None
     now = {p: v for p, v in walk(layer) if is_float_array(v)} | {
@@ -377,6 +376,30 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
                  if p in now and _broadcasts(now[p].shape, old.shape)} | {
         f"<made>{p}": v for p, v in made.items()} | floats, {p: _rounding(now[p])
                                                             for p in now}
+
+
+def _step_args(proto: Protocol, xs: list[Any], dy: Any, a: float) -> list[Any]:
+    """The backward's arguments in ``proto.order``: ``dy``, the step size ``a`` and
+    copies of the inputs."""
+    return [dy if k is None else a if k == STEP else clone(xs[k]) for k in proto.order or (
+        [None] if proto.step_attr else [None, STEP])]
+
+
+def _owner_called(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the backward calls a method of the object holding the step size (an
+    optimizer's own step, ``self.optimizer.optim(w, dw)``), not only reads its float
+    (``self.nn.learning_rate`` in the layer's own step); True when it cannot be told."""
+    assert proto.draws is not None and proto.step_attr is not None
+    layer = clone(proto.layer)
+    owner = try_path(layer, proto.step_attr.rsplit(".", 1)[0])
+    proto.draws.reset()
+    try:
+        out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
+        with watched(owner, set()) as ran:
+            getattr(layer, proto.backward)(*_step_args(proto, xs, uneven(ones_like(out)), 1.0))
+    except Exception:  # noqa: BLE001 - no evidence: read as the optimizer's
+        return True
+    return bool(ran)
 
 
 def _made(seen: Any) -> list[np.ndarray]:
@@ -414,17 +437,18 @@ def _scaled(a: Any, b: Any) -> bool:
         np.allclose(v, 2 * u, rtol=1e-9, atol=0) for u, v in arrays)
 
 
-def _decay(proto: Protocol, path: str, change: Any) -> bool:
+def _decay(proto: Protocol, xs: list[Any], path: str, change: Any) -> bool:
     """Whether the change a step makes for a zero gradient is none, or proportional to
     the array it steps (weight decay, ``W -= lr * (dW + lam * W)``, in the layer's own
     step), not a velocity's (``v = mu * v + g``) nor an optimizer object's decay."""
     c = np.asarray(change, dtype=np.float64)
     if not np.any(c):
         return True
-    if proto.step_attr is not None and "." in proto.step_attr:  # an optimizer's own step
-        return False  # (its decay: the gradient handed to it is read instead)
     w = np.asarray(try_path(proto.layer, path.removeprefix(SCALAR)), dtype=np.float64)
-    return w.shape == c.shape and bool(np.any(w)) and multiple_of(c, w, 1e-6)
+    if not (w.shape == c.shape and bool(np.any(w)) and multiple_of(c, w, 1e-6)):
+        return False
+    return proto.step_attr is None or "." not in proto.step_attr or not _owner_called(
+        proto, xs)  # an optimizer's own step: its decay, the gradient handed to it read
 
 
 def _covers(seen: Any, other: Any) -> bool:
