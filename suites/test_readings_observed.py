@@ -3,6 +3,7 @@
 fails with a gradient verdict."""
 
 import types
+from functools import partial
 
 import numpy as np
 import pytest
@@ -1316,3 +1317,255 @@ def test_a_step_that_raises_is_reported_with_the_users_error():
     assert res.status == "error"
     assert "given 1.0 for it, it raised ValueError: non-broadcastable" in res.message, \
         res.message
+
+
+# -- corpus 162: float scalar gains beside their stored gradients; a received gradient kept --
+class _ScalarGain:
+    """``y = a * x + c`` with float scalars ``a`` and ``c`` held in a dict; the backward
+    stores their gradients beside them (per feature, never summed, in the ``cols`` twin)."""
+
+    def __init__(self, bug=""):
+        self.cache, self.bug = {"a": 1.7, "c": 0.2}, bug
+
+    def forward(self, x):
+        self.x = x
+        return self.cache["a"] * x + self.cache["c"]
+
+    def backward(self, dout):
+        da = (dout * self.x).sum(0)
+        self.cache["da"] = da if self.bug == "cols" else float(da.sum()) * (
+            0.5 if self.bug == "half" else 1.0)
+        self.cache["dc"] = float(dout.sum())
+        return self.cache["a"] * dout
+
+
+@pytest.mark.parametrize("bug, status", [("", "ok"), ("half", "mismatch"),
+                                         ("cols", "shape-mismatch")])
+def test_a_float_scalar_is_checked_by_the_gradient_stored_under_its_name(bug, status):
+    """Review of corpus 162: a scalar gamma beside a (D,) dgamma was held constant and a
+    wrong layer passed."""
+    res = gradcheck.check_layer(_ScalarGain(bug), np.random.default_rng(474).standard_normal(
+        (6, 4)))
+    assert res.status == status, res.report()
+    assert [i.name for i in res.inputs if not i.passed] == (["cache['a']"] if bug else []), \
+        res.report()
+
+
+class _Received:
+    """A dense layer keeping the gradient it receives as ``d_input`` and returning its
+    input's."""
+
+    def __init__(self, n_in, n_out, seed, bug=""):
+        r = np.random.default_rng(seed)
+        self.W, self.b, self.bug = r.standard_normal((n_in, n_out)), r.standard_normal(n_out), bug
+
+    def forward(self, input):
+        self.input = input
+        return input @ self.W + self.b
+
+    def backward(self, d_input):
+        self.d_input = d_input
+        self.dW = self.input.T @ d_input * (0.5 if self.bug else 1.0)
+        self.db = d_input.sum(0)
+        return d_input @ self.W.T
+
+
+class _Chain:
+    def __init__(self, *layers):
+        self.layers = list(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def backward(self, d):
+        for layer in reversed(self.layers):
+            d = layer.backward(d)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["layers[0].W"])])
+def test_a_gradient_a_sub_layer_received_and_kept_is_no_input_gradient(bug, failing):
+    """Corpus 162: ``layers[0].d_input`` is what the first layer was given, not the
+    container's input gradient; read so, a correct container failed in x0."""
+    res = gradcheck.check_layer(_Chain(_Received(3, 3, 475, bug), _Received(3, 3, 476)),
+                                np.random.default_rng(477).standard_normal((4, 3)))
+    _expect(res, failing)
+    assert [i.status for i in res.inputs if i.name == "x0"] == ["constant"], res.report()
+
+
+# -- corpus 157: a function normalising its argument in place --------------------------------
+def _cube_normalised(x):
+    x /= x.sum()  # in place
+    return np.sum(x ** 3)
+
+
+def _cube_normalised_grad(x, bug=False):
+    s = x.sum()
+    u = x / s
+    gu = 3 * u ** 2
+    return (gu - (0.0 if bug else (gu * u).sum())) / s
+
+
+@pytest.mark.parametrize("bug, status", [(False, "mutation"), (True, "mismatch")])
+def test_check_grad_of_a_function_writing_into_its_point(bug, status):
+    """The point written in place was taken as the backward's: a right gradient failed."""
+    x = np.random.default_rng(478).uniform(0.5, 1.5, 5)
+    res = gradcheck.check_grad(_cube_normalised, partial(_cube_normalised_grad, bug=bug), x)
+    assert res.status == status, res.report()
+    assert [i.status for i in res.inputs] == ["mismatch" if bug else "ok"], res.report()
+
+
+def _cce_in_place(labels, predictions):
+    predictions /= np.sum(predictions, axis=0, keepdims=True)
+    return -np.sum(labels * np.log(predictions))
+
+
+def _cce_in_place_grad(labels, predictions):
+    return -labels / predictions + labels.sum(0, keepdims=True) / predictions.sum(
+        0, keepdims=True)
+
+
+def _cce_in_place_twin(labels, predictions):  # the softmax-and-CE gradient, for no softmax
+    return predictions - labels
+
+
+@pytest.mark.parametrize("bug, status", [(False, "mutation"), (True, "mismatch")])
+def test_a_loss_normalising_a_normal_point_in_place_is_seen_writing(bug, status):
+    """Normalising in place a point already normal writes nothing there, only at the
+    finite differences' moved points: every element read as a kink (inconclusive)."""
+    y = np.eye(4, 3)
+    p = np.random.default_rng(479).uniform(0.1, 1.0, (4, 3))
+    p /= p.sum(0, keepdims=True)
+    res = gradcheck.check_vjp(_cce_in_place, _cce_in_place_twin if bug else _cce_in_place_grad,
+                              [y, p])
+    assert res.status == status, res.report()
+
+
+# -- corpus 160: gradient slots that start as empty lists -----------------------------------
+class _ListSlots:
+    def __init__(self, bug=False):
+        self.W, self.bug = np.random.default_rng(480).standard_normal((3, 2)), bug
+        self.grads = {"W": []}  # a placeholder, rebound by the backward
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, d):
+        self.grads["W"] = self.x.T @ d * (0.5 if self.bug else 1.0)
+        return d @ self.W.T
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["W"])])
+def test_a_gradient_slot_starting_as_an_empty_list(bug, failing):
+    """The slot's [] was subtracted from the gradient: gradcheck's own error, blamed on
+    the backward."""
+    _expect(gradcheck.check_layer(_ListSlots(bug), np.random.default_rng(481).standard_normal(
+        (4, 3))), failing)
+
+
+# -- corpus 157: an input gradient returned as a list of numbers ------------------------------
+class _ListDx:
+    def __init__(self, bug=""):
+        r = np.random.default_rng(482)
+        self.weights, self.biases, self.bug = r.standard_normal((4, 3)), r.standard_normal(3), bug
+
+    def forward_pass(self, inp):
+        self._inputs = inp
+        self._out = np.tanh(inp @ self.weights + self.biases)
+        return self._out
+
+    def backward_pass(self, delta):
+        err = delta * (1 - self._out ** 2)
+        self._gradient_b, self._gradient_w = err, np.outer(self._inputs, err)
+        w = self.weights * (0.5 if self.bug else 1.0)
+        new_delta = [float(np.dot(err, w[i])) for i in range(len(self._inputs))]
+        return new_delta, self._gradient_w, self._gradient_b
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["x0"])])
+def test_an_input_gradient_returned_as_a_list_of_numbers(bug, failing):
+    _expect(gradcheck.check_layer(_ListDx(bug), np.random.default_rng(483).standard_normal(4)),
+            failing)
+
+
+# -- corpus 157: arrays named with a prefix their gradients drop (bn_gamma, d_gamma) ----------
+class _PrefixedNorm:
+    def __init__(self, bug=""):
+        r = np.random.default_rng(484)
+        self.bn_gamma, self.bn_beta = 1 + 0.3 * r.standard_normal((1, 3)), r.standard_normal((1, 3))
+        self.bug = bug
+
+    def forward(self, x):
+        self.var = x.var(0, keepdims=True)
+        self.xh = (x - x.mean(0, keepdims=True)) / np.sqrt(self.var + 1e-5)
+        return self.bn_gamma * self.xh + self.bn_beta
+
+    def backward(self, d):
+        self.d_gamma = (d * self.xh).sum(0, keepdims=True) * (0.5 if self.bug else 1.0)
+        self.d_beta = d.sum(0, keepdims=True)
+        dxh = d * self.bn_gamma
+        return (dxh - dxh.mean(0) - self.xh * (dxh * self.xh).mean(0)) / np.sqrt(self.var + 1e-5)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["bn_gamma"])])
+def test_a_prefixed_array_is_paired_with_the_gradient_named_for_its_last_part(bug, failing):
+    res = gradcheck.check_layer(_PrefixedNorm(bug), np.random.default_rng(485).standard_normal(
+        (5, 3)))
+    _expect(res, failing)
+    assert [i.name for i in res.inputs] == ["x0", "bn_gamma", "bn_beta"], res.report()
+
+
+# -- corpus 161: (probs, loss) = forward(ids, labels); backward(labels) ------------------------
+class _Tagger:
+    def __init__(self, bug=""):
+        r = np.random.default_rng(486)
+        self.E, self.b, self.bug = r.standard_normal((6, 4)), r.standard_normal(4), bug
+
+    def forward(self, ids, labels=None):
+        self.ids = ids
+        z = self.E[ids] + self.b
+        e = np.exp(z - z.max(-1, keepdims=True))
+        self.probs = e / e.sum(-1, keepdims=True)
+        loss = None if labels is None else -np.mean(np.log(
+            self.probs[np.arange(len(ids)), labels]))
+        return self.probs, loss
+
+    def backward(self, labels):
+        d = self.probs.copy()
+        d[np.arange(len(labels)), labels] -= 1
+        d /= len(labels) * (2 if self.bug else 1)
+        self.dE = np.zeros_like(self.E)
+        np.add.at(self.dE, self.ids, d)
+        self.db = d.sum(axis=0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("twice", ["E", "b"])])
+def test_a_model_returning_probabilities_and_loss_whose_backward_takes_the_labels(bug, failing):
+    res = gradcheck.check_layer(_Tagger(bug), np.array([0, 3, 3, 5]), np.array([1, 0, 2, 3]))
+    _expect(res, failing)
+    assert any("the one float scalar, part 1, is the loss" in n for n in res.notes), res.notes
+
+
+# -- corpus 162: a model's __call__ handing its arguments to forward_propagation -------------
+class _CallingModel:
+    def __init__(self, bug=""):
+        self.layer = _Received(3, 3, 487, bug)
+
+    def __call__(self, inputs, is_optimizing=True):
+        return self.forward_propagation(inputs, is_optimizing)
+
+    def forward_propagation(self, inputs, is_optimizing=True):
+        return self.layer.forward(inputs)
+
+    def backward_propagation(self, doutputs):
+        return self.layer.backward(doutputs)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["layer.W"])])
+def test_a_call_wrapping_a_named_forward_is_no_rival_forward(bug, failing):
+    res = gradcheck.check_layer(_CallingModel(bug), np.random.default_rng(488).standard_normal(
+        (4, 3)))
+    _expect(res, failing)
+    assert any("forward_propagation (forward) and backward_propagation" in n for n in res.notes)

@@ -59,6 +59,7 @@ from ._mutation import (
     on_copies,
     on_fresh_cache,
     second_backward,
+    writes_elsewhere,
 )
 from ._numeric import F64, Runner, generator
 from ._options import DEFAULT_RTOL, Options, validate_options
@@ -130,6 +131,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                     chosen: set[Any], rng: np.random.Generator) -> _Called:
     """Forward twice, backward twice: every protocol rule, then the gradients."""
     _finite_point(prep)
+    writes_elsewhere(fwd, prep)
     saved = [snapshot(v) for v in prep.leaves]
     outputs, arrays, cache = _forward_twice(fwd, prep, saved)
     dy_leaves = outputs.cotangent(arrays, rng)

@@ -54,8 +54,9 @@ def check_grad(
     if y0.ndim != 0 and y0.size != 1:
         raise ValueError(f"check_grad: f must return a scalar, got shape {y0.shape}")
 
-    def fwd(x_: Any) -> tuple[Any, Any]:
-        return np.asarray(f(x_, *copy.deepcopy(args))).reshape(()), x_
+    def fwd(x_: Any) -> tuple[Any, Any]:  # the point as given: f may write into x_
+        given = copy.deepcopy(x_)
+        return np.asarray(f(x_, *copy.deepcopy(args))).reshape(()), given
 
     unit: list[str] = []
 

@@ -424,7 +424,12 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
                            method="", mode="", evaluations=1, backward_calls=0, seed=seed,
                            name=name, kind=kind)
     hint = exc.advice
-    if not hint and exc.ours and isinstance(exc.exc, TypeError) and "were given" in exc.text:
+    if not hint and exc.ours and isinstance(exc.exc, TypeError) and re.search(
+            r"takes 1 positional argument but \d+ were given", exc.text):
+        hint = ("; it takes no input: it reads what it works on from the object (set there "
+                "by the caller), which check_layer cannot observe; check it through functions "
+                "that set those attributes and call it: check_vjp(fwd, bwd, [x])")
+    elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "were given" in exc.text:
         hint = ("; check_layer gives the forward every input, positionally: pass only the "
                 "forward's own arguments (the targets of a cost it never computes are not)")
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text \

@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..read._protocol import ProtocolError, changed_at
+from ..read._protocol import ProtocolError, changed_at, snapshot
+from ._leaves import _Inputs
 
 __all__ = ["WROTE_DY", "CacheWrite", "FilledBuffers", "ForwardMutation", "aliasing",
-           "cache_written", "final_status", "on_copies", "on_fresh_cache", "second_backward"]
+           "cache_written", "final_status", "on_copies", "on_fresh_cache", "second_backward",
+           "writes_elsewhere"]
 
 WROTE_DY = "backward modified dy (the output gradient) in place"
 
@@ -145,3 +147,23 @@ def final_status(status: str, message: str, notes: list[str],
             "call), but a caller that reads dy again (a residual connection, a branch) gets "
             "the overwritten values; return a new array (dout * mask) instead")
     return status, message
+
+
+def writes_elsewhere(fwd: Callable[..., Any], prep: _Inputs) -> None:
+    """A forward writing into an input only where that changes it (normalising in place
+    a point already normal): called once, before the check's own calls, on a copy of the
+    point moved a little; a write there is a :class:`ForwardMutation` (the finite
+    differences' moved points would be rewritten)."""
+    moved = list(prep.leaves)
+    for i in prep.diff:
+        v = np.asarray(prep.leaves[i])
+        moved[i] = (v * (1 + 1e-3 * np.cos(np.arange(v.size))).reshape(v.shape)).astype(v.dtype)
+    keep = [snapshot(v) for v in moved]
+    try:
+        built = prep.tree.build(moved)
+        _ = fwd(**built) if prep.as_kwargs else fwd(*built)
+    except Exception:  # noqa: BLE001 - the user's code at another point: no evidence here
+        return
+    for i in prep.diff:
+        if changed_at(keep[i], moved[i]) is not None:
+            raise ForwardMutation(prep.tree.names[i])

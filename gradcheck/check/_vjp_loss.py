@@ -39,8 +39,9 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     if np.size(loss) != 1 or np.asarray(loss).dtype.kind != "f":
         return None
 
-    def forward(*a: Any) -> tuple[Any, Any]:
-        return fwd(*a), a
+    def forward(*a: Any) -> tuple[Any, Any]:  # the arguments as given: fwd may write
+        given = copy.deepcopy(a)  # into them
+        return fwd(*a), given
 
     head = ("fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
             "gradient: ")

@@ -33,7 +33,7 @@ from ._protocol import ProtocolError, UserCodeError, clone
 from ._reading import forward_output, leaves, probe
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
-           "held_labels", "named_in_wrt",
+           "held_labels", "named_in_wrt", "scalar_grads",
            "moves_with_dout", "persistent_arrays", "rebuilt_once", "stale_slot"]
 
 
@@ -270,6 +270,30 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
                 f"{np.shape(cands[named])}, expected {a.shape}"), at=(path, a))
+
+
+def scalar_grads(base: Any, found: list[Param], cands: dict[str, np.ndarray], first: Any
+                 ) -> list[Param]:
+    """The float scalars of ``base`` not in ``found`` whose gradient the backward (of the
+    probe ``first``) stored under their name, as an array or a float it created or
+    changed (``cache['dgamma']`` for ``cache['gamma']``): size 1, a parameter; of more
+    numbers, a ``shape-mismatch`` (``(D,)`` for one gain: never summed)."""
+    used = {q for p in found for q in (p.value, p.grad) if isinstance(q, str)}
+    cands = cands | {p: np.asarray(try_path(first.after, p)) for p in float_scalars(
+        first.after) if try_path(first.init, p) != try_path(first.after, p)}
+    got = []
+    for path in float_scalars(base):
+        ghost = {k: np.empty(()) for k in cands if k not in used}
+        named = None if path in used else grad_of(path, (), ghost)
+        if named is None:
+            continue
+        if np.size(cands[named]) != 1:
+            raise ProtocolError("shape-mismatch", (
+                f"gradient of {path} (stored in {named}) has shape "
+                f"{np.shape(cands[named])}, expected () (a float scalar)"), at=(
+                    path, np.asarray(try_path(base, path))))
+        got.append(Param(path, path, named))
+    return got
 
 
 def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray]

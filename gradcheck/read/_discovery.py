@@ -394,7 +394,8 @@ def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[
         exact = [g for g in names if g in after_attrs]  # dW as written wins over dw
         other = [s[0] for g in names if len(s := spelled.get(g.lower(), [])) == 1]
         g = next((g for g in exact or other if g != k), None)  # dAlpha for alpha
-        if g is not None and _fits(v, after_attrs.get(g)):
+        if g is not None and (_fits(v, after_attrs.get(g)) or is_float_scalar(v) and
+                              is_float_array(after_attrs.get(g))):  # (D,) for a scalar: stated
             yield Param(_join(path, k, True), _join(path, k, True), _join(path, g, True))
         elif g is None:  # keyed by its name in a dict of gradients: grads['alpha']
             box = next((b for b in GRAD_BOXES if isinstance(after_attrs.get(b), dict)

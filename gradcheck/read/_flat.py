@@ -287,6 +287,7 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     named ``d`` + each of the forward's inputs ``names`` and each array (``{'dx': dx,
     'dh_prev': dh, 'dW': dW}``, one key for each float array among the inputs ``xs``) as
     ``(dx, dh, {'W': dW})``; anything else as it is."""
+    ret = _numbers_listed(ret, xs)
     if isinstance(ret, list) and isinstance(named := paired(ret, obj), dict):
         return (None, named)  # [[W, dW], name]: no input's gradient, the parameters' by name
     if isinstance(ret, tuple) and len(ret) > 1 and isinstance(ret[-1], list) and \
@@ -307,6 +308,18 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)
+
+
+def _numbers_listed(ret: Any, xs: Any) -> Any:
+    """``ret`` with its first item, when a tuple's and a list of float numbers as many as
+    the one input array's elements (``[np.dot(err, W[i]) for i in range(n)]``), made an
+    array of that input's shape; anything else as it is."""
+    arrays = [x for x in xs if is_float_array(x)]
+    if not (isinstance(ret, tuple) and len(ret) > 1 and isinstance(ret[0], list) and
+            len(arrays) == 1 and len(ret[0]) == arrays[0].size > 1 and all(
+                isinstance(v, (float, np.floating)) for v in ret[0])):
+        return ret
+    return (np.array(ret[0], dtype=arrays[0].dtype).reshape(arrays[0].shape), *ret[1:])
 
 
 def _flattened(d: Any) -> dict[str, Any] | None:

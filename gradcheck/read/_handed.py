@@ -25,7 +25,7 @@ import numpy as np
 from ._discovery import get_path, is_float_array, try_path, walk
 from ._observe import same_but_unit
 
-__all__ = ["Handed", "attached", "find_handed", "held_objects", "listen"]
+__all__ = ["Handed", "attached", "find_handed", "held_objects", "listen", "received"]
 
 Log = dict[tuple[str, str], list[tuple[Any, ...]]]
 
@@ -86,6 +86,24 @@ def _recorder(method: Callable[..., Any], calls: list[tuple[Any, ...]]) -> Calla
         calls.append(args + tuple(kwargs.values()))
         return method(*args, **kwargs)
     return record
+
+
+def received(layer: Any, xs: list[Any], backward: Callable[[Any, list[Any]], Any]) -> set[str]:
+    """Paths of the arrays the sub-objects of ``layer`` keep after ``backward(layer,
+    xs)`` that are the very arrays one of their methods was given in it (``self.d_input
+    = d_input``: the gradient a sub-layer received, not one it computed)."""
+    owners = {p: _methods(v) for p, v in walk(layer) if _user_object(v)}
+    if not owners:
+        return set()
+    log = listen(layer, owners)
+    try:
+        backward(layer, xs)
+    except Exception:  # noqa: BLE001 - called otherwise than the reading found: no evidence
+        return set()
+    given = {id(a) for calls in log.values() for args in calls for a in args
+             if isinstance(a, np.ndarray)}  # (kept alive by the log: ids are unique)
+    return {p for p, v in walk(layer) if is_float_array(v) and id(v) in given and
+            any(p.startswith(o) and p != o for o in owners)}
 
 
 def find_handed(layer: Any, xs: list[Any], missing: list[str],

@@ -468,7 +468,8 @@ def _change(after: Any, before: np.ndarray | None, scale: Any) -> Any:
     if after is None:
         return None
     raw = np.asarray(after)
-    g = np.asarray(after, dtype=np.float64) - before if before is not None else raw.copy()
+    g = np.asarray(after, dtype=np.float64) - before if before is not None and np.shape(
+        before) == raw.shape else raw.copy()  # (a [] placeholder rebound: no change read)
     if scale is not None:
         g = g * scale
     return g.astype(raw.dtype, copy=False) if raw.dtype.kind == "f" else g

@@ -31,13 +31,12 @@ from ._conventions import zero_one
 from ._depends import (
     held_labels,
     keeps_input,
-    misshapen_input,
     misshapen_param,
     moves_output,
-    moves_with_dout,
     named_in_wrt,
     persistent_arrays,
     rebuilt_once,
+    scalar_grads,
     stale_slot,
 )
 from ._discovery import (
@@ -54,7 +53,7 @@ from ._discovery import (
 )
 from ._feed import fed_by
 from ._flat import FLAT, flat_note, flat_return, whole_return
-from ._handed import Handed, attached, find_handed, held_objects
+from ._handed import Handed, attached, find_handed, held_objects, received
 from ._layer_call import (
     Protocol,
     call_layer,
@@ -67,7 +66,6 @@ from ._layer_call import (
 from ._loss_read import (
     as_prediction,
     given_loss,
-    given_targets,
     labels_of,
     left_at_none,
     loss_part,
@@ -76,7 +74,7 @@ from ._loss_read import (
     pick_prediction,
     settle,
 )
-from ._observe import float_state, grad_of, method_pair, positional_names
+from ._observe import float_state, method_pair, positional_names
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     CACHE,
@@ -87,7 +85,6 @@ from ._reading import (
     GlobalDraws,
     call_backward,
     call_style,
-    describe,
     forward_output,
     linear,
     match_stored,
@@ -100,7 +97,8 @@ from ._redrawn import lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
 from ._step import constant_scalars, takes_a_step
-from ._tied import collinear, tie, untie
+from ._stored_inputs import inputs_read, inputs_wanting
+from ._tied import tie, untie
 from ._tokens import spread_cache
 from ._told import observed_error
 
@@ -224,12 +222,12 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     first = _probe(proto, xs, what, returned if output is None else None)
     untie(proto, first.ret)
     if named == []:
-        _inputs_read(proto, first, {})
+        inputs_read(proto, first, {})
         return proto
     if named is not None:
         _resolve_named(layer, first.init, first.after, named, params, grads)
         proto.params = named
-        _inputs_read(proto, first, {})
+        inputs_read(proto, first, {})
         return proto
     _read_parameters(proto, first, xs, rng)
     return proto
@@ -402,11 +400,11 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                        " its first forward: made once on a copy, every evaluation starts there")
         missing = [p for p in unmatched(first.init, found) if p in held or p in persistent]
     proto.layer = base
-    missing = held_labels(proto, named_in_wrt(proto, missing, first.stored), first)
-    if proto.out_path in missing:  # a forward adding into its output: a buffer it reads
-        missing = [p for p in missing if p != proto.out_path]
-        proto.note(f"{proto.out_path} holds the output, which the forward adds into: its "
-                   "value before the call is no parameter (not checked)")
+    missing = _not_output(proto, held_labels(proto, named_in_wrt(proto, missing,
+                                                                first.stored), first))
+    if first.ret is None and held_objects(first.init):  # (a sub-layer's d_input = d_input)
+        gone = received(*clone((first.init, first.xs)), _backward_of(proto, first.out))
+        first.stored = {k: v for k, v in first.stored.items() if k not in gone}
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in first.stored.items() if k not in used}
     cands = rows_as_columns(cands) if proto.row else cands  # (a row for a column)
@@ -424,21 +422,29 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
     observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)
     found = [p for p in found if p.value not in {q.value for q in observed}] + observed
-    grads = {g for q in observed for g in (q.grad,) if isinstance(g, str)}
-    grads |= set(proto.stored_inputs.values())
+    grads = {q.grad for q in observed if isinstance(q.grad, str)} | set(
+        proto.stored_inputs.values())
     state = [p for p in missing if p not in moving and p not in grads and p not in proto.flags]
     if state:
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
-    left = [p for p in moving if p not in {q.value for q in observed}]
-    if left:
+    if left := [p for p in moving if p not in {q.value for q in observed}]:
         misshapen_param(left, base, cands, first, claimed=grads)
         raise observed_error(layer, left, first, cands, found)
+    found += scalar_grads(base, found, cands, first)
     proto.params = [stale_slot(base, first, p) for p in found]
-    _inputs_read(proto, first, proto.stored_inputs, params=bool(found),
-                 claimed=frozenset(g for p in found for g in (p.grad, p.value)
-                                   if isinstance(g, str)))  # (a step moves the weights)
+    inputs_read(proto, first, proto.stored_inputs, params=bool(found),
+                claimed=frozenset(g for p in found for g in (p.grad, p.value)
+                                  if isinstance(g, str)))  # (a step moves the weights)
     second_places(proto, first)
     proto.note(constant_scalars(base, found, proto.held_step))
+
+
+def _not_output(proto: Protocol, missing: list[str]) -> list[str]:
+    """``missing`` but the output of a forward adding into it (a buffer it reads)."""
+    if proto.out_path in missing:
+        proto.note(f"{proto.out_path} holds the output, which the forward adds into: its "
+                   "value before the call is no parameter (not checked)")
+    return [p for p in missing if p != proto.out_path]
 
 
 def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
@@ -466,7 +472,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         out += [Param(p, p, no_grad) for p in mine]
         proto.note(flat_note(flat))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
-    got_p, got_x, notes = match_stored(rest, _inputs_wanting(proto, first), cands, first.ret)
+    got_p, got_x, notes = match_stored(rest, inputs_wanting(proto, first), cands, first.ret)
     out += [Param(p, p, g) for p, g in got_p.items()]
     proto.stored_inputs = got_x
     for t in notes:
@@ -525,55 +531,6 @@ def _backward_of(proto: Protocol, out: Any) -> Callable[[Any, list[Any]], Any]:
                          xs, proto.then, out, positional_names(getattr(layer, proto.forward))
                          or (), what=f"{type(layer).__name__}.{proto.backward}")
     return run
-
-
-def _inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
-    """The differentiated inputs whose gradient the backward did not return."""
-    ret, wanted, names = first.ret, proto.wanted, positional_names(getattr(
-        first.init, proto.forward)) or []
-    if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
-            np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
-        return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
-            g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not collinear(
-                first.stored[g], ret, np.size(first.out) == 1)}  # (a loss's self.dy: no other's)
-    if proto.returned is not None or ret is not None:
-        return {}
-    given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets
-    return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
-
-
-def _inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
-                 params: bool = False, claimed: frozenset[Any] = frozenset()) -> None:
-    """A backward that returned nothing must have stored every differentiated input's
-    gradient where it can be found (one named as its gradient in another shape is a
-    ``shape-mismatch``); one that computes its parameters' gradients (``claimed``, where
-    they are) and none for its input (a first layer) holds the input constant, and says
-    so."""
-    if first.ret is not None or proto.returned is not None:
-        return
-    lost = [k for k in proto.wanted if k not in got_x]
-    free = {c: a for c, a in first.stored.items() if c not in got_x.values()
-            and c not in claimed}
-    misshapen_input(proto, first, lost, free)
-    unread = {c: a for c, a in free.items() if any(  # of the input's size: reshaped or
-        np.size(a) == np.size(first.xs[k]) for k in lost)}  # transposed, no first layer
-    if lost and params and not unread and not got_x:  # nor arrays moving with dout
-        unread = moves_with_dout(proto, first, free)
-    if lost and params and not unread and not got_x:  # (one that computes some input's
-        # gradient and not another's forgot it: no first layer)
-        proto.note(f"the backward returned nothing and stored no gradient for "
-                   f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
-                   "first layer's backward computes none)")
-        return
-    if lost:
-        raise ProtocolError("bad-protocol", (
-            f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
-            f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
-            f"{describe(first.stored) or 'nothing'}" + (
-                f"; no parameter's gradient, of the input's size or moving with the output "
-                f"gradient: {describe(unread)}"
-                if unread else "") + "); return the input gradient, or name what to check "
-            f"with wrt= (the parameters alone: wrt={[p.name for p in proto.params] or ['W']})"))
 
 
 def _resolve_named(layer: Any, init: Any, probe: Any, named: list[Param],

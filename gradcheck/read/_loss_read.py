@@ -355,8 +355,9 @@ def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
     scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
                and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
     handed = all(any(o is x for x in given) for k, o in enumerate(out) if k not in scalars)
-    again = len(given) > 1 and positional_names(method, required=True) == (positional_names(getattr(
-        proto.layer, proto.forward)) or [])[:len(given)]  # backward(input, labels): no dout
+    wants = positional_names(method, required=True) or []
+    again = len(given) > 1 and bool(wants) and set(wants) <= set(positional_names(getattr(
+        proto.layer, proto.forward)) or [])  # backward(input, labels), backward(labels)
     if not takes_no_gradient(method) and not again and not (handed and len(scalars) == 1):
         return out
     arrays = [o for k, o in enumerate(out) if k not in scalars and isinstance(o, np.ndarray)

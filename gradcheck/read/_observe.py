@@ -159,6 +159,17 @@ def _forward_alone(layer: Any, fwds: list[str], bwds: list[str]) -> list[str]:
     return ["forward"]
 
 
+def _unwrapped(layer: Any, fwds: list[str], bwds: list[str]) -> tuple[list[str], list[str]]:
+    """``fwds`` less ``__call__`` when its code calls one of the others (a model's
+    ``__call__`` handing its arguments to ``forward_propagation``), and ``bwds``."""
+    call = getattr(next((vars(c)["__call__"] for c in type(layer).__mro__
+                         if "__call__" in vars(c)), None), "__code__", None)
+    if "__call__" not in fwds or call is None:
+        return fwds, bwds
+    inner = [m for m in fwds if m != "__call__" and m in call.co_names]
+    return [m for m in fwds if m != "__call__"] if len(inner) == 1 else fwds, bwds
+
+
 def method_pair(layer: Any, forward: str | None, backward: str | None,
                 inputs: tuple[Any, ...] = ()) -> tuple[str, str, str]:
     """The names of the forward and backward methods, and a note when they were found
@@ -183,7 +194,7 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         return f, b, "forward() takes no input: the layer's own __call__ is read as the " \
             "forward" if called else (f"forward() cannot take {len(inputs)} input(s): {f}(), "
                                     "which can, is read as the forward") if took else ""
-    fwds, bwds = _named(layer, forward, b)
+    fwds, bwds = _unwrapped(layer, *_named(layer, forward, b))
     if forward is None and f == "forward":  # forward() beside other forward-like methods
         fwds = _forward_alone(layer, fwds, bwds)
     pairs = [(x, y) for x, y in _pairs(fwds, bwds)] if len(fwds) > 1 or len(bwds) > 1 \

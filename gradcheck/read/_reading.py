@@ -41,6 +41,7 @@ from ._observe import (
 from ._output_pick import narrowed
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
+from ._suffix import by_suffix
 from ._tokens import (
     BUT_LAST,
     CACHED,
@@ -550,9 +551,8 @@ def _listed_in(c: str) -> str | None:
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
                  cands: dict[str, np.ndarray], returned: Any = None
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
-    """``param path -> stored path``, ``input k -> stored path`` and notes: by name
-    (``dW`` for ``W``, ``dinputs`` for the forward's ``inputs``), then, for what is left,
-    by shape where one candidate fits one array alone."""
+    """``param path -> stored path``, ``input k -> stored path`` and notes: by name (``dW``
+    for ``W``, ``dinputs`` for ``inputs``), then by shape where one fits one array alone."""
     left, got_p, got_x = dict(cands), {}, {}
     for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
         g = grad_of(name, np.shape(x), left) if name else None
@@ -563,19 +563,19 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             got_x[k] = g
             left.pop(g)
     for path, a in params.items():
-        g = grad_of(path, a.shape, left)
-        if g is not None:
-            got_p[path] = g
-            left.pop(g)
+        if (g := grad_of(path, a.shape, left)) is not None:
+            got_p[path], _ = g, left.pop(g)
+    for path, g in by_suffix({p: a for p, a in params.items() if p not in got_p}, left).items():
+        got_p[path], _ = g, left.pop(g)  # (d_gamma for bn_gamma)
     laid, notes = by_layout({p: a for p, a in params.items() if p not in got_p}, left,
                             [r for r in leaves(returned) if isinstance(r, np.ndarray)])
     got_p.update(laid)
     wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
+
     def home(key: tuple[str, Any]) -> str:
         return parent_of(str(key[1])) if key[0] == "p" else ""
-
     for key, shape in wanting:
         if key[0] == "p" and key[1] in cands:  # stepped by the backward itself: a buffer
             continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)

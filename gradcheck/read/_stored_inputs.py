@@ -1,0 +1,69 @@
+"""The input gradients of a backward that returned nothing: which inputs want one
+(:func:`inputs_wanting`, the arrays it stored being matched to them by name and shape
+elsewhere) and what is said when none was found (:func:`inputs_read`: a first layer's
+input held constant, a misshapen one a ``shape-mismatch``, else a ``bad-protocol``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._depends import misshapen_input, moves_with_dout
+from ._layer_call import Protocol
+from ._loss_read import given_targets
+from ._observe import grad_of, positional_names
+from ._protocol import ProtocolError
+from ._reading import describe
+from ._tied import collinear
+
+__all__ = ["inputs_read", "inputs_wanting"]
+
+
+def inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
+    """The differentiated inputs whose gradient the backward did not return."""
+    ret, wanted, names = first.ret, proto.wanted, positional_names(getattr(
+        first.init, proto.forward)) or []
+    if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
+            np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
+        return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
+            g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not collinear(
+                first.stored[g], ret, np.size(first.out) == 1)}  # (a loss's self.dy: no other's)
+    if proto.returned is not None or ret is not None:
+        return {}
+    given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets
+    return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
+
+
+def inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
+                 params: bool = False, claimed: frozenset[Any] = frozenset()) -> None:
+    """A backward that returned nothing must have stored every differentiated input's
+    gradient where it can be found (one named as its gradient in another shape is a
+    ``shape-mismatch``); one that computes its parameters' gradients (``claimed``, where
+    they are) and none for its input (a first layer) holds the input constant, and says
+    so."""
+    if first.ret is not None or proto.returned is not None:
+        return
+    lost = [k for k in proto.wanted if k not in got_x]
+    free = {c: a for c, a in first.stored.items() if c not in got_x.values()
+            and c not in claimed}
+    misshapen_input(proto, first, lost, free)
+    unread = {c: a for c, a in free.items() if any(  # of the input's size: reshaped or
+        np.size(a) == np.size(first.xs[k]) for k in lost)}  # transposed, no first layer
+    if lost and params and not unread and not got_x:  # nor arrays moving with dout
+        unread = moves_with_dout(proto, first, free)
+    if lost and params and not unread and not got_x:  # (one that computes some input's
+        # gradient and not another's forgot it: no first layer)
+        proto.note(f"the backward returned nothing and stored no gradient for "
+                   f"{', '.join(f'x{k}' for k in lost)}: held constant, not checked (a "
+                   "first layer's backward computes none)")
+        return
+    if lost:
+        raise ProtocolError("bad-protocol", (
+            f"{type(proto.layer).__name__}.{proto.backward} returned None and stored no "
+            f"gradient found for input(s) {', '.join(f'x{k}' for k in lost)} (it stored "
+            f"{describe(first.stored) or 'nothing'}" + (
+                f"; no parameter's gradient, of the input's size or moving with the output "
+                f"gradient: {describe(unread)}"
+                if unread else "") + "); return the input gradient, or name what to check "
+            f"with wrt= (the parameters alone: wrt={[p.name for p in proto.params] or ['W']})"))
