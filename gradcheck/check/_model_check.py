@@ -151,12 +151,15 @@ def _restoring(models: list[Any], names: list[str],
 
 def _parameter_names(model: Any, params: list[str] | None, label: str) -> list[str]:
     """Validate ``model``'s protocol and the chosen parameters; return their names."""
-    for attr in ("params", "loss", "loss_and_grads"):
-        if not hasattr(model, attr):
-            raise TypeError(
-                f"{label} must have 'params', 'loss' and 'loss_and_grads'; "
-                f"{type(model).__name__} has no '{attr}'"
-            )
+    missing = [a for a in ("params", "loss", "loss_and_grads") if not hasattr(model, a)]
+    if missing:
+        raise TypeError(
+            f"{label} must have a 'params' dict, a 'loss' method and a 'loss_and_grads' "
+            "one (or a method named for gradients beside 'loss', or 'loss_and_grads' alone, "
+            f"read so); {type(model).__name__} has no {' and no '.join(map(repr, missing))}" + (
+                " (a model whose backward(y) computes the loss itself: give it loss(x, y) "
+                "returning that loss, or check its layers with check_layer)"
+                if "loss" in missing else ""))
     table = model.params
     if not isinstance(table, dict) or not table:
         raise TypeError(f"{label}.params must be a non-empty dict of name -> ndarray")
