@@ -1569,3 +1569,117 @@ def test_a_call_wrapping_a_named_forward_is_no_rival_forward(bug, failing):
         (4, 3)))
     _expect(res, failing)
     assert any("forward_propagation (forward) and backward_propagation" in n for n in res.notes)
+
+
+# -- review 80 -----------------------------------------------------------------------------
+class _IdentityFirst:
+    def forward(self, inputs):
+        return inputs
+
+    def backward(self, dvalues):
+        self.dinputs = dvalues  # the very array it was given: its own input gradient
+
+
+class _DenseStored:
+    def __init__(self, n_in, n_out, seed, bug=False):
+        r = np.random.default_rng(seed)
+        self.weights, self.biases = r.standard_normal((n_in, n_out)), r.standard_normal(n_out)
+        self.bug = bug
+
+    def forward(self, inputs):
+        self.inputs = inputs
+        return inputs @ self.weights + self.biases
+
+    def backward(self, dvalues):
+        self.dweights, self.dbiases = self.inputs.T @ dvalues, dvalues.sum(0)
+        self.dinputs = dvalues @ (self.weights if self.bug else self.weights.T)
+
+
+class _StoredChain:
+    def __init__(self, bug=False):
+        self.layers = [_IdentityFirst(), _DenseStored(3, 3, 489, bug), _DenseStored(3, 2, 490)]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def backward(self, d):
+        for layer in reversed(self.layers):
+            layer.backward(d)
+            d = layer.dinputs
+
+
+def test_an_identity_keeping_the_array_it_was_given_keeps_its_input_gradient():
+    """Review 80, 01: an identity first layer's ``self.dinputs = dvalues`` was dropped as
+    a received gradient, x0 held constant, and a missing transpose passed."""
+    res = gradcheck.check_layer(_StoredChain(True), np.random.default_rng(491).standard_normal(
+        (4, 3)))
+    assert not res.passed, res.report()
+
+
+GAIN = float(np.sqrt(2.0))  # a module constant both the forward and the gradients apply
+
+
+class _Gained(_Derived):
+    def feedforward(self, x, scale=0.5):
+        return GAIN * scale * (self.W @ x + self.b)
+
+    def backpropagate(self, x, delta, scale=0.5):
+        return GAIN * scale * (self.W.T @ delta)
+
+    def derived_params(self, x, delta, scale=0.5):
+        g = GAIN * scale * delta
+        return np.copy(g), (g @ x.T) * (0.5 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("bug, failing", [("", None), ("half", ["W"])])
+def test_a_constant_the_forward_applies_too_is_no_step_size(bug, failing):
+    """Review 80, 02: GAIN doubled in the completing method alone read it as a step."""
+    _expect(gradcheck.check_layer(_Gained(bug), np.random.default_rng(492).standard_normal(
+        (4, 1))), failing)
+
+
+class _WholeNorm:
+    """One mean and variance over the whole input, kept as float scalars beside the
+    gradients of those intermediates (``dmean``, ``dvar``)."""
+
+    def __init__(self, in_dict, bug=False):
+        self.gamma, self.eps, self.in_dict, self.bug = np.linspace(0.5, 1.5, 3), 1e-5, in_dict, bug
+        self.cache = {"mean": 0.0, "var": 1.0}
+        self.mean, self.var = 0.0, 1.0
+
+    def _put(self, **kw):
+        for k, v in kw.items():
+            if self.in_dict:
+                self.cache[k] = v
+            else:
+                setattr(self, k, v)
+
+    def _get(self, k):
+        return self.cache[k] if self.in_dict else getattr(self, k)
+
+    def forward(self, x):
+        self.x = x
+        self._put(mean=float(x.mean()), var=float(x.var()))
+        self.xhat = (x - self._get("mean")) / np.sqrt(self._get("var") + self.eps)
+        return self.gamma * self.xhat
+
+    def backward(self, dout):
+        n, m, inv = self.x.size, self._get("mean"), 1.0 / np.sqrt(self._get("var") + self.eps)
+        self.dgamma = (dout * self.xhat).sum(0)
+        dxhat = dout * self.gamma
+        dvar = float(np.sum(dxhat * (self.x - m)) * -0.5 * inv ** 3)
+        dmean = float(np.sum(-dxhat * inv) + dvar * np.mean(-2 * (self.x - m)))
+        self._put(dvar=dvar, dmean=dmean)
+        return dxhat * inv + dvar * 2 * (self.x - m) / n + dmean / n * (0.0 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("in_dict", [True, False])
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["x0"])])
+def test_a_scalar_the_forward_computes_is_no_parameter_beside_its_gradient(in_dict, bug, failing):
+    """Review 80, 03: cache['mean'] beside cache['dmean'] was checked as a parameter and
+    a correct layer failed (as self.mean beside self.dmean already did)."""
+    res = gradcheck.check_layer(_WholeNorm(in_dict, bug), np.random.default_rng(493).normal(
+        size=(4, 3)))
+    _expect(res, failing)

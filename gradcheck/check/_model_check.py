@@ -154,9 +154,9 @@ def _parameter_names(model: Any, params: list[str] | None, label: str) -> list[s
     missing = [a for a in ("params", "loss", "loss_and_grads") if not hasattr(model, a)]
     if missing:
         raise TypeError(
-            f"{label} must have a 'params' dict, a 'loss' method and a 'loss_and_grads' "
-            "one (or a method named for gradients beside 'loss', or 'loss_and_grads' alone, "
-            f"read so); {type(model).__name__} has no {' and no '.join(map(repr, missing))}" + (
+            f"{label} must have 'params', 'loss' and 'loss_and_grads' (a method named for "
+            "gradients beside 'loss', or 'loss_and_grads' alone, is read so); "
+            f"{type(model).__name__} has no {' and no '.join(map(repr, missing))}" + (
                 " (a model whose backward(y) computes the loss itself: give it loss(x, y) "
                 "returning that loss, or check its layers with check_layer)"
                 if "loss" in missing else ""))

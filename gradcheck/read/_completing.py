@@ -65,7 +65,7 @@ def scaled_by_held(proto: Protocol, xs: list[Any]) -> str:
     base, values = proto.layer, [np.asarray(p.read(proto.layer)) for p in proto.params]
     out, cache = proto.run_forward(clone(xs), values)
     ref = proto.run_backward(ones_like(out), clone(cache))[len(xs):]
-    for name, doubled in _doubled(base, proto.then):
+    for name, doubled in _doubled(base, proto.then, proto.forward):
         try:
             proto.layer = doubled()
             again, cache = proto.run_forward(clone(xs), values)
@@ -82,10 +82,13 @@ def scaled_by_held(proto: Protocol, xs: list[Any]) -> str:
     return ""  # of a term only the gradient has, 0.0 off, is no step)
 
 
-def _doubled(layer: Any, then: str | None) -> Iterator[tuple[str, Callable[[], Any]]]:
+def _doubled(layer: Any, then: str | None, forward: str
+             ) -> Iterator[tuple[str, Callable[[], Any]]]:
     """Makers of copies of ``layer``, each with one float it may scale a step by doubled:
     one it holds, one two objects away (``self.net.opt.lr``), a default argument of its
-    method ``then`` or a module constant that method's code names (``LR``)."""
+    method ``then`` that its forward does not take too, or a module constant that
+    method's code names and no other method of its class does (``LR``; not a ``GAIN``
+    the forward applies, which doubled in one method alone is no evidence)."""
     def held(name: str) -> Callable[[], Any]:
         def make() -> Any:
             other = clone(layer)
@@ -96,8 +99,12 @@ def _doubled(layer: Any, then: str | None) -> Iterator[tuple[str, Callable[[], A
     fn = inspect.getattr_static(type(layer), then or "", None)
     if not isinstance(fn, types.FunctionType):
         return
+    taken = set(inspect.signature(getattr(layer, forward)).parameters)
+    named = {n for c in type(layer).__mro__[:-1] for m, f in vars(c).items() if m != then
+             and isinstance(f, types.FunctionType) for n in f.__code__.co_names}
     for name, value in _outside_floats(fn):
-        yield name, _with_method(layer, then or "", _rebuilt(fn, name, 2.0 * value))
+        if name not in (taken if name in inspect.signature(fn).parameters else named):
+            yield name, _with_method(layer, then or "", _rebuilt(fn, name, 2.0 * value))
 
 
 def _two_away(layer: Any) -> list[str]:

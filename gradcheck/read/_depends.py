@@ -23,6 +23,7 @@ from ._discovery import (
     get_path,
     is_float_array,
     is_float_scalar,
+    set_path,
     try_path,
     walk,
 )
@@ -272,12 +273,21 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
                 f"{np.shape(cands[named])}, expected {a.shape}"), at=(path, a))
 
 
-def scalar_grads(base: Any, found: list[Param], cands: dict[str, np.ndarray], first: Any
-                 ) -> list[Param]:
-    """The float scalars of ``base`` not in ``found`` whose gradient the backward (of the
-    probe ``first``) stored under their name, as an array or a float it created or
-    changed (``cache['dgamma']`` for ``cache['gamma']``): size 1, a parameter; of more
-    numbers, a ``shape-mismatch`` (``(D,)`` for one gain: never summed)."""
+def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
+                 cands: dict[str, np.ndarray], first: Any) -> list[Param]:
+    """The float scalars of the layer not in ``found`` that the output depends on and
+    whose gradient the backward (of the probe ``first``) stored under their name, as an
+    array or a float it created or changed (``cache['dgamma']`` for ``cache['gamma']``;
+    not ``cache['dmean']`` for a mean the forward computes): size 1, a parameter; of
+    more numbers, a ``shape-mismatch`` (``(D,)`` for one gain: never summed). Returned
+    after ``found``, less the float scalars in it the output does not depend on (noted)."""
+    base = proto.layer
+    idle = [p for p in found if isinstance(p.value, str) and is_float_scalar(
+        try_path(base, p.value)) and not _scalar_moves(proto, xs, p.value)]
+    if idle:
+        proto.note(f"state: the output does not depend on {', '.join(p.name for p in idle)}"
+                   " (a value the forward computes, not checked)")
+    found = [p for p in found if p not in idle]
     used = {q for p in found for q in (p.value, p.grad) if isinstance(q, str)}
     cands = cands | {p: np.asarray(try_path(first.after, p)) for p in float_scalars(
         first.after) if try_path(first.init, p) != try_path(first.after, p)}
@@ -285,7 +295,7 @@ def scalar_grads(base: Any, found: list[Param], cands: dict[str, np.ndarray], fi
     for path in float_scalars(base):
         ghost = {k: np.empty(()) for k in cands if k not in used}
         named = None if path in used else grad_of(path, (), ghost)
-        if named is None:
+        if named is None or not _scalar_moves(proto, xs, path):
             continue
         if np.size(cands[named]) != 1:
             raise ProtocolError("shape-mismatch", (
@@ -293,7 +303,23 @@ def scalar_grads(base: Any, found: list[Param], cands: dict[str, np.ndarray], fi
                 f"{np.shape(cands[named])}, expected () (a float scalar)"), at=(
                     path, np.asarray(try_path(base, path))))
         got.append(Param(path, path, named))
-    return got
+    return found + got
+
+
+def _scalar_moves(proto: Protocol, xs: list[Any], path: str) -> bool:
+    """Whether the forward's output changes with the float scalar at ``path``."""
+    assert proto.draws is not None
+    other = clone(proto.layer)
+    try:
+        v = try_path(other, path)
+        set_path(other, path, type(v)(v * 1.01 + 1e-3))  # (its own type: np.float32 too)
+        a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
+                           proto.out_path)
+        b = forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)
+    except Exception:  # noqa: BLE001 - no evidence that it is a parameter
+        return False
+    return not all(np.shape(u) == np.shape(v) and np.array_equal(u, v) for u, v in zip(
+        leaves(a), leaves(b), strict=False))
 
 
 def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray]

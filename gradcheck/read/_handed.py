@@ -90,20 +90,35 @@ def _recorder(method: Callable[..., Any], calls: list[tuple[Any, ...]]) -> Calla
 
 def received(layer: Any, xs: list[Any], backward: Callable[[Any, list[Any]], Any]) -> set[str]:
     """Paths of the arrays the sub-objects of ``layer`` keep after ``backward(layer,
-    xs)`` that are the very arrays one of their methods was given in it (``self.d_input
-    = d_input``: the gradient a sub-layer received, not one it computed)."""
+    xs)`` that are the very arrays one of their methods was given in it while it
+    returned another (``self.d_input = d_input; return self.d_output``: the gradient a
+    sub-layer received, not the one it computed; an identity's ``self.dinputs =
+    dvalues``, returning nothing or that array, is its own)."""
     owners = {p: _methods(v) for p, v in walk(layer) if _user_object(v)}
     if not owners:
         return set()
-    log = listen(layer, owners)
+    calls: list[tuple[tuple[Any, ...], Any]] = []
+    for path, names in owners.items():
+        obj = get_path(layer, path)
+        for name in names:
+            setattr(obj, name, _returning(getattr(obj, name), calls))
     try:
         backward(layer, xs)
     except Exception:  # noqa: BLE001 - called otherwise than the reading found: no evidence
         return set()
-    given = {id(a) for calls in log.values() for args in calls for a in args
-             if isinstance(a, np.ndarray)}  # (kept alive by the log: ids are unique)
+    given = {id(a) for args, got in calls for a in args if isinstance(a, np.ndarray) and
+             isinstance(got, np.ndarray) and got is not a}  # (kept alive: ids are unique)
     return {p for p, v in walk(layer) if is_float_array(v) and id(v) in given and
             any(p.startswith(o) and p != o for o in owners)}
+
+
+def _returning(method: Callable[..., Any], calls: list[tuple[tuple[Any, ...], Any]]
+               ) -> Callable[..., Any]:
+    def record(*args: Any, **kwargs: Any) -> Any:
+        got = method(*args, **kwargs)
+        calls.append((args + tuple(kwargs.values()), got))
+        return got
+    return record
 
 
 def find_handed(layer: Any, xs: list[Any], missing: list[str],

@@ -430,7 +430,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if left := [p for p in moving if p not in {q.value for q in observed}]:
         misshapen_param(left, base, cands, first, claimed=grads)
         raise observed_error(layer, left, first, cands, found)
-    found += scalar_grads(base, found, cands, first)
+    found = scalar_grads(proto, xs, found, cands, first)
     proto.params = [stale_slot(base, first, p) for p in found]
     inputs_read(proto, first, proto.stored_inputs, params=bool(found),
                 claimed=frozenset(g for p in found for g in (p.grad, p.value)
