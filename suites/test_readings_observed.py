@@ -1683,3 +1683,289 @@ def test_a_scalar_the_forward_computes_is_no_parameter_beside_its_gradient(in_di
     res = gradcheck.check_layer(_WholeNorm(in_dict, bug), np.random.default_rng(493).normal(
         size=(4, 3)))
     _expect(res, failing)
+
+
+# -- corpus 163: a backward rebinding an entry of the cache the forward returned ------------
+def _scaled_fwd(x, w):
+    return x * w, dict(x=x, w=w, mu=x.mean(axis=0))
+
+
+def _typo_bwd(dout, cache):  # teasherm's `x_mu = cache["X"] = cache["mu"]` for `- cache["mu"]`
+    cache["x"] = cache["mu"]
+    return dout * cache["w"], (dout * cache["x"]).sum(axis=0)
+
+
+def _freeing_bwd(dout, cache):  # right gradients, then the cache entry released
+    x = cache["x"]
+    cache["x"] = None
+    return dout * cache["w"], (dout * x).sum(axis=0)
+
+
+@pytest.mark.parametrize("bwd, wrong", [(_typo_bwd, ["w"]), (_freeing_bwd, [])])
+def test_a_backward_writing_into_the_forwards_cache_still_gets_its_gradients_compared(
+        bwd, wrong):
+    r = np.random.default_rng(494)
+    res = gradcheck.check_vjp(_scaled_fwd, bwd, [r.standard_normal((4, 3)),
+                                                 r.standard_normal(3)])
+    assert res.status == "mutation" and "cache['x']" in res.message, res.report()
+    assert [i.name for i in res.inputs if i.status == "mismatch"] == wrong, res.report()
+    assert ("gradient mismatch in w" in res.message) == bool(wrong), res.message
+
+
+# -- corpus 167: a dict of gradients keyed by the bare names ----------------------------------
+class _BareKeys:
+    def __init__(self, bug=""):
+        r = np.random.default_rng(495)
+        self.weights, self.biases = r.standard_normal((4, 3)), r.standard_normal((1, 3))
+        self.bug = bug
+
+    def forward(self, inputs):
+        self.inputs = inputs
+        return inputs @ self.weights + self.biases
+
+    def backward(self, gradients):
+        return {"inputs": gradients @ (self.weights.T if self.bug != "T" else self.weights.T * 2),
+                "weights": self.inputs.T @ gradients,
+                "biases": gradients.mean(axis=0, keepdims=True) if self.bug == "mean" else
+                gradients.sum(axis=0, keepdims=True)}
+
+
+class _BareRelu:
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, input):
+        self.input = input
+        return np.maximum(input, 0)
+
+    def backward(self, gradients):
+        return {"inputs": np.where(self.input <= 0, 0, gradients * (2 if self.bug else 1))}
+
+
+@pytest.mark.parametrize("layer, failing", [(_BareKeys(), None), (_BareKeys("mean"), ["biases"]),
+                                            (_BareKeys("T"), ["x0"]), (_BareRelu(), None),
+                                            (_BareRelu(True), ["x0"])])
+def test_a_dict_of_gradients_keyed_by_the_names_themselves(layer, failing):
+    x = np.random.default_rng(496).standard_normal((5, 4 if isinstance(layer, _BareKeys) else 3))
+    _expect(gradcheck.check_layer(layer, np.sign(x) * (0.2 + np.abs(x))), failing)
+
+
+class _BCEBack:
+    """forward(y_true, y_pred) of per-element losses; backward(y_true) takes the labels."""
+
+    def __init__(self, sign=-1.0):
+        self.sign = sign
+
+    def forward(self, y_true, y_pred):
+        self.y_pred = y_pred
+        return -(y_true * np.log(y_pred) + (1 - y_true) * np.log(1 - y_pred))
+
+    def backward(self, y_true):
+        return self.sign * (y_true / self.y_pred - (1 - y_true) / (1 - self.y_pred))
+
+
+@pytest.mark.parametrize("sign, failing", [(-1.0, None), (1.0, ["x1"])])
+def test_a_loss_backward_taking_back_the_labels_given_first(sign, failing):
+    r = np.random.default_rng(497)
+    res = gradcheck.check_layer(_BCEBack(sign), r.integers(0, 2, (4, 3)).astype(float),
+                                r.uniform(0.1, 0.9, (4, 3)))
+    _expect(res, failing)
+
+
+# -- corpus 164: attention given one array three times beside a mask --------------------------
+class _MaskedAttention:
+    def __init__(self, bug=False):
+        r = np.random.default_rng(498)
+        self.Wq, self.Wk, self.Wv = (r.standard_normal((4, 4)) for _ in range(3))
+        self.bug = bug
+
+    def forward(self, q, k, v, mask=None):
+        self.q, self.k, self.v = q, k, v
+        self.Q, self.K, self.V = q @ self.Wq, k @ self.Wk, v @ self.Wv
+        s = self.Q @ self.K.swapaxes(-1, -2) / 2.0
+        if mask is not None:
+            s = np.where(mask == 0, -1e9, s)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        self.a = e / e.sum(-1, keepdims=True)
+        return self.a @ self.V
+
+    def backward(self, dy):
+        dV = self.a.swapaxes(-1, -2) @ dy
+        da = dy @ self.V.swapaxes(-1, -2)
+        ds = self.a * (da - (da * self.a).sum(-1, keepdims=True)) / 2.0
+        dQ, dK = ds @ self.K, ds.swapaxes(-1, -2) @ self.Q
+        f = lambda t: t.reshape(-1, t.shape[-1])  # noqa: E731
+        self.dWq, self.dWk, self.dWv = f(self.q).T @ f(dQ), f(self.k).T @ f(dK), f(self.v).T @ f(dV)
+        return dQ @ self.Wq.T, dK @ (self.Wk if self.bug else self.Wk.T), dV @ self.Wv.T
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["x1"])])
+def test_one_array_given_thrice_beside_a_mask_is_checked_place_by_place(bug, failing):
+    x = np.random.default_rng(499).standard_normal((2, 3, 4))
+    _expect(gradcheck.check_layer(_MaskedAttention(bug), x, x, x, np.tril(np.ones((3, 3), bool))),
+            failing)
+
+
+# -- corpus 164: one input, backward(grad_A, A) under other names -----------------------------
+def _pool(X, pool_size=2):
+    return X.reshape(X.shape[0] // 2, 2, X.shape[1] // 2, 2).max(axis=(1, 3))
+
+
+def _pool_back(grad_A, A, pool_size=2):
+    w = A.reshape(A.shape[0] // 2, 2, A.shape[1] // 2, 2)
+    return ((w == w.max(axis=(1, 3), keepdims=True)) * grad_A[:, None, :, None]).reshape(A.shape)
+
+
+def _pool_back_bug(grad_A, A, pool_size=2):  # the gradient sent to each window's minimum
+    w = A.reshape(A.shape[0] // 2, 2, A.shape[1] // 2, 2)
+    return ((w == w.min(axis=(1, 3), keepdims=True)) * grad_A[:, None, :, None]).reshape(A.shape)
+
+
+@pytest.mark.parametrize("bwd, status", [(_pool_back, "ok"), (_pool_back_bug, "mismatch")])
+def test_one_input_and_its_gradient_under_other_names_found_by_trial(bwd, status):
+    """Only the input in its place runs (the pooled output cannot be unpooled)."""
+    res = gradcheck.check_vjp(_pool, bwd, [np.random.default_rng(500).standard_normal((4, 6))])
+    assert res.status == status, res.report()
+
+
+# -- corpus 168: a loss pair whose gradient for a 0-d bias is a NumPy float ------------------
+_XD = np.random.default_rng(501).random(5)
+
+
+def _d_loss(w, b):
+    return float(-np.log(1 / (1 + np.exp(-(_XD @ w + b)))))
+
+
+def _d_grad(w, b):
+    d = 1 / (1 + np.exp(-(_XD @ w + b)))
+    return -_XD * (1 - d), -(1 - d)  # the second a np.float64
+
+
+def _d_grad_bug(w, b):
+    d = 1 / (1 + np.exp(-(_XD @ w + b)))
+    return -_XD * (1 - d), (1 - d)
+
+
+@pytest.mark.parametrize("grad, status", [(_d_grad, "ok"), (_d_grad_bug, "mismatch")])
+def test_a_numpy_float_gradient_of_a_0d_argument_in_a_loss_pair(grad, status):
+    res = gradcheck.check_vjp(_d_loss, grad, [np.random.default_rng(502).normal(size=5) * 0.3,
+                                              np.array(0.2)])
+    assert res.status == status, res.report()
+    assert [i.name for i in res.inputs if not i.passed] == ([] if status == "ok" else ["b"])
+
+
+# -- corpus 165: wrt= by the names the results use ---------------------------------------------
+def test_wrt_takes_the_forwards_argument_names():
+    def fwd(y_true, y_pred):
+        return np.mean((y_pred - y_true) ** 2), (y_true, y_pred)
+
+    def bwd(dy, cache, bug=False):
+        t, p = cache
+        return None, dy * 2 * (p - t) / (1 if bug else p.size)
+
+    r = np.random.default_rng(503)
+    args = [r.standard_normal(5), r.standard_normal(5)]
+    for bug, status in ((False, "ok"), (True, "mismatch")):
+        res = gradcheck.check_vjp(fwd, partial(bwd, bug=bug), args, wrt=["y_pred"])
+        assert res.status == status and [i.status for i in res.inputs][0] == "constant"
+    with pytest.raises(ValueError, match=r"or the names \['y_true', 'y_pred'\]"):
+        gradcheck.check_vjp(fwd, bwd, args, wrt=["pred"])
+
+
+# -- a __call__ that is the forward, calling an inner method of other arguments --------------
+class _TupleCall:
+    """``__call__(entry, memorize)`` returns ``(W @ entry[0],)`` through ``feed_forward``;
+    ``backprop((g,))`` steps ``W`` by ``self.lr`` and returns ``(W.T @ g,)``."""
+
+    def __init__(self, bug=False):
+        self.W, self.lr, self.input, self.bug = np.random.default_rng(504).normal(
+            size=(3, 4)), 0.05, None, bug
+
+    def feed_forward(self, entry):
+        return self.W @ entry
+
+    def __call__(self, entry, memorize):
+        if memorize:
+            self.input = entry
+        return (self.feed_forward(entry[0]),)
+
+    def backprop(self, gradient):
+        g = gradient[0]
+        new = self.W.T @ g
+        self.W -= self.lr * (g @ self.input[0].T) * (0.5 if self.bug else 1.0)
+        return (new,)
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["W"])])
+def test_a_call_calling_an_inner_forward_of_other_arguments_is_the_forward(bug, failing):
+    """Regression (corpus 137): __call__(entry, memorize) names feed_forward(entry), which
+    takes other arguments: __call__ stays the forward."""
+    x = np.random.default_rng(505).standard_normal((4, 5))
+    _expect(gradcheck.check_layer(_TupleCall(bug), (x,), True), failing)
+
+
+# -- corpus 170: a bare array cache, then the forward's inputs by name -------------------------
+def _drop_fwd(A, keep_prob, seed=None):
+    D = np.random.default_rng(seed).random(A.shape) < keep_prob
+    return A * D / keep_prob, D
+
+
+def _drop_bwd(dA, D, keep_prob):
+    return dA * D / keep_prob
+
+
+def _drop_bwd_bug(dA, D, keep_prob):  # the 1/keep_prob forgotten
+    return dA * D
+
+
+def _mul_fwd(A, S):
+    return A * S, A
+
+
+def _mul_bwd(dy, A, S, bug=False):
+    return dy * S, dy * (S if bug else A)
+
+
+@pytest.mark.parametrize("fwd, bwd, args, failing", [
+    (_drop_fwd, _drop_bwd, ("X", 0.8, 3), []), (_drop_fwd, _drop_bwd_bug, ("X", 0.8, 3), ["A"]),
+    (_mul_fwd, _mul_bwd, ("X", "S"), []), (_mul_fwd, partial(_mul_bwd, bug=True), ("X", "S"),
+                                           ["S"])])
+def test_a_mask_or_an_input_as_the_cache_before_inputs_by_name(fwd, bwd, args, failing):
+    r = np.random.default_rng(506)
+    arrays = {"X": r.standard_normal((3, 5)), "S": r.standard_normal((3, 5))}
+    res = gradcheck.check_vjp(fwd, bwd, [arrays.get(a, a) if isinstance(a, str) else a
+                                         for a in args])
+    assert res.status == ("mismatch" if failing else "ok"), res.report()
+    assert [i.name for i in res.inputs if not i.passed] == failing, res.report()
+
+
+# -- corpus 165: get_grads() keyed as get_params() --------------------------------------------
+class _Gate:
+    def __init__(self):
+        self.w = np.random.default_rng(507).standard_normal((3, 2))
+
+
+class _KeyedGrads:
+    def __init__(self, bug=False):
+        self.gate, self.bug = _Gate(), bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.gate.w)
+
+    def backward(self, dout):
+        dz = dout * (1 - np.tanh(self.x @ self.gate.w) ** 2)
+        self.dw_g = self.x.T @ dz * (0.5 if self.bug else 1.0)
+        return dz @ self.gate.w.T
+
+    def get_params(self):
+        return {"w_g": self.gate.w}
+
+    def get_grads(self):
+        return {"w_g": self.dw_g}
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["gate.w"])])
+def test_gradients_returned_keyed_as_a_method_listing_the_arrays(bug, failing):
+    _expect(gradcheck.check_layer(_KeyedGrads(bug), np.random.default_rng(508).standard_normal(
+        (4, 3))), failing)

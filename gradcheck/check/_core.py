@@ -146,9 +146,9 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
         raise
     wrote_dy = changed_at(snapshot(dy_struct), dy_arg) is not None
     written = cache_written(cache_snap, cache)
-    if isinstance(written, CacheWrite) and not any(  # written into no input it was given
-            changed_at(saved[i], v) is not None for i, v in enumerate(prep.leaves)):
-        raise ProtocolError("mutation", written.message)  # (the forward's own result)
+    if isinstance(written, CacheWrite):  # written into no input it was given: the
+        written.own = not any(changed_at(saved[i], v) is not None  # forward's own result
+                              for i, v in enumerate(prep.leaves))
     if written is not None:
         raise written
     _check_unchanged(saved, prep, "backward")
@@ -383,7 +383,7 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
                     names: Sequence[str] | None, wrt_given: bool, config_note: list[str]
                     ) -> CheckResult:
     prep = _prepare(inputs, wrt, names)
-    chosen = _resolve_wrt(inputs, wrt)
+    chosen = _resolve_wrt(inputs, wrt, names or ())
     rng = generator(opts.seed)
 
     def early(status: str, message: str, calls: int, error: dict[str, str] | None = None,

@@ -67,7 +67,10 @@ def _top_keys(inputs: Any) -> list[Any]:
     return list(inputs) if isinstance(inputs, dict) else list(range(len(inputs)))
 
 
-def _resolve_wrt(inputs: Any, wrt: Any) -> set[Any]:
+def _resolve_wrt(inputs: Any, wrt: Any, names: Sequence[str] = ()) -> set[Any]:
+    """The top-level inputs ``wrt`` chooses: keys of a dict, or indices of a sequence,
+    given as such or by the names its results use (``'y_pred'`` for ``fwd(y_true,
+    y_pred)``, ``'x1'``)."""
     keys = _top_keys(inputs)
     if wrt is None:
         return set(keys)
@@ -76,10 +79,14 @@ def _resolve_wrt(inputs: Any, wrt: Any) -> set[Any]:
         chosen = list(items)
     except TypeError:
         raise TypeError(f"wrt must be indices or names of inputs, got {wrt!r}") from None
+    if not isinstance(inputs, dict):
+        top = list(names) or [f"x{k}" for k in keys]
+        chosen = [top.index(k) if isinstance(k, str) and k in top else k for k in chosen]
     for k in chosen:
         if isinstance(k, bool) or k not in keys:
             kind = "names" if isinstance(inputs, dict) else "indices"
-            raise ValueError(f"wrt: {k!r} is not an input; the {kind} are {keys}")
+            raise ValueError(f"wrt: {k!r} is not an input; the {kind} are {keys}" + (
+                f" (or the names {list(names)})" if names and kind == "indices" else ""))
     return set(chosen)
 
 
@@ -105,7 +112,7 @@ def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inpu
             "inputs must be a list or tuple of arrays (one per argument of fwd) or a dict "
             f"of name -> array, got {type(inputs).__name__}; wrap a single array as [x]"
         )
-    chosen = _resolve_wrt(inputs, wrt)
+    chosen = _resolve_wrt(inputs, wrt, names or ())
     keys = _top_keys(inputs)
     if isinstance(inputs, dict):
         top = [str(k) for k in keys]

@@ -52,6 +52,7 @@ class CacheWrite(FilledBuffers):
     def __init__(self, where: str) -> None:
         ProtocolError.__init__(self, "mutation", f"backward modified the cache (at cache{where})")
         self.note = ""
+        self.own = False  # what it changed is the forward's own result, no input it was given
 
 
 def _data_changed(a: Any, b: Any, path: str = "") -> str | None:
@@ -132,6 +133,10 @@ def final_status(status: str, message: str, notes: list[str],
             f"{wrote_input.message}: the gradients are right (each backward call was given "
             "the cache of a new forward call), but a caller whose cache holds its own arrays "
             "(the forward's arguments, its weights) finds them overwritten")
+    if isinstance(wrote_input, CacheWrite) and wrote_input.own and status != "ok":
+        return "mutation", (  # (its write first: the caller's cache is overwritten)
+            f"{wrote_input.message}, and checked all the same, each backward call given the "
+            f"cache of a new forward call: {message}")
     if wrote_input is not None and status != "ok":
         notes.append(f"{wrote_input.message} (each call was given fresh copies)")
     elif isinstance(wrote_input, ForwardMutation):

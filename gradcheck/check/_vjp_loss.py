@@ -78,8 +78,9 @@ def _each(grad: Any, inputs: Sequence[Any]) -> bool:
     but for size-1 axes, not all None."""
     return isinstance(grad, (tuple, list)) and len(grad) == len(inputs) and any(
         g is not None for g in grad) and all(g is None or (
-            isinstance(g, np.ndarray) and g.dtype.kind == "f" and _unit(g.shape) == _unit(
-                np.shape(x))) for g, x in zip(grad, inputs, strict=True))
+            isinstance(g, (np.ndarray, np.floating, float)) and np.asarray(g).dtype.kind == "f"
+            and _unit(np.shape(g)) == _unit(np.shape(x))) for g, x in zip(
+                grad, inputs, strict=True))  # (a NumPy float for a 0-d bias: -(1 - d))
 
 
 def _unit(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -71,10 +71,8 @@ def _array_leaves(x: Any) -> list[np.ndarray]:
 
 def has_float(x: Any) -> bool:
     """Whether ``x`` (an array, or lists, tuples and dicts of them) holds a float."""
-    if isinstance(x, (list, tuple)):
-        return any(has_float(v) for v in x)
-    if isinstance(x, dict):
-        return any(has_float(v) for v in x.values())
+    if isinstance(x, (list, tuple, dict)):
+        return any(has_float(v) for v in (x.values() if isinstance(x, dict) else x))
     if isinstance(x, (str, bytes)) or x is None:
         return False
     try:
@@ -113,10 +111,8 @@ def is_configuration(x: Any) -> bool:
 
 
 def _float_leaf(v: Any) -> bool:
-    if isinstance(v, (list, tuple)):
-        return all(_float_leaf(u) for u in v)
-    if isinstance(v, dict):
-        return all(_float_leaf(u) for u in v.values())
+    if isinstance(v, (list, tuple, dict)):
+        return all(_float_leaf(u) for u in (v.values() if isinstance(v, dict) else v))
     if isinstance(v, bool) or v is None:
         return False
     return isinstance(v, (float, np.floating)) or (
@@ -167,16 +163,17 @@ def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> l
     return fits[0]
 
 
-def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndarray) -> bool:
+def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndarray
+                    ) -> bool | None:
     """Whether a backward taking the forward's inputs again and the output gradient under
     other names takes the gradient first (``False``: last): the one order in which it runs
     on copies, returns arrays, and twice the gradient gives twice the result; none or both
-    is a ``bad-protocol``."""
+    a ``bad-protocol``; for one input, None unless so for it alone, not the output."""
     dy = np.random.default_rng(0).standard_normal(out.shape).astype(out.dtype)
 
-    def fits(first: bool) -> bool:
+    def fits(first: bool, values: tuple[Any, ...] = args) -> bool:
         def call(d: np.ndarray) -> list[np.ndarray]:
-            given = copy.deepcopy(args)
+            given = copy.deepcopy(values)
             got = bwd(d, *given) if first else bwd(*given, d)
             return _array_leaves(got)
         try:
@@ -187,6 +184,8 @@ def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndar
             a.shape == b.shape and a.dtype.kind == "f" and np.all(np.isfinite(a)) and
             np.allclose(2 * a, b, rtol=1e-6, atol=1e-12) for a, b in zip(one, two, strict=True))
     last, first = fits(False), fits(True)
+    if len(args) == 1 and (last == first or fits(False, (out,)) or fits(True, (out,))):
+        return None
     if last != first:
         return first
     raise ProtocolError("bad-protocol", (
@@ -249,7 +248,7 @@ class Conventions:
         self._seen_after = False  # the (y, cache) reading of self._after tested once
         # maxpool_backprop(inp, kernel, d_L_d_out) of maxpool(input, sampling_field): the
         # inputs again and the output gradient under other names, in an order found by trial
-        self._renamed = self._listed and self._n > 1 and len(f_names) == self._n and \
+        self._renamed = self._listed and self._n >= 1 and len(f_names) == self._n and \
             len(b_names) == self._n + 1 and not self._again and not self._dy_first  # (>1:
         self._tried: bool | None = None  # one input's backward(a, b) may be (dy, cache))
         # loss, cache = f(X, y, W); grads = f_backward(cache): a loss's, of one argument
@@ -288,15 +287,16 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
-        if self._renamed and isinstance(out, np.ndarray) and out.dtype.kind == "f":
-            if self._tried is None:
-                self._tried = _order_by_trial(self._bwd, args, out)
-            order = ("the output gradient, then the forward's inputs again" if self._tried
-                     else "the forward's inputs again, then the output gradient")
+        if self._renamed and isinstance(out, np.ndarray) and out.dtype.kind == "f" and (
+                self._tried is not None or (tried := _order_by_trial(self._bwd, args, out))
+                is not None):
+            self._tried = tried if self._tried is None else self._tried
+            order = ("the forward's inputs again, then the output gradient", "the output "
+                     "gradient, then the forward's inputs again")[bool(self._tried)]
             self._note(f"the forward returns its output alone and the backward takes "
                        f"{self._n + 1} arguments under other names: {order} (the one order "
                        "in which it runs and is linear in the gradient)")
-            return out, _Again(args, first=self._tried)
+            return out, _Again(args, first=bool(self._tried))
         if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
             self._note("the forward returns its output alone and the backward takes the "
                        "output gradient, then the forward's inputs again: called so")
@@ -304,7 +304,7 @@ class Conventions:
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.generic, int, float)) and (not isinstance(out[1], np.ndarray) or (
-                    self._array_cache(out))):  # a cache (an array too: rmsnorm_bwd(dout,
+                    self._array_cache(out, args))):  # a cache (an array too: rmsnorm_bwd(dout,
             # x, rms), never one of the output's shape or under a gradient's name, dz)
             self._note(f"the backward takes the cache {'after' if self._cache_at else 'then'} "
                        f"the forward's inputs {', '.join(f'{k}' for k in self._after)} "
@@ -347,15 +347,17 @@ class Conventions:
             self._bwd, every[k]) is None else b
         return f, b, every
 
-    def _array_cache(self, out: tuple[Any, Any]) -> bool:
+    def _array_cache(self, out: tuple[Any, Any], args: tuple[Any, ...]) -> bool:
         """Whether the forward's second value, an array, reads as the cache the backward
-        takes after the inputs by name: not of the first output's shape (a second
-        output's) and taken under no gradient's name (``bwd(dy, x, dz)``)."""
+        takes, after the inputs by name or right after the output gradient: taken under
+        no gradient's name (``bwd(dy, x, dz)``), and not of the first output's shape (a
+        second output's) unless no float (a dropout's mask) or an input itself."""
         b_names = self._names[1]
         at = self._cache_at + 1
-        name = b_names[at] if 0 < self._cache_at and at < len(b_names) else ""
-        return bool(name) and grad_stem(name) == name.lower().lstrip("_") and np.shape(
-            out[1]) != np.shape(out[0])
+        name = b_names[at] if at < len(b_names) else ""
+        return bool(name) and (np.asarray(out[1]).dtype.kind != "f" or grad_stem(
+            name) == name.lower().lstrip("_") and (np.shape(out[1]) != np.shape(
+                out[0]) and 0 < self._cache_at or any(out[1] is a for a in args)))
 
     def _unread(self) -> str:
         """What a forward returning an array alone is told when no reading of its

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, walk
+from ._lists import properties
 from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
@@ -267,7 +268,17 @@ def by_attribute(part: dict[Any, Any], held: dict[int, str], layer: Any
 
 def paired(extra: Any, obj: Any) -> Any:
     """``[[W, dW], [b, db], name]`` (``obj``'s parameters each beside its gradient, then
-    other things) read as ``{'W': dW, 'b': db}`` by identity; anything else as it is."""
+    other things) read as ``{'W': dW, 'b': db}`` by identity, and a dict keyed as the one
+    a method of ``obj`` that only returns its arrays builds (``get_grads()`` beside
+    ``get_params()``, ``{'w_g': self.gate.w}``) as ``{'gate.w': dw_g}``; anything else as
+    it is."""
+    if isinstance(extra, dict) and extra and all(isinstance(k, str) for k in extra):
+        paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
+        for _, held in properties(obj, set(paths)):
+            if isinstance(held, dict) and held.keys() == extra.keys() and not any(
+                    held[k] is extra[k] for k in extra):  # (not get_grads() itself)
+                return {paths[id(held[k])]: g for k, g in extra.items()}
+        return extra
     if not isinstance(extra, (list, tuple)):
         return extra
     pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
@@ -297,7 +308,7 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
-    keys = [f"d{n}" if f"d{n}" in ret else None for n in names]
+    keys = [_input_key(ret, n, x) for n, x in zip(names, xs, strict=False)]
     if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not mask(x)
            for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
         return ret  # constant; a 0/1 mask is)
@@ -308,6 +319,17 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)
+
+
+def _input_key(ret: dict[str, Any], name: str, x: Any) -> str | None:
+    """The key of a returned dict holding the gradient of the input ``name``: ``d`` +
+    its name, or its name itself (singular or plural: ``{'inputs': dx}`` for
+    ``forward(input)``) holding an array of its shape."""
+    if f"d{name}" in ret:
+        return f"d{name}"
+    bare = (name, f"{name}s", name[:-1] if name.endswith("s") else "")
+    return next((k for k in bare if k and is_float_array(ret.get(k)) and is_float_array(x)
+                 and np.shape(ret[k]) == np.shape(x)), None)
 
 
 def _numbers_listed(ret: Any, xs: Any) -> Any:

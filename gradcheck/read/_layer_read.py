@@ -201,7 +201,8 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
                    "backward: called right after it" + (
                        ", with the backward's arguments of those names, it returns the "
                        "parameters' gradients" if wants else
-                       ", it stores the parameters' gradients"))
+                       ", it stores the parameters' gradients (or returns them keyed as a "
+                       "method listing the arrays keys them)"))
     rng = np.random.default_rng(seed)
     xs = list(inputs)
     proto.out_path = output
@@ -220,7 +221,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.note(f"{what} returns a dict of numbers: its output is {part[11:-1]}, the "
                        "one part that moves with the inputs (the others are not checked)")
     first = _probe(proto, xs, what, returned if output is None else None)
-    untie(proto, first.ret)
+    untie(proto, first.ret, first.xs)
     if named == []:
         inputs_read(proto, first, {})
         return proto

@@ -30,8 +30,9 @@ def param_lists(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:
 
 def _lists_attributes(fn: Any) -> bool:
     """Whether ``fn`` is a method whose whole body (but a docstring) returns a tuple or
-    list of its object's attributes: ``def get_params(self): return (self.W, self.b)``
-    (read from its code, so calling it can do nothing else)."""
+    list of its object's attributes, or a dict of them under constant keys: ``def
+    get_params(self): return (self.W, self.b)``, ``return {'w_g': self.gate.w}`` (read
+    from its code, so calling it can do nothing else)."""
     if not inspect.isfunction(fn):
         return False
     try:
@@ -45,9 +46,18 @@ def _lists_attributes(fn: Any) -> bool:
         b.value, ast.Constant))]
     ret = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
     me = node.args.args[0].arg
-    return isinstance(ret, (ast.Tuple, ast.List)) and bool(ret.elts) and all(
-        isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == me
-        for e in ret.elts)
+    items = ret.elts if isinstance(ret, (ast.Tuple, ast.List)) else ret.values if isinstance(
+        ret, ast.Dict) and all(isinstance(k, ast.Constant) for k in ret.keys) else []
+    return bool(items) and all(_attribute_of(e, me) for e in items)
+
+
+def _attribute_of(e: ast.expr, me: str) -> bool:
+    """Whether ``e`` reads an attribute of ``me`` (``self.W``, ``self.gate.w``)."""
+    while isinstance(e, ast.Attribute):
+        e = e.value
+        if isinstance(e, ast.Name):
+            return e.id == me
+    return False
 
 
 def properties(layer: Any, arrays: set[int]) -> list[tuple[str, Any]]:

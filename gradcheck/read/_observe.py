@@ -160,13 +160,16 @@ def _forward_alone(layer: Any, fwds: list[str], bwds: list[str]) -> list[str]:
 
 
 def _unwrapped(layer: Any, fwds: list[str], bwds: list[str]) -> tuple[list[str], list[str]]:
-    """``fwds`` less ``__call__`` when its code calls one of the others (a model's
-    ``__call__`` handing its arguments to ``forward_propagation``), and ``bwds``."""
+    """``fwds`` less ``__call__`` when its code calls one of the others taking the same
+    arguments (a model's ``__call__(inputs, is_optimizing)`` handing them to
+    ``forward_propagation(inputs, is_optimizing)``; not one calling ``feed_forward(entry)``
+    of its ``__call__(entry, memorize)``), and ``bwds``."""
     call = getattr(next((vars(c)["__call__"] for c in type(layer).__mro__
                          if "__call__" in vars(c)), None), "__code__", None)
     if "__call__" not in fwds or call is None:
         return fwds, bwds
-    inner = [m for m in fwds if m != "__call__" and m in call.co_names]
+    inner = [m for m in fwds if m != "__call__" and m in call.co_names and positional_names(
+        getattr(layer, m)) == positional_names(layer.__call__)]
     return [m for m in fwds if m != "__call__"] if len(inner) == 1 else fwds, bwds
 
 

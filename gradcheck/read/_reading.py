@@ -53,7 +53,7 @@ from ._tokens import (
     give_sinks,
     order_text,
 )
-from ._watch import runs_forward, watched
+from ._watch import into_buffers, runs_forward, watched
 
 __all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "leaves",
@@ -72,13 +72,13 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     the one other beside labels first (``backward(y_pred)`` of ``forward(y_true,
     y_pred)``); :data:`UNSURE` when they are some after the first otherwise.
     Else ``(base, [], "")``: a count of arguments alone is no evidence."""
-    names = positional_names(method, required=True)
-    f_names = (positional_names(forward) or [])[:n]
-    back = [f_names.index(a) for a in names or [] if a in f_names[1:]]
+    names, f_names = positional_names(method, required=True), (positional_names(forward) or [])[:n]
+    back = [f_names.index(a) for a in names or [] if a in f_names[1:] or [a] == names == f_names[
+        :1] and labels[:1] == [True]]  # (backward(y_true) of forward(y_true, y_pred))
     if names and n >= 2 and len(back) == len(names):
         rest = [k for k in range(n) if k not in back]
         sure = len(labels) == n and (
-            (all(labels[k] for k in back) and not labels[0])  # backward(targets)
+            (all(labels[k] for k in back) and not labels[rest[0]])  # backward(targets)
             or (labels[0] and len(back) == 1 and rest == [0]))  # (y_true, y_pred): y_pred
         return "given" if sure else UNSURE, list[int | str | None](back), (
             f"backward takes the forward's arguments {', '.join(names)} and no output "
@@ -141,9 +141,10 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         return ret
     done = getattr(method.__self__, then)
     wants = positional_names(done, required=True)
-    if not wants:
-        done()
-        return ret
+    if not wants:  # it stores them, or returns them keyed as a method listing the arrays
+        extra = paired(done(), method.__self__)  # does (get_grads() beside get_params())
+        return (ret, extra) if isinstance(extra, dict) and extra.keys() <= dict(walk(
+            method.__self__)).keys() else ret
     # it takes some of the backward's arguments, by name (grads_wrt_params(inputs,
     # grads_wrt_outputs)): what it returns is read beside what the backward returned
     args = _arguments(style, order, dy, xs, out, method.__self__)
@@ -155,21 +156,11 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         extra = done(*[given[n] for n in wants])
     if ran and (runs := runs_forward(method.__self__, ran, xs)):  # a numerical gradient,
         raise ProtocolError("bad-protocol", f"{then}() runs {runs}()")  # not the backward's
-    if extra is None and backward_named(then) and _into_buffers(held, method.__self__):
+    if extra is None and backward_named(then) and into_buffers(held, method.__self__):
         return ret  # the second half of a backward split in two: backward_update_gradient
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")  # stores: the
     return ret, paired(extra, method.__self__)  # backward must call it itself (it may forget)
-
-
-def _into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:
-    """Whether, since ``held`` (:func:`float_state`), ``obj`` changed float arrays it
-    held, in place or under the same names, and made no new one (``self._gradient[
-    'weight'] += ...``, ``self._gradient = self._gradient + ...``)."""
-    now = {p: v for p, v in walk(obj) if is_float_array(v)}
-    return all(p in held for p in now) and any(
-        held[p][1].shape != v.shape or not np.array_equal(held[p][1], v)
-        for p, v in now.items())
 
 
 def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],

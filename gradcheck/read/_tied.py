@@ -38,18 +38,20 @@ def _same(a: Any, b: np.ndarray) -> bool:
                       np.unique(b).size > 1 and np.array_equal(a, b))
 
 
-def untie(proto: Protocol, ret: Any) -> None:
+def untie(proto: Protocol, ret: Any, xs: Sequence[Any] = ()) -> None:
     """The ties undone when the backward returned one gradient per place (an array or
-    None each): each place is then checked on its own (a swap of two gradients of one
-    array given twice would pass as their sum; a place held constant, a stop-gradient
-    copy, would fail)."""
+    None each; the places before constants given last, a mask, count): each place is
+    then checked on its own (a swap of two gradients of one array given twice would pass
+    as their sum; a place held constant, a stop-gradient copy, would fail)."""
     items = list(ret) if isinstance(ret, (tuple, list)) else []
     if len(items) == proto.n_inputs + 1 and isinstance(items[-1], (dict, list)):
         items = items[:-1]  # (dx_a, dx_b, {'Wa': ...}): the parameters' part after them
     elif len(items) == 2 and isinstance(items[0], (list, tuple)) and isinstance(
             items[1], (dict, list, tuple)):
         items = list(items[0])  # ([dx_a, dx_b], {'Wa': ...})
-    if not proto.tied or len(items) != proto.n_inputs or not all(
+    lead = next((k for k in range(len(xs)) if not any(
+        is_float_array(x) and np.asarray(x).dtype.kind == "f" for x in xs[k:])), len(xs))
+    if not proto.tied or not items or len(items) not in (proto.n_inputs, lead) or not all(
             r is None or isinstance(r, np.ndarray) for r in items):
         return
     proto.wanted = sorted({*proto.wanted, *proto.tied})

@@ -12,10 +12,13 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from ._discovery import is_float_array, walk
 from ._observe import forward_named
 from ._protocol import clone
 
-__all__ = ["runs_forward", "watched"]
+__all__ = ["into_buffers", "runs_forward", "watched"]
 
 
 @contextlib.contextmanager
@@ -60,3 +63,14 @@ def runs_forward(obj: Any, ran: list[str], xs: list[Any]) -> str:
     runs = Counter(ran)
     return next((n for n in ran if forward_named(n) or runs[n] > helpers.get(n, runs[n])),
                 "")
+
+
+def into_buffers(held: dict[str, tuple[int, np.ndarray]], obj: Any) -> bool:
+    """Whether, since ``held`` (:func:`~._observe.float_state`), ``obj`` changed float
+    arrays it held, in place or under the same names, and made no new one
+    (``self._gradient['weight'] += ...``, ``self._gradient = self._gradient + ...``): the
+    second half of a backward split in two, run after the watched call."""
+    now = {p: v for p, v in walk(obj) if is_float_array(v)}
+    return all(p in held for p in now) and any(
+        held[p][1].shape != v.shape or not np.array_equal(held[p][1], v)
+        for p, v in now.items())
