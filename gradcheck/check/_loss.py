@@ -107,8 +107,10 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
             raise ProtocolError("bad-protocol", "forward: the loss function must return "
                                 f"(loss, dx); it returned {type(out).__name__}"
                                 + (f" of {len(out)} ({_kinds(out)}): which item is the "
-                                   "gradient cannot be told; return (loss, dx)" if
-                                   isinstance(out, tuple) else "")
+                                   "gradient cannot be told; return (loss, dx)" + (
+                                       ", or, for several parameters, take them as one dict"
+                                       " and return (loss, {name: gradient})" if len(out) > 2
+                                       else "") if isinstance(out, tuple) else "")
                                 + _flag_advice(fn))
         loss = out[0]
         if not _a_number(loss):  # (a Fraction, a Decimal, a 0-d array are losses)
@@ -186,7 +188,8 @@ def _more_gradients(fn: Callable[..., Any], args: list[Any]) -> list[int] | None
     """The further arguments whose gradients ``fn`` returns after the first's, ``(loss,
     dx, dW)``: one per float array argument after the first, in order, each of its
     shape (word2vec's ``(loss, gradCenterVec, gradOutsideVecs)``), labels (0 and 1 only:
-    one-hot rows) being none. None otherwise."""
+    one-hot rows) being none. None otherwise (a float argument left without one may be a
+    forgotten gradient as well as data)."""
     try:
         out = _on_copies(fn, args)
     except Exception:  # noqa: BLE001 - the check itself reports it
