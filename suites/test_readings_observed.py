@@ -1712,6 +1712,25 @@ def test_a_backward_writing_into_the_forwards_cache_still_gets_its_gradients_com
     assert ("gradient mismatch in w" in res.message) == bool(wrong), res.message
 
 
+def _output_cached_fwd(x):
+    y = np.tanh(x)
+    return y, y  # the output itself is the cache
+
+
+def _output_writing_bwd(dy, y, bug=False):
+    g = dy * (1 - y ** 2) * (2.0 if bug else 1.0)
+    y *= 0  # overwrites the output the caller holds
+    return (g,)
+
+
+@pytest.mark.parametrize("bug, wrong", [(False, []), (True, ["x"])])
+def test_a_backward_writing_into_the_output_it_cached_stays_a_mutation(bug, wrong):
+    res = gradcheck.check_vjp(_output_cached_fwd, partial(_output_writing_bwd, bug=bug),
+                              [np.random.default_rng(509).standard_normal(5)])
+    assert res.status == "mutation", res.report()
+    assert [i.name for i in res.inputs if i.status == "mismatch"] == wrong, res.report()
+
+
 # -- corpus 167: a dict of gradients keyed by the bare names ----------------------------------
 class _BareKeys:
     def __init__(self, bug=""):
@@ -1969,3 +1988,159 @@ class _KeyedGrads:
 def test_gradients_returned_keyed_as_a_method_listing_the_arrays(bug, failing):
     _expect(gradcheck.check_layer(_KeyedGrads(bug), np.random.default_rng(508).standard_normal(
         (4, 3))), failing)
+
+
+# -- review 81 and corpora 171-176 -------------------------------------------------------------
+class _ForgetfulAttention(_MaskedAttention):
+    def backward(self, dy):
+        dq, _, dv = super().backward(dy)
+        return dq, None, dv  # the keys' gradient forgotten
+
+
+def test_a_place_left_without_a_gradient_beside_a_mask_is_no_stop_gradient():
+    """Review 81, 01: (dq, None, dv) for (x, x, x, mask) held the keys constant and passed."""
+    x = np.random.default_rng(510).standard_normal((2, 3, 4))
+    res = gradcheck.check_layer(_ForgetfulAttention(), x, x, x, np.tril(np.ones((3, 3), bool)))
+    assert not res.passed, res.report()
+
+
+def _sq_loss(y_true, y_pred):
+    return float(np.mean((y_pred - y_true) ** 2))
+
+
+def _sq_grad(y_true, y_pred, bug=False):
+    return 2 * (y_pred - y_true) / (1 if bug else y_pred.size)
+
+
+@pytest.mark.parametrize("bug, status", [(False, "ok"), (True, "mismatch")])
+def test_a_loss_pair_takes_wrt_by_the_argument_name(bug, status):
+    """Review 81, 02 (corpora 173, 176): wrt=['y_pred'] lost the loss-pair reading."""
+    r = np.random.default_rng(511)
+    res = gradcheck.check_vjp(_sq_loss, partial(_sq_grad, bug=bug),
+                              [r.standard_normal(6), r.standard_normal(6)], wrt=["y_pred"])
+    assert res.status == status, res.report()
+
+
+class _MomentsToo(_KeyedGrads):
+    def get_moments(self):
+        return {"w_g": self.m}
+
+    def forward(self, x):
+        self.m = getattr(self, "m", np.ones((3, 2)))
+        return super().forward(x)
+
+
+def test_gradients_keyed_as_two_listing_methods_are_not_paired():
+    """Review 81, 03: get_moments() keyed as get_params() took the gradients."""
+    with pytest.raises(gradcheck.LayerConventionError):
+        gradcheck.check_layer(_MomentsToo(), np.random.default_rng(512).standard_normal((4, 3)))
+
+
+def _relu(inputs):
+    return np.maximum(inputs, 0)
+
+
+def _relu_prime(dA, Z, bug=False):
+    return dA * (Z > 0) * (2.0 if bug else 1.0)
+
+
+@pytest.mark.parametrize("bug, status", [(False, "ok"), (True, "mismatch")])
+def test_one_input_under_another_name_whose_output_in_its_place_gives_the_same(bug, status):
+    """Corpus 176: relu_prime(dA, Z) of relu(inputs): the output in Z's place gives the
+    same gradient, so the reading is the same either way."""
+    x = np.random.default_rng(513).standard_normal(6)
+    res = gradcheck.check_vjp(_relu, partial(_relu_prime, bug=bug), [np.sign(x) * (
+        0.2 + np.abs(x))])
+    assert res.status == status, res.report()
+
+
+def _tanh_rows(Z):
+    return [[float(np.tanh(v)) for v in row] for row in Z]
+
+
+def _tanh_rows_back(dA, Z, bug=False):
+    return [[dA[i][j] * (1 - np.tanh(Z[i][j]) ** (1 if bug else 2)) for j in range(len(Z[0]))]
+            for i in range(len(Z))]
+
+
+@pytest.mark.parametrize("bug, status", [(False, "ok"), (True, "mismatch")])
+def test_a_gradient_as_nested_lists_of_one_input(bug, status):
+    """Corpus 176: a 3-row list of lists read as three gradients for one input."""
+    res = gradcheck.check_vjp(_tanh_rows, partial(_tanh_rows_back, bug=bug),
+                              [np.random.default_rng(514).standard_normal((3, 4))])
+    assert res.status == status, res.report()
+
+
+def _bce(y, p):
+    return -(y * np.log(p) + (1 - y) * np.log(1 - p))
+
+
+def _bce_grad(y, p, bug=False):
+    return (p - y) / (p * (1 - p)) * (-1 if bug else 1)
+
+
+@pytest.mark.parametrize("bug, failing", [(False, []), (True, ["x1"])])
+def test_check_elementwise_differentiates_the_prediction_after_labels(bug, failing):
+    """Corpus 172: loss(y, y_pred) differentiated in the labels."""
+    r = np.random.default_rng(515)
+    res = gradcheck.check_elementwise(_bce, partial(_bce_grad, bug=bug),
+                                      r.integers(0, 2, 6).astype(float), r.uniform(0.1, 0.9, 6))
+    assert [i.name for i in res.inputs if not i.passed] == failing, res.report()
+    assert res.passed == (not bug)
+    assert [i.status for i in res.inputs][0] == "constant"
+
+
+class _Accumulating:
+    """Stores learning_rate * gradient in d_w; update() adds it to the weights."""
+
+    def __init__(self, bug=False):
+        self.weights = np.random.default_rng(516).uniform(-1, 1, (3, 5))
+        self.d_w, self.learning_rate, self.bug = np.zeros((3, 5)), 0.01, bug
+
+    def activate(self, a_in):
+        self.a_in = np.concatenate([[1], a_in])
+        self.z = self.weights @ self.a_in
+        return np.tanh(self.z)
+
+    def backpropagate(self, d_a):
+        deltas = (1 - np.tanh(self.z) ** 2) * d_a
+        self.d_w += self.learning_rate * np.outer(deltas, self.a_in) * (0.5 if self.bug else 1)
+        return (self.weights.T @ deltas)[1:]
+
+    def update(self):
+        self.weights += self.d_w
+        self.d_w = np.zeros(self.weights.shape)
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["weights"])])
+def test_a_step_size_folded_into_a_stored_buffer_that_update_applies(bug, failing):
+    """Corpus 172: d_w += learning_rate * grad, applied by update(): learning_rate is set to
+    1.0 (a factor no method applies is a bug: test_observation's skew)."""
+    res = gradcheck.check_layer(_Accumulating(bug), np.random.default_rng(517).normal(size=4))
+    _expect(res, failing)
+    assert any("learning_rate scales every gradient" in n for n in res.notes), res.notes
+
+
+class _Flatten:
+    def init(self, in_dim):
+        self.in_dim = in_dim.copy()
+        return np.prod(self.in_dim)
+
+    def activate(self, a_in):
+        self.shape = a_in.shape
+        return a_in.flatten()
+
+    def backpropagate(self, d_in, bug=False):
+        return d_in.reshape(self.shape)[::-1] if bug else d_in.reshape(self.shape)
+
+
+class _FlattenBug(_Flatten):
+    def backpropagate(self, d_in):
+        return super().backpropagate(d_in, bug=True)
+
+
+@pytest.mark.parametrize("cls, failing", [(_Flatten, None), (_FlattenBug, ["x0"])])
+def test_the_forward_is_the_method_the_backward_follows(cls, failing):
+    """Corpus 172: init(in_dim) beside activate(a_in), both returning a value."""
+    _expect(gradcheck.check_layer(cls(), np.random.default_rng(518).standard_normal((2, 3, 4))),
+            failing)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..read._conventions import label_like, zero_one
 from ..read._protocol import ProtocolError
 from ._core import raise_unless_passed, run_protocol_check
 from ._options import validate_options
@@ -55,7 +56,8 @@ def _as_arrays(args: tuple[Any, ...], k: int) -> list[Any]:
 
 
 def check_elementwise(
-    f: Callable[..., Any], df: Callable[..., Any], *args: Any, wrt: int = 0, **options: Any,
+    f: Callable[..., Any], df: Callable[..., Any], *args: Any, wrt: int | None = None,
+    **options: Any,
 ) -> CheckResult:
     """Check an element-wise derivative ``df`` of ``f`` (``f.gradient``, ``f.grad``).
 
@@ -72,8 +74,10 @@ def check_elementwise(
         The point; the arguments other than ``args[wrt]`` (targets) are held constant.
         ``args[wrt]`` is converted with ``np.asarray`` (integers to float64); lists and
         tuples among the others become arrays.
-    wrt : int
-        The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``).
+    wrt : int, optional
+        The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``). Without it,
+        the first, or, when the first holds labels (0 and 1, or whole numbers) and one
+        other argument of its shape holds floats that are not, that one (with a note).
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -84,12 +88,18 @@ def check_elementwise(
         ``"elementwise"``.
     """
     opts = validate_options(**options)
-    k = _validate(f, df, args, wrt)
+    k = _validate(f, df, args, 0 if wrt is None else wrt)
+    if wrt is None and (j := _prediction_after_labels(args)) is not None:
+        k, note = j, (f"args[0] holds labels and args[{j}] does not: args[{j}], the "
+                      "prediction, is differentiated (wrt=0 for the first)")
+    else:
+        note = ""
     wrote: list[str] = []
     fwd, bwd = _as_layer(f, df, k, wrote)
     with np.errstate(all="ignore"):
         res = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts, kind="elementwise",
                                  origins={"forward": f, "backward": df})
+    res.notes += [note] if note else []
     if wrote and res.status == "ok":
         res.passed, res.status, res.message = False, "mutation", (
             f"{wrote[0]}: the derivative is right (checked on a fresh copy per call), but "
@@ -99,6 +109,22 @@ def check_elementwise(
         res.notes.append(f"{wrote[0]} (each call was given a fresh copy)")
     record(res)
     return res
+
+
+def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:
+    """The one argument after a first one holding labels (integers, or 0 and 1 both) that
+    holds floats of the first's shape and no labels (``loss(y, y_pred)``), else None."""
+    try:
+        arrays = [np.asarray(a) for a in args]
+    except (TypeError, ValueError):
+        return None
+    first = arrays[0] if arrays else np.zeros(0)
+    if len(arrays) < 2 or first.size < 2 or not (first.dtype.kind in "biu" or zero_one(
+            first) and not np.all(first)):  # (whole-valued floats may be a point)
+        return None
+    fits = [j for j, a in enumerate(arrays[1:], 1) if a.shape == arrays[0].shape and
+            a.dtype.kind == "f" and not label_like(a)]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list[str]

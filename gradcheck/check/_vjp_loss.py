@@ -30,6 +30,9 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     f_names, b_names = positional_names(fwd), positional_names(bwd, required=True)
     if not f_names or f_names[:len(inputs)] != b_names or len(b_names) != len(inputs):
         return None
+    named = [wrt] if isinstance(wrt, str) else wrt if isinstance(wrt, (list, tuple)) else []
+    if named and all(isinstance(k, str) for k in named):  # wrt=['y_pred']: by the names
+        wrt = [b_names.index(k) if k in b_names else k for k in named]
     try:
         with np.errstate(all="ignore"):
             loss = fwd(*copy.deepcopy(list(inputs)))

@@ -15,12 +15,12 @@ import numpy as np
 
 from ._discovery import is_float_scalar, set_path, try_path
 from ._layer_call import Protocol, ones_like
-from ._observe import backward_named, default_of, positional_names
+from ._observe import backward_named, default_of, last_name, positional_names
 from ._protocol import clone
 from ._reading import leaves
 from ._step import held_floats
 
-__all__ = ["completing_methods", "scaled_by_held"]
+__all__ = ["completing_methods", "folded_step", "scaled_by_held"]
 
 # A method that computes gradients, by a verb that says so (compute_gradients, calc_grads,
 # accumulate_grad): only such a method is called unasked, never zero_grad or save_grads.
@@ -80,6 +80,44 @@ def scaled_by_held(proto: Protocol, xs: list[Any]) -> str:
                ) and pairs and all(np.allclose(b, 2 * a) for a, b in pairs):
             return name  # (twice the float, twice the results: a step size; a strength
     return ""  # of a term only the gradient has, 0.0 off, is no step)
+
+
+def folded_step(proto: Protocol, xs: list[Any], read: bool) -> Protocol:
+    """``proto``, with a float the layer holds that scales every parameter's gradient the
+    backward gives, the output not depending on it (``self.d_w += self.learning_rate *
+    grad``: a step size folded into what it stores), set to 1.0 on the copies checked,
+    with a note; only for gradients ``read`` by observation, no step already read, and a
+    method of the layer that applies what the backward stored (:func:`_applies_stored`)."""
+    if not read or proto.held_step is not None or not proto.params or not held_floats(
+            proto.layer) or proto.then is not None or not _applies_stored(proto):
+        return proto
+    name = scaled_by_held(proto, xs)
+    if name and name in held_floats(proto.layer):
+        layer = proto.layer
+        proto.layer, proto.held_step = clone(layer), name
+        set_path(proto.layer, name, 1.0)
+        proto.note(f"{type(layer).__name__}.{name} scales every gradient the backward gives "
+                   "(a step size folded into what it stores): set to 1.0 on the copies "
+                   "checked")
+    return proto
+
+
+def _applies_stored(proto: Protocol) -> bool:
+    """Whether a public method of the layer taking no argument reads every parameter and
+    the attribute its gradient is stored at (``update()``: ``self.weights += self.d_w``):
+    what the backward stores is then a step that method applies, not a gradient alone
+    (a factor in a gradient no such method applies is a bug: ``self.skew * grad``)."""
+    wanted = {last_name(q) for p in proto.params for q in (p.value, p.grad)
+              if isinstance(q, str)}
+    if any(not isinstance(p.grad, str) for p in proto.params):
+        return False
+    for name in dir(type(proto.layer)):
+        fn = inspect.getattr_static(type(proto.layer), name, None)
+        if not name.startswith("_") and isinstance(fn, types.FunctionType) and name not in (
+                proto.forward, proto.backward) and len(positional_names(
+                    fn, required=True) or [1, 2]) == 1 and wanted <= set(fn.__code__.co_names):
+            return True
+    return False
 
 
 def _doubled(layer: Any, then: str | None, forward: str

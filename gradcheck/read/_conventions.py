@@ -19,7 +19,6 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 
 from __future__ import annotations
 
-import copy
 import inspect
 import itertools
 import re
@@ -33,6 +32,7 @@ import numpy as np
 from ._extra_grads import leading_fit, trailing_dict
 from ._observe import default_of, grad_stem, positional_names
 from ._protocol import ProtocolError, map_arrays
+from ._renamed import array_leaves, order_by_trial
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
            "label_like", "misread", "zero_one"]
@@ -62,11 +62,13 @@ def misread(error: dict[str, str]) -> bool:
         w in error.get("message", "") for w in _MISREAD)
 
 
-def _array_leaves(x: Any) -> list[np.ndarray]:
-    if isinstance(x, np.ndarray):
-        return [x]
-    x = list(x.values()) if isinstance(x, dict) else x
-    return [a for v in x for a in _array_leaves(v)] if isinstance(x, (list, tuple)) else []
+def _rows_of(g: list[Any], x: Any) -> bool:
+    """Whether ``g`` is nested lists of numbers laid out as the array ``x``."""
+    try:
+        a = np.asarray(g)
+    except ValueError:  # (ragged)
+        return False
+    return isinstance(x, np.ndarray) and a.shape == x.shape and a.dtype.kind in "fiu"
 
 
 def has_float(x: Any) -> bool:
@@ -163,39 +165,6 @@ def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> l
     return fits[0]
 
 
-def _order_by_trial(bwd: Callable[..., Any], args: tuple[Any, ...], out: np.ndarray
-                    ) -> bool | None:
-    """Whether a backward taking the forward's inputs again and the output gradient under
-    other names takes the gradient first (``False``: last): the one order in which it runs
-    on copies, returns arrays, and twice the gradient gives twice the result; none or both
-    a ``bad-protocol``; for one input, None unless so for it alone, not the output."""
-    dy = np.random.default_rng(0).standard_normal(out.shape).astype(out.dtype)
-
-    def fits(first: bool, values: tuple[Any, ...] = args) -> bool:
-        def call(d: np.ndarray) -> list[np.ndarray]:
-            given = copy.deepcopy(values)
-            got = bwd(d, *given) if first else bwd(*given, d)
-            return _array_leaves(got)
-        try:
-            one, two = call(dy), call(2 * dy)
-        except Exception:  # noqa: BLE001 - the user's code, in an order it may not take
-            return False
-        return bool(one) and len(one) == len(two) and all(
-            a.shape == b.shape and a.dtype.kind == "f" and np.all(np.isfinite(a)) and
-            np.allclose(2 * a, b, rtol=1e-6, atol=1e-12) for a, b in zip(one, two, strict=True))
-    last, first = fits(False), fits(True)
-    if len(args) == 1 and (last == first or fits(False, (out,)) or fits(True, (out,))):
-        return None
-    if last != first:
-        return first
-    raise ProtocolError("bad-protocol", (
-        f"the forward returns its output alone and the backward takes {len(args) + 1} "
-        "arguments, the forward's inputs again and the output gradient under other names; "
-        f"{'both orders run' if last else 'in neither order does it run'} and give results "
-        "linear in the gradient: give it the protocol's form, fwd = lambda *a: (f(*a), a); "
-        "bwd = lambda dy, a: f_backward(*a, dy)"))
-
-
 class Conventions:
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
@@ -288,7 +257,7 @@ class Conventions:
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
         if self._renamed and isinstance(out, np.ndarray) and out.dtype.kind == "f" and (
-                self._tried is not None or (tried := _order_by_trial(self._bwd, args, out))
+                self._tried is not None or (tried := order_by_trial(self._bwd, args, out))
                 is not None):
             self._tried = tried if self._tried is None else self._tried
             order = ("the forward's inputs again, then the output gradient", "the output "
@@ -324,7 +293,7 @@ class Conventions:
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
         self.outputs = len(out) - 1
-        self._shapes = [[a.shape for a in _array_leaves(v)] for v in out[:-1]]
+        self._shapes = [[a.shape for a in array_leaves(v)] for v in out[:-1]]
         if self.leading:
             k = self.leading
             self._note(f"forward returned {len(out)} values, {len(out) - 1} outputs and the "
@@ -406,7 +375,7 @@ class Conventions:
         if not 1 <= k < self.outputs or error is None or not misread(error) or \
                 positional_names(self._bwd) != positional_names(self._bwd, required=True):
             return None
-        shapes = {np.shape(v) for v in _array_leaves(self._given)}
+        shapes = {np.shape(v) for v in array_leaves(self._given)}
         if any(s in shapes for out in self._shapes[k:] for s in out):
             return None
         other = Conventions(self._fwd, self._bwd, self._given, self._wanted)
@@ -435,7 +404,7 @@ class Conventions:
             self._seen_after = True
             alone = self._bwd(dy[0], cache)
             zeros = self._bwd(dy[0], cache, *[_zeroed(d) for d in dy[1:]])
-            a, z = _array_leaves(alone), _array_leaves(zeros)
+            a, z = array_leaves(alone), array_leaves(zeros)
             if len(a) != len(z) or not all(u.shape == v.shape and np.allclose(u, v)
                                            for u, v in zip(a, z, strict=True)):
                 raise ProtocolError("bad-protocol", (
@@ -470,7 +439,7 @@ class Conventions:
             if not self._seen_after:  # given a zero dy, a cache gives zero gradients;
                 self._seen_after = True  # a second output's gradient would give some
                 zero = self._bwd(_zeroed(dy), *again)
-                if any(np.any(a) for a in _array_leaves(zero)):
+                if any(np.any(a) for a in array_leaves(zero)):
                     raise ProtocolError("bad-protocol", (
                         "the forward returns (y, c) and the backward's gradients are not "
                         "zero for a zero dy: c reads as a second output, not a cache; "
@@ -497,6 +466,8 @@ class Conventions:
             if n == 1 and isinstance(self._first, (list, tuple)) and \
                     len(grads) == len(self._first):
                 return (grads,)  # one input that is a list of arrays
+            if n == 1 and isinstance(grads, list) and _rows_of(grads, self._first):
+                return (np.asarray(grads, dtype=np.float64),)  # [[...], ...] for one array
             if wanted is not None and len(grads) == len(wanted):
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the wrt inputs {wanted}, in that order")

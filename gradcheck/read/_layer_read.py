@@ -26,7 +26,7 @@ from ._alternatives import (
     several_outputs,
     takes_gradient,
 )
-from ._completing import completing_methods, scaled_by_held
+from ._completing import completing_methods, folded_step, scaled_by_held
 from ._conventions import zero_one
 from ._depends import (
     held_labels,
@@ -142,7 +142,7 @@ def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     args = (layer, inputs, forward, backward, params, grads, wanted, output, seed, draws,
             wrt_given, reading)
     try:
-        return _discover(*args)
+        return folded_step(_discover(*args), list(inputs), params is None and grads is None)
     except LayerConventionError as exc:
         found = method_pair(layer, None if forward == "forward" else forward,
                             None if backward == "backward" else backward, inputs)
@@ -461,7 +461,9 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         mine = {p: k for p, k in keys.items() if p in arrays or p in stale}
         proto.returned = (j, mine)
         out += [Param(p, p, no_grad) for p in mine]
-        proto.note(f"backward returns the parameters' gradients as item {j} of what it "
+        proto.note(f"{proto.then}() returns the parameters' gradients ({', '.join(keys)})"
+                   if proto.then is not None and j == len(first.ret) - 1 else
+                   f"backward returns the parameters' gradients as item {j} of what it "
                    f"returns ({', '.join(keys) or 'none'})")
     flat = None if split is not None else flat_return(
         first.ret, proto.layer, first.xs, proto.wanted,

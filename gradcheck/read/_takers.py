@@ -36,6 +36,8 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
         takers = [n for n in _public(layer) if n != bwds[0] and len(
             positional_names(getattr(layer, n), required=True) or [None] * 99) == len(inputs)]
         valued = [t for t in takers[:6] if _returns_a_value(layer, t, inputs)]
+        if len(valued) > 1:  # (init(in_dim) beside activate(a_in): the one the backward
+            valued = [t for t in valued if linear_after(layer, t, bwds[0], inputs)]  # follows)
         if len(valued) == 1:  # calculate(); add_attention(x) beside step(lr)
             return valued[0], bwds[0], (
                 f"forward found as the one method taking {len(inputs)} argument(s) beside "

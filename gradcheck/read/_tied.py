@@ -52,8 +52,9 @@ def untie(proto: Protocol, ret: Any, xs: Sequence[Any] = ()) -> None:
     lead = next((k for k in range(len(xs)) if not any(
         is_float_array(x) and np.asarray(x).dtype.kind == "f" for x in xs[k:])), len(xs))
     if not proto.tied or not items or len(items) not in (proto.n_inputs, lead) or not all(
-            r is None or isinstance(r, np.ndarray) for r in items):
-        return
+            r is None or isinstance(r, np.ndarray) for r in items) or (
+                len(items) < proto.n_inputs and any(r is None for r in items)):  # (dq, None, dv)
+        return  # beside a mask: no place left out (a forgotten dk is no stop-gradient)
     proto.wanted = sorted({*proto.wanted, *proto.tied})
     proto.notes = [t for t in proto.notes if ": the same array as x" not in t]
     proto.tied = {}

@@ -52,7 +52,8 @@ def observed_error(layer: Any, left: list[str], first: Any,
     return LayerConventionError(
         f"{type(layer).__name__}: the output depends on {arrays}, and no gradient was found "
         f"for {'it' if len(left) == 1 else 'them'}. Observed: the backward returned {shown}"
-        f" and stored {describe(cands) or 'no other array'}. Name every parameter to check "
+        f" and stored {describe(cands) or 'no array left unread'}. Name every parameter to "
+        "check "
         f"(params= replaces what was found): check_layer(layer, x, params={{{named}}}, "
         f"grads={{{graded}}}) (paths like \"params['W']\" or callables layer -> array); "
         "params={} checks the input gradients only." + _others(left, first, found))
@@ -79,5 +80,6 @@ def _others(left: list[str], first: Any, found: list[Param]) -> str:
         return ""
     wrt = [f"x{k}" for k, x in enumerate(first.xs) if isinstance(x, np.ndarray) and
            x.dtype.kind == "f" and not mask(x)] + named  # (not a 0/1 mask)
-    return (f" If {', '.join(left)} take no gradient (buffers the forward reads, running "
-            f"statistics), check the others, holding them constant: wrt={wrt!r}.")
+    return (f" If {', '.join(left)} {'takes' if len(left) == 1 else 'take'} no gradient "
+            "(buffers the forward reads, running statistics), check the others, holding "
+            f"{'it' if len(left) == 1 else 'them'} constant: wrt={wrt!r}.")
