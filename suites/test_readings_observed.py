@@ -2144,3 +2144,15 @@ def test_the_forward_is_the_method_the_backward_follows(cls, failing):
     """Corpus 172: init(in_dim) beside activate(a_in), both returning a value."""
     _expect(gradcheck.check_layer(cls(), np.random.default_rng(518).standard_normal((2, 3, 4))),
             failing)
+
+
+class _BareX(_BareRelu):
+    def forward(self, x):
+        return super().forward(x)
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["x0"])])
+def test_the_one_inputs_gradient_keyed_inputs_whatever_its_name(bug, failing):
+    """Corpus 167: forward(self, x) whose backward returns {'inputs': dx}."""
+    x = np.random.default_rng(519).standard_normal((5, 3))
+    _expect(gradcheck.check_layer(_BareX(bug), np.sign(x) * (0.2 + np.abs(x))), failing)

@@ -307,7 +307,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
-    keys = [_input_key(ret, n, x) for n, x in zip(names, xs, strict=False)]
+    one = sum(is_float_array(x) for x in xs) == 1  # (one input: {'inputs': dx} for x)
+    keys = [_input_key(ret, n, x, one) for n, x in zip(names, xs, strict=False)]
     if any(k is None and is_float_array(x) and x.dtype.kind == "f" and not mask(x)
            for k, x in zip(keys, xs, strict=False)):  # (a forgotten dh_prev is no
         return ret  # constant; a 0/1 mask is)
@@ -320,13 +321,15 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     return (*[None if k is None else ret[k] for k in keys], params)
 
 
-def _input_key(ret: dict[str, Any], name: str, x: Any) -> str | None:
+def _input_key(ret: dict[str, Any], name: str, x: Any, one: bool = False) -> str | None:
     """The key of a returned dict holding the gradient of the input ``name``: ``d`` +
     its name, or its name itself (singular or plural: ``{'inputs': dx}`` for
-    ``forward(input)``) holding an array of its shape."""
+    ``forward(input)``; for the ``one`` float input, ``inputs`` or ``input`` whatever its
+    name) holding an array of its shape."""
     if f"d{name}" in ret:
         return f"d{name}"
-    bare = (name, f"{name}s", name[:-1] if name.endswith("s") else "")
+    bare = (name, f"{name}s", name[:-1] if name.endswith("s") else "",
+            *(("inputs", "input") if one else ()))
     return next((k for k in bare if k and is_float_array(ret.get(k)) and is_float_array(x)
                  and np.shape(ret[k]) == np.shape(x)), None)
 
