@@ -2156,3 +2156,70 @@ def test_the_one_inputs_gradient_keyed_inputs_whatever_its_name(bug, failing):
     """Corpus 167: forward(self, x) whose backward returns {'inputs': dx}."""
     x = np.random.default_rng(519).standard_normal((5, 3))
     _expect(gradcheck.check_layer(_BareX(bug), np.sign(x) * (0.2 + np.abs(x))), failing)
+
+
+# -- review 82 ------------------------------------------------------------------------------
+class _MomentumScaled:
+    """A real bug: the stored gradients carry a held factor; zero_grad() only resets them,
+    and update() in the twin applies them scaled again."""
+
+    def __init__(self, twice=False):
+        r = np.random.default_rng(520)
+        self.W, self.b, self.momentum, self.twice = r.standard_normal((3, 2)), np.zeros(2), 0.9, \
+            twice
+        self.dW, self.db = np.zeros((3, 2)), np.zeros(2)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dout):
+        self.dW = self.momentum * (self.x.T @ dout)
+        self.db = self.momentum * dout.sum(0)
+        return dout @ self.W.T
+
+    def zero_grad(self):
+        self.dW, self.db = np.zeros_like(self.W), np.zeros_like(self.b)
+
+    def update(self):
+        if self.twice:
+            self.W -= self.momentum * self.dW
+            self.b -= self.momentum * self.db
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_held_factor_is_a_step_size_only_when_a_method_applies_the_stored_step(twice):
+    res = gradcheck.check_layer(_MomentumScaled(twice), np.random.default_rng(521).normal(
+        size=(4, 3)))
+    assert res.status == "mismatch", res.report()
+
+
+def _cubic(x, s):
+    return s * x ** 3
+
+
+def _cubic_dx(x, s):
+    return 3 * s * x ** 2
+
+
+def test_check_elementwise_keeps_a_whole_numbered_point_first():
+    res = gradcheck.check_elementwise(_cubic, _cubic_dx, np.arange(1, 6),
+                                      np.random.default_rng(522).uniform(1, 2, 5))
+    assert res.passed, res.report()
+
+
+def test_a_one_row_nested_list_gradient_of_one_input():
+    res = gradcheck.check_vjp(_tanh_rows, _tanh_rows_back,
+                              [np.random.default_rng(523).standard_normal((1, 4))])
+    assert res.passed, res.report()
+
+
+class _KeyedTwice(_KeyedGrads):
+    def state_dict(self):
+        return {"w_g": self.gate.w}
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["gate.w"])])
+def test_two_listings_of_the_same_arrays_are_one(bug, failing):
+    _expect(gradcheck.check_layer(_KeyedTwice(bug), np.random.default_rng(524).normal(
+        size=(4, 3))), failing)

@@ -112,16 +112,15 @@ def check_elementwise(
 
 
 def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:
-    """The one argument after a first one holding labels (integers, or 0 and 1 both) that
-    holds floats of the first's shape and no labels (``loss(y, y_pred)``), else None."""
+    """The one argument after a first one holding labels (0 and 1, both) that holds floats
+    of the first's shape and no labels (``loss(y, y_pred)``), else None."""
     try:
         arrays = [np.asarray(a) for a in args]
     except (TypeError, ValueError):
         return None
     first = arrays[0] if arrays else np.zeros(0)
-    if len(arrays) < 2 or first.size < 2 or not (first.dtype.kind in "biu" or zero_one(
-            first) and not np.all(first)):  # (whole-valued floats may be a point)
-        return None
+    if len(arrays) < 2 or first.size < 2 or not (zero_one(first) and not np.all(first)):
+        return None  # (0 and 1 both, no other value: whole numbers may be a point)
     fits = [j for j, a in enumerate(arrays[1:], 1) if a.shape == arrays[0].shape and
             a.dtype.kind == "f" and not label_like(a)]
     return fits[0] if len(fits) == 1 else None

@@ -17,7 +17,7 @@ from ._discovery import is_float_scalar, set_path, try_path
 from ._layer_call import Protocol, ones_like
 from ._observe import backward_named, default_of, last_name, positional_names
 from ._protocol import clone
-from ._reading import leaves
+from ._reading import leaves, probe
 from ._step import held_floats
 
 __all__ = ["completing_methods", "folded_step", "scaled_by_held"]
@@ -89,7 +89,7 @@ def folded_step(proto: Protocol, xs: list[Any], read: bool) -> Protocol:
     with a note; only for gradients ``read`` by observation, no step already read, and a
     method of the layer that applies what the backward stored (:func:`_applies_stored`)."""
     if not read or proto.held_step is not None or not proto.params or not held_floats(
-            proto.layer) or proto.then is not None or not _applies_stored(proto):
+            proto.layer) or proto.then is not None or not _applies_stored(proto, xs):
         return proto
     name = scaled_by_held(proto, xs)
     if name and name in held_floats(proto.layer):
@@ -102,20 +102,36 @@ def folded_step(proto: Protocol, xs: list[Any], read: bool) -> Protocol:
     return proto
 
 
-def _applies_stored(proto: Protocol) -> bool:
-    """Whether a public method of the layer taking no argument reads every parameter and
-    the attribute its gradient is stored at (``update()``: ``self.weights += self.d_w``):
-    what the backward stores is then a step that method applies, not a gradient alone
-    (a factor in a gradient no such method applies is a bug: ``self.skew * grad``)."""
+def _applies_stored(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether a public method of the layer taking no argument, whose code reads every
+    parameter and the attribute its gradient is stored at, moves each parameter, after a
+    forward and a backward, by exactly what the backward stored there (``update()``:
+    ``self.weights += self.d_w``; not a ``zero_grad()``, nor ``W -= lr * dW`` scaling it
+    again): what the backward stores is then a step that method applies, not a gradient
+    alone (a factor in a gradient no such method applies is a bug: ``self.skew * grad``)."""
     wanted = {last_name(q) for p in proto.params for q in (p.value, p.grad)
               if isinstance(q, str)}
-    if any(not isinstance(p.grad, str) for p in proto.params):
+    if any(not isinstance(p.grad, str) for p in proto.params) or proto.draws is None:
         return False
     for name in dir(type(proto.layer)):
         fn = inspect.getattr_static(type(proto.layer), name, None)
-        if not name.startswith("_") and isinstance(fn, types.FunctionType) and name not in (
-                proto.forward, proto.backward) and len(positional_names(
-                    fn, required=True) or [1, 2]) == 1 and wanted <= set(fn.__code__.co_names):
+        if name.startswith("_") or not isinstance(fn, types.FunctionType) or name in (
+                proto.forward, proto.backward) or len(positional_names(
+                    fn, required=True) or [1, 2]) != 1 or not wanted <= set(fn.__code__.co_names):
+            continue
+        try:
+            after = probe(proto.layer, proto.forward, proto.backward, xs, proto.draws, (
+                proto.style, proto.order), proto.out_path, ones_like).after
+            steps = [np.array(p.read_grad(after), dtype=np.float64) for p in proto.params]
+            was = [np.array(p.read(after), dtype=np.float64) for p in proto.params]
+            getattr(after, name)()
+            moved = [np.asarray(p.read(after), dtype=np.float64) - w for p, w in zip(
+                proto.params, was, strict=True)]
+        except Exception:  # noqa: BLE001, S112 - no evidence that it applies the step
+            continue
+        if all(np.any(g) and m.shape == g.shape for g, m in zip(steps, moved, strict=True)) and (
+                all(np.allclose(m, g) for g, m in zip(steps, moved, strict=True)) or all(
+                    np.allclose(m, -g) for g, m in zip(steps, moved, strict=True))):
             return True
     return False
 

@@ -461,13 +461,14 @@ class Conventions:
     def _match(self, grads: Any) -> Any:
         n, wanted = self._n, self._wanted
         if isinstance(grads, (tuple, list)):
+            if n == 1 and isinstance(grads, list) and not any(isinstance(
+                    g, np.ndarray) for g in grads) and _rows_of(grads, self._first):
+                return (np.asarray(grads, dtype=np.float64),)  # [[...], ...] for one array
             if len(grads) == n:
                 return grads
             if n == 1 and isinstance(self._first, (list, tuple)) and \
                     len(grads) == len(self._first):
                 return (grads,)  # one input that is a list of arrays
-            if n == 1 and isinstance(grads, list) and _rows_of(grads, self._first):
-                return (np.asarray(grads, dtype=np.float64),)  # [[...], ...] for one array
             if wanted is not None and len(grads) == len(wanted):
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
                            f"those of the wrt inputs {wanted}, in that order")

@@ -267,10 +267,12 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
                     and v.dtype.kind == "f" and v.size == a.size  # numbers as it has, in
                     and re.search(r"\[\d+\]$", c)]  # a list of gradients (not delta)
             named = fits[0] if len(fits) == 1 and len(free) == 1 else None
-        if named is not None and np.shape(cands[named]) != a.shape:
+        if named is not None and (got := np.shape(cands[named])) != a.shape:
             raise ProtocolError("shape-mismatch", (
-                f"gradient of {path} (stored in {named}) has shape "
-                f"{np.shape(cands[named])}, expected {a.shape}"), at=(path, a))
+                f"gradient of {path} (stored in {named}) has shape {got}, expected {a.shape}"
+                + ("; its transpose has the expected shape: a missing or extra transpose (a "
+                   "dW stored as W.T's gradient?)" if len(got) == 2 and got[::-1] == a.shape
+                   else "")), at=(path, a))
 
 
 def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],

@@ -274,10 +274,11 @@ def paired(extra: Any, obj: Any) -> Any:
     it is."""
     if isinstance(extra, dict) and extra and all(isinstance(k, str) for k in extra):
         paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
-        keyed = [held for _, held in properties(obj, set(paths)) if isinstance(held, dict) and
-                 held.keys() == extra.keys() and not any(held[k] is extra[k] for k in extra)]
-        return {paths[id(keyed[0][k])]: g for k, g in extra.items()} if len(  # (one only:
-            keyed) == 1 else extra  # get_moments() beside get_params(): no telling which)
+        keyed = {tuple(id(held[k]) for k in extra): held for _, held in properties(
+            obj, set(paths)) if isinstance(held, dict) and held.keys() == extra.keys() and not
+            any(held[k] is extra[k] for k in extra)}  # (listings of the same arrays: one)
+        return {paths[id(next(iter(keyed.values()))[k])]: g for k, g in extra.items()} if len(
+            keyed) == 1 else extra  # (get_moments() beside get_params(): no telling which)
     if not isinstance(extra, (list, tuple)):
         return extra
     pairs = [e for e in extra if isinstance(e, (list, tuple)) and len(e) == 2 and all(
