@@ -2202,10 +2202,30 @@ def _cubic_dx(x, s):
     return 3 * s * x ** 2
 
 
-def test_check_elementwise_keeps_a_whole_numbered_point_first():
-    res = gradcheck.check_elementwise(_cubic, _cubic_dx, np.arange(1, 6),
-                                      np.random.default_rng(522).uniform(1, 2, 5))
-    assert res.passed, res.report()
+def test_check_elementwise_asks_which_when_integers_come_first_beside_floats():
+    """Reviews 82 and 83: integers first are a point (np.arange) or targets (class ids):
+    switching either way made a wrong derivative pass; wrt= says which."""
+    s = np.random.default_rng(522).uniform(1, 2, 5)
+    with pytest.raises(ValueError, match=r"wrt=1 or wrt=0"):
+        gradcheck.check_elementwise(_cubic, _cubic_dx, np.arange(1, 6), s)
+    assert gradcheck.check_elementwise(_cubic, _cubic_dx, np.arange(1, 6), s, wrt=0).passed
+    wrong = gradcheck.check_elementwise(_cubic, lambda x, s: 3 * x ** 2, np.arange(1, 6), s,
+                                        wrt=0)
+    assert wrong.status == "mismatch", wrong.report()
+
+
+class _DecayUpdate(_Accumulating):
+    """update() adds a weight decay beside the stored step."""
+
+    def update(self):
+        self.weights += self.d_w - self.learning_rate * 1e-2 * self.weights
+        self.d_w = np.zeros(self.weights.shape)
+
+
+@pytest.mark.parametrize("bug, failing", [(False, None), (True, ["weights"])])
+def test_a_folded_step_size_beside_an_update_with_weight_decay(bug, failing):
+    res = gradcheck.check_layer(_DecayUpdate(bug), np.random.default_rng(525).normal(size=4))
+    _expect(res, failing)
 
 
 def test_a_one_row_nested_list_gradient_of_one_input():

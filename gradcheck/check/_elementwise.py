@@ -76,8 +76,9 @@ def check_elementwise(
         tuples among the others become arrays.
     wrt : int, optional
         The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``). Without it,
-        the first, or, when the first holds labels (0 and 1, or whole numbers) and one
-        other argument of its shape holds floats that are not, that one (with a note).
+        the first, or, when the first holds labels (0 and 1, both) and one other argument
+        of its shape holds floats that are not, that one (with a note); a first array of
+        other integers beside floats of its shape is a ``ValueError`` asking for it.
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -89,6 +90,11 @@ def check_elementwise(
     """
     opts = validate_options(**options)
     k = _validate(f, df, args, 0 if wrt is None else wrt)
+    if wrt is None and (j := _whole_beside_float(args)) is not None:
+        raise ValueError(
+            f"check_elementwise: args[0] holds whole numbers and args[{j}] floats of its "
+            "shape: targets and a prediction (loss(y, y_pred)), or a point and a setting? "
+            f"Name the argument to differentiate: wrt={j} or wrt=0")
     if wrt is None and (j := _prediction_after_labels(args)) is not None:
         k, note = j, (f"args[0] holds labels and args[{j}] does not: args[{j}], the "
                       "prediction, is differentiated (wrt=0 for the first)")
@@ -109,6 +115,18 @@ def check_elementwise(
         res.notes.append(f"{wrote[0]} (each call was given a fresh copy)")
     record(res)
     return res
+
+
+def _whole_beside_float(args: tuple[Any, ...]) -> int | None:
+    """The one float argument of the first's shape, when the first is an array of
+    integers other than 0 and 1 both (class ids, counts; or a point given as integers:
+    which is differentiated cannot be told), else None."""
+    first = args[0] if args else None
+    if not isinstance(first, np.ndarray) or first.dtype.kind not in "iu" or zero_one(first):
+        return None
+    fits = [j for j, a in enumerate(args[1:], 1) if isinstance(a, np.ndarray) and
+            a.shape == first.shape and a.dtype.kind == "f"]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discovery import is_float_scalar, set_path, try_path
+from ._discovery import is_float_scalar, multiple_of, set_path, try_path
 from ._layer_call import Protocol, ones_like
 from ._observe import backward_named, default_of, last_name, positional_names
 from ._protocol import clone
@@ -130,10 +130,19 @@ def _applies_stored(proto: Protocol, xs: list[Any]) -> bool:
         except Exception:  # noqa: BLE001, S112 - no evidence that it applies the step
             continue
         if all(np.any(g) and m.shape == g.shape for g, m in zip(steps, moved, strict=True)) and (
-                all(np.allclose(m, g) for g, m in zip(steps, moved, strict=True)) or all(
-                    np.allclose(m, -g) for g, m in zip(steps, moved, strict=True))):
+                all(_applied(m, g, w) for g, m, w in zip(steps, moved, was, strict=True)) or all(
+                    _applied(m, -g, w) for g, m, w in zip(steps, moved, was, strict=True))):
             return True
     return False
+
+
+def _applied(moved: np.ndarray, step: np.ndarray, was: np.ndarray) -> bool:
+    """Whether a parameter moved by ``step``, exactly or beside a multiple of its value
+    (a weight decay the update adds: ``W -= dW + lr * wd * W``)."""
+    rest = moved - step
+    scale = 1e-9 * float(np.max(np.abs(step)))
+    return bool(np.allclose(rest, 0, rtol=0, atol=scale)) or (
+        bool(np.any(was)) and multiple_of(rest, was, 1e-6))
 
 
 def _doubled(layer: Any, then: str | None, forward: str
