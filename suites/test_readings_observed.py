@@ -2243,3 +2243,49 @@ class _KeyedTwice(_KeyedGrads):
 def test_two_listings_of_the_same_arrays_are_one(bug, failing):
     _expect(gradcheck.check_layer(_KeyedTwice(bug), np.random.default_rng(524).normal(
         size=(4, 3))), failing)
+
+
+# -- review 84 ------------------------------------------------------------------------------
+class _ScalarTwiceStep:
+    """Float scalars w, b; the backward stores lr * grad, and step() scales it again."""
+
+    def __init__(self):
+        self.w, self.b, self.lr = 0.7, -0.2, 0.1
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(self.w * x + self.b)
+
+    def backward(self, dout):
+        d = dout * (1 - np.tanh(self.w * self.x + self.b) ** 2)
+        self.dw, self.db = self.lr * float(np.sum(d * self.x)), self.lr * float(np.sum(d))
+        return d * self.w
+
+    def step(self):
+        self.w -= self.lr * self.dw
+        self.b -= self.lr * self.db
+
+
+def test_a_one_number_parameter_is_no_evidence_of_a_decay_beside_its_step():
+    """Review 84: for one number, any move is a multiple of it: lr was folded and the
+    twice-scaled gradients passed."""
+    res = gradcheck.check_layer(_ScalarTwiceStep(), np.random.default_rng(526).normal(size=5))
+    assert res.status == "mismatch", res.report()
+
+
+def _weighted(y, p, w):
+    return 0.5 * w * (y - p) ** 2
+
+
+@pytest.mark.parametrize("y", [np.array([1.0, 0.0, 1.0, 1.0, 0.0]), [3, 1, 4, 1, 5],
+                               np.array([3.0, 1.0, 4.0, 1.0, 5.0])])
+def test_check_elementwise_asks_which_beside_several_floats_or_whole_numbers(y):
+    """Review 84: labels beside a prediction and weights, or class ids as a list or as
+    floats, were differentiated silently (a wrong-sign derivative passed)."""
+    r = np.random.default_rng(527)
+    with pytest.raises(ValueError, match="wrt="):
+        gradcheck.check_elementwise(_weighted, lambda y, p, w: w * (y - p), y,
+                                    r.uniform(0.1, 0.9, 5), r.uniform(0.5, 1.5, 5))
+    res = gradcheck.check_elementwise(_weighted, lambda y, p, w: w * (y - p), y,
+                                      r.uniform(0.1, 0.9, 5), r.uniform(0.5, 1.5, 5), wrt=1)
+    assert res.status == "mismatch", res.report()

@@ -77,8 +77,9 @@ def check_elementwise(
     wrt : int, optional
         The argument to differentiate (``wrt=1`` for ``loss(y, y_pred)``). Without it,
         the first, or, when the first holds labels (0 and 1, both) and one other argument
-        of its shape holds floats that are not, that one (with a note); a first array of
-        other integers beside floats of its shape is a ``ValueError`` asking for it.
+        of its shape holds floats that are not, that one (with a note); a first argument
+        of other whole numbers, or labels beside several such floats, is a ``ValueError``
+        asking for it.
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -90,11 +91,6 @@ def check_elementwise(
     """
     opts = validate_options(**options)
     k = _validate(f, df, args, 0 if wrt is None else wrt)
-    if wrt is None and (j := _whole_beside_float(args)) is not None:
-        raise ValueError(
-            f"check_elementwise: args[0] holds whole numbers and args[{j}] floats of its "
-            "shape: targets and a prediction (loss(y, y_pred)), or a point and a setting? "
-            f"Name the argument to differentiate: wrt={j} or wrt=0")
     if wrt is None and (j := _prediction_after_labels(args)) is not None:
         k, note = j, (f"args[0] holds labels and args[{j}] does not: args[{j}], the "
                       "prediction, is differentiated (wrt=0 for the first)")
@@ -117,31 +113,30 @@ def check_elementwise(
     return res
 
 
-def _whole_beside_float(args: tuple[Any, ...]) -> int | None:
-    """The one float argument of the first's shape, when the first is an array of
-    integers other than 0 and 1 both (class ids, counts; or a point given as integers:
-    which is differentiated cannot be told), else None."""
-    first = args[0] if args else None
-    if not isinstance(first, np.ndarray) or first.dtype.kind not in "iu" or zero_one(first):
-        return None
-    fits = [j for j, a in enumerate(args[1:], 1) if isinstance(a, np.ndarray) and
-            a.shape == first.shape and a.dtype.kind == "f"]
-    return fits[0] if len(fits) == 1 else None
-
-
 def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:
     """The one argument after a first one holding labels (0 and 1, both) that holds floats
-    of the first's shape and no labels (``loss(y, y_pred)``), else None."""
+    of the first's shape and no labels (``loss(y, y_pred)``); None when the first holds
+    no labels nor whole numbers or no such argument is there. A ``ValueError`` asking for
+    ``wrt=`` when the first holds whole numbers (class ids, counts, or a point given as
+    integers) or labels beside several such arguments (a prediction and weights)."""
     try:
         arrays = [np.asarray(a) for a in args]
     except (TypeError, ValueError):
         return None
     first = arrays[0] if arrays else np.zeros(0)
-    if len(arrays) < 2 or first.size < 2 or not (zero_one(first) and not np.all(first)):
-        return None  # (0 and 1 both, no other value: whole numbers may be a point)
-    fits = [j for j, a in enumerate(arrays[1:], 1) if a.shape == arrays[0].shape and
+    if len(arrays) < 2 or first.size < 2 or first.dtype.kind not in "biuf":
+        return None
+    fits = [j for j, a in enumerate(arrays[1:], 1) if a.shape == first.shape and
             a.dtype.kind == "f" and not label_like(a)]
-    return fits[0] if len(fits) == 1 else None
+    labels = zero_one(first) and not np.all(first)  # (0 and 1 both)
+    if labels and len(fits) == 1:
+        return fits[0]
+    if fits and (labels or label_like(first)):
+        raise ValueError(
+            f"check_elementwise: args[0] holds whole numbers and args{fits} floats of its "
+            "shape: targets and a prediction (loss(y, y_pred)), or a point and settings? "
+            f"Name the argument to differentiate: wrt={fits[0]} or wrt=0")
+    return None
 
 
 def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list[str]

@@ -141,8 +141,9 @@ def _applied(moved: np.ndarray, step: np.ndarray, was: np.ndarray) -> bool:
     (a weight decay the update adds: ``W -= dW + lr * wd * W``)."""
     rest = moved - step
     scale = 1e-9 * float(np.max(np.abs(step)))
-    return bool(np.allclose(rest, 0, rtol=0, atol=scale)) or (
-        bool(np.any(was)) and multiple_of(rest, was, 1e-6))
+    return bool(np.any(moved)) and (bool(np.allclose(rest, 0, rtol=0, atol=scale)) or (
+        was.size > 1 and bool(np.any(was)) and multiple_of(rest, was, 1e-6)))  # (one number
+    # is a multiple of any other: a decay is told only for arrays of several)
 
 
 def _doubled(layer: Any, then: str | None, forward: str
