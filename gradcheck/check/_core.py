@@ -131,7 +131,8 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                     chosen: set[Any], rng: np.random.Generator) -> _Called:
     """Forward twice, backward twice: every protocol rule, then the gradients."""
     _finite_point(prep)
-    writes_elsewhere(fwd, prep)
+    if getattr(fwd, "loss_of_point", False):  # a loss written as a function of its point
+        writes_elsewhere(fwd, prep)  # (check_grad, a loss pair): one forward more, cheap
     saved = [snapshot(v) for v in prep.leaves]
     outputs, arrays, cache = _forward_twice(fwd, prep, saved)
     dy_leaves = outputs.cotangent(arrays, rng)
@@ -375,6 +376,7 @@ def _from_draws(fwd: Callable[..., Any], draws: GlobalDraws) -> Callable[..., An
             return fwd(*args, **kwargs)
         finally:
             draws.seen()
+    forward.loss_of_point = getattr(fwd, "loss_of_point", False)  # type: ignore[attr-defined]
     return forward
 
 

@@ -65,6 +65,7 @@ def check_grad(
         return (type(g)(np.asarray(a) * dy for a in g) if isinstance(g, (list, tuple))
                 else _unit(np.asarray(g), np.shape(x_), unit) * dy,)
 
+    fwd.loss_of_point = True  # type: ignore[attr-defined]  # (writes_elsewhere)
     # the input is named as f names it (x0 when f's signature cannot be read)
     fwd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(input_names(f, 1)[0], inspect.Parameter.POSITIONAL_ONLY)])

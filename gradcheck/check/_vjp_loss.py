@@ -45,6 +45,7 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     def forward(*a: Any) -> tuple[Any, Any]:  # the arguments as given: fwd may write
         given = copy.deepcopy(a)  # into them
         return fwd(*a), given
+    forward.loss_of_point = True  # type: ignore[attr-defined]  # (writes_elsewhere)
 
     head = ("fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
             "gradient: ")
