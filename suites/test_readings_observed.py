@@ -2289,3 +2289,19 @@ def test_check_elementwise_asks_which_beside_several_floats_or_whole_numbers(y):
     res = gradcheck.check_elementwise(_weighted, lambda y, p, w: w * (y - p), y,
                                       r.uniform(0.1, 0.9, 5), r.uniform(0.5, 1.5, 5), wrt=1)
     assert res.status == "mismatch", res.report()
+
+
+def _identity_rows(Z):
+    return [list(row) for row in Z]
+
+
+def _identity_rows_back(dA, Z, bug=False):
+    return [np.asarray(r) * (2.0 if bug else 1.0) for r in dA]  # rows of arrays
+
+
+@pytest.mark.parametrize("bug, status", [(False, "ok"), (True, "mismatch")])
+def test_a_gradient_as_a_list_of_row_arrays_of_one_input(bug, status):
+    """Regression (corpus 176, linear_backward returning dA): rows as arrays."""
+    res = gradcheck.check_vjp(_identity_rows, partial(_identity_rows_back, bug=bug),
+                              [np.random.default_rng(528).standard_normal((3, 4))])
+    assert res.status == status, res.report()

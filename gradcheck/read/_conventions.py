@@ -461,8 +461,7 @@ class Conventions:
     def _match(self, grads: Any) -> Any:
         n, wanted = self._n, self._wanted
         if isinstance(grads, (tuple, list)):
-            if n == 1 and isinstance(grads, list) and not any(isinstance(
-                    g, np.ndarray) for g in grads) and _rows_of(grads, self._first):
+            if n == 1 and isinstance(grads, list) and _rows_of(grads, self._first):
                 return (np.asarray(grads, dtype=np.float64),)  # [[...], ...] for one array
             if len(grads) == n:
                 return grads
