@@ -2305,3 +2305,67 @@ def test_a_gradient_as_a_list_of_row_arrays_of_one_input(bug, status):
     res = gradcheck.check_vjp(_identity_rows, partial(_identity_rows_back, bug=bug),
                               [np.random.default_rng(528).standard_normal((3, 4))])
     assert res.status == status, res.report()
+
+
+# -- review 85 ------------------------------------------------------------------------------
+def _normalising_loss(p):
+    p /= p.sum(1, keepdims=True)  # in place
+    return float(np.sum(p ** 2))
+
+
+def _normalising_grad(p):
+    s = p.sum(1, keepdims=True)
+    u = p / s
+    g = 2 * u
+    return (g - (g * u).sum(1, keepdims=True)) / s
+
+
+def test_check_grad_and_check_loss_see_a_loss_writing_into_a_normal_point():
+    p = np.random.default_rng(529).uniform(0.1, 1.0, (3, 4))
+    p /= p.sum(1, keepdims=True)
+    assert gradcheck.check_grad(_normalising_loss, _normalising_grad, p).status == "mutation"
+    res = gradcheck.check_loss(lambda q: (_normalising_loss(q), _normalising_grad(q)), p)
+    assert res.status in ("mutation", "mismatch"), res.report()  # (the gradient taken after
+    # the write, at the normalised point, may differ: either way no pass, no kink read)
+
+
+class _DecayAll:
+    """lr folded into the stored steps; update() adds a weight decay to every parameter,
+    one of them a single number; the twin's update scales a constant bias's step again."""
+
+    def __init__(self, twice=False):
+        r = np.random.default_rng(530)
+        self.W, self.s, self.b = r.standard_normal((3, 2)), np.array([1.3]), np.full(2, 0.1)
+        self.lr, self.twice = 0.1, twice
+
+    def forward(self, x):
+        self.x = x
+        return self.s * (x @ self.W) + self.b
+
+    def backward(self, dout):
+        z = self.x @ self.W
+        self.dW = self.lr * self.s * (self.x.T @ dout)
+        self.ds = self.lr * np.array([np.sum(dout * z)])
+        self.db = self.lr * dout.sum(0)
+        return self.s * (dout @ self.W.T)
+
+    def update(self):
+        self.W -= self.dW + self.lr * 1e-2 * self.W
+        self.s -= self.ds + self.lr * 1e-2 * self.s
+        self.b -= (self.lr if self.twice else 1.0) * self.db + self.lr * 1e-2 * self.b
+
+
+@pytest.mark.parametrize("twice, status", [(False, "ok"), (True, "mismatch")])
+def test_one_weight_decay_shared_by_all_parameters_beside_a_folded_step(twice, status):
+    res = gradcheck.check_layer(_DecayAll(twice), np.random.default_rng(531).normal(size=(4, 3)))
+    assert res.status == status, res.report()
+
+
+def _prelu(x, a):
+    return np.where(x > 0, x, a * x)
+
+
+def test_check_elementwise_takes_a_whole_valued_point_with_negatives():
+    res = gradcheck.check_elementwise(_prelu, lambda x, a: np.where(x > 0, 1.0, a),
+                                      np.array([-2.0, -1.0, 1.0, 2.0, 3.0]), np.full(5, 0.25))
+    assert res.passed, res.report()

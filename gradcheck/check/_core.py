@@ -542,8 +542,13 @@ def _run_read(conv: Conventions, fwd: Callable[..., Any], bwd: Callable[..., Any
               inputs: Any, wrt: Any, opts: Options) -> CheckResult:
     # Floating-point warnings inside the user's functions become a "non-finite"
     # status with the place named, not an exception half-way through a check.
+    forward: Callable[..., Any] = conv.forward
+    if getattr(fwd, "loss_of_point", False):  # (check_grad's loss, through the readings)
+        def forward(*a: Any, **k: Any) -> Any:
+            return conv.forward(*a, **k)
+        forward.loss_of_point = True  # type: ignore[attr-defined]
     with np.errstate(all="ignore"):
-        res = run_protocol_check(conv.forward, conv.backward, inputs, wrt, opts,
+        res = run_protocol_check(forward, conv.backward, inputs, wrt, opts,
                                  origins={"forward": fwd, "backward": bwd},
                                  names=_positional_names(fwd, inputs))
     res.notes = [*res.notes, *conv.notes]

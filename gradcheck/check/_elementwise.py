@@ -117,8 +117,8 @@ def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:
     """The one argument after a first one holding labels (0 and 1, both) that holds floats
     of the first's shape and no labels (``loss(y, y_pred)``); None when the first holds
     no labels nor whole numbers or no such argument is there. A ``ValueError`` asking for
-    ``wrt=`` when the first holds whole numbers (class ids, counts, or a point given as
-    integers) or labels beside several such arguments (a prediction and weights)."""
+    ``wrt=`` when the first holds whole numbers of no sign (class ids, counts, or a point
+    given so) or labels beside several such arguments (a prediction and weights)."""
     try:
         arrays = [np.asarray(a) for a in args]
     except (TypeError, ValueError):
@@ -131,7 +131,8 @@ def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:
     labels = zero_one(first) and not np.all(first)  # (0 and 1 both)
     if labels and len(fits) == 1:
         return fits[0]
-    if fits and (labels or label_like(first)):
+    if fits and (labels or label_like(first) and bool(np.all(first >= 0))):  # (ids, counts:
+        # not a point of whole values below zero, np.linspace(-2, 2, 5))
         raise ValueError(
             f"check_elementwise: args[0] holds whole numbers and args{fits} floats of its "
             "shape: targets and a prediction (loss(y, y_pred)), or a point and settings? "

@@ -124,6 +124,7 @@ def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
         loss = np.asarray(loss)  # a float32 loss keeps its dtype: its steps and tolerance
         return (loss if loss.dtype.kind == "f" else loss.astype(np.float64)).reshape(()), [
             map_arrays(d, np.copy) if _ragged(d) else np.array(d, copy=True) for d in out[1:]]
+    fwd.loss_of_point = True  # type: ignore[attr-defined]  # (writes_elsewhere)
 
     def bwd(dy: Any, ds: Any) -> list[Any]:
         grads: list[Any] = [None] * len(args)

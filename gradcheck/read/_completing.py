@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import is_float_scalar, multiple_of, set_path, try_path
-from ._layer_call import Protocol, ones_like
+from ._layer_call import Protocol, ones_like, uneven
 from ._observe import backward_named, default_of, last_name, positional_names
 from ._protocol import clone
 from ._reading import leaves, probe
@@ -121,7 +121,7 @@ def _applies_stored(proto: Protocol, xs: list[Any]) -> bool:
             continue
         try:
             after = probe(proto.layer, proto.forward, proto.backward, xs, proto.draws, (
-                proto.style, proto.order), proto.out_path, ones_like).after
+                proto.style, proto.order), proto.out_path, lambda o: uneven(ones_like(o))).after
             steps = [np.array(p.read_grad(after), dtype=np.float64) for p in proto.params]
             was = [np.array(p.read(after), dtype=np.float64) for p in proto.params]
             getattr(after, name)()
@@ -129,21 +129,32 @@ def _applies_stored(proto: Protocol, xs: list[Any]) -> bool:
                 proto.params, was, strict=True)]
         except Exception:  # noqa: BLE001, S112 - no evidence that it applies the step
             continue
-        if all(np.any(g) and m.shape == g.shape for g, m in zip(steps, moved, strict=True)) and (
-                all(_applied(m, g, w) for g, m, w in zip(steps, moved, was, strict=True)) or all(
-                    _applied(m, -g, w) for g, m, w in zip(steps, moved, was, strict=True))):
+        if all(np.any(g) and np.any(m) and m.shape == g.shape for g, m in zip(
+                steps, moved, strict=True)) and (_applied(moved, steps, was) or _applied(
+                    moved, [-g for g in steps], was)):
             return True
     return False
 
 
-def _applied(moved: np.ndarray, step: np.ndarray, was: np.ndarray) -> bool:
-    """Whether a parameter moved by ``step``, exactly or beside a multiple of its value
-    (a weight decay the update adds: ``W -= dW + lr * wd * W``)."""
-    rest = moved - step
-    scale = 1e-9 * float(np.max(np.abs(step)))
-    return bool(np.any(moved)) and (bool(np.allclose(rest, 0, rtol=0, atol=scale)) or (
-        was.size > 1 and bool(np.any(was)) and multiple_of(rest, was, 1e-6)))  # (one number
-    # is a multiple of any other: a decay is told only for arrays of several)
+def _applied(moved: list[np.ndarray], steps: list[np.ndarray], was: list[np.ndarray]) -> bool:
+    """Whether every parameter moved by its step, exactly, or beside one multiple of its
+    value shared by all (a weight decay the update adds, ``p -= dp + lr * wd * p``), told
+    by the parameters of several distinct numbers (one number, or a constant array, is a
+    multiple of anything)."""
+    rest = [m - g for m, g in zip(moved, steps, strict=True)]
+    if all(np.allclose(r, 0, rtol=0, atol=1e-9 * float(np.max(np.abs(g)))) for r, g in zip(
+            rest, steps, strict=True)):
+        return True
+    told = [k for k, w in enumerate(was) if np.ptp(w) > 0]
+    if not told:
+        return False
+    u = np.concatenate([rest[k].ravel() for k in told])
+    v = np.concatenate([was[k].ravel() for k in told])
+    if not multiple_of(u, v, 1e-6):
+        return False
+    decay = float(np.sum(u * v) / np.sum(v * v))  # (one for all: each fits it)
+    return all(np.allclose(r, decay * w, rtol=1e-6, atol=1e-12 * float(np.max(np.abs(r))))
+               for r, w in zip(rest, was, strict=True))
 
 
 def _doubled(layer: Any, then: str | None, forward: str
