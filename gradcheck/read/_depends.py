@@ -23,7 +23,6 @@ from ._discovery import (
     get_path,
     is_float_array,
     is_float_scalar,
-    set_path,
     try_path,
     walk,
 )
@@ -32,6 +31,7 @@ from ._layer_call import Protocol, call_layer, ones_like, times
 from ._observe import grad_of, grad_stem, last_name, parent_of, positional_names
 from ._protocol import ProtocolError, UserCodeError, clone
 from ._reading import forward_output, leaves, probe
+from ._step import in_output
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
            "held_labels", "named_in_wrt", "scalar_grads",
@@ -285,7 +285,7 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
     after ``found``, less the float scalars in it the output does not depend on (noted)."""
     base = proto.layer
     idle = [p for p in found if isinstance(p.value, str) and is_float_scalar(
-        try_path(base, p.value)) and not _scalar_moves(proto, xs, p.value)]
+        try_path(base, p.value)) and not in_output(proto, xs, p.value, unsure=False)]
     if idle:
         proto.note(f"state: the output does not depend on {', '.join(p.name for p in idle)}"
                    " (a value the forward computes, not checked)")
@@ -297,7 +297,7 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
     for path in float_scalars(base):
         ghost = {k: np.empty(()) for k in cands if k not in used}
         named = None if path in used else grad_of(path, (), ghost)
-        if named is None or not _scalar_moves(proto, xs, path):
+        if named is None or not in_output(proto, xs, path, unsure=False):
             continue
         if np.size(cands[named]) != 1:
             raise ProtocolError("shape-mismatch", (
@@ -306,22 +306,6 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
                     path, np.asarray(try_path(base, path))))
         got.append(Param(path, path, named))
     return found + got
-
-
-def _scalar_moves(proto: Protocol, xs: list[Any], path: str) -> bool:
-    """Whether the forward's output changes with the float scalar at ``path``."""
-    assert proto.draws is not None
-    other = clone(proto.layer)
-    try:
-        v = try_path(other, path)
-        set_path(other, path, type(v)(v * 1.01 + 1e-3))  # (its own type: np.float32 too)
-        a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
-                           proto.out_path)
-        b = forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)
-    except Exception:  # noqa: BLE001 - no evidence that it is a parameter
-        return False
-    return not all(np.shape(u) == np.shape(v) and np.array_equal(u, v) for u, v in zip(
-        leaves(a), leaves(b), strict=False))
 
 
 def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray]

@@ -29,7 +29,7 @@ from ._protocol import ProtocolError, clone
 from ._reading import BATCH, STEP, batch_size, forward_output, leaves, read_output
 from ._watch import watched
 
-__all__ = ["SCALAR", "constant_scalars", "takes_a_step"]
+__all__ = ["SCALAR", "constant_scalars", "in_output", "takes_a_step"]
 
 #: An argument named as the number of samples (``backward(output_error, batch_size)``).
 _BATCH = re.compile(r"batch_?size|batch|bs|n_?samples|num_?samples|n_?batch", re.I)
@@ -89,7 +89,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     for name in names:
         proto.step_attr, notes = name, list(proto.notes)
         try:
-            if not _in_output(proto, xs, name) and _reads_a_step(proto, xs, name) and \
+            if not in_output(proto, xs, name) and _reads_a_step(proto, xs, name) and \
                     proto.stepped and not _scalar_stepped(proto) and \
                     not _changed_otherwise(proto, xs, name) and \
                     _history_free(proto, xs, name):
@@ -138,8 +138,9 @@ def _scalar_stepped(proto: Protocol) -> bool:
     return any(is_float_scalar(try_path(proto.layer, p)) for p in proto.stepped)
 
 
-def _in_output(proto: Protocol, xs: list[Any], name: str) -> bool:
-    """Whether the forward's output changes with the float ``name`` (a scale it applies)."""
+def in_output(proto: Protocol, xs: list[Any], name: str, unsure: bool = True) -> bool:
+    """Whether the forward's output changes with the float ``name`` (a scale it applies);
+    ``unsure`` when the forward raised with it moved."""
     assert proto.draws is not None
     other = clone(proto.layer)
     try:
@@ -147,8 +148,8 @@ def _in_output(proto: Protocol, xs: list[Any], name: str) -> bool:
         a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
                            proto.out_path)
         b = forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)
-    except Exception:  # noqa: BLE001 - no evidence: not read as a step size
-        return True
+    except Exception:  # noqa: BLE001 - no evidence (not read as a step size)
+        return unsure
     return not _same_return(a, b)
 
 
@@ -180,7 +181,7 @@ def _history_free(proto: Protocol, xs: list[Any], step: str) -> bool:
     ``delta_w = lr * grad_w``, are compared through the weights they move.)"""
     layer = clone(proto.layer)
     set_path(layer, step, 1e-6)
-    weights = [p for p in proto.stepped if _in_output(proto, xs, p)]
+    weights = [p for p in proto.stepped if in_output(proto, xs, p)]
     changes: list[dict[str, Any]] = []
     try:
         for _ in range(2):
@@ -345,7 +346,7 @@ def _with_scalars(proto: Protocol, xs: list[Any], moved: list[str], d1: dict[str
     twice = _stepped(proto, xs, 1.0, 2.0)
     kept = [p for p in floats if twice is not None and p in twice[1] and np.allclose(
         d2[p], 2 * d1[p], rtol=1e-6, atol=1e-15) and np.allclose(
-        twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-15) and _in_output(  # not a log of
+        twice[1][p], 2 * d1[p], rtol=1e-6, atol=1e-15) and in_output(  # not a log of
         proto, xs, p.removeprefix(SCALAR))]  # the step's size: the output depends on it
     return [p for p in moved if p not in floats] + kept
 
