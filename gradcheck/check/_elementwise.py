@@ -69,7 +69,8 @@ def check_elementwise(
         per element, such as ``0.5 * (y - p) ** 2``).
     df : callable
         ``df(*args)``: ``d y[i] / d args[wrt][i]``, same shape (not multiplied by any
-        output gradient).
+        output gradient); or the Jacobian, ``(n, n)`` for ``(n,)``, one ``(n, n)`` per
+        row for ``(m, n)`` (a softmax's derivative), with a note.
     *args : array_like
         The point; the arguments other than ``args[wrt]`` (targets) are held constant.
         ``args[wrt]`` is converted with ``np.asarray`` (integers to float64); lists and
@@ -97,11 +98,13 @@ def check_elementwise(
     else:
         note = ""
     wrote: list[str] = []
-    fwd, bwd = _as_layer(f, df, k, wrote)
+    said: list[str] = []
+    fwd, bwd = _as_layer(f, df, k, wrote, said)
     with np.errstate(all="ignore"):
         res = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts, kind="elementwise",
                                  origins={"forward": f, "backward": df})
     res.notes += [note] if note else []
+    res.notes += said[:1]
     if wrote and res.status == "ok":
         res.passed, res.status, res.message = False, "mutation", (
             f"{wrote[0]}: the derivative is right (checked on a fresh copy per call), but "
@@ -140,10 +143,11 @@ def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:
     return None
 
 
-def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list[str]
-              ) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list[str],
+              said: list[str]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The layer ``y = f(x)`` and its backward ``dy * df(x)``, ``df`` given the point as
-    it was before ``f`` ran, on a copy (what it writes into it is put in ``wrote``)."""
+    it was before ``f`` ran, on a copy (what it writes into it is put in ``wrote``); a
+    ``df`` returning the Jacobian (:func:`_jacobian`) gives ``dy`` times it (said so)."""
     def fwd(*xs: Any) -> tuple[Any, Any]:
         point = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs]
         y = np.asarray(f(*xs))  # (f may write into its argument: df is given the point)
@@ -166,14 +170,30 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
             wrote.append(f"df modified its argument x{hit[0]} in place")
         if d.size == 1 and d.shape != dy.shape and d.dtype.kind in "fiu":  # a linear
             d = np.broadcast_to(d.reshape(()), dy.shape)  # function's derivative: 1, [1]
-        if d.shape != dy.shape:
+        vjp = _jacobian(d, dy) if d.shape != dy.shape else None
+        if vjp is not None and not said:
+            said.append(f"df returned the Jacobian {d.shape} (not one derivative per "
+                        "element): the output gradient times it is checked")
+        if d.shape != dy.shape and vjp is None:
             raise ProtocolError("shape-mismatch", f"df returned shape {d.shape}, expected "
                                 f"{dy.shape} (the derivative of each element)")
         grads: list[Any] = [None] * len(xs)
-        grads[k] = d * dy
+        grads[k] = d * dy if vjp is None else vjp
         return grads
 
     return fwd, bwd
+
+
+def _jacobian(d: np.ndarray, dy: np.ndarray) -> np.ndarray | None:
+    """``dy`` times ``d`` when ``d`` is the Jacobian of a function of a vector, ``(n, n)``
+    for ``(n,)`` (``np.diag(s * (1 - s))``, a softmax's ``diag(s) - s s^T``), or one such
+    per row, ``(m, n, n)`` for ``(m, n)``: ``d[..., i, j]`` the derivative of output ``i``
+    in input ``j``; None for any other shape."""
+    if dy.ndim == 1 and d.shape == (dy.size, dy.size):
+        return dy @ d
+    if dy.ndim == 2 and d.shape == (*dy.shape, dy.shape[1]):
+        return np.einsum("bi,bij->bj", dy, d)
+    return None
 
 
 def assert_elementwise(f: Callable[..., Any], df: Callable[..., Any], *args: Any,

@@ -79,7 +79,11 @@ def _zero(c: HintContext) -> str:
 # -- 2. factors and signs ------------------------------------------------------------------
 def _dims(c: HintContext) -> dict[int, str]:
     dims: dict[int, str] = {}
-    for name, arr in [("this input", c.x), *c.others]:
+    arrays = [("this input", c.x), *c.others]
+    for name, arr in arrays:  # a batch axis first: a weight's 1/N is the batch's
+        if np.ndim(arr):
+            dims.setdefault(int(np.shape(arr)[0]), f"axis 0 of {name}")
+    for name, arr in arrays:
         for k, d in enumerate(np.shape(arr)):
             dims.setdefault(int(d), f"axis {k} of {name}")
         if np.ndim(arr) >= 2:

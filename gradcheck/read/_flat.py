@@ -306,6 +306,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
         return (*ret[:-1], named)
     if isinstance(ret, tuple) and len(ret) > 1 and (flat := _flattened(ret[-1])):
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
+    if isinstance(ret, tuple) and len(ret) > 1 and _stored_echo(ret[-1], obj):
+        return ret[0] if len(ret) == 2 else ret[:-1]  # read where they are stored
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
         return ret
     one = sum(is_float_array(x) for x in xs) == 1  # (one input: {'inputs': dx} for x)
@@ -320,6 +322,24 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)
+
+
+def _stored_echo(extra: Any, obj: Any) -> bool:
+    """Whether ``extra`` is a dict, list or tuple nesting float arrays each of which the
+    object holds after its backward (``(dx, {'norm1': (dgamma, dbeta), 'ff': (dW1, ...)})``
+    of a block whose sub-layers store what they return): its parameters' gradients
+    returned as well as stored, read where they are stored."""
+    if obj is None or not isinstance(extra, (dict, list, tuple)):
+        return False
+
+    def flat(v: Any) -> list[Any]:
+        if isinstance(v, (list, tuple)):
+            return [a for o in v for a in flat(o)]
+        return [a for o in v.values() for a in flat(o)] if isinstance(v, dict) else [v]
+
+    got = flat(extra)
+    held = {id(v) for _, v in walk(obj) if is_float_array(v)}
+    return bool(got) and all(is_float_array(g) and id(g) in held for g in got)
 
 
 def _input_key(ret: dict[str, Any], name: str, x: Any, one: bool = False) -> str | None:

@@ -1,0 +1,124 @@
+"""Readings by observation found on held-out code (corpora 177 on): each with a correct
+subject that passes and a broken twin that fails with a gradient verdict."""
+
+import numpy as np
+import pytest
+
+import gradcheck
+from suites._verdicts import expect as _expect
+
+
+# -- a block returning dx beside a nested dict of what its sub-layers stored ----------------
+class _Norm:
+    def __init__(self, n):
+        self.gamma, self.beta = np.linspace(0.5, 1.5, n), np.linspace(-0.2, 0.2, n)
+
+    def forward(self, x):
+        self.x = x
+        return self.gamma * x + self.beta
+
+    def backward(self, g):
+        self.grad_gamma = (g * self.x).sum(0)
+        self.grad_beta = g.sum(0)
+        return g * self.gamma, self.grad_gamma, self.grad_beta
+
+
+class _Lin:
+    def __init__(self, n, m, seed):
+        self.weight = np.random.default_rng(seed).standard_normal((n, m))
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weight
+
+    def backward(self, g):
+        self.grad_weight = self.x.T @ g
+        return g @ self.weight.T, (self.grad_weight,)
+
+
+class _Block:
+    """``forward(x, mask=None)``; ``backward(g)`` returns ``dx`` and ``{"norm": (dgamma,
+    dbeta), "ff": (dW,)}``, the very arrays its sub-layers store. Twin: the residual
+    branch's gradient dropped."""
+
+    def __init__(self, bug=False):
+        self.ff, self.norm, self.bug = _Lin(3, 3, 600), _Norm(3), bug
+
+    def forward(self, x, mask=None):
+        return self.norm.forward(x + self.ff.forward(x))
+
+    def backward(self, g):
+        dz, dgamma, dbeta = self.norm.backward(g)
+        dx_ff, ff_grads = self.ff.backward(dz)
+        dx = dx_ff if self.bug else dz + dx_ff
+        return dx, {"norm": (dgamma, dbeta), "ff": ff_grads}
+
+
+class _TwoInputBlock(_Block):
+    """``forward(x, memory)`` and ``backward(g)`` returning ``dx, dmemory, {...}``."""
+
+    def forward(self, x, memory):
+        self.memory = memory
+        return super().forward(x) * memory
+
+    def backward(self, g):
+        dx, grads = super().backward(g * self.memory)
+        return dx, g * self.norm.forward(self.norm.x), grads
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_nested_dict_of_what_sub_layers_stored_beside_dx_is_read_where_stored(bug, names):
+    x = np.random.default_rng(601).standard_normal((4, 3))
+    res = gradcheck.check_layer(_Block(bug), x)
+    _expect(res, names)
+    assert res.coverage == "checked 4/4 tensors", res.report()
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_two_input_gradients_then_a_dict_of_stored_ones(bug, names):
+    r = np.random.default_rng(602)
+    res = gradcheck.check_layer(_TwoInputBlock(bug), r.standard_normal((4, 3)),
+                                r.standard_normal((4, 3)))
+    _expect(res, names)
+
+
+# -- an element-wise derivative written as the Jacobian ------------------------------------
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def _sigmoid_jacobian(z, bug=False):
+    y = _sigmoid(z)
+    return np.diag(y if bug else y * (1 - y))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _softmax_jacobians(x, bug=False):
+    s = _softmax(x)
+    diag = np.einsum("bi,ij->bij", s, np.eye(s.shape[1]))
+    return diag if bug else diag - np.einsum("bi,bj->bij", s, s)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_derivative_returned_as_the_jacobian_of_a_vector(bug, names):
+    z = np.random.default_rng(603).standard_normal(6)
+    res = gradcheck.check_elementwise(_sigmoid, lambda v: _sigmoid_jacobian(v, bug), z)
+    _expect(res, names)
+    assert any("Jacobian (6, 6)" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_softmax_derivative_as_one_jacobian_per_row(bug, names):
+    x = np.random.default_rng(604).standard_normal((3, 4))
+    _expect(gradcheck.check_elementwise(_softmax, lambda v: _softmax_jacobians(v, bug), x),
+            names)
+
+
+def test_a_derivative_of_neither_shape_is_still_a_shape_mismatch():
+    z = np.random.default_rng(605).standard_normal(6)
+    res = gradcheck.check_elementwise(_sigmoid, lambda v: np.ones((6, 5)), z)
+    assert res.status == "shape-mismatch", res.report()
