@@ -122,3 +122,45 @@ def test_a_derivative_of_neither_shape_is_still_a_shape_mismatch():
     z = np.random.default_rng(605).standard_normal(6)
     res = gradcheck.check_elementwise(_sigmoid, lambda v: np.ones((6, 5)), z)
     assert res.status == "shape-mismatch", res.report()
+
+
+# -- a model whose loss(X, y) returns (loss, grads), cs231n's TwoLayerNet ------------------
+class _TwoLayerNet:
+    """``params`` W1, b1, W2, b2; ``loss(X, y=None)`` returns the scores without labels,
+    ``(loss, grads)`` with them; no other method. Twin: the ReLU mask dropped."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(606)
+        self.params = {"W1": r.standard_normal((4, 5)), "b1": r.standard_normal(5),
+                       "W2": r.standard_normal((5, 3)), "b2": np.zeros(3)}
+        self.bug = bug
+
+    def loss(self, X, y=None, reg=0.0):
+        p = self.params
+        h = np.maximum(0, X @ p["W1"] + p["b1"])
+        scores = h @ p["W2"] + p["b2"]
+        if y is None:
+            return scores
+        e = np.exp(scores - scores.max(1, keepdims=True))
+        prob = e / e.sum(1, keepdims=True)
+        n = X.shape[0]
+        loss = -np.log(prob[np.arange(n), y]).mean()
+        ds = prob.copy()
+        ds[np.arange(n), y] -= 1
+        ds /= n
+        dh = ds @ p["W2"].T
+        dh = dh if self.bug else dh * (h > 0)
+        return loss, {"W1": X.T @ dh, "b1": dh.sum(0), "W2": h.T @ ds, "b2": ds.sum(0)}
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["W1", "b1"])])
+def test_a_model_whose_loss_returns_the_loss_and_its_gradients(bug, names):
+    r = np.random.default_rng(607)
+    res = gradcheck.check_model(_TwoLayerNet(bug), r.standard_normal((6, 4)),
+                                np.array([0, 1, 2, 0, 1, 2]), mode="full")
+    if names is None:
+        assert res.passed, res.report()
+    else:
+        assert res.status == "mismatch" and set(names) == {
+            i.name for i in res.inputs if not i.passed}, res.report()
+    assert any("cs231n" in n for n in res.notes), res.notes

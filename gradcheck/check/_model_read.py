@@ -11,7 +11,9 @@ norm of it), leaves the parameters as they were,
 and runs none of the methods ``loss`` runs more than twice as often as ``loss`` does (a
 numerical gradient, which runs the loss for every element, through any helper, is no
 backward; a helper of its own run once per layer is). A model with ``loss_and_grads``
-and no ``loss`` is differenced through the loss ``loss_and_grads`` returns.
+and no ``loss`` is differenced through the loss ``loss_and_grads`` returns; one whose
+``loss`` itself returns the loss beside such a dict (cs231n's ``loss(X, y) -> (loss,
+grads)``) through that loss, the dict checked.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class ReadModel:
         return self.model.params
 
     def loss(self, *batch: Any) -> Any:
-        if not hasattr(self.model, "loss"):  # the loss of loss_and_grads, its only method
+        if not hasattr(self.model, "loss") or self.method == "loss":  # the loss of loss_and_grads, its only method
             return self.loss_and_grads(*batch)[0]
         return self.model.loss(*batch)
 
@@ -54,6 +56,10 @@ class ReadModel:
 
     def note(self) -> str:
         what = f"{type(self.model).__name__}.{self.method}"
+        if self.method == "loss":
+            return (f"{what}() returns the loss beside its gradients by parameter name (cs231n's "
+                    "loss(X, y) -> (loss, grads)): the loss is differenced, the gradients "
+                    "checked")
         if not hasattr(self.model, "loss"):
             return (f"{type(self.model).__name__} has no loss: the loss {what}() returns "
                     "beside the gradients is differenced (each evaluation runs the backward "
@@ -74,6 +80,9 @@ def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
         return model
     found = [r for name in dir(type(model)) if not name.startswith("_") and name != "loss"
              and "grad" in name.lower() and (r := _tried(model, name, batch)) is not None]
+    if not found and (r := _tried(model, "loss", batch)) is not None and \
+            r.grads_first is not None:  # loss(X, y) -> (loss, grads) itself
+        found = [r]
     return found[0] if len(found) == 1 else model
 
 
