@@ -164,3 +164,57 @@ def test_a_model_whose_loss_returns_the_loss_and_its_gradients(bug, names):
         assert res.status == "mismatch" and set(names) == {
             i.name for i in res.inputs if not i.passed}, res.report()
     assert any("cs231n" in n for n in res.notes), res.notes
+
+
+# -- backward(z, grads): the input again, then the output gradient -------------------------
+class _SoftmaxZG:
+    """``activate(x)``; ``backward(z, grads)`` recomputes ``s = self.activate(z)``. Twin:
+    the dot product summed over the batch axis."""
+
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def activate(self, x):
+        return _softmax(x)
+
+    def backward(self, z, grads):
+        s = self.activate(z)
+        dot = np.sum(s * grads, axis=0 if self.bug else 1, keepdims=True)
+        return s * grads - s * dot
+
+
+class _SigmoidZG:
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def activate(self, x):
+        return _sigmoid(x)
+
+    def backward(self, z, grads):
+        s = self.activate(z)
+        return grads * s * (1 - s) * (1.5 if self.bug else 1.0)
+
+
+@pytest.mark.parametrize("cls", [_SoftmaxZG, _SigmoidZG])
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_backward_running_the_forward_on_its_argument_takes_the_input(cls, bug, names):
+    x = np.random.default_rng(608).standard_normal((4, 3))
+    res = gradcheck.check_layer(cls(bug), x)
+    _expect(res, names)
+    assert cls is _SoftmaxZG or any("again on the input" in n for n in res.notes), res.notes
+
+
+class _TanhAY:
+    """``backward(a, grads)`` taking the output ``a`` (no forward call in it): which one it
+    takes is not observed, and no verdict is given."""
+
+    def activate(self, x):
+        return np.tanh(x)
+
+    def backward(self, a, grads):
+        return grads * (1 - a ** 2)
+
+
+def test_an_argument_the_backward_does_not_run_the_forward_on_stays_unread():
+    res = gradcheck.check_layer(_TanhAY(), np.random.default_rng(609).standard_normal((4, 3)))
+    assert res.status == "error", res.report()

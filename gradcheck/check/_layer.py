@@ -116,10 +116,34 @@ def check_layer(
     """
     opts = validate_options("check_layer", **options)
     _names_given(forward, backward, output, wrt)
-    res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    try:
+        res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    except LayerConventionError as exc:
+        res = _inputs_failing(exc, layer, inputs, forward, backward, params, grads, wrt,
+                              output, opts)
     res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
     record(res)
     return res
+
+
+def _inputs_failing(exc: LayerConventionError, layer: Any, inputs: tuple[Any, ...],
+                    forward: str | None, backward: str | None, params: Any, grads: Any,
+                    wrt: Any, output: str | None, opts: Options) -> CheckResult:
+    """When no gradient was found for arrays the output depends on, the input gradients
+    alone (``params={}``) when they are wrong: a mismatch in an input is a verdict whatever
+    the parameters' gradients are (the error is kept in a note); ``exc`` raised again
+    otherwise (no check passes on part of a layer)."""
+    if params is not None or grads is not None or wrt is not None:
+        raise exc
+    try:
+        res = _checked(layer, inputs, forward, backward, {}, None, None, output, opts)
+    except Exception:  # noqa: BLE001 - no reading of the inputs alone either: the first error
+        raise exc from None
+    if res.status != "mismatch" or not all(
+            i.name.startswith("x") for i in res.inputs if not i.passed):
+        raise exc
+    return _noted(res, f"the parameters' gradients were not read ({exc}); the input "
+                  "gradients alone were checked (params={}), and they are wrong")
 
 
 def _names_given(forward: Any, backward: Any, output: Any, wrt: Any) -> None:

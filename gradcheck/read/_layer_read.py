@@ -277,8 +277,9 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
         else:
             exc.advice += several_outputs(proto, returned, exc)
             raise
-        proto.notes = [n for n in saved[0]
-                       if n and not re.search("per sample|separate ar|again: called", n)]
+        proto.notes = [n for n in saved[0] if n and not re.search(
+            "per sample|separate ar|again: called", n)] + [  # and what settled the order
+            n for n in proto.notes[len(saved[0]):] if "again on the input" in n]
         proto.note(text)
         try:
             return penalty_checked(proto, xs, returned, probe_style(proto, xs, what))

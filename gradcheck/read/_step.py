@@ -298,6 +298,8 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
     (r1, d1, scale), (r2, d2, _) = seen  # type: ignore[misc]
     moved = [p for p in d1 if not p.startswith("<made>") and not np.array_equal(d1[p], d2[p])]
     moved = _with_scalars(proto, xs, moved, d1, d2)
+    if not moved and _all_zero(r1):  # a softmax's backward(z, grads) given constant
+        return False  # grads: zero whatever they are, no sign that it ignores them
     if not moved:  # changing nothing, it ignores the argument for 1 and 2, and what it
         third, zero = _stepped(proto, xs, -1.0), _stepped(proto, xs, 0.0)  # gives for -1
         if third is None or zero is None or not _covers(seen[0], third) or not \
@@ -401,6 +403,12 @@ def _owner_called(proto: Protocol, xs: list[Any]) -> bool:
     except Exception:  # noqa: BLE001 - no evidence: read as the optimizer's
         return True
     return bool(ran)
+
+
+def _all_zero(ret: Any) -> bool:
+    """Whether a backward returned arrays, every one all zero."""
+    arrays = [v for v in leaves(ret) if isinstance(v, np.ndarray)]
+    return bool(arrays) and not any(np.any(v) for v in arrays)
 
 
 def _made(seen: Any) -> list[np.ndarray]:
