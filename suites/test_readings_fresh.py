@@ -218,3 +218,37 @@ class _TanhAY:
 def test_an_argument_the_backward_does_not_run_the_forward_on_stays_unread():
     res = gradcheck.check_layer(_TanhAY(), np.random.default_rng(609).standard_normal((4, 3)))
     assert res.status == "error", res.report()
+
+
+# -- a wrong input gradient is a verdict when the parameters' cannot be read ---------------
+class _FitLater:
+    """The parameters' gradients are computed only inside ``fit(lr, weight_decay)``;
+    ``backward`` keeps the output gradient and returns dx. Twin: dx drops a term."""
+
+    def __init__(self, bug=False):
+        self.gamma, self.beta, self.bug = np.linspace(0.5, 1.5, 3), np.zeros(3), bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x) * self.gamma + self.beta
+
+    def backward(self, error):
+        self.grads = error
+        return error * self.gamma * (1 if self.bug else 1 - np.tanh(self.x) ** 2)
+
+    def fit(self, lr, weight_decay):
+        self.gamma -= lr * (self.grads * np.tanh(self.x)).sum(0)
+        self.beta -= lr * self.grads.sum(0)
+
+
+def test_a_wrong_input_gradient_beside_unread_parameters_is_a_mismatch():
+    x = np.random.default_rng(610).standard_normal((4, 3))
+    res = gradcheck.check_layer(_FitLater(True), x)
+    _expect(res, ["x0"])
+    assert any("were not read" in n for n in res.notes), res.notes
+
+
+def test_a_right_input_gradient_beside_unread_parameters_is_still_the_error():
+    x = np.random.default_rng(610).standard_normal((4, 3))
+    with pytest.raises(gradcheck.LayerConventionError, match="gamma"):
+        gradcheck.check_layer(_FitLater(), x)
