@@ -252,3 +252,29 @@ def test_a_right_input_gradient_beside_unread_parameters_is_still_the_error():
     x = np.random.default_rng(610).standard_normal((4, 3))
     with pytest.raises(gradcheck.LayerConventionError, match="gamma"):
         gradcheck.check_layer(_FitLater(), x)
+
+
+# -- gradients of one shape returned under their names, held in another order ---------------
+class _BetaFirstNorm:
+    """``beta`` created before ``gamma``; ``backward`` returns ``dx, dgamma, dbeta``. Twin:
+    ``dgamma`` without the normalised input."""
+
+    def __init__(self, bug=False):
+        self.beta, self.gamma, self.bug = np.linspace(-0.3, 0.3, 3), np.linspace(0.5, 1.5, 3), bug
+
+    def forward(self, x):
+        self.xhat = np.tanh(x)
+        self.x = x
+        return self.gamma * self.xhat + self.beta
+
+    def backward(self, dout):
+        dx = dout * self.gamma * (1 - self.xhat ** 2)
+        dgamma = dout.sum(0) if self.bug else (dout * self.xhat).sum(0)
+        dbeta = dout.sum(0)
+        return dx, dgamma, dbeta
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["gamma"])])
+def test_same_shaped_gradients_are_read_by_the_names_the_code_returns(bug, names):
+    x = np.random.default_rng(611).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_BetaFirstNorm(bug), x), names)

@@ -10,7 +10,10 @@ of arrays beside one stored list of the same shapes, index by index, pairs by pl
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -28,7 +31,8 @@ FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tup
 
 
 def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
-                arrays: dict[str, np.ndarray] | None = None) -> dict[str, int] | None:
+                arrays: dict[str, np.ndarray] | None = None,
+                names: list[str] | None = None) -> dict[str, int] | None:
     """``param path -> index`` of the items of a flat tuple ``ret`` that are the layer's
     arrays' gradients (the other items are the inputs' in order); None when ``ret`` is
     no such tuple or any item's shape fits none or several of the arrays and inputs,
@@ -49,6 +53,10 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
         The arrays the output depends on: when given, the candidates; one item left that
         fits no array is the gradient of the one such array left (a wrong shape is then
         that gradient's verdict).
+    names : list of str, optional
+        The names the backward's code returns (:func:`returned_names`): an item of a
+        shape several arrays share, named as one of them (``dgamma``), is its gradient,
+        whatever order the layer holds them in.
     """
     if not isinstance(ret, (tuple, list)) or len(ret) < 2 or not all(
             is_float_array(r) for r in ret):
@@ -71,13 +79,37 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
                     o is not None and o[0] == "p" and np.shape(held_of(held, o)) == r.shape
                     for o in owner):  # layer holds them (gamma then beta), as returned
             return None
-        owner.append(fits[0] if fits else None)
+        owner.append(_named_fit(fits, names[len(owner)] if names and len(names) == len(
+            ret) else "") if fits else None)
     left = [("p", p) for p, _ in held if ("p", p) not in owner]
     if owner.count(None) == 1 and len(left) == 1 and arrays is not None:
         owner[owner.index(None)] = left[0]  # by elimination: its shape is its verdict
     if None in owner or sorted(o[1] for o in owner if o and o[0] == "x") != inputs:
         return None
     return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
+
+
+def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any]:
+    """Of the arrays an item fits, the one its returned name names as its gradient
+    (``dgamma`` for ``gamma``), else the first (the order the layer holds them)."""
+    stem = grad_stem(name) if name else ""
+    return next((f for f in fits if f[0] == "p" and stem and stem != name.lower() and
+                 last_name(str(f[1])).lower().lstrip("_") == stem), fits[0])
+
+
+def returned_names(method: Any, n: int) -> list[str] | None:
+    """The names ``method``'s code returns as a flat tuple of ``n`` items (``return dx,
+    dgamma, dbeta``; an attribute by its name, ``self.dW``), from its source; None when
+    that cannot be read or its returns of ``n`` items name different things."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    found = {tuple(e.id if isinstance(e, ast.Name) else e.attr if isinstance(
+        e, ast.Attribute) else "" for e in node.value.elts) for node in ast.walk(tree)
+             if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and
+             len(node.value.elts) == n}
+    return list(found.pop()) if len(found) == 1 else None
 
 
 def held_of(held: list[tuple[str, Any]], o: tuple[str, Any]) -> Any:
@@ -102,7 +134,8 @@ def flat_note(flat: dict[str, Any]) -> str:
         return (f"backward returns one array and the layer no input to differentiate: read "
                 f"as {next(iter(flat))}'s gradient, the one array of its shape")
     return ("backward returns one flat tuple, read by the shapes of its items (of one "
-            "shape, in the order the layer holds the arrays): " + ", ".join(
+            "shape, by the names its code returns them under, dgamma for gamma, else in "
+            "the order the layer holds the arrays): " + ", ".join(
                 f"item {k} is {p}'s gradient" for p, k in flat.items()))
 
 

@@ -52,7 +52,7 @@ from ._discovery import (
     unmatched,
 )
 from ._feed import fed_by
-from ._flat import FLAT, flat_note, flat_return, whole_return
+from ._flat import FLAT, flat_note, flat_return, returned_names, whole_return
 from ._handed import Handed, attached, find_handed, held_objects, received
 from ._layer_call import (
     Protocol,
@@ -468,8 +468,9 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
                    f"returns ({', '.join(keys) or 'none'})")
     flat = None if split is not None else flat_return(
         first.ret, proto.layer, first.xs, proto.wanted,
-        arrays | {p: get_path(proto.layer, p) for p in stale if isinstance(p, str)}
-        ) or whole_return(proto.wanted, first.ret, arrays)
+        arrays | {p: get_path(proto.layer, p) for p in stale if isinstance(p, str)},
+        returned_names(getattr(proto.layer, proto.backward), len(first.ret)) if isinstance(
+            first.ret, tuple) else None) or whole_return(proto.wanted, first.ret, arrays)
     if flat:
         mine = {p: k for p, k in flat.items() if p in arrays or p in stale}
         proto.returned = (FLAT, flat)
