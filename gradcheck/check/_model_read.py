@@ -44,7 +44,7 @@ class ReadModel:
         return self.model.params
 
     def loss(self, *batch: Any) -> Any:
-        if not hasattr(self.model, "loss") or self.method == "loss":  # the loss of loss_and_grads, its only method
+        if not hasattr(self.model, "loss") or self.method == "loss":  # the loss beside them
             return self.loss_and_grads(*batch)[0]
         return self.model.loss(*batch)
 

@@ -22,7 +22,6 @@ from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
-from ._recompute import recomputing
 from ._reading import (
     EACH,
     FIRST,
@@ -35,6 +34,7 @@ from ._reading import (
     probe,
     unchanged,
 )
+from ._recompute import recomputing
 from ._tokens import CACHED, FIRST_OUT, SELF, SINK, filled, token_orders
 
 _OUT_NAME = re.compile(r"outputs?|out_put", re.I)  # a whole argument name: the forward's output
