@@ -278,3 +278,39 @@ class _BetaFirstNorm:
 def test_same_shaped_gradients_are_read_by_the_names_the_code_returns(bug, names):
     x = np.random.default_rng(611).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_BetaFirstNorm(bug), x), names)
+
+
+# -- a flat tuple returning a gradient for an array the forward forgot ----------------------
+class _FlatLinear:
+    """``backward`` returns ``dx, dW, db``; the twin's forward forgets the bias (a real
+    bug: its gradient can never reach the output). With ``running``, a second array of
+    the bias's shape the output does not depend on, which one ``db`` is for is not
+    observed."""
+
+    def __init__(self, forgets=False, running=False):
+        r = np.random.default_rng(612)
+        self.weight, self.bias = r.standard_normal((5, 3)), r.standard_normal(3)
+        if running:
+            self.running = np.zeros(3)
+        self.forgets = forgets
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.weight + (0 if self.forgets else self.bias)
+
+    def backward(self, dout):
+        return dout @ self.weight.T, self.x.T @ dout, dout.sum(0)
+
+
+@pytest.mark.parametrize("forgets, names", [(False, None), (True, ["bias"])])
+def test_a_returned_gradient_of_an_array_the_forward_forgot_is_checked(forgets, names):
+    x = np.random.default_rng(613).standard_normal((4, 5))
+    res = gradcheck.check_layer(_FlatLinear(forgets), x)
+    _expect(res, names)
+    assert forgets == any("forward forgot" in n for n in res.notes), res.notes
+
+
+def test_a_returned_gradient_fitting_two_arrays_the_output_ignores_is_not_placed():
+    x = np.random.default_rng(613).standard_normal((4, 5))
+    with pytest.raises(gradcheck.LayerConventionError, match="weight"):
+        gradcheck.check_layer(_FlatLinear(True, running=True), x)

@@ -89,6 +89,19 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
 
 
+def lost_returned(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
+                  moving: dict[str, np.ndarray], others: dict[str, np.ndarray],
+                  names: list[str] | None) -> list[str]:
+    """The arrays the output does not depend on (``others``) for which a flat tuple
+    returns a nonzero gradient, read as :func:`flat_return` reads it only with them
+    beside the arrays it depends on (``moving``): a bias the forward forgot, ``dx, dW,
+    db``; checked, since that gradient can never reach the output."""
+    if not others or flat_return(ret, layer, xs, wanted, moving, names) is not None:
+        return []
+    got = flat_return(ret, layer, xs, wanted, moving | others, names)
+    return [] if got is None else [p for p, k in got.items() if p in others and np.any(ret[k])]
+
+
 def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any]:
     """Of the arrays an item fits, the one its returned name names as its gradient
     (``dgamma`` for ``gamma``), else the first (the order the layer holds them)."""

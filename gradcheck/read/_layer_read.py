@@ -52,7 +52,7 @@ from ._discovery import (
     unmatched,
 )
 from ._feed import fed_by
-from ._flat import FLAT, flat_note, flat_return, returned_names, whole_return
+from ._flat import FLAT, flat_note, flat_return, lost_returned, returned_names, whole_return
 from ._handed import Handed, attached, find_handed, held_objects, received
 from ._layer_call import (
     Protocol,
@@ -419,7 +419,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     moving = [p for p in missing if moves_output(proto, xs, p, rng)]
     moving += [p for p in missing if p in lost and p not in moving]
     reach = set(moving) | {p.value for p in found if isinstance(p.value, str)}
-    moving += lost_steps(proto, [p for p in missing if p not in moving], reach, first)
+    moving += _lost(proto, first, base, moving, missing, reach)
     # found by name, but the backward left that gradient as it was and returned one
     stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
     observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)
@@ -439,6 +439,24 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                                   if isinstance(g, str)))  # (a step moves the weights)
     second_places(proto, first)
     proto.note(constant_scalars(base, found, proto.held_step))
+
+
+def _lost(proto: Protocol, first: Any, base: Any, moving: list[str], missing: list[str],
+          reach: set[str]) -> list[str]:
+    """The arrays the output does not depend on that the backward steps (:func:`lost_steps`)
+    or returns a gradient for in a flat tuple (:func:`~._flat.lost_returned`), noted."""
+    stepped = lost_steps(proto, [p for p in missing if p not in moving], reach, first)
+    if not isinstance(first.ret, tuple):
+        return stepped
+    now = moving + stepped
+    lost = lost_returned(first.ret, base, first.xs, proto.wanted, {
+        p: get_path(base, p) for p in now}, {p: get_path(base, p) for p in missing if
+                                             p not in now and is_float_array(try_path(base, p))},
+        returned_names(getattr(proto.layer, proto.backward), len(first.ret)))
+    if lost:
+        proto.note(f"the output does not depend on {', '.join(lost)}, yet the backward "
+                   "returns a gradient for it (a term the forward forgot?): checked")
+    return stepped + lost
 
 
 def _not_output(proto: Protocol, missing: list[str]) -> list[str]:
