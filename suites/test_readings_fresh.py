@@ -314,3 +314,84 @@ def test_a_returned_gradient_fitting_two_arrays_the_output_ignores_is_not_placed
     x = np.random.default_rng(613).standard_normal((4, 5))
     with pytest.raises(gradcheck.LayerConventionError, match="weight"):
         gradcheck.check_layer(_FlatLinear(True, running=True), x)
+
+
+# -- a container returning its output wrapped in an object, its backward storing -----------
+class _Tensor:
+    def __init__(self, array, model=None):
+        self.array, self.model = array, model
+
+
+class _Params:
+    def __init__(self, value):
+        self.params, self.grads = value, np.zeros_like(value)
+
+
+class _Dense:
+    def __init__(self, n, m, seed, bug=False):
+        r = np.random.default_rng(seed)
+        self.W, self.b, self.bug = _Params(r.standard_normal((n, m))), _Params(np.zeros(m)), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W.params + self.b.params
+
+    def _compute_gradients(self, grads):
+        self.W.grads = self.x.T @ grads / (len(grads) if self.bug else 1)
+        self.b.grads = grads.sum(0)
+        return grads @ self.W.params.T
+
+
+class _Tanh:
+    def forward(self, x):
+        self.out = np.tanh(x)
+        return self.out
+
+    def _compute_gradients(self, grads):
+        return (1 - self.out ** 2) * grads
+
+
+class _Sequential:
+    """``forward`` returns ``_Tensor(out, self)``; ``compute_gradients(grads)`` runs the
+    modules' backward in reverse and returns nothing. Twin: a 1/N in the first dW."""
+
+    def __init__(self, bug=False):
+        self.modules = (_Dense(3, 4, 614, bug), _Tanh(), _Dense(4, 2, 615))
+
+    def forward(self, x):
+        for m in self.modules:
+            x = m.forward(x)
+        return _Tensor(x, self)
+
+    def compute_gradients(self, grads):
+        for m in reversed(self.modules):
+            grads = m._compute_gradients(grads)
+
+    def zero_grad(self):
+        for m in self.modules:
+            for p in vars(m).values():
+                if isinstance(p, _Params):
+                    p.grads = np.zeros_like(p.grads)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["modules[0].W.params"])])
+def test_a_wrapped_output_and_a_backward_that_only_stores(bug, names):
+    x = np.random.default_rng(616).standard_normal((3, 3))
+    res = gradcheck.check_layer(_Sequential(bug), x)
+    _expect(res, names)
+    assert any("holding one float array, .array" in n for n in res.notes), res.notes
+
+
+class _SetGrad:
+    """``set_grad(g)`` keeps its argument: no backward (nothing computed)."""
+
+    def forward(self, x):
+        return 2 * x
+
+    def set_grad(self, g):
+        self.g = g
+
+
+def test_a_method_keeping_its_argument_is_no_backward():
+    with pytest.raises(TypeError, match="no backward-like method"):
+        gradcheck.check_layer(_SetGrad(), np.ones((2, 3)))

@@ -98,6 +98,7 @@ from ._second import second_places
 from ._slot import slot_style
 from ._step import constant_scalars, takes_a_step
 from ._stored_inputs import inputs_read, inputs_wanting
+from ._takers import wrapped_output
 from ._tied import tie, untie
 from ._tokens import spread_cache
 from ._told import observed_error
@@ -213,6 +214,10 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         if returned is None:
             proto.out_path, text = output_path(layer, forward, xs, draws, rng, backward)
             proto.note(text)
+        elif name := wrapped_output(returned, layer):
+            proto.out_path = f"<returned>.{name}"
+            proto.note(f"{what} returns a {type(returned).__name__} holding one float array, "
+                       f".{name}: that is its output")
         elif any(returned is x for x in given) and takes_no_gradient(getattr(layer, backward)):
             loss_stored(proto, xs, next(i for i, x in enumerate(given) if returned is x))
         elif takes_no_gradient(getattr(layer, backward)) and (

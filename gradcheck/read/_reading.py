@@ -289,6 +289,8 @@ def read_output(layer: Any, out: Any, out_path: str | None) -> Any:
         return out
     if out_path == BUT_LAST:  # outputs, then a cache
         return tuple(np.array(o, copy=True) for o in out[:-1])
+    if out_path.startswith("<returned>."):  # the one array of an object it returned
+        return np.array(getattr(out, out_path[len("<returned>."):]), copy=True)
     if out_path.startswith("<returned>["):  # an item, or a dict's part: <returned>['loss']
         k = out_path[len("<returned>["):-1]
         return np.array(out[int(k) if k.lstrip("-").isdigit() else k.strip("'")], copy=True)
@@ -357,7 +359,8 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
           ones: Any, then: str | None = None) -> Probe:
     init = clone(layer)
     xs = clone(inputs)
-    raw = forward_output(init, method_f, xs, draws, None)
+    draws.reset()  # (what it returned as it is: read_output reads the output there)
+    raw = call_user(getattr(init, method_f), *xs, what=f"{type(layer).__name__}.{method_f}")
     out = read_output(init, raw, out_path)
     returned = clone(raw) if out_path is None or CACHE == style[0] or {*style[1]} & {
         CACHED, FIRST_OUT} else None

@@ -53,8 +53,9 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
         return None
     if taker := one_taker(layer, fwds[0], inputs):  # gradients(grad_out) beside __call__
         return fwds[0], taker, (
-            f"backward found as the one other method taking one argument, whose results, "
-            f"after {fwds[0]}, are linear in it: {taker} (backward)")
+            f"backward found as the one other method taking one argument, whose results "
+            f"(returned, or else stored), after {fwds[0]}, are linear in it: {taker} "
+            "(backward)")
     if taker := inputs_taker(layer, fwds[0], inputs):  # grad_x(x, grad_out)
         return fwds[0], taker, (f"backward found as the one other method taking the inputs "
                                 f"again and one more argument, linear in it: {taker}")
@@ -73,7 +74,17 @@ def _ran(layer: Any, forward: str, inputs: tuple[Any, ...]) -> tuple[Any, np.nda
         out = getattr(obj, forward)(*clone(inputs))
     except Exception:  # noqa: BLE001 - the user's forward raised: no reading of these
         return None
+    out = getattr(out, name) if (name := wrapped_output(out, obj)) else out
     return (obj, out) if isinstance(out, np.ndarray) and out.dtype.kind == "f" else None
+
+
+def wrapped_output(out: Any, layer: Any) -> str | None:
+    """The name of the one float array an object returned by the forward holds as its
+    own attribute (``Tensor(array, model)``: ``array``); None for anything else."""
+    if isinstance(out, np.ndarray) or out is layer or not hasattr(out, "__dict__"):
+        return None
+    names = [k for k, v in vars(out).items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"]
+    return names[0] if len(names) == 1 else None
 
 
 def _ramp(out: np.ndarray) -> np.ndarray:
@@ -144,9 +155,14 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
         takers = [n for n in names if n not in (forward, skip) and len(  # public method
             positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
         linear = [n for n in takers[:4] if linear_after(layer, forward, n, inputs)]
-        if linear or any(_stores_linear(layer, forward, n, inputs) for n in takers[:4]):
-            return linear[0] if len(linear) == 1 else ""  # (an update(lr) returns nothing;
-    return ""  # compute_gradients(dout) storing what its helper returns is the backward)
+        storing = [] if linear else [n for n in takers[:4] if _stores_linear(
+            layer, forward, n, inputs)]
+        if linear or storing:  # (an update(lr) returns nothing; compute_gradients(dout)
+            # storing what its helper returns, or only storing what it computes, is the
+            # backward; set_grad(g) keeping g is not)
+            return linear[0] if len(linear) == 1 else storing[0] if len(storing) == 1 and \
+                _stores_linear(layer, forward, storing[0], inputs, True) else ""
+    return ""
 
 
 @contextlib.contextmanager
@@ -161,10 +177,12 @@ def _same_draws() -> Iterator[Callable[[], None]]:
         draws.restore()
 
 
-def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
+def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
+                   computed: bool = False) -> bool:
     """Whether ``name``, called on copies after the forward with an array of the output's
     shape, stores float arrays twice as large for twice the array (a backward storing
-    its results, ``self.dinputs = ...``, returning nothing)."""
+    its results, ``self.dinputs = ...``, returning nothing); with ``computed``, one of
+    them not that array itself (``set_grad(g)`` keeping it is no backward)."""
     got = []
     with _same_draws() as start:
         for scale in (1.0, 2.0):
@@ -181,7 +199,9 @@ def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...])
     one, two = got
     return bool(one) and one.keys() == two.keys() and all(
         one[k].shape == two[k].shape and np.any(one[k]) and np.allclose(
-            2 * one[k], two[k], rtol=1e-6, atol=1e-12) for k in one)
+            2 * one[k], two[k], rtol=1e-6, atol=1e-12) for k in one) and (
+        not computed or any(v.shape != out.shape or not np.allclose(v, _ramp(out))
+                            for v in one.values()))
 
 
 def inputs_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
