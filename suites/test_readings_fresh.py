@@ -395,3 +395,53 @@ class _SetGrad:
 def test_a_method_keeping_its_argument_is_no_backward():
     with pytest.raises(TypeError, match="no backward-like method"):
         gradcheck.check_layer(_SetGrad(), np.ones((2, 3)))
+
+
+# -- backward(op_gradient, regularizer) given None; a list of float biases ------------------
+class _L2:
+    def __init__(self, lam):
+        self.lam = lam
+
+    def gradient(self, W):
+        return self.lam * W
+
+
+class _ScalarBiasNet:
+    """``bias`` a list of floats, one per layer, ``bias_grad`` an array of their
+    gradients; ``backward(op_gradient, regularizer)`` adds ``regularizer.gradient(W)``
+    unless it is None. Twin: the bias gradient a mean, not a sum."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(617)
+        self.W = [r.standard_normal((3, 4)), r.standard_normal((2, 3))]
+        self.bias = [0.3, -0.2]
+        self.Wgrad = [np.zeros((3, 4)), np.zeros((2, 3))]
+        self.bias_grad = np.zeros(2)
+        self.bug = bug
+
+    def forward(self, x):
+        self.ins, z = [], x
+        for W, b in zip(self.W, self.bias, strict=True):
+            self.ins.append(z)
+            z = np.tanh(W @ z + b)
+        self.outs = z
+        return z
+
+    def backward(self, op_gradient, regularizer):
+        g = op_gradient
+        for k in (1, 0):
+            y = np.tanh(self.W[k] @ self.ins[k] + self.bias[k])
+            dz = g * (1 - y ** 2)
+            self.bias_grad[k] = np.mean(dz) if self.bug else np.sum(dz)
+            self.Wgrad[k] = np.outer(dz, self.ins[k])
+            if regularizer is not None:
+                self.Wgrad[k] += regularizer.gradient(self.W[k])
+            g = self.W[k].T @ dz
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["bias[0]", "bias[1]"])])
+def test_a_regularizer_argument_given_none_and_a_list_of_float_biases(bug, names):
+    x = np.random.default_rng(618).standard_normal(4)
+    res = gradcheck.check_layer(_ScalarBiasNet(bug), x)
+    _expect(res, names)
+    assert any("regularizer is given None" in n for n in res.notes), res.notes

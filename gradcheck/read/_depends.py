@@ -296,16 +296,31 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
     got = []
     for path in float_scalars(base):
         ghost = {k: np.empty(()) for k in cands if k not in used}
-        named = None if path in used else grad_of(path, (), ghost)
+        named = None if path in used else grad_of(path, (), ghost) or _item_of(
+            base, path, {k: v for k, v in cands.items() if k not in used})
         if named is None or not in_output(proto, xs, path, unsure=False):
             continue
-        if np.size(cands[named]) != 1:
+        if np.size(value := cands[named] if named in cands else try_path(
+                first.after, named)) != 1:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
-                f"{np.shape(cands[named])}, expected () (a float scalar)"), at=(
+                f"{np.shape(value)}, expected () (a float scalar)"), at=(
                     path, np.asarray(try_path(base, path))))
         got.append(Param(path, path, named))
     return found + got
+
+
+def _item_of(base: Any, path: str, cands: dict[str, Any]) -> str | None:
+    """For a float in a list of floats (``bias[1]`` of ``bias = [0.3, 0.1]``), the item
+    at its index of the one array of the list's length named as the list's gradient
+    (``bias_grad[1]``); None otherwise."""
+    m = re.fullmatch(r"(.*)\[(\d+)\]", path)
+    if m is None or not isinstance(items := try_path(base, m.group(1)), list) or not all(
+            is_float_scalar(v) for v in items):
+        return None
+    named = grad_of(m.group(1), (len(items),), {
+        k: v for k, v in cands.items() if is_float_array(v) and v.shape == (len(items),)})
+    return None if named is None else f"{named}[{m.group(2)}]"
 
 
 def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray]

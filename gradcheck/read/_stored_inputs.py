@@ -46,7 +46,8 @@ def inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
         return
     lost = [k for k in proto.wanted if k not in got_x]
     free = {c: a for c, a in first.stored.items() if c not in got_x.values()
-            and c not in claimed}
+            and c not in claimed and not any(  # (bias_grad, whose items are claimed)
+                isinstance(g, str) and g.startswith(f"{c}[") for g in claimed)}
     misshapen_input(proto, first, lost, free)
     unread = {c: a for c, a in free.items() if any(  # of the input's size: reshaped or
         np.size(a) == np.size(first.xs[k]) for k in lost)}  # transposed, no first layer
