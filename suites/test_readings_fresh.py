@@ -445,3 +445,35 @@ def test_a_regularizer_argument_given_none_and_a_list_of_float_biases(bug, names
     res = gradcheck.check_layer(_ScalarBiasNet(bug), x)
     _expect(res, names)
     assert any("regularizer is given None" in n for n in res.notes), res.notes
+
+
+# -- a loss returned beside another output and the cache, its backward taking the cache ----
+def _tanh_loss_forward(x, W, V, y):
+    h = np.tanh(x @ W)
+    s = h @ V
+    p = np.exp(s - s.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    n = len(y)
+    loss = -np.log(p[np.arange(n), y]).mean()
+    return loss, h, {"x": x, "W": W, "V": V, "h": h, "p": p, "y": y}
+
+
+def _tanh_loss_backward(caches, bug=False):
+    c = caches
+    n = len(c["y"])
+    ds = c["p"].copy()
+    ds[np.arange(n), c["y"]] -= 1
+    ds /= n
+    dV = c["h"].T @ ds
+    dh = ds @ c["V"].T
+    dz = dh if bug else dh * (1 - c["h"] ** 2)
+    return dz @ c["W"].T, c["x"].T @ dz, dV
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x", "W"])])
+def test_a_loss_beside_another_output_and_the_cache_taken_alone(bug, names):
+    r = np.random.default_rng(619)
+    args = [r.standard_normal((3, 4)), r.standard_normal((4, 5)), r.standard_normal((5, 3)),
+            np.array([0, 2, 1])]
+    res = gradcheck.check_vjp(_tanh_loss_forward, lambda c: _tanh_loss_backward(c, bug), args)
+    _expect(res, names)

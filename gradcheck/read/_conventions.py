@@ -292,6 +292,8 @@ class Conventions:
                        f"(the one container) and {len(out) - j - 1} value(s) after it that "
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
+        if self._cache_alone and np.size(out[0]) == 1 and np.asarray(out[0]).dtype.kind == "f":
+            self.leading = 1  # (loss, h, caches) with backward(caches): the loss's gradients
         self.outputs = len(out) - 1
         self._shapes = [[a.shape for a in array_leaves(v)] for v in out[:-1]]
         if self.leading:
