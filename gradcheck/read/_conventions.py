@@ -421,7 +421,7 @@ class Conventions:
         if self.split and isinstance(dy, (tuple, list)):
             grads = self._split(dy, cache)
             return self._match(grads) if self._listed else grads
-        if self._cache_alone and np.size(dy) == 1 and not isinstance(dy, (tuple, list)):
+        if self._cache_alone and not isinstance(dy, (tuple, list)) and np.size(dy) == 1:
             self._note("the output is a scalar loss and the backward takes the cache alone: "
                        "its gradients, times the output gradient, are compared")
             grads = map_arrays(self._bwd(cache), lambda g: g * np.asarray(dy).reshape(()))
