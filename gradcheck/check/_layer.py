@@ -133,7 +133,8 @@ def _inputs_failing(exc: LayerConventionError, layer: Any, inputs: tuple[Any, ..
     alone (``params={}``) when they are wrong: a mismatch in an input is a verdict whatever
     the parameters' gradients are (the error is kept in a note); ``exc`` raised again
     otherwise (no check passes on part of a layer)."""
-    if params is not None or grads is not None or wrt is not None:
+    if params is not None or grads is not None or wrt is not None or getattr(
+            exc, "stepped", True):  # (the input gradient computed after a step is no evidence)
         raise exc
     try:
         res = _checked(layer, inputs, forward, backward, {}, None, None, output, opts)

@@ -182,7 +182,9 @@ def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
     """Whether ``name``, called on copies after the forward with an array of the output's
     shape, stores float arrays twice as large for twice the array (a backward storing
     its results, ``self.dinputs = ...``, returning nothing); with ``computed``, one of
-    them not that array itself (``set_grad(g)`` keeping it is no backward)."""
+    them of the shape of an array held before, a parameter's gradient, and not that
+    array itself (``set_grad(g)`` keeping it, or a method storing an input's gradient
+    alone, is no backward found so)."""
     got = []
     with _same_draws() as start:
         for scale in (1.0, 2.0):
@@ -197,11 +199,12 @@ def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
                 return False
             got.append(stored(before, obj))
     one, two = got
+    held = {v.shape for _, v in float_state(layer).values()}  # (before the forward)
     return bool(one) and one.keys() == two.keys() and all(
         one[k].shape == two[k].shape and np.any(one[k]) and np.allclose(
             2 * one[k], two[k], rtol=1e-6, atol=1e-12) for k in one) and (
-        not computed or any(v.shape != out.shape or not np.allclose(v, _ramp(out))
-                            for v in one.values()))
+        not computed or any(v.shape in held and (v.shape != out.shape or not np.allclose(
+            v, _ramp(out))) for v in one.values()))
 
 
 def inputs_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:

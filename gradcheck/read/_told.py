@@ -16,6 +16,15 @@ __all__ = ["observed_error"]
 
 def observed_error(layer: Any, left: list[str], first: Any,
                    cands: dict[str, np.ndarray], found: list[Param]) -> LayerConventionError:
+    """:func:`_said`, and whether the backward changed those arrays themselves (a step:
+    then an input gradient it returns may be computed after it), as ``exc.stepped``."""
+    exc = _said(layer, left, first, cands, found)
+    exc.stepped = any(p in first.stored for p in left)  # type: ignore[attr-defined]
+    return exc
+
+
+def _said(layer: Any, left: list[str], first: Any,
+          cands: dict[str, np.ndarray], found: list[Param]) -> LayerConventionError:
     """What the plainest call says of arrays the output depends on with no gradient
     found (``left``): what the backward returned and stored, and the keywords that name
     every parameter, those found (``found``) too: ``params=`` replaces them."""
