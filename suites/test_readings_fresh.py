@@ -477,3 +477,27 @@ def test_a_loss_beside_another_output_and_the_cache_taken_alone(bug, names):
             np.array([0, 2, 1])]
     res = gradcheck.check_vjp(_tanh_loss_forward, lambda c: _tanh_loss_backward(c, bug), args)
     _expect(res, names)
+
+
+# -- loss, probs = f(logits, targets, mask); f_backward(probs, targets, mask) ----------------
+def _masked_ce(logits, targets, mask):
+    p = _softmax(logits)
+    n = np.arange(len(targets))
+    return float(-(np.log(p[n, targets]) * mask).sum() / mask.sum()), p
+
+
+def _masked_ce_backward(probs, targets, mask, bug=False):
+    g = probs.copy()
+    g[np.arange(len(targets)), targets] -= 1
+    g = g * mask[:, None]
+    return g if bug else g / mask.sum()
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["logits"])])
+def test_a_loss_backward_taking_the_cache_then_inputs_by_name_and_no_gradient(bug, names):
+    r = np.random.default_rng(620)
+    args = [r.standard_normal((5, 4)), np.array([0, 3, 1, 2, 0]),
+            np.array([True, True, False, True, True])]
+    res = gradcheck.check_vjp(_masked_ce, lambda probs, targets, mask: _masked_ce_backward(
+        probs, targets, mask, bug), args)
+    _expect(res, names)

@@ -141,6 +141,15 @@ class _With:
 
 
 @dataclass
+class _LossBack:
+    """A loss's cache with the forward's inputs the backward takes after it, by name,
+    and no output gradient (``cross_entropy_backward(probs, targets, mask)``)."""
+
+    cache: Any
+    args: tuple[Any, ...]
+
+
+@dataclass
 class _Again:
     """The cache of a forward with none: its inputs, given to the backward again."""
 
@@ -208,6 +217,10 @@ class Conventions:
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
+        # loss, probs = f(logits, targets, mask); f_backward(probs, targets, mask): no dy
+        self._loss_back = [f_names.index(b) for b in b_names[1:]] if len(b_names) > 1 and \
+            b_names[0] not in f_names and all(b in f_names for b in b_names[1:]) and not \
+            re.match(_GRADIENT_NAME, b_names[0], re.I) else []
         self._cache_at = 0  # backward(dy, gamma, cache): the cache after inputs by name
         odd = [i for i, b in enumerate(b_names[1:]) if b not in f_names]
         if not self._after and not self._again and len(b_names) > 2 and len(odd) == 1 and \
@@ -271,6 +284,12 @@ class Conventions:
                        "output gradient, then the forward's inputs again: called so")
             return out, _Again(args[:self._given_back], first=True, settings={
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
+        if self._loss_back and isinstance(out, tuple) and len(out) == 2 and np.size(
+                out[0]) == 1 and np.asarray(out[0]).dtype.kind == "f":
+            self._note("the forward returns a scalar loss and a cache; the backward takes "
+                       "the cache, then forward's inputs again by their names, and no output "
+                       "gradient: its gradients, times the output gradient, are compared")
+            return out[0], _LossBack(out[1], args)
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.generic, int, float)) and (not isinstance(out[1], np.ndarray) or (
                     self._array_cache(out, args))):  # a cache (an array too: rmsnorm_bwd(dout,
@@ -425,6 +444,10 @@ class Conventions:
             self._note("the output is a scalar loss and the backward takes the cache alone: "
                        "its gradients, times the output gradient, are compared")
             grads = map_arrays(self._bwd(cache), lambda g: g * np.asarray(dy).reshape(()))
+            return self._match(grads) if self._listed else grads
+        if isinstance(cache, _LossBack):
+            grads = map_arrays(self._bwd(cache.cache, *[cache.args[k] for k in self._loss_back]),
+                               lambda g: g * np.asarray(dy).reshape(()))
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):
             if cache.order is not None:
