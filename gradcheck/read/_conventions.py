@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._extra_grads import leading_fit, trailing_dict
+from ._loss_cache import LossBack, cache_alone, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
 from ._protocol import ProtocolError, map_arrays
 from ._renamed import array_leaves, order_by_trial
@@ -39,7 +39,6 @@ __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
 
 
 #: A parameter named as an output gradient (``dout``, ``dy``, ``grad_output``, ``delta``).
-_GRADIENT_NAME = r"^[dg](out(put)?|y|z|a|h|x|l|values|_\w+)?$|^(grad|delta|err|upstream)\w*$"
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
 #: call's arguments do not fit its signature.
@@ -141,15 +140,6 @@ class _With:
 
 
 @dataclass
-class _LossBack:
-    """A loss's cache with the forward's inputs the backward takes after it, by name,
-    and no output gradient (``cross_entropy_backward(probs, targets, mask)``)."""
-
-    cache: Any
-    args: tuple[Any, ...]
-
-
-@dataclass
 class _Again:
     """The cache of a forward with none: its inputs, given to the backward again."""
 
@@ -217,10 +207,7 @@ class Conventions:
         # backward(dout, cache, WQ, WK): inputs of the forward again, by their names
         self._after = [f_names.index(b) for b in b_names[2:]] if len(b_names) > 2 and all(
             b in f_names for b in b_names[2:]) and not self._again else []
-        # loss, probs = f(logits, targets, mask); f_backward(probs, targets, mask): no dy
-        self._loss_back = [f_names.index(b) for b in b_names[1:]] if len(b_names) > 1 and \
-            b_names[0] not in f_names and all(b in f_names for b in b_names[1:]) and not \
-            re.match(_GRADIENT_NAME, b_names[0], re.I) else []
+        self._loss_back = loss_back(f_names, b_names)
         self._cache_at = 0  # backward(dy, gamma, cache): the cache after inputs by name
         odd = [i for i, b in enumerate(b_names[1:]) if b not in f_names]
         if not self._after and not self._again and len(b_names) > 2 and len(odd) == 1 and \
@@ -233,9 +220,7 @@ class Conventions:
         self._renamed = self._listed and self._n >= 1 and len(f_names) == self._n and \
             len(b_names) == self._n + 1 and not self._again and not self._dy_first  # (>1:
         self._tried: bool | None = None  # one input's backward(a, b) may be (dy, cache))
-        # loss, cache = f(X, y, W); grads = f_backward(cache): a loss's, of one argument
-        self._cache_alone = len(every) == 1 and b_names == every and not re.match(
-            _GRADIENT_NAME, every[0], re.I)
+        self._cache_alone = cache_alone(every, b_names)  # grads = f_backward(cache)
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
         # given to the forward, passed on by its name
         self._settings = {b: self._inputs[f_names.index(b)] for b in every[len(b_names):]
@@ -284,12 +269,11 @@ class Conventions:
                        "output gradient, then the forward's inputs again: called so")
             return out, _Again(args[:self._given_back], first=True, settings={
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
-        if self._loss_back and isinstance(out, tuple) and len(out) == 2 and np.size(
-                out[0]) == 1 and np.asarray(out[0]).dtype.kind == "f":
+        if self._loss_back and isinstance(out, tuple) and len(out) == 2 and scalar(out[0]):
             self._note("the forward returns a scalar loss and a cache; the backward takes "
                        "the cache, then forward's inputs again by their names, and no output "
                        "gradient: its gradients, times the output gradient, are compared")
-            return out[0], _LossBack(out[1], args)
+            return out[0], LossBack(out[1], args)
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.generic, int, float)) and (not isinstance(out[1], np.ndarray) or (
                     self._array_cache(out, args))):  # a cache (an array too: rmsnorm_bwd(dout,
@@ -304,6 +288,10 @@ class Conventions:
             raise ProtocolError("bad-protocol", self._unread())
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
+        return self._several(out)
+
+    def _several(self, out: tuple[Any, ...]) -> tuple[Any, Any]:
+        """A forward's three or more values read as outputs and a cache."""
         held = [k for k, v in enumerate(out) if isinstance(v, (tuple, list, dict))]
         if len(held) == 1 and held[0] < len(out) - 1:  # out, cache, running_mean, ...
             j = held[0]
@@ -311,8 +299,8 @@ class Conventions:
                        f"(the one container) and {len(out) - j - 1} value(s) after it that "
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
-        if self._cache_alone and np.size(out[0]) == 1 and np.asarray(out[0]).dtype.kind == "f":
-            self.leading = 1  # (loss, h, caches) with backward(caches): the loss's gradients
+        self.leading = 1 if self._cache_alone and scalar(out[0]) else self.leading  # (loss,
+        # h, caches) with backward(caches): the loss's gradients
         self.outputs = len(out) - 1
         self._shapes = [[a.shape for a in array_leaves(v)] for v in out[:-1]]
         if self.leading:
@@ -445,7 +433,7 @@ class Conventions:
                        "its gradients, times the output gradient, are compared")
             grads = map_arrays(self._bwd(cache), lambda g: g * np.asarray(dy).reshape(()))
             return self._match(grads) if self._listed else grads
-        if isinstance(cache, _LossBack):
+        if isinstance(cache, LossBack):
             grads = map_arrays(self._bwd(cache.cache, *[cache.args[k] for k in self._loss_back]),
                                lambda g: g * np.asarray(dy).reshape(()))
             return self._match(grads) if self._listed else grads

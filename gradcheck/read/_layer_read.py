@@ -214,7 +214,8 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         if returned is None:
             proto.out_path, text = output_path(layer, forward, xs, draws, rng, backward)
             proto.note(text)
-        elif name := wrapped_output(returned, layer):
+        elif not takes_no_gradient(getattr(layer, backward)) and (
+                name := wrapped_output(returned, layer)):  # (backward() of a Box: a tape's)
             proto.out_path = f"<returned>.{name}"
             proto.note(f"{what} returns a {type(returned).__name__} holding one float array, "
                        f".{name}: that is its output")

@@ -84,7 +84,8 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         proto.note(f"backward's argument {names[1]} is given the batch size, "
                    f"{batch_size(xs)} (the length of the first input)")
         return True
-    if proto.style == "one" and proto.layer is not None and _runs_given_none(proto, xs):
+    if proto.style == "one" and proto.layer is not None and _stepped(
+            proto, xs, 1.0) is None and _runs_given_none(proto, xs):  # (raising given 1.0)
         proto.style, proto.order = "inputs", [None, NONE]  # backward(dy, regularizer)
         proto.note(f"backward's argument {names[1]} is given None: it raises given 1.0, "
                    "and given None it runs, linear in the output gradient")
@@ -175,10 +176,10 @@ def in_output(proto: Protocol, xs: list[Any], name: str, unsure: bool = True) ->
     assert proto.draws is not None
     other = clone(proto.layer)
     try:
-        v = try_path(other, name)
+        v = np.asarray(try_path(other, name))
         new = v * 1.5 + 0.1  # (near -0.2, its fixed point: moved by adding)
-        new = new if abs(new - v) > 0.05 * (abs(v) + 1) else v + 0.1 * (abs(v) + 1)
-        Param(name, name, name).write(other, np.asarray(new))
+        new = np.where(np.abs(new - v) > 0.05 * (np.abs(v) + 1), new, v + 0.1 * (np.abs(v) + 1))
+        Param(name, name, name).write(other, new)
         a = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
                            proto.out_path)
         b = forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)

@@ -183,8 +183,8 @@ def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
     shape, stores float arrays twice as large for twice the array (a backward storing
     its results, ``self.dinputs = ...``, returning nothing); with ``computed``, one of
     them of the shape of an array held before, a parameter's gradient, and not that
-    array itself (``set_grad(g)`` keeping it, or a method storing an input's gradient
-    alone, is no backward found so)."""
+    array itself, returning nothing (``set_grad(g)`` keeping it, a method storing an
+    input's gradient alone, or a forward storing ``g @ w``, is no backward found so)."""
     got = []
     with _same_draws() as start:
         for scale in (1.0, 2.0):
@@ -194,8 +194,10 @@ def _stores_linear(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
             obj, out = ran
             before = float_state(obj)
             try:
-                getattr(obj, name)(scale * _ramp(out))
+                ret = getattr(obj, name)(scale * _ramp(out))
             except Exception:  # noqa: BLE001 - the user's method raised: no backward of these
+                return False
+            if computed and ret is not None:  # (forword(g) storing g @ w returns a value)
                 return False
             got.append(stored(before, obj))
     one, two = got
