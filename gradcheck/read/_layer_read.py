@@ -91,11 +91,11 @@ from ._reading import (
     order_text,
     output_path,
     probe,
-    split_return,
 )
 from ._redrawn import lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
+from ._split import split_return
 from ._step import constant_scalars, takes_a_step
 from ._stored_inputs import inputs_read, inputs_wanting
 from ._takers import wrapped_output

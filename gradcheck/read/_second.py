@@ -17,7 +17,7 @@ from ._discovery import Param, is_float_array, try_path
 from ._flat import FLAT
 from ._layer_call import Protocol
 from ._observe import grad_of, grads_holder, last_name
-from ._reading import split_return
+from ._split import split_return
 from ._tokens import Sink
 
 __all__ = ["second_places"]
