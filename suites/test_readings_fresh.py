@@ -222,8 +222,9 @@ def test_an_argument_the_backward_does_not_run_the_forward_on_stays_unread():
 
 # -- a wrong input gradient is a verdict when the parameters' cannot be read ---------------
 class _FitLater:
-    """The parameters' gradients are computed only inside ``fit(lr, weight_decay)``;
-    ``backward`` keeps the output gradient and returns dx. Twin: dx drops a term."""
+    """The parameters' gradients are used only inside ``fit(lr, weight_decay)``, a
+    sign-like step no gradient can be read from; ``backward`` keeps the output gradient
+    and returns dx. Twin: dx drops a term."""
 
     def __init__(self, bug=False):
         self.gamma, self.beta, self.bug = np.linspace(0.5, 1.5, 3), np.zeros(3), bug
@@ -237,8 +238,8 @@ class _FitLater:
         return error * self.gamma * (1 if self.bug else 1 - np.tanh(self.x) ** 2)
 
     def fit(self, lr, weight_decay):
-        self.gamma -= lr * (self.grads * np.tanh(self.x)).sum(0)
-        self.beta -= lr * self.grads.sum(0)
+        self.gamma -= lr * np.sign((self.grads * np.tanh(self.x)).sum(0))
+        self.beta -= lr * np.sign(self.grads.sum(0))
 
 
 def test_a_wrong_input_gradient_beside_unread_parameters_is_a_mismatch():
@@ -501,3 +502,52 @@ def test_a_loss_backward_taking_the_cache_then_inputs_by_name_and_no_gradient(bu
     res = gradcheck.check_vjp(_masked_ce, lambda probs, targets, mask: _masked_ce_backward(
         probs, targets, mask, bug), args)
     _expect(res, names)
+
+
+# -- parameters' gradients computed only inside the step: fit(lr, weight_decay) ------------
+class _FitNorm:
+    """``backward`` keeps the output gradient and returns dx; ``fit(lr, weight_decay)``
+    computes the parameters' gradients from it and steps them. Twin: ``fit`` leaves out
+    the normalised input in gamma's gradient."""
+
+    def __init__(self, bug=False):
+        self.gamma, self.beta, self.bug = np.linspace(0.5, 1.5, 3), np.zeros(3), bug
+
+    def forward(self, x):
+        self.xn = np.tanh(x)
+        return self.xn * self.gamma + self.beta
+
+    def backward(self, error):
+        self.grads = error
+        return error * self.gamma * (1 - self.xn ** 2)
+
+    def set_name(self, name):
+        self.name = name
+
+    def fit(self, lr, weight_decay):
+        dgamma = self.grads.sum(0) if self.bug else (self.grads * self.xn).sum(0)
+        self.gamma -= lr * (dgamma + weight_decay * self.gamma)
+        self.beta -= lr * self.grads.sum(0)
+
+
+class _AdamFit(_FitNorm):
+    """The step is Adam's first, sign-like: not linear in the gradient, no reading."""
+
+    def fit(self, lr, weight_decay):
+        g = (self.grads * self.xn).sum(0)
+        self.gamma -= lr * g / (np.abs(g) + 1e-8)
+        self.beta -= lr * self.grads.sum(0) / (np.abs(self.grads.sum(0)) + 1e-8)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["gamma"])])
+def test_gradients_computed_only_inside_a_step_are_read_from_it(bug, names):
+    x = np.random.default_rng(621).standard_normal((4, 3))
+    res = gradcheck.check_layer(_FitNorm(bug), x)
+    _expect(res, names)
+    assert any("fit(1.0,0.0)" in n for n in res.notes), res.notes
+
+
+def test_a_step_not_linear_in_the_gradient_is_no_reading():
+    x = np.random.default_rng(621).standard_normal((4, 3))
+    with pytest.raises(gradcheck.LayerConventionError, match="gamma"):
+        gradcheck.check_layer(_AdamFit(), x)

@@ -99,6 +99,7 @@ from ._split import split_return
 from ._step import constant_scalars, takes_a_step
 from ._stored_inputs import inputs_read, inputs_wanting
 from ._takers import wrapped_output
+from ._then_step import step_after
 from ._tied import tie, untie
 from ._tokens import spread_cache
 from ._told import observed_error
@@ -436,8 +437,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if state:
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
     if left := [p for p in moving if p not in {q.value for q in observed}]:
-        misshapen_param(left, base, cands, first, claimed=grads)
-        raise observed_error(layer, left, first, cands, found)
+        found += _unread(proto, xs, left, first, cands, found, grads)
     found = scalar_grads(proto, xs, found, cands, first)
     proto.params = [stale_slot(base, first, p) for p in found]
     inputs_read(proto, first, proto.stored_inputs, params=bool(found),
@@ -445,6 +445,18 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                                   if isinstance(g, str)))  # (a step moves the weights)
     second_places(proto, first)
     proto.note(constant_scalars(base, found, proto.held_step))
+
+
+def _unread(proto: Protocol, xs: list[Any], left: list[str], first: Any,
+            cands: dict[str, np.ndarray], found: list[Param], grads: set[Any]) -> list[Param]:
+    """The arrays the output depends on with no gradient found (``left``): a gradient
+    stored in another shape is that ``shape-mismatch``; else read through a step method
+    called right after the backward (:func:`step_after`, ``fit(lr, weight_decay)``), or
+    the error saying what was observed."""
+    misshapen_param(left, proto.layer, cands, first, claimed=grads)
+    if not (then := step_after(proto, xs, left)):
+        raise observed_error(proto.layer, left, first, cands, found)
+    return then
 
 
 def _lost(proto: Protocol, first: Any, base: Any, moving: list[str], missing: list[str],

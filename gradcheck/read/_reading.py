@@ -137,6 +137,10 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
         method, "__self__", None), names, xs)
     if then is None:
         return ret
+    if ":" in then:  # a step taken right after, given numbers (fit:1.0,0.0): its change read
+        name, numbers = then.split(":", 1)
+        getattr(method.__self__, name)(*[float(a) for a in numbers.split(",")])
+        return ret
     done = getattr(method.__self__, then)
     wants = positional_names(done, required=True)
     if not wants:  # it stores them, or returns them keyed as a method listing the arrays
