@@ -551,3 +551,31 @@ def test_a_step_not_linear_in_the_gradient_is_no_reading():
     x = np.random.default_rng(621).standard_normal((4, 3))
     with pytest.raises(gradcheck.LayerConventionError, match="gamma"):
         gradcheck.check_layer(_AdamFit(), x)
+
+
+# -- a flat tuple in the order of a list the layer holds of its own arrays ------------------
+class _ListedBlock:
+    """``self.params_ref = [w1, b1, w2, b2]`` (the very arrays, shapes repeating);
+    ``backward`` returns ``dx, dw1, db1, dw2, db2``. Twin: db2 a mean over the batch."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(622)
+        self.w1, self.w2 = r.standard_normal((3, 3)), r.standard_normal((3, 3))
+        self.b1, self.b2 = r.standard_normal(3), r.standard_normal(3)
+        self.params_ref = [self.w1, self.b1, self.w2, self.b2]
+        self.bug = bug
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.w1 + self.b1)
+        return self.h @ self.w2 + self.b2
+
+    def backward(self, g):
+        dw2, db2 = self.h.T @ g, g.mean(0) if self.bug else g.sum(0)
+        dz = (g @ self.w2.T) * (1 - self.h ** 2)
+        return dz @ self.w1.T, self.x.T @ dz, dz.sum(0), dw2, db2
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["b2"])])
+def test_a_flat_tuple_in_the_order_of_the_layers_own_list(bug, names):
+    x = np.random.default_rng(623).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_ListedBlock(bug), x), names)

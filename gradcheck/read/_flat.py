@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, walk
-from ._lists import properties
+from ._lists import param_lists, properties
 from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit, unmangled
 from ._protocol import ProtocolError, clone
 
@@ -66,6 +66,8 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     inputs = [k for k in wanted if isinstance(xs[k], np.ndarray)]
     if len(ret) <= len(inputs):
         return None
+    if arrays is not None and (listed := _listed_order(ret, layer, held, [xs[k] for k in inputs])):
+        return listed
     owner: list[tuple[str, Any] | None] = []
     for r in ret:
         fits: list[tuple[str, Any]] = [("x", k) for k in inputs if xs[k].shape == r.shape]
@@ -100,6 +102,24 @@ def lost_returned(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
         return []
     got = flat_return(ret, layer, xs, wanted, moving | others, names)
     return [] if got is None else [p for p, k in got.items() if p in others and np.any(ret[k])]
+
+
+def _listed_order(ret: Any, layer: Any, held: list[tuple[str, Any]], xs: list[Any]
+                  ) -> dict[str, int] | None:
+    """A flat tuple of the input gradients, then one gradient for each array of a list
+    the layer holds of its own arrays, in that list's order and of their shapes
+    (``return grad_input, *grads`` beside ``self.params_ref = [conv1.weight, ...]``):
+    ``param path -> index``; None otherwise."""
+    by_id = {id(v): p for p, v in held}
+    n = len(xs)
+    if [np.shape(r) for r in ret[:n]] != [np.shape(x) for x in xs]:
+        return None
+    for _, items in param_lists(layer, set(by_id)):
+        row = list(items.values()) if isinstance(items, dict) else list(items)
+        if len(row) > 1 and len(row) == len(ret) - n and all(
+                np.shape(r) == np.shape(a) for r, a in zip(ret[n:], row, strict=True)):
+            return {by_id[id(a)]: n + k for k, a in enumerate(row)}
+    return None
 
 
 def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any]:
