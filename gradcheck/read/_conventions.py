@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._extra_grads import leading_fit, trailing_dict
-from ._loss_cache import LossBack, cache_alone, loss_back, scalar
+from ._loss_cache import LossBack, cache_alone, gradient_first, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
 from ._protocol import ProtocolError, map_arrays
 from ._renamed import array_leaves, order_by_trial
@@ -269,7 +269,8 @@ class Conventions:
                        "output gradient, then the forward's inputs again: called so")
             return out, _Again(args[:self._given_back], first=True, settings={
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
-        if self._loss_back and isinstance(out, tuple) and len(out) == 2 and scalar(out[0]):
+        if self._loss_back and isinstance(out, tuple) and len(out) == 2 and scalar(out[0]) and \
+                not gradient_first(self._bwd, [args[k] for k in self._loss_back]):
             self._note("the forward returns a scalar loss and a cache; the backward takes "
                        "the cache, then forward's inputs again by their names, and no output "
                        "gradient: its gradients, times the output gradient, are compared")
@@ -299,8 +300,9 @@ class Conventions:
                        f"(the one container) and {len(out) - j - 1} value(s) after it that "
                        "are not checked (state it returns, such as running statistics)")
             return (out[0] if j == 1 else tuple(out[:j])), out[j]
-        self.leading = 1 if self._cache_alone and scalar(out[0]) else self.leading  # (loss,
-        # h, caches) with backward(caches): the loss's gradients
+        self.leading = 1 if self._cache_alone and scalar(out[0]) and not any(
+            scalar(v) for v in out[1:-1]) else self.leading  # (loss, h, caches) with
+        # backward(caches): the loss's gradients (not beside a second loss, reg_loss)
         self.outputs = len(out) - 1
         self._shapes = [[a.shape for a in array_leaves(v)] for v in out[:-1]]
         if self.leading:

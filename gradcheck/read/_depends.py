@@ -298,16 +298,29 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
         ghost = {k: np.empty(()) for k in cands if k not in used}
         named = None if path in used else grad_of(path, (), ghost) or _item_of(
             base, path, {k: v for k, v in cands.items() if k not in used})
-        if named is None or not in_output(proto, xs, path, unsure=False):
+        if named is None:
             continue
-        if np.size(value := cands[named] if named in cands else try_path(
-                first.after, named)) != 1:
+        value = cands[named] if named in cands else try_path(first.after, named)
+        if not in_output(proto, xs, path, unsure=False) and not _lost(proto, first, path, value):
+            continue
+        if np.size(value) != 1:
             raise ProtocolError("shape-mismatch", (
                 f"gradient of {path} (stored in {named}) has shape "
                 f"{np.shape(value)}, expected () (a float scalar)"), at=(
                     path, np.asarray(try_path(base, path))))
         got.append(Param(path, path, named))
     return found + got
+
+
+def _lost(proto: Protocol, first: Any, path: str, grad: Any) -> bool:
+    """Whether a float the output does not depend on, which the forward leaves as it was
+    (no value it computes), has a nonzero gradient: a term the forward forgot, checked
+    (that gradient can never reach the output), with a note."""
+    if try_path(proto.layer, path) != try_path(first.init, path) or not np.any(grad):
+        return False
+    proto.note(f"the output does not depend on {path}, yet the backward computes a "
+               "gradient for it (a term the forward forgot?): checked")
+    return True
 
 
 def _item_of(base: Any, path: str, cands: dict[str, Any]) -> str | None:

@@ -68,11 +68,31 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
         return None
     if arrays is not None and (listed := _listed_order(ret, layer, held, [xs[k] for k in inputs])):
         return listed
-    owner: list[tuple[str, Any] | None] = []
-    for r in ret:
+    owner = _owners(ret, held, inputs, xs, names if names and len(names) == len(ret) else [
+        ""] * len(ret))
+    if owner is None:
+        return None
+    left = [("p", p) for p, _ in held if ("p", p) not in owner]
+    if owner.count(None) == 1 and len(left) == 1 and arrays is not None:
+        owner[owner.index(None)] = left[0]  # by elimination: its shape is its verdict
+    if None in owner or sorted(o[1] for o in owner if o and o[0] == "x") != inputs:
+        return None
+    return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
+
+
+def _owners(ret: Any, held: list[tuple[str, Any]], inputs: list[int], xs: list[Any],
+            nm: list[str]) -> list[tuple[str, Any] | None] | None:
+    """The owner of each item of a flat tuple (``("x", k)`` an input, ``("p", path)`` an
+    array, None for none), items named as an array's gradient (``nm``) placed first;
+    None when an item fits several and no order settles it."""
+    taken: dict[int, tuple[str, Any] | None] = {}
+    for i in sorted(range(len(ret)), key=lambda i: _named_fit(  # those named as theirs
+            [("p", p) for p, _ in held], nm[i]) is None):  # first (dbeta, then dg)
+        r = ret[i]
         fits: list[tuple[str, Any]] = [("x", k) for k in inputs if xs[k].shape == r.shape]
         fits += [("p", p) for p, v in held if v.shape == r.shape or same_but_unit(
             r.shape, v.shape)]
+        owner = list(taken.values())
         if fits and all(f in owner for f in fits):
             return None
         fits = [f for f in fits if f not in owner]  # arrays of one shape, no input's: in
@@ -81,14 +101,8 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
                     o is not None and o[0] == "p" and np.shape(held_of(held, o)) == r.shape
                     for o in owner):  # layer holds them (gamma then beta), as returned
             return None
-        owner.append(_named_fit(fits, names[len(owner)] if names and len(names) == len(
-            ret) else "") if fits else None)
-    left = [("p", p) for p, _ in held if ("p", p) not in owner]
-    if owner.count(None) == 1 and len(left) == 1 and arrays is not None:
-        owner[owner.index(None)] = left[0]  # by elimination: its shape is its verdict
-    if None in owner or sorted(o[1] for o in owner if o and o[0] == "x") != inputs:
-        return None
-    return {str(o[1]): i for i, o in enumerate(owner) if o and o[0] == "p"}
+        taken[i] = (_named_fit(fits, nm[i]) or fits[0]) if fits else None
+    return [taken[i] for i in range(len(ret))]
 
 
 def lost_returned(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
@@ -122,12 +136,12 @@ def _listed_order(ret: Any, layer: Any, held: list[tuple[str, Any]], xs: list[An
     return None
 
 
-def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any]:
+def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any] | None:
     """Of the arrays an item fits, the one its returned name names as its gradient
-    (``dgamma`` for ``gamma``), else the first (the order the layer holds them)."""
+    (``dgamma`` for ``gamma``); None when none is."""
     stem = grad_stem(name) if name else ""
     return next((f for f in fits if f[0] == "p" and stem and stem != name.lower() and
-                 last_name(str(f[1])).lower().lstrip("_") == stem), fits[0])
+                 last_name(str(f[1])).lower().lstrip("_") == stem), None)
 
 
 def returned_names(method: Any, n: int) -> list[str] | None:

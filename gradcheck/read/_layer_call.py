@@ -202,9 +202,8 @@ class Protocol:
             dx = self._beside_stored(dx, fresh, xs)
         dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1)
         _stored_and_tied(dxs, fresh, self.stored_inputs, self.tied)
-        if self.row:
-            dxs = [self._row(d, xs[k].shape, f"x{k}") if isinstance(xs[k], np.ndarray)
-                   else d for k, d in enumerate(dxs)]
+        dxs = [(self._row if self.row else self._vector)(d, xs[k].shape, f"x{k}") if
+               isinstance(xs[k], np.ndarray) else d for k, d in enumerate(dxs)]
         scale = np.asarray(dy) if self.style in ("none", "given") else None
         grads = []
         keys = self.returned[1] if self.returned is not None else {}
@@ -339,6 +338,19 @@ class Protocol:
         self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: compared "
                   "after reshaping (" + ("a row for a column" if column else
                                          "extra size-1 axes only") + ")")
+        return g.reshape(shape)
+
+    def _vector(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
+        """An input's gradient of a vector given as a vector of another orientation (a
+        row ``(1, d)`` for a column ``(d, 1)``, or the reverse: the same numbers in the
+        same order), reshaped, with a note; anything else as it is."""
+        def axes(s: tuple[int, ...]) -> list[int]:
+            return [d for d in s if d != 1]
+        if not isinstance(g, np.ndarray) or g.shape == shape or len(shape) != 2 or g.ndim != 2 \
+                or axes(g.shape) != axes(shape) or len(axes(shape)) != 1:
+            return g
+        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: the same "
+                  "vector, compared after reshaping")
         return g.reshape(shape)
 
     def _input_grads(self, dx: Any, scalar: bool) -> list[Any]:

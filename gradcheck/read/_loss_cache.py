@@ -5,13 +5,14 @@ cache and, by name, some of the forward's inputs again, and no output gradient
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["GRADIENT_NAME", "LossBack", "cache_alone", "loss_back", "scalar"]
+__all__ = ["GRADIENT_NAME", "LossBack", "cache_alone", "gradient_first", "loss_back", "scalar"]
 
 #: A backward argument named as a gradient (``dout``, ``grad_y``, ``delta``).
 GRADIENT_NAME = r"^[dg](out(put)?|y|z|a|h|x|l|values|_\w+)?$|^(grad|delta|err|upstream)\w*$"
@@ -45,3 +46,25 @@ class LossBack:
 
     cache: Any
     args: tuple[Any, ...]
+
+
+def gradient_first(bwd: Any, rest: list[Any]) -> bool:
+    """Whether ``bwd(a, *rest)`` runs for the numbers 1.0 and 2.0 in the first place and
+    gives twice the results for the second: that argument is an output gradient under a
+    name of its own (``ce_backward(dloss, scores, y)``), not a cache."""
+    try:
+        one, two = (bwd(a, *copy.deepcopy(rest)) for a in (1.0, 2.0))
+    except Exception:  # noqa: BLE001 - the user's code: a cache is no number
+        return False
+    a, b = _leaves(one), _leaves(two)
+    return bool(a) and len(a) == len(b) and all(
+        u.shape == v.shape and np.allclose(2 * u, v, rtol=1e-9, atol=0) for u, v in zip(
+            a, b, strict=True)) and any(np.any(u) for u in a)
+
+
+def _leaves(v: Any) -> list[np.ndarray]:
+    if isinstance(v, (list, tuple)):
+        return [a for o in v for a in _leaves(o)]
+    if isinstance(v, dict):
+        return [a for o in v.values() for a in _leaves(o)]
+    return [np.asarray(v, dtype=np.float64)] if isinstance(v, (np.ndarray, float)) else []

@@ -176,7 +176,7 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
         return list(dy)
     return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
             else batch_size(xs) if k == BATCH else out[0] if k == FIRST_OUT
-            else out[-1] if k == CACHED else None if k in (SINK, NONE) else obj if k == SELF
+            else out[-1] if k == CACHED else None if k == SINK else obj if k == SELF
             else dy[int(k[len(DY):-1])]
             if isinstance(k, str) and k.startswith(DY) else get_path(obj, k) for k in order]
 
@@ -272,9 +272,6 @@ def batch_size(xs: list[Any]) -> int:
 
 #: A backward's step-size argument in an ``order`` (style ``"step"``): given 1.0.
 STEP = "<step>"
-
-#: A backward's further argument given None (``backward(op_gradient, regularizer)``).
-NONE = "<none>"
 
 #: The ``out_path`` of a forward returning several outputs whose backward takes the
 #: first one's gradient only (a recurrent layer's ``ys, h_last`` and ``backward(dys)``).

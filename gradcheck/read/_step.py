@@ -25,17 +25,13 @@ from ._discovery import (
 )
 from ._layer_call import Protocol, ones_like, times, uneven
 from ._observe import default_of, float_state, positional_names
-from ._protocol import ProtocolError, UserCodeError, clone
+from ._protocol import ProtocolError, clone
 from ._reading import (
     BATCH,
-    NONE,
     STEP,
     batch_size,
     forward_output,
-    gives_something,
     leaves,
-    linear,
-    probe,
     read_output,
 )
 from ._watch import watched
@@ -84,28 +80,7 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         proto.note(f"backward's argument {names[1]} is given the batch size, "
                    f"{batch_size(xs)} (the length of the first input)")
         return True
-    if proto.style == "one" and proto.layer is not None and _stepped(
-            proto, xs, 1.0) is None and _runs_given_none(proto, xs):  # (raising given 1.0)
-        proto.style, proto.order = "inputs", [None, NONE]  # backward(dy, regularizer)
-        proto.note(f"backward's argument {names[1]} is given None: it raises given 1.0, "
-                   "and given None it runs, linear in the output gradient")
-        return True
     return False
-
-
-def _runs_given_none(proto: Protocol, xs: list[Any]) -> bool:
-    """Whether the backward, given None after the output gradient, runs on copies and
-    returns or stores what doubles with it, not all zero."""
-    assert proto.draws is not None
-    draws = proto.draws
-    try:
-        one, two = (probe(proto.layer, proto.forward, proto.backward, xs, draws, (
-            "inputs", [None, NONE]), proto.out_path, lambda o, s=s: times(uneven(ones_like(
-                o)), s), proto.then) for s in (1.0, 2.0))
-    except UserCodeError:
-        return False
-    return linear(one, two) and (gives_something(one) or any(
-        np.any(v) for v in one.stored.values()))
 
 
 def _held_step(proto: Protocol, xs: list[Any]) -> bool:
