@@ -709,3 +709,23 @@ class _ForgottenFloat(_ScalarBiasNet):
 def test_a_float_the_forward_forgot_with_a_gradient_is_checked():
     res = gradcheck.check_layer(_ForgottenFloat(), np.random.default_rng(630).standard_normal(4))
     _expect(res, ["bias[1]"])
+
+
+# -- arrays of names and None among the inputs are constants --------------------------------
+def _act_forward(x, names, start):
+    y = np.tanh(x) if names[0] == "tanh" else x
+    return y, (x, names, start)
+
+
+def _act_backward(dy, cache, bug=False):
+    x, names, _ = cache
+    d = (1 - np.tanh(x) ** 2) if names[0] == "tanh" else np.ones_like(x)
+    return dy * d * (2.0 if bug else 1.0), None, None
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x"])])
+def test_an_array_of_names_and_none_are_constants(bug, names):
+    x = np.random.default_rng(631).standard_normal((3, 2))
+    res = gradcheck.check_vjp(_act_forward, lambda dy, c: _act_backward(dy, c, bug),
+                              [x, np.array(["tanh", "x"]), [None, 3, 5]])
+    _expect(res, names)

@@ -126,15 +126,21 @@ def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inpu
             prep.leaves[i] = leaf  # a flag or a count, as given: ``training is True``
             prep.ints.append(i)
             continue
-        if owner[i] not in chosen:
-            prep.leaves[i] = _private_copy(leaf)
-            prep.consts.append(i)
+        if owner[i] not in chosen or wrt is None and _no_number(leaf):
+            prep.leaves[i] = _private_copy(leaf)  # (None, a name, an array of names:
+            prep.consts.append(i)  # constants unless wrt= asks for them)
             continue
         key = owner[i]
         arr = _as_array(leaf, f"inputs[{key!r}]{name[len(top[keys.index(key)]):]}")
         prep.leaves[i] = arr
         (prep.diff if arr.dtype.kind == "f" else prep.ints).append(i)
     return prep
+
+
+def _no_number(leaf: Any) -> bool:
+    """None, a string, or an array of strings or objects (``np.array(["tanh", "x"])``)."""
+    return leaf is None or isinstance(leaf, (str, bytes)) or (
+        isinstance(leaf, np.ndarray) and leaf.dtype.kind in "OSUV")
 
 
 def _leaf_owners(inputs: Any, keys: list[Any]) -> list[Any]:
