@@ -729,3 +729,26 @@ def test_an_array_of_names_and_none_are_constants(bug, names):
     res = gradcheck.check_vjp(_act_forward, lambda dy, c: _act_backward(dy, c, bug),
                               [x, np.array(["tanh", "x"]), [None, 3, 5]])
     _expect(res, names)
+
+
+# -- a dict of gradients named dW1 for W1, one of another shape ----------------------------
+def _dict_model(params, X, y, bug=False):
+    W, b = params["W1"], params["b1"]
+    s = X @ W + b
+    p = _softmax(s)
+    n = len(y)
+    loss = -np.log(p[np.arange(n), y]).mean()
+    ds = p.copy()
+    ds[np.arange(n), y] -= 1
+    ds /= n
+    db = ds.sum(1, keepdims=True) if bug else ds.sum(0, keepdims=True)
+    return loss, {"dW1": X.T @ ds, "db1": db}
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_gradient_named_for_its_array_in_another_shape_is_a_shape_mismatch(bug):
+    r = np.random.default_rng(632)
+    params = {"W1": r.standard_normal((4, 3)), "b1": r.standard_normal((1, 3))}
+    res = gradcheck.check_loss(lambda p, X, y: _dict_model(p, X, y, bug), params,
+                               r.standard_normal((5, 4)), np.array([0, 2, 1, 2, 0]))
+    assert res.status == ("shape-mismatch" if bug else "ok"), res.report()

@@ -45,14 +45,14 @@ def _float_dict(o: Any) -> bool:
 
 def _keys_of(d: Any, x: dict[Any, np.ndarray]) -> dict[Any, Any] | None:
     """``x``'s key -> the key of ``d`` holding its gradient: the same key, or one named
-    as its gradient (``dW1`` for ``W1``), of its shape, every float array of ``d`` one;
-    None on any doubt."""
+    as its gradient (``dW1`` for ``W1``; of another shape too: that is its verdict, a
+    ``shape-mismatch``), every float array of ``d`` one; None on any doubt."""
     if not isinstance(d, dict) or not all(isinstance(k, str) for k in [*d, *x]):
         return None
     out = {}
-    for k, v in x.items():
+    for k in x:
         fits = [c for c in d if (c == k or grad_stem(c) == k.lower().lstrip("_")) and
-                _float_array(d[c]) and d[c].shape == v.shape]
+                _float_array(d[c])]
         if len(fits) != 1:
             return None
         out[k] = fits[0]
