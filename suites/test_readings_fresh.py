@@ -752,3 +752,64 @@ def test_a_gradient_named_for_its_array_in_another_shape_is_a_shape_mismatch(bug
     res = gradcheck.check_loss(lambda p, X, y: _dict_model(p, X, y, bug), params,
                                r.standard_normal((5, 4)), np.array([0, 2, 1, 2, 0]))
     assert res.status == ("shape-mismatch" if bug else "ok"), res.report()
+
+
+# -- a stepping backward returning the parameters themselves after its step -----------------
+class _ReturnsItsWeights:
+    """``backprop(dA)`` steps ``W``/``b`` by ``self.lr`` and returns ``dA_prev, self.W,
+    self.b``: the parameters, no gradients. Twin: db a mean."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(633)
+        self.W, self.b, self.lr, self.bug = r.standard_normal((2, 3)), r.standard_normal(
+            (2, 1)), 0.01, bug
+
+    def forward(self, x):
+        self.input, self.Z = x, self.W @ x + self.b
+        return np.tanh(self.Z)
+
+    def backprop(self, dA):
+        dZ = dA * (1 - np.tanh(self.Z) ** 2)
+        dW = dZ @ self.input.T
+        db = dZ.mean(1, keepdims=True) if self.bug else dZ.sum(1, keepdims=True)
+        dA_prev = self.W.T @ dZ
+        self.W -= self.lr * dW
+        self.b -= self.lr * db
+        return dA_prev, self.W, self.b
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["b"])])
+def test_parameters_returned_after_a_step_are_no_gradients(bug, names):
+    x = np.random.default_rng(634).standard_normal((3, 4))
+    _expect(gradcheck.check_layer(_ReturnsItsWeights(bug), x), names)
+
+
+# -- a backward that does nothing beside the real one under another name --------------------
+class _NoOpBackward:
+    """``backward(self): pass`` (a layer API's step, nothing to step); ``SGD(error)`` is
+    the real backward; ``im2col(image)``, linear too, returns another shape. Twin: the
+    mask flipped."""
+
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return np.maximum(x, 0) + 0.1 * x
+
+    def backward(self):
+        pass
+
+    def im2col(self, image):
+        return image.reshape(-1, 1)
+
+    def SGD(self, error):
+        mask = (self.x <= 0) if self.bug else (self.x > 0)
+        return error * (mask + 0.1)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_no_op_backward_gives_way_to_the_one_linear_method_of_the_inputs_shape(bug, names):
+    x = np.random.default_rng(635).standard_normal((4, 3))
+    res = gradcheck.check_layer(_NoOpBackward(bug), x)
+    _expect(res, names)

@@ -232,16 +232,21 @@ def _stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
         with np.errstate(all="ignore"):
             out = getattr(obj, f)(*clone(inputs))
             before = float_state(obj)
-            ret = getattr(obj, b)(np.ones_like(np.asarray(out, dtype=np.float64)))
+            takes = positional_names(getattr(obj, b), required=True) != []
+            ret = getattr(obj, b)(*[np.ones_like(np.asarray(out, dtype=np.float64))] * takes)
     except Exception:  # noqa: BLE001 - no evidence: the first result stays
         return None
     if ret is not None or stored(before, obj):
         return None
     others = [n for n in dir(type(layer)) if not n.startswith("_") and n != b and
               backward_named(n) and callable(getattr(layer, n, None))]
-    return (b, others[0], f"does nothing (returns None, stores nothing): {others[0]}(), "
-            "the one other method named as a backward, checked as the backward") if len(
-        others) == 1 else None
+    if len(others) == 1:
+        return (b, others[0], f"does nothing (returns None, stores nothing): {others[0]}(), "
+                "the one other method named as a backward, checked as the backward")
+    other = "" if others else one_taker(layer, f, inputs, skip=b)  # SGD(error) beside a
+    return (b, other, f"does nothing (returns None, stores nothing): {other}(), the one "  # no-op
+            "other method taking one argument whose results after the forward are linear in "
+            "it, checked as the backward") if other else None
 
 
 def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,

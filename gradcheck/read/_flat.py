@@ -11,6 +11,7 @@ of arrays beside one stored list of the same shapes, index by index, pairs by pl
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import textwrap
@@ -144,6 +145,7 @@ def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any] | None
                  last_name(str(f[1])).lower().lstrip("_") == stem), None)
 
 
+@functools.lru_cache(maxsize=256)
 def returned_names(method: Any, n: int) -> list[str] | None:
     """The names ``method``'s code returns as a flat tuple of ``n`` items (``return dx,
     dgamma, dbeta``; an attribute by its name, ``self.dW``), from its source; None when

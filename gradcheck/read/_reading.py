@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, is_float_array, padded, try_path, walk
-from ._flat import as_split, by_layout, paired
+from ._flat import as_split, by_layout, paired, returned_names
 from ._observe import (
     backward_named,
     float_state,
     grad_of,
+    grad_stem,
     grads_holder,
     last_name,
     parent_of,
@@ -133,8 +134,8 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     completes it (``compute_gradients()``), called right after; ``out`` is what the
     forward returned (an argument when ``order`` holds :data:`OUTPUT`); ``names``, the
     forward's inputs', read what it returns (:func:`~._flat.as_split`)."""
-    ret = as_split(_call_backward(method, style, order, dy, xs, out), getattr(
-        method, "__self__", None), names, xs)
+    ret = as_split(_without_own(_call_backward(method, style, order, dy, xs, out), method),
+                   getattr(method, "__self__", None), names, xs)
     if then is None:
         return ret
     if ":" in then:  # a step taken right after, given numbers (fit:1.0,0.0): its change read
@@ -163,6 +164,19 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     if extra is None:  # (input, delta) adding into the buffers it keeps; another that
         raise ProtocolError("bad-protocol", f"{then}() returned nothing")  # stores: the
     return ret, paired(extra, method.__self__)  # backward must call it itself (it may forget)
+
+
+def _without_own(ret: Any, method: Any) -> Any:
+    """A tuple less the items its code returns as the layer's own attributes under no
+    gradient's name, those very arrays (``return dA_prev, self.W, self.b`` after a
+    step: the parameters, no gradients); anything else as it is."""
+    obj, fn = getattr(method, "__self__", None), getattr(method, "__func__", None)
+    if not isinstance(ret, tuple) or len(ret) < 2 or obj is None or fn is None:
+        return ret
+    names = returned_names(fn, len(ret)) or [""] * len(ret)
+    keep = [r for r, n in zip(ret, names, strict=True) if not (
+        n and grad_stem(n) == n.lower().lstrip("_") and r is getattr(obj, n, None))]
+    return ret if len(keep) in (0, len(ret)) else keep[0] if len(keep) == 1 else tuple(keep)
 
 
 def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[Any],

@@ -155,6 +155,8 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
         takers = [n for n in names if n not in (forward, skip) and len(  # public method
             positional_names(getattr(layer, n), required=True) or [None] * 99) == 1]
         linear = [n for n in takers[:4] if linear_after(layer, forward, n, inputs)]
+        if len(linear) > 1:  # SGD(error) beside im2col(image): the one giving dx's shape
+            linear = [n for n in linear if _input_shaped(layer, forward, n, inputs)] or linear
         storing = [] if linear else [n for n in takers[:4] if _stores_linear(
             layer, forward, n, inputs)]
         if linear or storing:  # (an update(lr) returns nothing; compute_gradients(dout)
@@ -163,6 +165,22 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
             return linear[0] if len(linear) == 1 else storing[0] if len(storing) == 1 and \
                 _stores_linear(layer, forward, storing[0], inputs, True) else ""
     return ""
+
+
+def _input_shaped(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``name``, called after the forward with an array of the output's shape,
+    returns an array of the first input's shape first (an input gradient)."""
+    with _same_draws() as start:
+        start()
+        if (ran := _ran(layer, forward, inputs)) is None:
+            return False
+        obj, out = ran
+        try:
+            ret = getattr(obj, name)(_ramp(out))
+        except Exception:  # noqa: BLE001 - the user's method raised: not this reading
+            return False
+    first = ret[0] if isinstance(ret, (tuple, list)) and ret else ret
+    return isinstance(first, np.ndarray) and first.shape == np.shape(inputs[0])
 
 
 @contextlib.contextmanager
