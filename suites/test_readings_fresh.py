@@ -813,3 +813,29 @@ def test_a_no_op_backward_gives_way_to_the_one_linear_method_of_the_inputs_shape
     x = np.random.default_rng(635).standard_normal((4, 3))
     res = gradcheck.check_layer(_NoOpBackward(bug), x)
     _expect(res, names)
+
+
+# -- a loss whose forward returns None and stores the loss beside the probabilities --------
+class _StoredLoss:
+    """``forward(x, t)`` stores ``self.y`` (probabilities) and the float ``self.loss``;
+    ``backward(dout=1)``. Twin: no 1/N."""
+
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, x, t):
+        self.t, self.y = t, _softmax(x)
+        self.loss = float(-np.log(self.y[np.arange(len(t)), t]).mean())
+
+    def backward(self, dout=1):
+        g = self.y.copy()
+        g[np.arange(len(self.t)), self.t] -= 1
+        return g * dout / (1 if self.bug else len(self.t))
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_loss_stored_as_a_float_beside_the_probabilities_is_the_output(bug, names):
+    x = np.random.default_rng(636).standard_normal((4, 3))
+    res = gradcheck.check_layer(_StoredLoss(bug), x, np.array([0, 2, 1, 1]))
+    _expect(res, names)
+    assert any("float it stores in loss" in n for n in res.notes), res.notes

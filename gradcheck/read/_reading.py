@@ -342,6 +342,11 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         again = clone(layer)
         forward_output(again, method, moved, draws, None)
         cands = {p: v for p, v in cands.items() if not _same(v, try_path(again, p))}
+    if backward is not None and positional_names(getattr(init, backward), required=True) == [
+            ] and (loss := _stored_loss(layer, init, method, inputs, draws, rng)):
+        return loss, (f"{what} returns nothing and its backward takes no output gradient "
+                      f"(a loss's): its output is the float it stores in {loss}, the one "
+                      "that moves with the inputs")
     cands, why = narrowed(cands, layer, list(before), lambda o: forward_output(o, method, clone(
         inputs), draws, None))  # several: not a derivative, what the weights reach
     if not cands:  # an identity: the output is an input itself, kept under another name
@@ -368,6 +373,23 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
             f"several arrays that depend on the inputs: {describe(cands)}" if cands else
             f"no array that depends on the inputs (it stored {seen or 'nothing'})")
         + "; name the one that is the output: check_layer(layer, x, output='...')"))
+
+
+def _stored_loss(layer: Any, init: Any, method: str, inputs: list[Any], draws: GlobalDraws,
+                 rng: np.random.Generator) -> str:
+    """The one float number the forward stored as an attribute (``self.loss``) that
+    moves when the inputs move; ``""`` when none or several."""
+    if not hasattr(init, "__dict__"):
+        return ""
+    was = vars(layer) if hasattr(layer, "__dict__") else {}
+    floats = [k for k, v in vars(init).items() if isinstance(v, (float, np.floating)) and (
+        k not in was or was[k] != v)]
+    if not floats:
+        return ""
+    again = clone(layer)
+    forward_output(again, method, _perturbed(inputs, rng), draws, None)
+    moving = [k for k in floats if getattr(again, k, None) != getattr(init, k)]
+    return moving[0] if len(moving) == 1 else ""
 
 
 def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: GlobalDraws,
