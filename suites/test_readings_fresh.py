@@ -839,3 +839,102 @@ def test_a_loss_stored_as_a_float_beside_the_probabilities_is_the_output(bug, na
     res = gradcheck.check_layer(_StoredLoss(bug), x, np.array([0, 2, 1, 1]))
     _expect(res, names)
     assert any("float it stores in loss" in n for n in res.notes), res.notes
+
+
+# -- review 87 ------------------------------------------------------------------------------
+class _ColLinear:
+    """A column input whose backward returns its gradient as a row: the forward does not
+    take a row, so the row is no gradient the layer below can use."""
+
+    def __init__(self):
+        r = np.random.default_rng(637)
+        self.W, self.b = r.standard_normal((2, 3)), r.standard_normal((2, 1))
+
+    def forward(self, x):
+        self.x = x
+        return self.W @ x + self.b
+
+    def backward(self, dy):
+        self.dW, self.db = dy @ self.x.T, dy.copy()
+        return dy.T @ self.W
+
+
+def test_a_row_for_a_column_the_forward_does_not_take_stays_a_shape_mismatch():
+    res = gradcheck.check_layer(_ColLinear(), np.random.default_rng(638).standard_normal((3, 1)))
+    assert res.status == "shape-mismatch", res.report()
+
+
+class _ReshapingColumn(_ColLinear):
+    """The forward lays its input out itself (``x.reshape(-1, 1)``): a row is as good."""
+
+    def forward(self, x):
+        return super().forward(np.asarray(x).reshape(-1, 1))
+
+
+def test_a_row_for_a_column_the_forward_reshapes_itself_is_compared():
+    res = gradcheck.check_layer(_ReshapingColumn(), np.random.default_rng(638).standard_normal(
+        (3, 1)))
+    assert res.passed, res.report()
+
+
+class _ZeroAfterStep:
+    """``update(lr)`` steps gamma and beta, whose gradients it alone computes, and W
+    with the stored dW, then zeroes dW: no step reading beside gradients read stored."""
+
+    def __init__(self):
+        r = np.random.default_rng(639)
+        self.W, self.gamma, self.beta = r.standard_normal((3, 3)), np.ones(3), np.zeros(3)
+        self.dW = np.zeros((3, 3))
+
+    def forward(self, x):
+        self.x, self.h = x, np.tanh(x @ self.W)
+        return self.h * self.gamma + self.beta
+
+    def backward(self, error):
+        self.grads = error
+        dz = error * self.gamma * (1 - self.h ** 2)
+        self.dW[...] = self.x.T @ dz
+        return dz @ self.W.T
+
+    def update(self, lr):
+        self.gamma -= lr * (self.grads * self.h).sum(0)
+        self.beta -= lr * self.grads.sum(0)
+        self.W -= lr * self.dW
+        self.dW[...] = 0
+
+
+def test_a_step_zeroing_the_gradients_read_is_no_step_reading():
+    with pytest.raises(gradcheck.LayerConventionError, match="gamma"):
+        gradcheck.check_layer(_ZeroAfterStep(), np.random.default_rng(640).standard_normal((4, 3)))
+
+
+class _ReturnsWeightsUntouched:
+    """``return dx, self.W, self.b`` with no step (a typo for ``self.dW, self.db``): the
+    weights are not left out; they are read as the gradients they stand for."""
+
+    def __init__(self):
+        r = np.random.default_rng(641)
+        self.W, self.b = r.standard_normal((3, 2)), r.standard_normal(2)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, g):
+        self.dW, self.db = self.x.T @ g, g.sum(0)
+        return g @ self.W.T, self.W, self.b
+
+
+def test_weights_returned_untouched_are_not_left_out():
+    res = gradcheck.check_layer(_ReturnsWeightsUntouched(), np.random.default_rng(642)
+                                .standard_normal((4, 3)))
+    assert not res.passed, res.report()
+
+
+def test_an_object_array_of_weights_is_no_constant():
+    r = np.random.default_rng(643)
+    weights = np.empty(2, dtype=object)
+    weights[0], weights[1] = r.standard_normal((3, 3)), r.standard_normal((3, 3))
+    with pytest.raises(TypeError, match="dtype object"):
+        gradcheck.check_vjp(lambda x, w: (x @ w[0], (x, w)), lambda dy, c: (dy @ c[1][0].T, None),
+                            [r.standard_normal((2, 3)), weights])

@@ -244,6 +244,9 @@ def _stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
         return (b, others[0], f"does nothing (returns None, stores nothing): {others[0]}(), "
                 "the one other method named as a backward, checked as the backward")
     other = "" if others else one_taker(layer, f, inputs, skip=b)  # SGD(error) beside a
+    code = getattr(getattr(getattr(layer, f), "__func__", None), "__code__", None)
+    other = "" if code is not None and other in code.co_names else other  # (no helper the
+    # forward calls itself: center(v), a symmetric smooth(v))
     return (b, other, f"does nothing (returns None, stores nothing): {other}(), the one "  # no-op
             "other method taking one argument whose results after the forward are linear in "
             "it, checked as the backward") if other else None

@@ -301,7 +301,7 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
         if named is None:
             continue
         value = cands[named] if named in cands else try_path(first.after, named)
-        if not in_output(proto, xs, path, unsure=False) and not _lost(proto, first, path, value):
+        if not in_output(proto, xs, path, unsure=False) and not _lost(proto, xs, path, value):
             continue
         if np.size(value) != 1:
             raise ProtocolError("shape-mismatch", (
@@ -312,11 +312,27 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
     return found + got
 
 
-def _lost(proto: Protocol, first: Any, path: str, grad: Any) -> bool:
-    """Whether a float the output does not depend on, which the forward leaves as it was
-    (no value it computes), has a nonzero gradient: a term the forward forgot, checked
-    (that gradient can never reach the output), with a note."""
-    if try_path(proto.layer, path) != try_path(first.init, path) or not np.any(grad):
+def _lost(proto: Protocol, xs: list[Any], path: str, grad: Any) -> bool:
+    """Whether a float in a list of them whose other items reach the output, the output
+    not depending on it, which the forward leaves as it was
+    (set to another value first, it keeps it: no value it computes), has a nonzero
+    gradient: a term the forward forgot, checked (that gradient can never reach the
+    output), with a note."""
+    m = re.fullmatch(r"(.*)\[(\d+)\]", path)
+    items = try_path(proto.layer, m.group(1)) if m else None
+    if not np.any(grad) or not isinstance(items, list) or not any(
+            in_output(proto, xs, f"{m.group(1)}[{k}]", unsure=False)  # type: ignore[union-attr]
+            for k in range(len(items)) if str(k) != m.group(2)):  # type: ignore[union-attr]
+        return False  # (a list's item beside others that reach the output: bias[1])
+    other = clone(proto.layer)
+    mark = float(try_path(other, path)) + 1.2345
+    Param(path, path, path).write(other, np.asarray(mark))
+    assert proto.draws is not None
+    try:
+        forward_output(other, proto.forward, clone(xs), proto.draws, proto.out_path)
+    except Exception:  # noqa: BLE001 - no evidence: not read as forgotten
+        return False
+    if try_path(other, path) != mark:
         return False
     proto.note(f"the output does not depend on {path}, yet the backward computes a "
                "gradient for it (a term the forward forgot?): checked")

@@ -67,7 +67,9 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     inputs = [k for k in wanted if isinstance(xs[k], np.ndarray)]
     if len(ret) <= len(inputs):
         return None
-    if arrays is not None and (listed := _listed_order(ret, layer, held, [xs[k] for k in inputs])):
+    named = any(_named_fit([("p", p) for p, _ in held], n) for n in names or [])
+    if arrays is not None and not named and (listed := _listed_order(ret, layer, held, [
+            xs[k] for k in inputs])):  # (names the code returns settle it first)
         return listed
     owner = _owners(ret, held, inputs, xs, names if names and len(names) == len(ret) else [
         ""] * len(ret))

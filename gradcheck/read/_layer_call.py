@@ -202,7 +202,7 @@ class Protocol:
             dx = self._beside_stored(dx, fresh, xs)
         dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1)
         _stored_and_tied(dxs, fresh, self.stored_inputs, self.tied)
-        dxs = [(self._row if self.row else self._vector)(d, xs[k].shape, f"x{k}") if
+        dxs = [self._row(d, xs[k].shape, f"x{k}") if self.row else self._vector(d, xs, k) if
                isinstance(xs[k], np.ndarray) else d for k, d in enumerate(dxs)]
         scale = np.asarray(dy) if self.style in ("none", "given") else None
         grads = []
@@ -340,18 +340,41 @@ class Protocol:
                                          "extra size-1 axes only") + ")")
         return g.reshape(shape)
 
-    def _vector(self, g: Any, shape: tuple[int, ...], name: str) -> Any:
+    def _vector(self, g: Any, xs: list[Any], k: int) -> Any:
         """An input's gradient of a vector given as a vector of another orientation (a
-        row ``(1, d)`` for a column ``(d, 1)``, or the reverse: the same numbers in the
-        same order), reshaped, with a note; anything else as it is."""
+        row ``(1, d)`` for a column ``(d, 1)``, or the reverse), reshaped, with a note,
+        when the forward gives the same output for the input so laid out (it reshapes its
+        input itself: the row is as good a gradient); anything else as it is."""
+        shape = xs[k].shape
+
         def axes(s: tuple[int, ...]) -> list[int]:
             return [d for d in s if d != 1]
         if not isinstance(g, np.ndarray) or g.shape == shape or len(shape) != 2 or g.ndim != 2 \
-                or axes(g.shape) != axes(shape) or len(axes(shape)) != 1:
+                or axes(g.shape) != axes(shape) or len(axes(shape)) != 1 or \
+                not self._either_way(xs, k, g.shape):
             return g
-        self.note(f"the gradient of {name} has shape {g.shape}, {name} has {shape}: the same "
-                  "vector, compared after reshaping")
+        self.note(f"the gradient of x{k} has shape {g.shape}, x{k} has {shape}: the same "
+                  "vector, and the forward gives the same output for x{k} so laid out: "
+                  "compared after reshaping")
         return g.reshape(shape)
+
+    def _either_way(self, xs: list[Any], k: int, other: tuple[int, ...]) -> bool:
+        """Whether the forward's output is the same for input ``k`` laid out as ``other``."""
+        def out(args: list[Any]) -> list[np.ndarray]:
+            if self.draws is not None:
+                self.draws.reset()
+            layer = clone(self.layer)
+            got = call_user(getattr(layer, self.forward), *args, what="the forward")
+            return [np.asarray(v) for v in leaves(read_output(layer, got, self.out_path))]
+        try:
+            a = out(clone(xs))
+            b = out([np.asarray(x).reshape(other) if j == k else x for j, x in enumerate(
+                clone(xs))])
+        except Exception:  # noqa: BLE001 - it does not take the other layout
+            return False
+        return len(a) == len(b) and all(u.shape == v.shape and np.allclose(u, v, rtol=1e-12,
+                                                                            atol=0)
+                                        for u, v in zip(a, b, strict=True))
 
     def _input_grads(self, dx: Any, scalar: bool) -> list[Any]:
         n = self.n_inputs

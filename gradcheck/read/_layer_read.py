@@ -454,7 +454,7 @@ def _unread(proto: Protocol, xs: list[Any], left: list[str], first: Any,
     called right after the backward (:func:`step_after`, ``fit(lr, weight_decay)``), or
     the error saying what was observed."""
     misshapen_param(left, proto.layer, cands, first, claimed=grads)
-    if not (then := step_after(proto, xs, left)):
+    if not (then := step_after(proto, xs, left, found)):
         raise observed_error(proto.layer, left, first, cands, found)
     return then
 

@@ -134,8 +134,9 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     completes it (``compute_gradients()``), called right after; ``out`` is what the
     forward returned (an argument when ``order`` holds :data:`OUTPUT`); ``names``, the
     forward's inputs', read what it returns (:func:`~._flat.as_split`)."""
-    ret = as_split(_without_own(_call_backward(method, style, order, dy, xs, out), method),
-                   getattr(method, "__self__", None), names, xs)
+    own = _own_before(method)
+    ret = as_split(_without_own(_call_backward(method, style, order, dy, xs, out), method,
+                                own), getattr(method, "__self__", None), names, xs)
     if then is None:
         return ret
     if ":" in then:  # a step taken right after, given numbers (fit:1.0,0.0): its change read
@@ -166,16 +167,30 @@ def call_backward(method: Any, style: str, order: Sequence[int | str | None], dy
     return ret, paired(extra, method.__self__)  # backward must call it itself (it may forget)
 
 
-def _without_own(ret: Any, method: Any) -> Any:
-    """A tuple less the items its code returns as the layer's own attributes under no
-    gradient's name, those very arrays (``return dA_prev, self.W, self.b`` after a
-    step: the parameters, no gradients); anything else as it is."""
+def _own_before(method: Any) -> dict[str, tuple[int, np.ndarray]]:
+    """The layer's own float arrays under no gradient's name that the backward's code
+    returns (``return dA_prev, self.W, self.b``), with their identity and values before
+    the call."""
     obj, fn = getattr(method, "__self__", None), getattr(method, "__func__", None)
-    if not isinstance(ret, tuple) or len(ret) < 2 or obj is None or fn is None:
+    if obj is None or fn is None:
+        return {}
+    names = {n for k in range(2, 6) for n in returned_names(fn, k) or [] if n and grad_stem(
+        n) == n.lower().lstrip("_") and is_float_array(getattr(obj, n, None))}
+    return {n: (id(getattr(obj, n)), np.array(getattr(obj, n), copy=True)) for n in names}
+
+
+def _without_own(ret: Any, method: Any, own: dict[str, tuple[int, np.ndarray]]) -> Any:
+    """A tuple less the items its code returns as the layer's own attributes under no
+    gradient's name, those very arrays, changed in place by the call (``return dA_prev,
+    self.W, self.b`` after its step: the parameters, no gradients); anything else as it
+    is (an input gradient rebound to ``self.error``, weights returned untouched)."""
+    obj, fn = getattr(method, "__self__", None), getattr(method, "__func__", None)
+    if not own or not isinstance(ret, tuple) or len(ret) < 2 or fn is None:
         return ret
     names = returned_names(fn, len(ret)) or [""] * len(ret)
     keep = [r for r, n in zip(ret, names, strict=True) if not (
-        n and grad_stem(n) == n.lower().lstrip("_") and r is getattr(obj, n, None))]
+        n in own and id(r) == own[n][0] == id(getattr(obj, n, None)) and not np.array_equal(
+            np.asarray(r), own[n][1]))]
     return ret if len(keep) in (0, len(ret)) else keep[0] if len(keep) == 1 else tuple(keep)
 
 

@@ -21,21 +21,25 @@ from ._reading import probe
 __all__ = ["step_after"]
 
 
-def step_after(proto: Protocol, xs: list[Any], left: list[str]) -> list[Param]:
+def step_after(proto: Protocol, xs: list[Any], left: list[str], found: list[Param]
+               ) -> list[Param]:
     """The parameters ``left`` (the output depends on them, no gradient was found) read
     through the one public method, neither the forward nor the backward, taking one to
     three numbers, that called right after the backward with 1.0 in one place and 0.0 in
     the others changes every one of them, twice as much for 2.0 there or for twice the
     output gradient, and none of them given 0.0 everywhere; ``proto.then`` and
-    ``proto.stepped`` are set, with a note. ``[]`` when there is none, or several."""
-    if proto.then is not None or proto.draws is None:
+    ``proto.stepped`` are set, with a note. ``[]`` when there is none, or several, or
+    when gradients were found stored (``found``: read after the step, which may zero
+    them)."""
+    if proto.then is not None or proto.draws is None or any(isinstance(p.grad, str) for p in
+                                                             found):
+        return []  # (a step zeroing the gradients it applies would empty those read)
+    hits = [t for name in _candidates(proto) for t in _places(proto, xs, left, name)]
+    if len(hits) != 1:
         return []
-    found = [t for name in _candidates(proto) for t in _places(proto, xs, left, name)]
-    if len(found) != 1:
-        return []
-    proto.then = found[0]
+    proto.then = hits[0]
     proto.stepped = [*proto.stepped, *left]
-    name, numbers = found[0].split(":")
+    name, numbers = hits[0].split(":")
     proto.note(f"{type(proto.layer).__name__}.{name}({numbers}), called right after the "
                f"backward, computes the gradients of {', '.join(left)} and steps them: "
                "their gradients are read as minus that change")
