@@ -938,3 +938,41 @@ def test_an_object_array_of_weights_is_no_constant():
     with pytest.raises(TypeError, match="dtype object"):
         gradcheck.check_vjp(lambda x, w: (x @ w[0], (x, w)), lambda dy, c: (dy @ c[1][0].T, None),
                             [r.standard_normal((2, 3)), weights])
+
+
+# -- float parameters held as objects of two numbers: value and derivative -------------------
+class _Weight:
+    def __init__(self, v):
+        self.value, self.derivative = v, 0
+
+    def update_derivatives(self, d):
+        self.derivative += d
+
+
+class _Neuron:
+    """One neuron over a list of numbers, each weight a ``_Weight``; ``backwards(g)``
+    returns the input gradient as a list. Twin: the weights' gradient without the input."""
+
+    def __init__(self, bug=False):
+        self.weights = [_Weight(w) for w in (0.5, -1.2, 0.8)]
+        self.bias, self.bug = _Weight(0.1), bug
+
+    def forwards(self, inputs):
+        self.inputs = inputs
+        self.pre = sum(i * w.value for i, w in zip(inputs, self.weights, strict=True))
+        self.pre += self.bias.value
+        return np.tanh(self.pre)
+
+    def backwards(self, derivative):
+        d = derivative * (1 - np.tanh(self.pre) ** 2)
+        self.bias.update_derivatives(d)
+        for i, w in zip(self.inputs, self.weights, strict=True):
+            w.update_derivatives(d * (1.0 if self.bug else i))
+        return [w.value * d for w in self.weights]
+
+
+@pytest.mark.parametrize("bug, names", [
+    (False, None), (True, ["weights[0].value", "weights[1].value", "weights[2].value"])])
+def test_a_float_beside_the_derivative_its_object_holds_is_a_parameter(bug, names):
+    res = gradcheck.check_layer(_Neuron(bug), np.array([0.3, -0.7, 1.1]))
+    _expect(res, names)

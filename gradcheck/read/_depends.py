@@ -296,8 +296,9 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
     got = []
     for path in float_scalars(base):
         ghost = {k: np.empty(()) for k in cands if k not in used}
+        free = {k: v for k, v in cands.items() if k not in used}
         named = None if path in used else grad_of(path, (), ghost) or _item_of(
-            base, path, {k: v for k, v in cands.items() if k not in used})
+            base, path, free) or _beside(base, path, free)
         if named is None:
             continue
         value = cands[named] if named in cands else try_path(first.after, named)
@@ -337,6 +338,20 @@ def _lost(proto: Protocol, xs: list[Any], path: str, grad: Any) -> bool:
     proto.note(f"the output does not depend on {path}, yet the backward computes a "
                "gradient for it (a term the forward forgot?): checked")
     return True
+
+
+def _beside(base: Any, path: str, cands: dict[str, Any]) -> str | None:
+    """For a float of an object holding two numbers only (``Weight``: ``value`` and
+    ``derivative``), the other when the backward changed it: its gradient; else None."""
+    home = parent_of(path)
+    obj = try_path(base, home) if home else None
+    if not hasattr(obj, "__dict__") or obj is base:
+        return None
+    nums = [k for k, v in vars(obj).items() if isinstance(v, (int, float, np.integer,
+                                                                np.floating)) and not isinstance(
+        v, bool)]
+    other = [f"{home}.{k}" for k in nums if f"{home}.{k}" != path]
+    return other[0] if len(nums) == 2 and len(other) == 1 and other[0] in cands else None
 
 
 def _item_of(base: Any, path: str, cands: dict[str, Any]) -> str | None:
