@@ -976,3 +976,36 @@ class _Neuron:
 def test_a_float_beside_the_derivative_its_object_holds_is_a_parameter(bug, names):
     res = gradcheck.check_layer(_Neuron(bug), np.array([0.3, -0.7, 1.1]))
     _expect(res, names)
+
+
+# -- check_model: a gradient of a size-1-axis shape difference is compared -----------------
+class _GainNet:
+    """``params`` W (4, 3) and a gain g (3,); ``loss`` returns ``(loss, grads)`` with
+    ``grads['g']`` of shape (1, 3) (``keepdims=True``). Twin: g's gradient halved."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(644)
+        self.params = {"W": r.standard_normal((4, 3)), "g": np.linspace(0.5, 1.5, 3)}
+        self.bug = bug
+
+    def loss(self, X, y=None):
+        h = (X @ self.params["W"]) * self.params["g"]
+        if y is None:
+            return h
+        p = _softmax(h)
+        n = len(y)
+        ds = p.copy()
+        ds[np.arange(n), y] -= 1
+        ds /= n
+        dg = (ds * (X @ self.params["W"])).sum(0, keepdims=True) * (0.5 if self.bug else 1)
+        return -np.log(p[np.arange(n), y]).mean(), {
+            "W": X.T @ (ds * self.params["g"]), "g": dg}
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_model_gradient_with_a_leading_unit_axis_is_compared(bug):
+    r = np.random.default_rng(645)
+    res = gradcheck.check_model(_GainNet(bug), r.standard_normal((5, 4)),
+                                np.array([0, 2, 1, 2, 0]), mode="full")
+    assert res.status == ("mismatch" if bug else "ok"), res.report()
+    assert any("compared after reshaping" in n for n in res.notes), res.notes

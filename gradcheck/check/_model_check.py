@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..read._observe import same_but_unit, unit_note
 from ..read._protocol import ProtocolError, UserCodeError, call_user
 from ._dispatch import run_checks
 from ._model_read import ReadModel, read_model
@@ -267,6 +268,9 @@ def _gradients(model: Any, batch: tuple[Any, ...], names: list[str]
             grads.append(np.zeros(table[n].shape))
             continue
         g = np.asarray(g)
+        if g.shape != table[n].shape and same_but_unit(g.shape, table[n].shape):
+            notes.append(unit_note(n, g.shape, table[n].shape))  # (1, 6) for gamma (6,)
+            g = g.reshape(table[n].shape)
         if g.shape != table[n].shape:
             raise ProtocolError("shape-mismatch",
                                 f"gradient of {n} has shape {g.shape}, expected {table[n].shape}")
