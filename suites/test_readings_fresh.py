@@ -1009,3 +1009,31 @@ def test_a_model_gradient_with_a_leading_unit_axis_is_compared(bug):
                                 np.array([0, 2, 1, 2, 0]), mode="full")
     assert res.status == ("mismatch" if bug else "ok"), res.report()
     assert any("compared after reshaping" in n for n in res.notes), res.notes
+
+
+# -- derivative(): an activation's element-wise derivative after its forward ---------------
+class _DerivSigmoid:
+    """mytorch's activations: ``forward(x)`` stores ``state``; ``derivative()`` returns
+    the element-wise derivative, the caller multiplying. ``output()`` returns the state
+    itself: no derivative. Twin: ``state * state``."""
+
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, x):
+        self.state = 1 / (1 + np.exp(-x))
+        return self.state
+
+    def output(self):
+        return self.state
+
+    def derivative(self):
+        return self.state * (self.state if self.bug else 1 - self.state)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_an_element_wise_derivative_method_taking_nothing_is_the_backward(bug, names):
+    x = np.random.default_rng(646).standard_normal((3, 4))
+    res = gradcheck.check_layer(_DerivSigmoid(bug), x)
+    _expect(res, names)
+    assert any("derivative()" in n for n in res.notes), res.notes

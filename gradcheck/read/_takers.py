@@ -24,8 +24,8 @@ from ._observe import (
 )
 from ._protocol import GlobalDraws, clone
 
-__all__ = ["inputs_taker", "linear_after", "one_missing", "one_taker", "step_taker",
-           "taking_instead", "unnamed_pair"]
+__all__ = ["derivative_taker", "inputs_taker", "linear_after", "one_missing", "one_taker",
+           "step_taker", "taking_instead", "unnamed_pair"]
 
 
 def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any, ...]
@@ -63,7 +63,36 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
         return fwds[0], taker, (f"backward found as the one other method taking two "
                                 "arguments that, after the forward, steps the arrays the "
                                 f"layer holds by its second and not for 0: {taker}")
+    if taker := derivative_taker(layer, fwds[0], inputs):  # derivative() of an activation
+        return fwds[0], taker, (f"backward found as the one other method taking no argument "
+                                "that, after the forward, returns an array of the output's "
+                                f"shape (or one number) other than the output: {taker}(), "
+                                "the element-wise derivative, times the output gradient")
     return None
+
+
+def derivative_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
+    """Of the public methods besides the forward taking no argument, the one that, after
+    the forward, returns a float array of the output's shape, or one number, that is not
+    the output itself (mytorch's ``Sigmoid.derivative()``: ``state * (1 - state)``, an
+    identity's ``1.0``); ``""`` when none or several."""
+    found = []
+    for name in [m for m in _public(layer) if m != forward and positional_names(
+            getattr(layer, m), required=True) == []][:6]:
+        with _same_draws() as start:
+            start()
+            if (ran := _ran(layer, forward, inputs)) is None:
+                return ""
+            obj, out = ran
+            try:
+                got = getattr(obj, name)()
+            except Exception:  # noqa: BLE001 - the user's method raised: not this one
+                got = None
+        d = np.asarray(got) if isinstance(got, (np.ndarray, float, np.floating)) else None
+        if d is not None and d.dtype.kind == "f" and (d.size == 1 or d.shape == out.shape) \
+                and not (d.shape == out.shape and np.array_equal(d, out)):
+            found.append(name)
+    return found[0] if len(found) == 1 else ""
 
 
 def _ran(layer: Any, forward: str, inputs: tuple[Any, ...]) -> tuple[Any, np.ndarray] | None:
