@@ -1037,3 +1037,64 @@ def test_an_element_wise_derivative_method_taking_nothing_is_the_backward(bug, n
     res = gradcheck.check_layer(_DerivSigmoid(bug), x)
     _expect(res, names)
     assert any("derivative()" in n for n in res.notes), res.notes
+
+
+# -- review 88 -------------------------------------------------------------------------------
+class _ForgetsBiasDerivative(_Neuron):
+    """The backward sets every weight's derivative and forgets the bias's (left at 0)."""
+
+    def backwards(self, derivative):
+        d = derivative * (1 - np.tanh(self.pre) ** 2)
+        for i, w in zip(self.inputs, self.weights, strict=True):
+            w.update_derivatives(d * i)
+        return [w.value * d for w in self.weights]
+
+
+def test_an_object_of_the_same_class_whose_derivative_is_left_is_checked():
+    res = gradcheck.check_layer(_ForgetsBiasDerivative(), np.array([0.3, -0.7, 1.1]))
+    _expect(res, ["bias.value"])
+
+
+class _GradFromNone:
+    __slots__ = ("value", "grad")
+
+    def __init__(self, v):
+        self.value, self.grad = v, None
+
+
+class _SlotNeuron(_Neuron):
+    """Weights held in ``__slots__`` objects whose ``grad`` starts as None. Twin:
+    gradients doubled."""
+
+    def __init__(self, bug=False):
+        self.weights = [_GradFromNone(w) for w in (0.5, -1.2, 0.8)]
+        self.bias, self.bug = _GradFromNone(0.1), bug
+
+    def backwards(self, derivative):
+        d = derivative * (1 - np.tanh(self.pre) ** 2)
+        self.bias.grad = d
+        for i, w in zip(self.inputs, self.weights, strict=True):
+            w.grad = d * i * (2.0 if self.bug else 1.0)
+        return [w.value * d for w in self.weights]
+
+
+@pytest.mark.parametrize("bug, names", [
+    (False, None), (True, ["weights[0].value", "weights[1].value", "weights[2].value"])])
+def test_slotted_weights_whose_gradient_starts_as_none(bug, names):
+    _expect(gradcheck.check_layer(_SlotNeuron(bug), np.array([0.3, -0.7, 1.1])), names)
+
+
+class _PreOnly:
+    """A forward and ``pre()`` returning the pre-activation it keeps: no derivative."""
+
+    def forward(self, x):
+        self.z = 2 * x
+        return np.tanh(self.z)
+
+    def pre(self):
+        return self.z
+
+
+def test_a_method_returning_a_kept_array_is_no_derivative():
+    with pytest.raises(TypeError, match="no backward-like method"):
+        gradcheck.check_layer(_PreOnly(), np.random.default_rng(647).standard_normal((3, 4)))

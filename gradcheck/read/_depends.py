@@ -293,12 +293,14 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
     used = {q for p in found for q in (p.value, p.grad) if isinstance(q, str)}
     cands = cands | {p: np.asarray(try_path(first.after, p)) for p in float_scalars(
         first.after) if try_path(first.init, p) != try_path(first.after, p)}
-    got = []
-    for path in float_scalars(base):
+    got: list[Param] = []
+    pairs: dict[tuple[type, str], str] = {}  # (class, value's name) -> its gradient's name
+    for path in sorted(float_scalars(base), key=lambda q: parent_of(q) and try_path(
+            first.after, parent_of(q)) is not None and not _moved_other(first, q, cands)):
         ghost = {k: np.empty(()) for k in cands if k not in used}
         free = {k: v for k, v in cands.items() if k not in used}
         named = None if path in used else grad_of(path, (), ghost) or _item_of(
-            base, path, free) or _beside(base, path, free)
+            base, path, free) or _beside(first.after, path, free, pairs)
         if named is None:
             continue
         value = cands[named] if named in cands else try_path(first.after, named)
@@ -340,18 +342,45 @@ def _lost(proto: Protocol, xs: list[Any], path: str, grad: Any) -> bool:
     return True
 
 
-def _beside(base: Any, path: str, cands: dict[str, Any]) -> str | None:
-    """For a float of an object holding two numbers only (``Weight``: ``value`` and
-    ``derivative``), the other when the backward changed it: its gradient; else None."""
-    home = parent_of(path)
-    obj = try_path(base, home) if home else None
-    if not hasattr(obj, "__dict__") or obj is base:
+def _beside(after: Any, path: str, cands: dict[str, Any],
+            pairs: dict[tuple[type, str], str]) -> str | None:
+    """For a float of an object holding two numbers only after the backward (``Weight``:
+    ``value`` and ``derivative``), the other when the backward changed it and not the
+    float itself (a momentum step changes both: a velocity is no gradient), or when
+    another object of its class was so read (a forgotten ``bias.derivative`` left at 0):
+    its gradient; else None. ``pairs`` learns the class's reading."""
+    home, key = parent_of(path), last_name(path)
+    obj = try_path(after, home) if home else None
+    if obj is None or obj is after or not (attrs := _own_attrs(obj)):
         return None
-    nums = [k for k, v in vars(obj).items() if isinstance(v, (int, float, np.integer,
-                                                                np.floating)) and not isinstance(
+    nums = [k for k, v in attrs.items() if isinstance(v, (int, float, np.integer,
+                                                            np.floating)) and not isinstance(
         v, bool)]
-    other = [f"{home}.{k}" for k in nums if f"{home}.{k}" != path]
-    return other[0] if len(nums) == 2 and len(other) == 1 and other[0] in cands else None
+    other = [k for k in nums if k != key]
+    if len(nums) != 2 or len(other) != 1 or path in cands:
+        return None
+    if f"{home}.{other[0]}" in cands:
+        pairs[(type(obj), key)] = other[0]
+    return f"{home}.{other[0]}" if pairs.get((type(obj), key)) == other[0] else None
+
+
+def _own_attrs(obj: Any) -> dict[str, Any]:
+    """An object's attributes, its ``__slots__`` too; ``{}`` for containers."""
+    if isinstance(obj, (list, tuple, dict, np.ndarray)):
+        return {}
+    out = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    for cls in type(obj).__mro__:
+        for k in getattr(cls, "__slots__", ()):
+            if isinstance(k, str) and hasattr(obj, k):
+                out.setdefault(k, getattr(obj, k))
+    return out
+
+
+def _moved_other(first: Any, path: str, cands: dict[str, Any]) -> bool:
+    """Whether the object holding ``path`` holds another number the backward changed
+    (read first: it teaches the class's pairing)."""
+    home = parent_of(path)
+    return any(k.startswith(f"{home}.") and k != path for k in cands)
 
 
 def _item_of(base: Any, path: str, cands: dict[str, Any]) -> str | None:

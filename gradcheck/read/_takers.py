@@ -66,16 +66,17 @@ def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any,
     if taker := derivative_taker(layer, fwds[0], inputs):  # derivative() of an activation
         return fwds[0], taker, (f"backward found as the one other method taking no argument "
                                 "that, after the forward, returns an array of the output's "
-                                f"shape (or one number) other than the output: {taker}(), "
+                                f"shape, none of those it keeps: {taker}(), "
                                 "the element-wise derivative, times the output gradient")
     return None
 
 
 def derivative_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
     """Of the public methods besides the forward taking no argument, the one that, after
-    the forward, returns a float array of the output's shape, or one number, that is not
-    the output itself (mytorch's ``Sigmoid.derivative()``: ``state * (1 - state)``, an
-    identity's ``1.0``); ``""`` when none or several."""
+    the forward, returns a float array of the output's shape that is none of the arrays
+    the layer keeps, the output or the inputs (mytorch's ``Sigmoid.derivative()``:
+    ``state * (1 - state)``; not a ``pre()`` returning the pre-activation it keeps);
+    ``""`` when none or several."""
     found = []
     for name in [m for m in _public(layer) if m != forward and positional_names(
             getattr(layer, m), required=True) == []][:6]:
@@ -88,10 +89,11 @@ def derivative_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
                 got = getattr(obj, name)()
             except Exception:  # noqa: BLE001 - the user's method raised: not this one
                 got = None
-        d = np.asarray(got) if isinstance(got, (np.ndarray, float, np.floating)) else None
-        if d is not None and d.dtype.kind == "f" and (d.size == 1 or d.shape == out.shape) \
-                and not (d.shape == out.shape and np.array_equal(d, out)):
-            found.append(name)
+        d = got if isinstance(got, np.ndarray) else None
+        held = [v for _, v in float_state(obj).values()] + [out, *clone(inputs)]
+        if d is not None and d.dtype.kind == "f" and d.shape == out.shape and not any(
+                np.shape(v) == d.shape and np.array_equal(v, d) for v in held):
+            found.append(name)  # (not the output, the input, nor an array it keeps: pre())
     return found[0] if len(found) == 1 else ""
 
 
