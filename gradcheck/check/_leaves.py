@@ -138,12 +138,10 @@ def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inpu
 
 
 def _no_number(leaf: Any) -> bool:
-    """None, a string, or an array of strings (``np.array(["tanh", "x"])``) or of None,
-    strings and whole numbers (not of weight matrices)."""
-    if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "O":  # (not arrays of weights)
-        return all(v is None or isinstance(v, (str, bytes, int)) for v in leaf.ravel())
+    """None, a string, or an array of strings (``np.array(["tanh", "x"])``); an array of
+    objects stays an error (weight matrices, or ``np.array([None, 1])``: say what it is)."""
     return leaf is None or isinstance(leaf, (str, bytes)) or (
-        isinstance(leaf, np.ndarray) and leaf.dtype.kind in "SUV")
+        isinstance(leaf, np.ndarray) and leaf.dtype.kind in "SU")
 
 
 def _leaf_owners(inputs: Any, keys: list[Any]) -> list[Any]:
