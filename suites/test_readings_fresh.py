@@ -1098,3 +1098,37 @@ class _PreOnly:
 def test_a_method_returning_a_kept_array_is_no_derivative():
     with pytest.raises(TypeError, match="no backward-like method"):
         gradcheck.check_layer(_PreOnly(), np.random.default_rng(647).standard_normal((3, 4)))
+
+
+# -- the input's gradient stored beside the input the forward kept --------------------------
+class _P:
+    def __init__(self, value):
+        self.value, self.dvalue = value, np.zeros_like(value)
+
+
+class _KeptInput:
+    """Everything in ``self.parameters = {name: _P(value)}``: the forward keeps its input
+    as ``parameters['input']``; ``backward(doutput)`` returns None and stores every
+    gradient as ``.dvalue``. Twin: the input's gradient without the weight."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(648)
+        self.parameters = {"weights": _P(r.standard_normal((3, 2)))}
+        self.bug = bug
+
+    def forward(self, input):
+        self.parameters["input"] = _P(input)
+        self.z = input @ self.parameters["weights"].value
+        return np.tanh(self.z)
+
+    def backward(self, doutput):
+        dz = doutput * (1 - np.tanh(self.z) ** 2)
+        w, x = self.parameters["weights"], self.parameters["input"]
+        w.dvalue = x.value.T @ dz
+        x.dvalue = dz @ (np.ones_like(w.value) if self.bug else w.value).T
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_an_input_gradient_stored_beside_the_input_kept(bug, names):
+    x = np.random.default_rng(649).standard_normal((4, 3))
+    _expect(gradcheck.check_layer(_KeptInput(bug), x), names)

@@ -513,7 +513,8 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
         out += [Param(p, p, no_grad) for p in mine]
         proto.note(flat_note(flat))
     rest = {p: a for p, a in arrays.items() if p not in {q.value for q in out}}
-    got_p, got_x, notes = match_stored(rest, inputs_wanting(proto, first), cands, first.ret)
+    got_p, got_x, notes = match_stored(rest, inputs_wanting(proto, first), cands, first.ret,
+                                       first.after)
     out += [Param(p, p, g) for p, g in got_p.items()]
     proto.stored_inputs = got_x
     for t in notes:

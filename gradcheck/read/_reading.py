@@ -495,6 +495,25 @@ _INPUT_NAMES = ("inputs", "input", "x")  # an input's gradient named for no argu
 _KEYED = re.compile(r"\[['\"][^\[\]]*['\"]\]$")  # an item of a dict: ['dLdW']
 
 
+def _beside_input(after: Any, x: Any, left: dict[str, np.ndarray]) -> str | None:
+    """The one stored array of ``x``'s shape whose object also holds an array equal to
+    ``x`` (the input the forward kept there, ``parameters['input'].value``): its gradient."""
+    if not isinstance(x, np.ndarray):
+        return None
+    fits = [c for c, v in left.items() if v.shape == x.shape and parent_of(c) and any(
+        w is not v and isinstance(w, np.ndarray) and w.shape == x.shape and np.array_equal(
+            w, x) for w in (_held_by(try_path(after, parent_of(c)))))]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _held_by(obj: Any) -> list[Any]:
+    """The values an object holds as its attributes (or a dict's)."""
+    if isinstance(obj, dict):
+        return list(obj.values())
+    return list(vars(obj).values()) if hasattr(obj, "__dict__") and not isinstance(
+        obj, np.ndarray) else []
+
+
 def _grads_dict(c: str) -> str | None:
     """The object holding the dict that holds ``c``, when ``c`` is an item of a dict
     named for gradients (``gradients['dLdW']``); else None."""
@@ -511,16 +530,19 @@ def _listed_in(c: str) -> str | None:
 
 
 def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
-                 cands: dict[str, np.ndarray], returned: Any = None
+                 cands: dict[str, np.ndarray], returned: Any = None, after: Any = None
                  ) -> tuple[dict[str, str], dict[int, str], list[str]]:
     """``param path -> stored path``, ``input k -> stored path`` and notes: by name (``dW``
-    for ``W``, ``dinputs`` for ``inputs``), then by shape where one fits one array alone."""
+    for ``W``, ``dinputs`` for ``inputs``), beside the very values of the input an object
+    of ``after`` keeps (``parameters['input'].dvalue`` beside ``.value``), then by shape
+    where one fits one array alone."""
     left, got_p, got_x = dict(cands), {}, {}
     for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
         g = grad_of(name, np.shape(x), left) if name else None
         if g is None and len(inputs) == 1:  # the generic names: dinputs, input_grad
             g = next((c for c in (grad_of(n, np.shape(x), left) for n in _INPUT_NAMES)
                       if c is not None and parent_of(c) == ""), None)
+        g = g if g is not None or after is None else _beside_input(after, x, left)
         if g is not None:
             got_x[k] = g
             left.pop(g)
