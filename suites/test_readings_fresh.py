@@ -1132,3 +1132,37 @@ class _KeptInput:
 def test_an_input_gradient_stored_beside_the_input_kept(bug, names):
     x = np.random.default_rng(649).standard_normal((4, 3))
     _expect(gradcheck.check_layer(_KeptInput(bug), x), names)
+
+
+# -- a loss per sample whose reduction cannot be observed: each reading tried --------------
+class _NeedsNewPass:
+    """nnfs: ``calculate`` takes the mean, then raises until ``new_pass()`` ran;
+    ``backward(dvalues, y_true)`` stores the mean's gradient. Twin: the sign flipped."""
+
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, y_pred, y_true):
+        return np.mean((y_true - y_pred) ** 2, axis=-1)
+
+    def calculate(self, output, y):
+        losses = self.forward(output, y)
+        self.accumulated_sum += np.sum(losses)
+        return np.mean(losses)
+
+    def new_pass(self):
+        self.accumulated_sum = 0.0
+
+    def backward(self, dvalues, y_true):
+        g = -2 * (y_true - dvalues) / dvalues.shape[1] / len(dvalues)
+        self.dinputs = -g if self.bug else g
+
+
+def test_a_reduction_not_observed_is_tried_both_ways():
+    r = np.random.default_rng(650)
+    pred, y = r.standard_normal((3, 2)), r.standard_normal((3, 2))
+    res = gradcheck.check_layer(_NeedsNewPass(True), pred, y, wrt=["x0"])
+    assert res.status == "mismatch", res.report()
+    assert any("their mean, their sum" in n for n in res.notes), res.notes
+    ok = gradcheck.check_layer(_NeedsNewPass(), pred, y, wrt=["x0"])
+    assert ok.status == "bad-protocol" and "their mean" in ok.message, ok.report()

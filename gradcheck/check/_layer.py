@@ -342,7 +342,11 @@ def _each_reading(amb: AmbiguousReading, read: Callable[..., Protocol],
     failing under every one (each a gradient verdict) is that mismatch, the nearest shown;
     passing under some only is no verdict, since the caller's reading cannot be observed:
     the error says which passed."""
-    said = {r: f"x{r}" if isinstance(r, int) else r for r in amb.readings}
+    said = {r: f"x{r}" if isinstance(r, int) else f"their {r[1:-1]}" if r.startswith("<")
+            else r for r in amb.readings}  # (<mean>, <sum>: a loss per sample's reduction)
+    what = "the reduction of the loss per sample" if all(
+        isinstance(r, str) and r.startswith("<") for r in amb.readings) else \
+        "the backward's prediction argument"
     results: list[tuple[int | str, CheckResult]] = []
     for r in amb.readings:
         try:
@@ -356,9 +360,8 @@ def _each_reading(amb: AmbiguousReading, read: Callable[..., Protocol],
     if complete and all(res.status in ("mismatch", "shape-mismatch") for _, res in results):
         r, res = min(results, key=lambda rr: max(
             (i.max_abs_error for i in rr[1].inputs), default=np.inf))  # one forward: same scale
-        res.notes.append("the backward's prediction argument may be any of "
-                         f"{', '.join(said.values())}: the gradient is wrong under each "
-                         f"reading (shown: {said[r]}, the nearest)")
+        res.notes.append(f"{what} may be any of {', '.join(said.values())}: the gradient "
+                         f"is wrong under each reading (shown: {said[r]}, the nearest)")
         return res
     passing = [said[r] for r, res in results if res.passed]
     if passing:

@@ -295,8 +295,7 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
         first.after) if try_path(first.init, p) != try_path(first.after, p)}
     got: list[Param] = []
     pairs: dict[tuple[type, str], str] = {}  # (class, value's name) -> its gradient's name
-    for path in sorted(float_scalars(base), key=lambda q: parent_of(q) and try_path(
-            first.after, parent_of(q)) is not None and not _moved_other(first, q, cands)):
+    for path in sorted(float_scalars(base), key=lambda q: not _moved_other(first, q, cands)):
         ghost = {k: np.empty(()) for k in cands if k not in used}
         free = {k: v for k, v in cands.items() if k not in used}
         named = None if path in used else grad_of(path, (), ghost) or _item_of(
@@ -380,7 +379,7 @@ def _moved_other(first: Any, path: str, cands: dict[str, Any]) -> bool:
     """Whether the object holding ``path`` holds another number the backward changed
     (read first: it teaches the class's pairing)."""
     home = parent_of(path)
-    return any(k.startswith(f"{home}.") and k != path for k in cands)
+    return bool(home) and any(k.startswith(f"{home}.") and k != path for k in cands)
 
 
 def _item_of(base: Any, path: str, cands: dict[str, Any]) -> str | None:

@@ -127,7 +127,7 @@ def as_prediction(proto: Protocol, found: Any, xs: list[Any], slot: int, k: int,
     layer = proto.layer
     kept = stored(float_state(layer), found.init, tuple(found.xs))
     rivals = {p: v for p, v in kept.items() if np.shape(v) == np.shape(xs[k])}
-    if rivals and proto.reading is None:
+    if rivals and proto.reading in (None, MEAN, SUM):
         raise AmbiguousReading((
             f"{type(layer).__name__}.{proto.backward}: its argument {slot} is no output "
             f"gradient ({why}); it may take the forward's input {k} or what the forward "
@@ -135,7 +135,8 @@ def as_prediction(proto: Protocol, found: Any, xs: list[Any], slot: int, k: int,
             "as a function: check_loss(lambda x, y: (loss of x, gradient of x), x, y)"),
             [k, *rivals])
     proto.notes = [t for t in proto.notes if t != in_note]
-    path = proto.reading if isinstance(proto.reading, str) else None
+    path = proto.reading if isinstance(proto.reading, str) and proto.reading not in (
+        MEAN, SUM) else None
     if path is not None:
         proto.order = [path if j == slot else o for j, o in enumerate(proto.order)]
     taken = f"what the forward stored in {path}" if path else f"the forward's input {k}"
@@ -148,6 +149,10 @@ def as_prediction(proto: Protocol, found: Any, xs: list[Any], slot: int, k: int,
             proto.note(f"{', '.join(targets)}: the loss's target(s), constants (name them in "
                        "wrt= to differentiate them)")
     return path is not None
+
+
+#: The readings of a loss per sample whose reduction cannot be observed: each is tried.
+MEAN, SUM = "<mean>", "<sum>"
 
 
 def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
@@ -206,14 +211,16 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
             return "mean", f"{name} returns their mean"
     if (after := _mean_after_forward(proto, first, y)) is not None:
         return "mean", f"{after}(), after the forward, returns their mean"
-    if raised:  # it could have said: mean or sum is not observed
+    if raised and proto.reading in (MEAN, SUM):  # each tried: the one asked for
+        return proto.reading[1:-1], "one of the two readings tried, mean and sum"
+    if raised:  # it could have said: mean or sum is not observed; both are tried
         name, error = raised[0]
-        raise ProtocolError("bad-protocol", (
+        raise AmbiguousReading((
             f"the forward returns {y.size} values (a loss per sample) and whether the "
             f"backward differentiates their mean or their sum cannot be observed: "
             f"{type(layer).__name__}.{name}() runs the forward, then raised "
             f"{type(error).__name__}: {error}; put the layer in the state your training loop "
-            "does before checking it (a method it calls first), and check again"))
+            "does before checking it (a method it calls first), and check again"), [MEAN, SUM])
     return "sum", "each one's upstream gradient is one; no method returns their mean"
 
 
