@@ -147,8 +147,18 @@ def _named_fit(fits: list[tuple[str, Any]], name: str) -> tuple[str, Any] | None
                  last_name(str(f[1])).lower().lstrip("_") == stem), None)
 
 
-@functools.lru_cache(maxsize=256)
 def returned_names(method: Any, n: int) -> list[str] | None:
+    """:func:`_returned_names` of the function behind ``method`` (a bound method's, so
+    that every instance of a class shares one reading of its source)."""
+    fn = getattr(method, "__func__", method)
+    try:
+        return _returned_names(fn, n)
+    except TypeError:  # (an unhashable callable)
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _returned_names(method: Any, n: int) -> list[str] | None:
     """The names ``method``'s code returns as a flat tuple of ``n`` items (``return dx,
     dgamma, dbeta``; an attribute by its name, ``self.dW``), from its source; None when
     that cannot be read or its returns of ``n`` items name different things."""
