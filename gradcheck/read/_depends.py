@@ -295,7 +295,7 @@ def scalar_grads(proto: Protocol, xs: list[Any], found: list[Param],
         first.after) if try_path(first.init, p) != try_path(first.after, p)}
     got: list[Param] = []
     pairs: dict[tuple[type, str], str] = {}  # (class, value's name) -> its gradient's name
-    for path in sorted(float_scalars(base), key=lambda q: not _moved_other(first, q, cands)):
+    for path in sorted(float_scalars(base), key=lambda q: not _moved_other(q, cands)):
         ghost = {k: np.empty(()) for k in cands if k not in used}
         free = {k: v for k, v in cands.items() if k not in used}
         named = None if path in used else grad_of(path, (), ghost) or _item_of(
@@ -375,7 +375,7 @@ def _own_attrs(obj: Any) -> dict[str, Any]:
     return out
 
 
-def _moved_other(first: Any, path: str, cands: dict[str, Any]) -> bool:
+def _moved_other(path: str, cands: dict[str, Any]) -> bool:
     """Whether the object holding ``path`` holds another number the backward changed
     (read first: it teaches the class's pairing)."""
     home = parent_of(path)
