@@ -558,6 +558,8 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
     wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
 
+    named = _named_for(left, params)
+
     def home(key: tuple[str, Any]) -> str:
         return parent_of(str(key[1])) if key[0] == "p" else ""
     for key, shape in wanting:
@@ -565,6 +567,7 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
+                and named.get(c, key[1]) == key[1]  # grad_W is no gradient of b
                 and home(key) in (parent_of(c), _grads_dict(c), _listed_in(c))]  # its
         # own, in a dict it holds named for gradients (self.gradients['dLdW'], not
         # cache['sum']) or in a list it holds (self.grad = (dW, db))
@@ -582,3 +585,14 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
                 notes.append(f"the gradient of input {key[1]} is what the backward stored "
                              f"in {c} (the only array stored of its shape)")
     return got_p, got_x, notes
+
+
+def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> dict[str, str]:
+    """``stored path -> param path`` for every candidate named as one parameter's gradient
+    (``grad_W`` for ``W``) whatever its shape."""
+    out: dict[str, str] = {}
+    for c, v in cands.items():
+        mine = [p for p in params if p != c and grad_of(p, v.shape, {c: v}) == c]
+        if len(mine) == 1:
+            out[c] = mine[0]
+    return out
