@@ -34,3 +34,46 @@ def test_gradients_stored_under_each_others_names_are_a_shape_mismatch(swap):
     else:
         _expect(res, None)
         assert res.coverage == "checked 3/3 tensors", res.report()
+
+
+# -- a loss's backward(*args, **kwargs) names no output gradient ---------------------------
+class _VarargsMSE:
+    def __init__(self, bug):
+        self.bug = bug
+
+    def forward(self, y, targets):
+        self._y, self._t = y, targets
+        return np.sum((y - targets) ** 2) / y.size
+
+    def backward(self, *args, **kwargs):
+        return (1 if self.bug else 2) * (self._y - self._t) / self._y.size
+
+
+class _VarargsSum:
+    """A scalar output whose ``backward(*g)`` reads the output gradient as ``g[0]``."""
+
+    def __init__(self, bug):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return np.sum(x ** 2)
+
+    def backward(self, *g):
+        return (1 if self.bug else 2) * self.x * g[0]
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_loss_backward_taking_only_varargs_is_called_with_no_gradient(bug, names):
+    r = np.random.default_rng(711)
+    y = r.standard_normal((3, 4))
+    res = gradcheck.check_layer(_VarargsMSE(bug), y, y + r.standard_normal((3, 4)), wrt=["x0"])
+    _expect(res, names)
+    assert any("names no output gradient" in n for n in res.notes), res.report()
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_varargs_backward_that_needs_the_gradient_is_handed_it(bug, names):
+    res = gradcheck.check_layer(_VarargsSum(bug),
+                                np.random.default_rng(712).standard_normal((3, 2)))
+    _expect(res, names)

@@ -79,9 +79,12 @@ def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
     if k > 1 and len(pos) >= k and (len(req) >= 2 or (req and pos[1].default is None)):
         return "spread", (f"{what} takes the {k} output gradients as separate arguments "
                           f"({', '.join(p.name for p in pos[:k])})")
+    scalar = not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1
+    if varargs and not pos and scalar:  # backward(*args, **kwargs): it names none
+        return "none", (f"{what}(*args) names no output gradient: called with none, as a "
+                        "loss's backward (its result scaled by the output gradient)")
     if req or varargs:
         return "one", ""
-    scalar = not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1
     if pos and not scalar:
         return "one", ""
     first = pos[0] if pos else None

@@ -304,6 +304,8 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
                              f"{proto.backward}")
     base, note = ("one", "") if proto.whole and base == "spread" else (base, note)
+    if base == "none" and positional_names(method) is None and not _runs_bare(proto, given):
+        base, note = "one", ""  # backward(*args) reading args[0]: handed the gradient
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(given), before, init, out,
         tuple(leaves(given)))
@@ -322,6 +324,17 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
         proto.style, proto.order, in_note = base, [], ""
     pick_prediction(proto, given, out)
     return base, note, in_note
+
+
+def _runs_bare(proto: Protocol, given: list[Any]) -> bool:
+    """Whether the backward runs with no argument after a forward on ``given``."""
+    obj = clone(proto.layer)
+    try:
+        getattr(obj, proto.forward)(*clone(given))
+        getattr(obj, proto.backward)()
+    except Exception:  # noqa: BLE001 - it needs an argument: the output gradient
+        return False
+    return True
 
 
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
