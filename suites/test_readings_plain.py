@@ -77,3 +77,41 @@ def test_a_varargs_backward_that_needs_the_gradient_is_handed_it(bug, names):
     res = gradcheck.check_layer(_VarargsSum(bug),
                                 np.random.default_rng(712).standard_normal((3, 2)))
     _expect(res, names)
+
+
+# -- a model's grads dict holding its activations' gradients beside the parameters' -------
+def _two_layer(params, X, Y, bug=""):
+    """deeplearning.ai style: ``(cost, grads)`` with ``dZ2, dW2, db2, dA1, dZ1, dW1, db1``."""
+    W1, b1, W2, b2 = params["W1"], params["b1"], params["W2"], params["b2"]
+    m = X.shape[1]
+    Z1 = W1 @ X + b1
+    A1 = np.tanh(Z1)
+    Z2 = W2 @ A1 + b2
+    cost = float(np.sum((Z2 - Y) ** 2) / (2 * m))
+    dZ2 = (Z2 - Y) / m
+    dA1 = W2.T @ dZ2
+    dZ1 = dA1 * (1 - A1 ** 2)
+    db1 = np.sum(dZ1) if bug == "scalar db" else np.sum(dZ1, axis=1, keepdims=True)
+    grads = {"dZ2": dZ2, "dW2": dZ2 @ A1.T, "db2": np.sum(dZ2, axis=1, keepdims=True),
+             "dA1": dA1, "dZ1": dZ1, "dW1": (dZ1 if bug != "W1" else dA1) @ X.T, "db1": db1}
+    return cost, grads
+
+
+@pytest.mark.parametrize("bug, names", [("", None), ("W1", ["x0['W1']"])])
+def test_a_grads_dict_holding_activation_gradients_checks_the_parameters(bug, names):
+    r = np.random.default_rng(721)
+    params = {"W1": r.standard_normal((4, 3)), "b1": r.standard_normal((4, 1)),
+              "W2": r.standard_normal((2, 4)), "b2": r.standard_normal((2, 1))}
+    res = gradcheck.check_loss(lambda p, X, Y: _two_layer(p, X, Y, bug), params,
+                               r.standard_normal((3, 5)), r.standard_normal((2, 5)))
+    _expect(res, names)
+    assert any("dZ2, dA1, dZ1 name no key of x0" in n for n in res.notes), res.report()
+
+
+def test_a_scalar_db_in_a_grads_dict_is_a_shape_mismatch():
+    r = np.random.default_rng(722)
+    params = {"W1": r.standard_normal((4, 3)), "b1": r.standard_normal((4, 1)),
+              "W2": r.standard_normal((2, 4)), "b2": r.standard_normal((2, 1))}
+    res = gradcheck.check_loss(lambda p, X, Y: _two_layer(p, X, Y, "scalar db"), params,
+                               r.standard_normal((3, 5)), r.standard_normal((2, 5)))
+    assert res.status == "shape-mismatch" and "b1" in res.message, res.report()

@@ -52,13 +52,21 @@ def _keys_of(d: Any, x: dict[Any, np.ndarray]) -> dict[Any, Any] | None:
     out = {}
     for k in x:
         fits = [c for c in d if (c == k or grad_stem(c) == k.lower().lstrip("_")) and
-                _float_array(d[c])]
+                (_float_array(d[c]) or _float_scalar(d[c]))]  # (a scalar db: mismatched)
         if len(fits) != 1:
             return None
         out[k] = fits[0]
     used = set(out.values())
     return out if len(used) == len(out) and not any(
-        _float_array(v) for c, v in d.items() if c not in used) else None
+        _float_array(v) for c, v in d.items() if c not in used and c not in _beside(d, x)
+    ) else None
+
+
+def _beside(d: dict[Any, Any], x: dict[Any, np.ndarray]) -> list[Any]:
+    """The keys of ``d`` named as the gradients of what is no key of ``x`` (``dA1``,
+    ``dZ1`` of a layer's activations beside ``dW1``): left unread."""
+    return [c for c in d if isinstance(c, str) and grad_stem(c) != c.lower().lstrip("_")
+            and grad_stem(c) not in {k.lower().lstrip("_") for k in x}]
 
 
 def _moved(x: Any, step: float) -> Any:
@@ -154,11 +162,13 @@ def _dict_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
         return None
     ((i, keys),) = found
     renamed = [f"{c} for {k}" for k, c in keys.items() if c != k]
+    unread = [c for c in _beside(out[i], args[0]) if _float_array(out[i][c])]
     note = (f"fn returns {len(out)} items, read by what they do: item {loss} is the loss "
             f"(the one float scalar that moves with x0), item {i} the dict of x0's "
             "gradients" + (f" ({', '.join(renamed)})" if renamed else "")
             + (f"; items {left} are not checked (no float argument's gradient)" if left
-               else ""))
+               else "") + (f"; its {', '.join(map(str, unread))} name no key of x0 (not "
+                           "checked)" if unread else ""))
     return Items(_reordered(fn, [loss, i], len(out), keys), [], note)
 
 
