@@ -115,3 +115,41 @@ def test_a_scalar_db_in_a_grads_dict_is_a_shape_mismatch():
     res = gradcheck.check_loss(lambda p, X, Y: _two_layer(p, X, Y, "scalar db"), params,
                                r.standard_normal((3, 5)), r.standard_normal((2, 5)))
     assert res.status == "shape-mismatch" and "b1" in res.message, res.report()
+
+
+# -- a layer whose __getattr__ answers None for every missing name is still copied ---------
+class _Module:
+    def __init__(self):
+        self.__dict__["_parameters"] = {}
+
+    def __setattr__(self, name, value):
+        if isinstance(value, np.ndarray):
+            self._parameters[name] = value
+        super().__setattr__(name, value)
+
+    def __getattr__(self, name):  # a missing name is None, __setstate__ included
+        return self.__dict__.get("_parameters", {}).get(name)
+
+
+class _Dense(_Module):
+    def __init__(self, bug):
+        super().__init__()
+        r = np.random.default_rng(731)
+        self.weight, self.bias, self.bug = r.standard_normal((3, 2)), r.standard_normal(2), bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.weight + self.bias)
+
+    def backward(self, dz):
+        self.y = self.forward(self.x)
+        dz = dz * (1 - self.y ** 2)
+        dw = (self.x if not self.bug else self.x * 0.5).T @ dz
+        return dz @ self.weight.T, dw, dz.sum(0)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["_parameters['weight']"])])
+def test_a_layer_answering_none_for_every_missing_attribute_is_checked(bug, names):
+    res = gradcheck.check_layer(_Dense(bug), np.random.default_rng(732).standard_normal((4, 3)))
+    _expect(res, names)
+    assert res.coverage == "checked 3/3 tensors", res.report()

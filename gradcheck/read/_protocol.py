@@ -155,12 +155,72 @@ def clone(obj: _T) -> _T:
     except Exception:  # a module, or what cannot be copied: said below
         memo = {id(m): m for m in list(sys.modules.values()) if m is not None}
         try:
-            return _with_attributes(copy.deepcopy(obj, memo), memo)
+            with _by_their_dicts(_answering_all(obj)):
+                return _with_attributes(copy.deepcopy(obj, memo), memo)
         except Exception as exc:
             raise ProtocolError("bad-protocol", f"{type(obj).__name__} holds an object that "
                                 f"cannot be copied ({type(exc).__name__}: {exc}); every "
                                 "evaluation runs on a copy, so that none leaks into the "
                                 "next: keep such objects outside the layer") from None
+
+
+def _answering_all(obj: Any) -> set[type]:
+    """The classes in ``obj``'s attributes, nested containers included, whose
+    ``__getattr__`` answers every name (``None`` for a missing one), so that copying
+    calls the ``__setstate__`` it seems to have."""
+    seen: set[int] = set()
+    found: set[type] = set()
+    todo = [obj]
+    while todo and len(seen) < 10_000:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, (np.ndarray, str, bytes, int, float, type)):
+            continue
+        seen.add(id(o))
+        if isinstance(o, dict):
+            todo += list(o.values())
+        elif isinstance(o, (list, tuple, set)):
+            todo += list(o)
+        elif isinstance(getattr(o, "__dict__", None), dict):
+            if _none_for_missing(o):
+                found.add(type(o))
+            todo += list(vars(o).values())
+    return found
+
+
+def _none_for_missing(o: Any) -> bool:
+    """Whether ``o``'s class answers a name it lacks (``__setstate__``) with None."""
+    hook = getattr(type(o), "__getattr__", None)
+    if hook is None or hasattr(type(o), "__setstate__"):
+        return False
+    try:
+        return hook(o, "__setstate__") is None
+    except Exception:  # noqa: BLE001 - it raises for a missing name, as it should
+        return False
+
+
+def _rebuilt(cls: Any, state: dict[str, Any]) -> Any:
+    new = cls.__new__(cls)
+    new.__dict__.update(state)
+    return new
+
+
+class _by_their_dicts:
+    """Within it, objects of ``classes`` are deep-copied by their ``__dict__`` alone."""
+
+    def __init__(self, classes: set[type]) -> None:
+        import copyreg
+
+        self.table, self.classes = copyreg.dispatch_table, classes
+        self.saved = {c: self.table[c] for c in classes if c in self.table}
+
+    def __enter__(self) -> None:
+        for c in self.classes:
+            self.table[c] = lambda o: (_rebuilt, (type(o), vars(o)))
+
+    def __exit__(self, *exc: object) -> None:
+        for c in self.classes:
+            self.table.pop(c, None)
+        self.table.update(self.saved)
 
 
 def _with_attributes(copied: _T, memo: dict[int, Any]) -> _T:
