@@ -153,3 +153,31 @@ def test_a_layer_answering_none_for_every_missing_attribute_is_checked(bug, name
     res = gradcheck.check_layer(_Dense(bug), np.random.default_rng(732).standard_normal((4, 3)))
     _expect(res, names)
     assert res.coverage == "checked 3/3 tensors", res.report()
+
+
+# -- a loss's __call__(x, t) beside its activation's forward(x) ------------------------------
+class _SigmoidCE:
+    """PRML style: ``__call__(x, t)`` the summed cost, ``forward(x)`` the sigmoid,
+    ``backward(x, t)`` the cost's gradient (no output gradient)."""
+
+    def __init__(self, bug):
+        self.bug = bug
+
+    def __call__(self, x, t):
+        return np.sum(np.maximum(x, 0) - t * x + np.log1p(np.exp(-np.abs(x))))
+
+    def forward(self, x):
+        return 1 / (1 + np.exp(-x))
+
+    def backward(self, x, t):
+        y = self.forward(x)
+        return t - y if self.bug else y - t
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_loss_call_taking_the_targets_is_the_forward_beside_a_one_input_forward(bug, names):
+    r = np.random.default_rng(741)
+    res = gradcheck.check_layer(_SigmoidCE(bug), r.standard_normal((3, 4)),
+                                (r.random((3, 4)) < 0.5).astype(float))
+    _expect(res, names)
+    assert any("__call__" in n for n in res.notes), res.report()

@@ -312,4 +312,8 @@ def taking_instead(layer: Any, forward: str | None, f: str | None, inputs: tuple
         return None
     fits = [m for m in _methods(layer, _FORWARD) if m not in ("forward", "__call__")
             and takes(getattr(layer, m), len(inputs)) and positional_names(getattr(layer, m))]
+    if not fits and getattr(type(layer).__call__, "__module__", "builtins") != "builtins" \
+            and len(positional_names(layer.forward) or inputs) < len(inputs) \
+            and takes(layer.__call__, len(inputs)) and positional_names(layer.__call__):
+        fits = ["__call__"]  # a loss's __call__(x, t) beside its activation's forward(x)
     return fits[0] if len(fits) == 1 else None
