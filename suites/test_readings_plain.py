@@ -181,3 +181,27 @@ def test_a_loss_call_taking_the_targets_is_the_forward_beside_a_one_input_forwar
                                 (r.random((3, 4)) < 0.5).astype(float))
     _expect(res, names)
     assert any("__call__" in n for n in res.notes), res.report()
+
+
+# -- a backward taking every input again by its name and the gradient second ---------------
+def _scale_shift_forward(input, W, b, pad):
+    return input * W + b + 0 * pad
+
+
+def _scale_shift_backward(input, grad_output, W, b, pad):
+    return grad_output * W, (grad_output * input).sum(0), grad_output.sum(0)
+
+
+def _scale_shift_backward_bug(input, grad_output, W, b, pad):
+    return grad_output * W, (grad_output * W).sum(0), grad_output.sum(0)
+
+
+@pytest.mark.parametrize("bwd, names", [(_scale_shift_backward, None),
+                                        (_scale_shift_backward_bug, ["W"])])
+def test_a_backward_taking_the_inputs_by_name_with_the_gradient_second(bwd, names):
+    r = np.random.default_rng(751)
+    res = gradcheck.check_vjp(_scale_shift_forward, bwd,
+                              [r.standard_normal((4, 3)), r.standard_normal(3),
+                               r.standard_normal(3), 1])
+    _expect(res, names)
+    assert any("grad_output, the output gradient" in n for n in res.notes), res.report()

@@ -218,7 +218,8 @@ class Conventions:
         # maxpool_backprop(inp, kernel, d_L_d_out) of maxpool(input, sampling_field): the
         # inputs again and the output gradient under other names, in an order found by trial
         self._renamed = self._listed and self._n >= 1 and len(f_names) == self._n and \
-            len(b_names) == self._n + 1 and not self._again and not self._dy_first  # (>1:
+            len(b_names) == self._n + 1 and not self._again and not self._dy_first and \
+            len(set(b_names) - set(f_names)) != 1  # (all by name but one: _by_names) (>1:
         self._tried: bool | None = None  # one input's backward(a, b) may be (dy, cache))
         self._cache_alone = cache_alone(every, b_names)  # grads = f_backward(cache)
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
