@@ -205,3 +205,45 @@ def test_a_backward_taking_the_inputs_by_name_with_the_gradient_second(bwd, name
                                r.standard_normal(3), 1])
     _expect(res, names)
     assert any("grad_output, the output gradient" in n for n in res.notes), res.report()
+
+
+# -- backward(input, gradOutput, cache): the output gradient placed by its name ---------------
+class _Scan:
+    """A running sum through tanh: ``forward(input, a0=None)`` returns every state,
+    ``backward(input, gradOutput, backprop_cache)`` takes the states as the cache."""
+
+    def __init__(self, bug):
+        self.w, self.bug = np.random.default_rng(761).standard_normal(3), bug
+
+    def forward(self, input, a0=None):
+        a = np.zeros(3) if a0 is None else a0
+        out = np.zeros_like(input)
+        for t in range(input.shape[0]):
+            a = np.tanh(input[t] * self.w + a)
+            out[t] = a
+        return out
+
+    def backward(self, input, gradOutput, backprop_cache):
+        a_arr, din = backprop_cache, np.zeros_like(input)
+        self.dw, carry = np.zeros(3), np.zeros(3)
+        for t in reversed(range(input.shape[0])):
+            d = (gradOutput[t] + carry) * (1 - a_arr[t] ** 2)
+            din[t] = d * self.w
+            self.dw += d * (input[t] if not self.bug else 1.0)
+            carry = d
+        return din
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["w"])])
+def test_a_backward_taking_the_input_the_gradient_by_name_then_the_output(bug, names):
+    res = gradcheck.check_layer(_Scan(bug), np.random.default_rng(762).standard_normal((4, 3)))
+    _expect(res, names)
+    assert any("(input, dout, the output)" in n for n in res.notes), res.report()
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["w"])])
+def test_an_optional_initial_state_the_backward_does_not_take(bug, names):
+    r = np.random.default_rng(763)
+    res = gradcheck.check_layer(_Scan(bug), r.standard_normal((4, 3)), r.standard_normal(3),
+                                wrt=["x0", "w"])
+    _expect(res, names)

@@ -93,17 +93,31 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     if None not in by_name and sorted(by_name) == list(range(n)):  # type: ignore[type-var]
         return "given", by_name, (f"backward takes the forward's inputs ({', '.join(names)}) "
                                   "and no output gradient: read as a loss's gradient")
+    from ._layer_call import cotangent_named  # (it imports this module)
+
     named = [k for k in by_name if k is not None]
-    if by_name.count(None) == 2 and sorted(named) == list(range(n)) and by_name[-1] is None:
+    slots = [i for i, k in enumerate(by_name) if k is None]
+    dout = [i for i in slots if cotangent_named(names[i])]
+    if len(slots) == 2 and named and sorted(named) == list(range(len(named))) and (
+            len(named) == n or _optional_after(forward, len(named))) and (
+            by_name[-1] is None or len(dout) == 1):
         # the inputs, then the forward's output, then dout (mlpractical's
-        # bprop(inputs, outputs, grads_wrt_outputs)): the time order of the values
-        first = by_name.index(None)
+        # bprop(inputs, outputs, grads_wrt_outputs)): the time order of the values, unless
+        # one is named as the output gradient (backward(input, gradOutput, cache))
+        first = next(i for i in slots if i not in dout) if len(dout) == 1 else slots[0]
         by_name = [OUTPUT if i == first else k for i, k in enumerate(by_name)]
     elif by_name.count(None) != 1 or len(set(by_name)) != len(by_name):
         return base, [], ""  # a count alone says nothing (backward(d_out, learning_rate))
     order = by_name
     return "inputs", order, ("backward takes the forward's inputs again: called as "
                              f"({order_text(order, f_names)})")
+
+
+def _optional_after(forward: Any, k: int) -> bool:
+    """Whether every positional parameter of ``forward`` after its first ``k`` has a
+    default (``forward(input, a0=None)``: the backward need not take ``a0``)."""
+    every, req = positional_names(forward), positional_names(forward, required=True)
+    return every is not None and req is not None and len(req) <= k
 
 
 #: The style of a layer used as a pair of functions: its forward returns ``(y, cache)``
