@@ -35,7 +35,7 @@ from ._reading import (
 from ._tokens import FIRST_OUT
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "leaves", "ones_like",
-           "times", "uneven"]
+           "runs_bare", "times", "uneven"]
 
 _COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
                              r"upstream(_grad)?|accum_grad|error)$", re.I)
@@ -547,3 +547,14 @@ def ones_like(out: Any) -> Any:
         return np.ones_like(np.asarray(out, dtype=float))
     except (TypeError, ValueError):  # a string or an object among the outputs: no gradient
         return None
+
+
+def runs_bare(proto: Protocol, given: list[Any]) -> bool:
+    """Whether the backward runs with no argument after a forward on ``given``."""
+    obj = clone(proto.layer)
+    try:
+        getattr(obj, proto.forward)(*clone(given))
+        getattr(obj, proto.backward)()
+    except Exception:  # noqa: BLE001 - it needs an argument: the output gradient
+        return False
+    return True

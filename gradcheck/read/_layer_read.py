@@ -60,6 +60,7 @@ from ._layer_call import (
     call_style_of,
     leaves,
     ones_like,
+    runs_bare,
     takes_no_gradient,
     times,
 )
@@ -87,7 +88,6 @@ from ._reading import (
     call_style,
     forward_output,
     linear,
-    match_stored,
     order_text,
     output_path,
     probe,
@@ -98,6 +98,7 @@ from ._slot import slot_style
 from ._split import split_return
 from ._step import constant_scalars, takes_a_step
 from ._stored_inputs import inputs_read, inputs_wanting
+from ._stored_match import match_stored
 from ._takers import wrapped_output
 from ._then_step import step_after
 from ._tied import tie, untie
@@ -304,7 +305,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
                              f"{proto.backward}")
     base, note = ("one", "") if proto.whole and base == "spread" else (base, note)
-    if base == "none" and positional_names(method) is None and not _runs_bare(proto, given):
+    if base == "none" and positional_names(method) is None and not runs_bare(proto, given):
         base, note = "one", ""  # backward(*args) reading args[0]: handed the gradient
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(given), before, init, out,
@@ -324,17 +325,6 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
         proto.style, proto.order, in_note = base, [], ""
     pick_prediction(proto, given, out)
     return base, note, in_note
-
-
-def _runs_bare(proto: Protocol, given: list[Any]) -> bool:
-    """Whether the backward runs with no argument after a forward on ``given``."""
-    obj = clone(proto.layer)
-    try:
-        getattr(obj, proto.forward)(*clone(given))
-        getattr(obj, proto.backward)()
-    except Exception:  # noqa: BLE001 - it needs an argument: the output gradient
-        return False
-    return True
 
 
 def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:

@@ -1,0 +1,126 @@
+"""Gradients a backward stored, matched to the parameters and inputs they belong to: by
+name (``dW`` for ``W``, ``dinputs`` for the one input), beside the input an object keeps,
+by layout, then by shape where one array alone fits (never one named for another)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ._discovery import try_path
+from ._flat import by_layout
+from ._observe import grad_of, grads_holder, last_name, parent_of, same_but_unit
+from ._reading import leaves
+from ._suffix import by_suffix
+
+__all__ = ["match_stored"]
+
+_INPUT_NAMES = ("inputs", "input", "x")  # an input's gradient named for no argument
+
+
+_KEYED = re.compile(r"\[['\"][^\[\]]*['\"]\]$")  # an item of a dict: ['dLdW']
+
+
+def _beside_input(after: Any, x: Any, left: dict[str, np.ndarray]) -> str | None:
+    """The one stored array of ``x``'s shape whose object also holds an array equal to
+    ``x`` (the input the forward kept there, ``parameters['input'].value``): its gradient."""
+    if not isinstance(x, np.ndarray):
+        return None
+    fits = [c for c, v in left.items() if v.shape == x.shape and parent_of(c) and any(
+        w is not v and isinstance(w, np.ndarray) and w.shape == x.shape and np.array_equal(
+            w, x) for w in (_held_by(try_path(after, parent_of(c)))))]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _held_by(obj: Any) -> list[Any]:
+    """The values an object holds as its attributes (or a dict's)."""
+    if isinstance(obj, dict):
+        return list(obj.values())
+    return list(vars(obj).values()) if hasattr(obj, "__dict__") and not isinstance(
+        obj, np.ndarray) else []
+
+
+def _grads_dict(c: str) -> str | None:
+    """The object holding the dict that holds ``c``, when ``c`` is an item of a dict
+    named for gradients (``gradients['dLdW']``); else None."""
+    holder = _KEYED.sub("", c)
+    return parent_of(holder) if holder != c and grads_holder(last_name(holder)) else None
+
+
+def _listed_in(c: str) -> str | None:
+    """The object holding the list whose item ``c`` is (``grad[0]``,
+    ``weight_gradients[0]``); else None."""
+    holder = parent_of(c)
+    return parent_of(holder) if holder and re.fullmatch(r"\[\d+\]", c[len(holder):]) \
+        else None
+
+
+def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any]],
+                 cands: dict[str, np.ndarray], returned: Any = None, after: Any = None
+                 ) -> tuple[dict[str, str], dict[int, str], list[str]]:
+    """``param path -> stored path``, ``input k -> stored path`` and notes: by name (``dW``
+    for ``W``, ``dinputs`` for ``inputs``), beside the very values of the input an object
+    of ``after`` keeps (``parameters['input'].dvalue`` beside ``.value``), then by shape
+    where one fits one array alone."""
+    left, got_p, got_x = dict(cands), {}, {}
+    for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
+        g = grad_of(name, np.shape(x), left) if name else None
+        if g is None and len(inputs) == 1:  # the generic names: dinputs, input_grad
+            g = next((c for c in (grad_of(n, np.shape(x), left) for n in _INPUT_NAMES)
+                      if c is not None and parent_of(c) == ""), None)
+        g = g if g is not None or after is None else _beside_input(after, x, left)
+        if g is not None:
+            got_x[k] = g
+            left.pop(g)
+    for path, a in params.items():
+        if (g := grad_of(path, a.shape, left)) is not None:
+            got_p[path], _ = g, left.pop(g)
+    for path, g in by_suffix({p: a for p, a in params.items() if p not in got_p}, left).items():
+        got_p[path], _ = g, left.pop(g)  # (d_gamma for bn_gamma)
+    laid, notes = by_layout({p: a for p, a in params.items() if p not in got_p}, left,
+                            [r for r in leaves(returned) if isinstance(r, np.ndarray)])
+    got_p.update(laid)
+    wanting: list[tuple[tuple[str, Any], tuple[int, ...]]] = [
+        (("p", path), np.shape(a)) for path, a in params.items() if path not in got_p]
+    wanting += [(("x", k), np.shape(x)) for k, (_, x) in inputs.items() if k not in got_x]
+
+    named = _named_for(left, params)
+
+    def home(key: tuple[str, Any]) -> str:
+        return parent_of(str(key[1])) if key[0] == "p" else ""
+    for key, shape in wanting:
+        if key[0] == "p" and key[1] in cands:  # stepped by the backward itself: a buffer
+            continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
+        fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
+                and c not in params  # an array's new value is no gradient
+                and named.get(c, key[1]) == key[1]  # grad_W is no gradient of b
+                and home(key) in (parent_of(c), _grads_dict(c), _listed_in(c))]  # its
+        # own, in a dict it holds named for gradients (self.gradients['dLdW'], not
+        # cache['sum']) or in a list it holds (self.grad = (dW, db))
+        rivals = [w for w, s in wanting if w != key and home(w) == home(key) and any(
+            same_but_unit(left[c].shape, s) for c in fits)]  # (gamma.value: gamma.gradient)
+        if len(fits) == 1 and not rivals:
+            (c,) = fits
+            left.pop(c)
+            if key[0] == "p":
+                got_p[str(key[1])] = c
+                notes.append(f"the gradient of {key[1]} is what the backward stored in {c} "
+                             "(the only array stored of its shape)")
+            else:
+                got_x[int(key[1])] = c
+                notes.append(f"the gradient of input {key[1]} is what the backward stored "
+                             f"in {c} (the only array stored of its shape)")
+    return got_p, got_x, notes
+
+
+def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> dict[str, str]:
+    """``stored path -> param path`` for every candidate named as one parameter's gradient
+    (``grad_W`` for ``W``) whatever its shape."""
+    out: dict[str, str] = {}
+    for c, v in cands.items():
+        mine = [p for p in params if p != c and grad_of(p, v.shape, {c: v}) == c]
+        if len(mine) == 1:
+            out[c] = mine[0]
+    return out
