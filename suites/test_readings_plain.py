@@ -247,3 +247,37 @@ def test_an_optional_initial_state_the_backward_does_not_take(bug, names):
     res = gradcheck.check_layer(_Scan(bug), r.standard_normal((4, 3)), r.standard_normal(3),
                                 wrt=["x0", "w"])
     _expect(res, names)
+
+
+# -- (cost, cache) = f(X, Y, parameters); grads = f_backward(X, Y, cache) ---------------------
+def _net_forward(X, Y, parameters):
+    W1, b1, W2, b2 = (parameters[k] for k in ("W1", "b1", "W2", "b2"))
+    Z1 = W1 @ X + b1
+    A1 = np.tanh(Z1)
+    Z2 = W2 @ A1 + b2
+    A2 = 1 / (1 + np.exp(-Z2))
+    m = X.shape[1]
+    cost = float(-np.sum(Y * np.log(A2) + (1 - Y) * np.log(1 - A2)) / m)
+    return cost, (Z1, A1, W1, b1, Z2, A2, W2, b2)
+
+
+def _net_backward(X, Y, cache, bug=False):
+    Z1, A1, W1, b1, Z2, A2, W2, b2 = cache
+    m = X.shape[1]
+    dZ2 = A2 - Y
+    dW2 = dZ2 @ A1.T / m * (2 if bug else 1)
+    dA1 = W2.T @ dZ2
+    dZ1 = dA1 * (1 - A1 ** 2)
+    return {"dZ2": dZ2, "dW2": dW2, "db2": dZ2.sum(1, keepdims=True) / m, "dA1": dA1,
+            "dZ1": dZ1, "dW1": dZ1 @ X.T / m, "db1": dZ1.sum(1, keepdims=True) / m}
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["parameters['W2']"])])
+def test_a_loss_backward_taking_the_inputs_then_the_cache(bug, names):
+    r = np.random.default_rng(771)
+    params = {"W1": r.standard_normal((4, 3)), "b1": r.standard_normal((4, 1)),
+              "W2": r.standard_normal((1, 4)), "b2": r.standard_normal((1, 1))}
+    res = gradcheck.check_vjp(_net_forward, lambda X, Y, cache: _net_backward(X, Y, cache, bug),
+                              [r.standard_normal((3, 5)), np.array([[1.0, 0, 1, 1, 0]]), params])
+    _expect(res, names)
+    assert any("the cache after the forward's inputs" in n for n in res.notes), res.report()

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..read._conventions import zero_one
 from ..read._observe import same_but_unit, unit_note
 from ..read._protocol import ProtocolError, key_mismatch
 from ._hints import unreduced_hint
@@ -201,7 +202,8 @@ def _aside(extra: dict[Any, Any], prep: _Inputs, out: list[Any], chosen: Any) ->
     if not parts or any(not isinstance(g, dict) or set(g) != set(s) for s, g in parts):
         return False
     left = [s for k, (s, g) in enumerate(zip(prep.tree.skeleton, out, strict=True))
-            if isinstance(s, int) and g is None and (chosen is None or k in chosen)]
+            if isinstance(s, int) and g is None and (chosen is None or k in chosen)
+            and not zero_one(np.asarray(prep.leaves[s]))]  # labels: no gradient expected
     names = [prep.tree.names[s].lower() for s in left]
     shapes = {np.shape(prep.leaves[s]) for s in left}
     stems = [str(k).lower().removeprefix("d") for k in extra]

@@ -271,10 +271,12 @@ class Conventions:
             return out, _Again(args[:self._given_back], first=True, settings={
                 n: args[k] for n, k in self._back_settings.items() if k < len(args)})
         if self._loss_back and isinstance(out, tuple) and len(out) == 2 and scalar(out[0]) and \
-                not gradient_first(self._bwd, [args[k] for k in self._loss_back]):
+                (self._loss_back[0] is not None or not gradient_first(
+                    self._bwd, [args[k] for k in self._loss_back[1:] if k is not None])):
             self._note("the forward returns a scalar loss and a cache; the backward takes "
-                       "the cache, then forward's inputs again by their names, and no output "
-                       "gradient: its gradients, times the output gradient, are compared")
+                       f"the cache {'after' if self._loss_back[0] is not None else 'then'} the "
+                       "forward's inputs again by their names, and no output gradient: its "
+                       "gradients, times the output gradient, are compared")
             return out[0], LossBack(out[1], args)
         if self._after and isinstance(out, tuple) and len(out) == 2 and not isinstance(
                 out[1], (np.generic, int, float)) and (not isinstance(out[1], np.ndarray) or (
@@ -437,7 +439,8 @@ class Conventions:
             grads = map_arrays(self._bwd(cache), lambda g: g * np.asarray(dy).reshape(()))
             return self._match(grads) if self._listed else grads
         if isinstance(cache, LossBack):
-            grads = map_arrays(self._bwd(cache.cache, *[cache.args[k] for k in self._loss_back]),
+            grads = map_arrays(self._bwd(*[cache.cache if k is None else cache.args[k]
+                                           for k in self._loss_back]),
                                lambda g: g * np.asarray(dy).reshape(()))
             return self._match(grads) if self._listed else grads
         if isinstance(cache, _Again):

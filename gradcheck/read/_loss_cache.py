@@ -18,14 +18,17 @@ __all__ = ["GRADIENT_NAME", "LossBack", "cache_alone", "gradient_first", "loss_b
 GRADIENT_NAME = r"^[dg](out(put)?|y|z|a|h|x|l|values|_\w+)?$|^(grad|delta|err|upstream)\w*$"
 
 
-def loss_back(f_names: list[str], b_names: list[str]) -> list[int]:
-    """The places among the forward's inputs of the backward's arguments after the first,
-    when the first is none of them and names no gradient and the others are all of them
-    (``loss, probs = f(logits, targets, mask)``, ``f_backward(probs, targets, mask)``: a
-    loss's cache, then inputs again by name, no output gradient); else ``[]``."""
-    return [f_names.index(b) for b in b_names[1:]] if len(b_names) > 1 and b_names[
-        0] not in f_names and all(b in f_names for b in b_names[1:]) and not re.match(
-            GRADIENT_NAME, b_names[0], re.I) else []
+def loss_back(f_names: list[str], b_names: list[str]) -> list[int | None]:
+    """The places among the forward's inputs of the backward's arguments, None the one
+    that is none of them and names no gradient, when the others are all of them (``loss,
+    probs = f(logits, targets, mask)``, ``f_backward(probs, targets, mask)``; ``cost,
+    cache = f(X, Y, params)``, ``f_backward(X, Y, cache)``: a loss's cache, and inputs
+    again by name, no output gradient); else ``[]``."""
+    odd = [i for i, b in enumerate(b_names) if b not in f_names]
+    if len(b_names) < 2 or len(odd) != 1 or re.match(GRADIENT_NAME, b_names[odd[0]], re.I) \
+            or b_names[:odd[0]] != f_names[:odd[0]]:  # after the first inputs, in order
+        return []
+    return [None if b not in f_names else f_names.index(b) for b in b_names]
 
 
 def cache_alone(every: list[str], b_names: list[str]) -> bool:
