@@ -281,3 +281,151 @@ def test_a_loss_backward_taking_the_inputs_then_the_cache(bug, names):
                               [r.standard_normal((3, 5)), np.array([[1.0, 0, 1, 1, 0]]), params])
     _expect(res, names)
     assert any("the cache after the forward's inputs" in n for n in res.notes), res.report()
+
+
+# -- forward_sequence beside backward_sequence: the pair by their names ----------------------
+class _Cell:
+    """``forward(x, h_prev)`` one step; ``forward_sequence(xs)`` and
+    ``backward_sequence(d_outputs)`` the whole sequence; ``backward(d, dh, cache)`` a step."""
+
+    def __init__(self, bug):
+        r = np.random.default_rng(781)
+        self.w1, self.w2, self.bug = r.standard_normal((3, 4)), r.standard_normal((4, 4)), bug
+
+    def forward(self, x, h_prev):
+        h = np.tanh(x @ self.w1 + h_prev @ self.w2)
+        self.cache = (x, h_prev, h)
+        return h
+
+    def forward_sequence(self, xs):
+        h, self.caches, out = np.zeros((1, 4)), [], []
+        for x in xs:
+            h = self.forward(x.reshape(1, -1), h)
+            self.caches.append(self.cache)
+            out.append(h)
+        return np.concatenate(out)
+
+    def backward(self, d_out, dh_next, cache):
+        x, h_prev, h = cache
+        d = (d_out + dh_next) * (1 - h ** 2)
+        self.dw1 += x.T @ d
+        self.dw2 += h_prev.T @ d * (0.5 if self.bug else 1.0)
+        return d @ self.w2.T, d @ self.w1.T
+
+    def backward_sequence(self, d_outputs):
+        self.dw1, self.dw2 = np.zeros_like(self.w1), np.zeros_like(self.w2)
+        dh, dxs = np.zeros((1, 4)), []
+        for d, cache in zip(reversed(d_outputs), reversed(self.caches), strict=True):
+            dh, dx = self.backward(d.reshape(1, -1), dh, cache)
+            dxs.append(dx)
+        return np.concatenate(dxs[::-1])
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["w2"])])
+def test_forward_sequence_is_paired_with_backward_sequence(bug, names):
+    res = gradcheck.check_layer(_Cell(bug), np.random.default_rng(782).standard_normal((5, 3)))
+    _expect(res, names)
+    assert any("with backward_sequence()" in n for n in res.notes), res.report()
+
+
+# -- review 89: where the readings above must not reach ---------------------------------------
+class _VarargsSumOfGrads:
+    """Not a loss: ``backward(*grads)`` sums what it is given (0 when called bare)."""
+
+    def __init__(self, bug):
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        return np.sum(x ** 2)
+
+    def backward(self, *grads):
+        return (1 if self.bug else 2) * self.x * sum(grads)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x0"])])
+def test_a_varargs_backward_that_uses_its_gradient_is_handed_it_even_if_it_runs_bare(bug, names):
+    res = gradcheck.check_layer(_VarargsSumOfGrads(bug),
+                                np.random.default_rng(791).standard_normal((3, 2)))
+    _expect(res, names)
+
+
+class _SigmoidWithCost:
+    """``forward(x)``/``backward(dout)`` of a sigmoid, beside a cost ``__call__(x, t)``."""
+
+    def forward(self, x):
+        self.y = 1 / (1 + np.exp(-x))
+        return self.y
+
+    def backward(self, dout):
+        return dout * self.y * (1 - self.y)
+
+    def __call__(self, x, t):
+        return float(np.sum((self.forward(x) - t) ** 2))
+
+
+def test_a_call_is_no_forward_beside_a_backward_taking_the_output_gradient():
+    r = np.random.default_rng(792)
+    res = gradcheck.check_layer(_SigmoidWithCost(), r.standard_normal((3, 4)),
+                                r.standard_normal((3, 4)))
+    assert res.status == "error" and not res.passed, res.report()
+
+
+class _TanhScale:
+    """``backward(input, gradOutput, cache)`` whose cache is the stored pre-activation."""
+
+    def __init__(self):
+        self.w = np.random.default_rng(793).standard_normal(3)
+
+    def forward(self, input):
+        self.z = input * self.w
+        return np.tanh(self.z)
+
+    def backward(self, input, gradOutput, cache):
+        d = gradOutput * (1 - np.tanh(cache) ** 2)
+        self.dw = (d * input).sum(0)
+        return d * self.w
+
+
+def test_a_cache_that_may_be_a_stored_array_of_the_outputs_shape_is_no_reading():
+    res = gradcheck.check_layer(_TanhScale(), np.random.default_rng(794).standard_normal((4, 3)))
+    assert res.status == "bad-protocol" and "(z)" in res.message, res.report()
+
+
+class _Slotted(_Module):
+    __slots__ = ("activation",)
+
+    def __init__(self):
+        super().__init__()
+        self.activation = "relu"
+        self.weight = np.random.default_rng(795).standard_normal((3, 2))
+
+    def forward(self, x):
+        self.x = x
+        z = x @ self.weight
+        return np.maximum(z, 0) if self.activation == "relu" else z
+
+    def backward(self, dz):
+        return dz @ self.weight.T  # the ReLU's mask forgotten
+
+
+def test_a_layer_answering_none_with_slots_is_no_copy_by_its_dict():
+    res = gradcheck.check_layer(_Slotted(), np.random.default_rng(796).standard_normal((4, 3)))
+    assert not res.passed and res.status != "ok", res.report()
+
+
+def _net_backward_binary_input(X, Y, cache, bug=False):
+    g = _net_backward(X, Y, cache)
+    Z1, A1, W1, b1, Z2, A2, W2, b2 = cache
+    g["dA0"] = W1.T @ g["dZ1"] * (3 if bug else 1)  # X's gradient, under another name
+    return g
+
+
+def test_a_binary_input_with_a_misnamed_gradient_still_blocks_the_reading():
+    r = np.random.default_rng(797)
+    params = {"W1": r.standard_normal((4, 3)), "b1": r.standard_normal((4, 1)),
+              "W2": r.standard_normal((1, 4)), "b2": r.standard_normal((1, 1))}
+    res = gradcheck.check_vjp(
+        _net_forward, lambda X, Y, cache: _net_backward_binary_input(X, Y, cache, True),
+        [(r.random((3, 5)) < 0.5).astype(float), np.array([[1.0, 0, 1, 1, 0]]), params])
+    assert res.status == "bad-protocol" and "dA0" in res.message, res.report()

@@ -6,6 +6,7 @@ axes or a transpose would fix a shape, and the result row of an input not compar
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -193,6 +194,9 @@ def _undecorated(sub: Any, s: Any) -> Any:
     return {k: _undecorated(sub[g], s[k]) for k, g in keys.items() if g in sub}
 
 
+_LABEL_NAME = re.compile(r"^(y|t|labels?|targets?|y_?true|truth)\d*$", re.I)
+
+
 def _aside(extra: dict[Any, Any], prep: _Inputs, out: list[Any], chosen: Any) -> bool:
     """Whether keys naming no input may be left unread: every part of every dict input
     has its gradient, and no key resembles an input differentiated and left without one
@@ -203,7 +207,8 @@ def _aside(extra: dict[Any, Any], prep: _Inputs, out: list[Any], chosen: Any) ->
         return False
     left = [s for k, (s, g) in enumerate(zip(prep.tree.skeleton, out, strict=True))
             if isinstance(s, int) and g is None and (chosen is None or k in chosen)
-            and not zero_one(np.asarray(prep.leaves[s]))]  # labels: no gradient expected
+            and not (zero_one(np.asarray(prep.leaves[s])) and _LABEL_NAME.match(
+                prep.tree.names[s]))]  # 0/1 targets named so: no gradient expected
     names = [prep.tree.names[s].lower() for s in left]
     shapes = {np.shape(prep.leaves[s]) for s in left}
     stems = [str(k).lower().removeprefix("d") for k in extra]

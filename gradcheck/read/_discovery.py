@@ -41,7 +41,7 @@ import numpy as np
 from ._protocol import ProtocolError, clone
 
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
-           "class_held", "no_grad",
+           "class_held", "explicit_params", "no_grad",
            "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
            "multiple_of", "padded", "parameters", "set_path", "steps", "try_path", "unmatched",
            "walk"]
@@ -471,3 +471,28 @@ def padded(v: np.ndarray, x: np.ndarray) -> bool:
     values = values[values != 0]
     rest = np.asarray(v)[np.asarray(v) != 0]
     return values.size > 1 and bool(np.isin(values, rest).all() and np.isin(rest, values).all())
+
+
+# -- parameters named by params=/grads= ------------------------------------------------------
+def explicit_params(params: Any, grads: Any) -> list[Param]:
+    """The parameters ``params=`` names (name -> path or callable), with the gradients
+    ``grads=`` names (default: ``d`` + each plain attribute name)."""
+    if not isinstance(params, dict):
+        raise TypeError("params= must be a dict of name -> path or callable")
+    if not params:
+        return []
+    if grads is None:
+        grads = {n: _default_grad_path(p) for n, p in params.items()}
+    if not isinstance(grads, dict) or set(grads) != set(params):
+        raise TypeError("grads= must be a dict with the same names as params=, got "
+                        f"{sorted(grads) if isinstance(grads, dict) else type(grads).__name__}")
+    for n, p in {**params, **grads}.items():
+        if not (callable(p) or isinstance(p, str)):
+            raise TypeError(f"params/grads[{n!r}] must be a path string or a callable")
+    return [Param(str(n), params[n], grads[n]) for n in params]
+
+
+def _default_grad_path(path: Any) -> str:
+    if isinstance(path, str) and re.fullmatch(r"[A-Za-z_]\w*", path):
+        return f"d{path}"
+    raise TypeError("grads= is needed when params= paths are not plain attribute names")

@@ -550,11 +550,16 @@ def ones_like(out: Any) -> Any:
 
 
 def runs_bare(proto: Protocol, given: list[Any]) -> bool:
-    """Whether the backward runs with no argument after a forward on ``given``."""
-    obj = clone(proto.layer)
-    try:
-        getattr(obj, proto.forward)(*clone(given))
-        getattr(obj, proto.backward)()
-    except Exception:  # noqa: BLE001 - it needs an argument: the output gradient
-        return False
-    return True
+    """Whether the backward runs with no argument after a forward on ``given`` and gives
+    what it gives for an output gradient of 2 (it ignores any: a loss's backward)."""
+    got = []
+    for args in ((), (2.0,)):
+        obj = clone(proto.layer)
+        try:
+            getattr(obj, proto.forward)(*clone(given))
+            got.append(getattr(obj, proto.backward)(*args))
+        except Exception:  # noqa: BLE001 - it needs an argument: the output gradient
+            return False
+    a, b = (leaves(g) for g in got)
+    return bool(a) and len(a) == len(b) and all(
+        np.shape(u) == np.shape(v) and np.array_equal(u, v) for u, v in zip(a, b, strict=True))

@@ -42,6 +42,7 @@ from ._depends import (
 from ._discovery import (
     LayerConventionError,
     Param,
+    explicit_params,
     float_arrays,
     get_path,
     is_float_array,
@@ -89,6 +90,7 @@ from ._reading import (
     forward_output,
     linear,
     order_text,
+    output_doubt,
     output_path,
     probe,
 )
@@ -106,29 +108,6 @@ from ._tokens import spread_cache
 from ._told import observed_error
 
 __all__ = ["discover"]
-
-
-# -- explicit names --------------------------------------------------------------------------
-def _explicit(params: Any, grads: Any) -> list[Param]:
-    if not isinstance(params, dict):
-        raise TypeError("params= must be a dict of name -> path or callable")
-    if not params:
-        return []
-    if grads is None:
-        grads = {n: _default_grad_path(p) for n, p in params.items()}
-    if not isinstance(grads, dict) or set(grads) != set(params):
-        raise TypeError("grads= must be a dict with the same names as params=, got "
-                        f"{sorted(grads) if isinstance(grads, dict) else type(grads).__name__}")
-    for n, p in {**params, **grads}.items():
-        if not (callable(p) or isinstance(p, str)):
-            raise TypeError(f"params/grads[{n!r}] must be a path string or a callable")
-    return [Param(str(n), params[n], grads[n]) for n in params]
-
-
-def _default_grad_path(path: Any) -> str:
-    if isinstance(path, str) and re.fullmatch(r"[A-Za-z_]\w*", path):
-        return f"d{path}"
-    raise TypeError("grads= is needed when params= paths are not plain attribute names")
 
 
 def discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
@@ -191,7 +170,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         None if backward == "backward" else backward, inputs)
     shapes = [np.shape(x) if isinstance(x, np.ndarray) else
               "sequence" if isinstance(x, (list, tuple)) else None for x in inputs]
-    named = _explicit(params, grads) if params is not None else None
+    named = explicit_params(params, grads) if params is not None else None
     draws = draws or GlobalDraws()
     proto = Protocol(layer, forward, backward, len(inputs), [], wanted, shapes=shapes,
                      labels=[isinstance(x, np.ndarray) and zero_one(x) for x in inputs],
@@ -319,6 +298,8 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     if not proto.style:
         proto.style, proto.order, in_note = call_style(
             method, getattr(init, proto.forward), len(given), base, labels_of(proto, given))
+    if (doubt := output_doubt(proto.order, before, init, out, tuple(leaves(given)))):
+        raise ProtocolError("bad-protocol", doubt)
     if proto.style == UNSURE:
         settle(proto)
     if proto.style == EACH and not each_holds(proto, given):

@@ -173,6 +173,13 @@ def _unwrapped(layer: Any, fwds: list[str], bwds: list[str]) -> tuple[list[str],
     return [m for m in fwds if m != "__call__"] if len(inner) == 1 else fwds, bwds
 
 
+def _instead_note(called: bool, took: str | None, f: str, b: str, n: int) -> str:
+    if called:
+        return "forward() takes no input: the layer's own __call__ is read as the forward"
+    return (f"forward() cannot take {n} input(s): {f}(), which can, is read as the forward"
+            + (f", with {b}()" if b != "backward" else "")) if took else ""
+
+
 def method_pair(layer: Any, forward: str | None, backward: str | None,
                 inputs: tuple[Any, ...] = ()) -> tuple[str, str, str]:
     """The names of the forward and backward methods, and a note when they were found
@@ -190,13 +197,12 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
         layer, "forward", True) else f  # a stub beside methods of other names (forloss)
     b = backward if backward is not None else "backward" if has("backward") and not (
         stub(layer, "backward", False) and _methods(layer, _BACKWARD)) else None  # abstract
-    from ._takers import taking_instead  # forward(x, h) beside forward_sequence(xs)
+    from ._takers import taking_instead, twin_of  # forward_sequence(xs) beside forward(x, h)
     f = (took := taking_instead(layer, forward, f, inputs)) or f
+    b = twin_of(layer, took, backward) or b  # forward_sequence beside backward_sequence
     _given_exist(layer, forward, backward)
     if f is not None and b is not None:
-        return f, b, "forward() takes no input: the layer's own __call__ is read as the " \
-            "forward" if called else (f"forward() cannot take {len(inputs)} input(s): {f}(), "
-                                    "which can, is read as the forward") if took else ""
+        return f, b, _instead_note(called, took, f, b, len(inputs))
     fwds, bwds = _unwrapped(layer, *_named(layer, forward, b))
     if forward is None and f == "forward":  # forward() beside other forward-like methods
         fwds = _forward_alone(layer, fwds, bwds)

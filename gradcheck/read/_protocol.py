@@ -190,7 +190,8 @@ def _answering_all(obj: Any) -> set[type]:
 def _none_for_missing(o: Any) -> bool:
     """Whether ``o``'s class answers a name it lacks (``__setstate__``) with None."""
     hook = getattr(type(o), "__getattr__", None)
-    if hook is None or hasattr(type(o), "__setstate__"):
+    if hook is None or hasattr(type(o), "__setstate__") or any(
+            "__slots__" in vars(c) for c in type(o).__mro__):  # slots: not in its __dict__
         return False
     try:
         return hook(o, "__setstate__") is None

@@ -50,7 +50,8 @@ from ._watch import into_buffers, runs_forward, watched
 
 __all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "leaves",
-           "linear", "order_text", "output_path", "probe", "read_output", "unchanged"]
+           "linear", "order_text", "output_doubt", "output_path", "probe", "read_output",
+           "unchanged"]
 
 
 # -- how backward is called --------------------------------------------------------------------
@@ -495,3 +496,20 @@ def describe(arrays: dict[str, Any]) -> str:
 
 
 # -- the stored gradients ----------------------------------------------------------------------
+
+
+def output_doubt(order: Sequence[int | str | None], before: dict[str, tuple[int, np.ndarray]],
+                 after: Any, out: Any, kept: tuple[Any, ...]) -> str | None:
+    """For a backward taking the output gradient, then a cache read as the forward's
+    output (``backward(input, gradOutput, cache)``): why that is no reading, when the
+    forward also stored another array of the output's shape (``self.z``), which the cache
+    may be as well; else None."""
+    if OUTPUT not in order or None not in order or order.index(OUTPUT) < order.index(None):
+        return None
+    rivals = [p for p, v in stored(before, after, kept).items() if isinstance(out, np.ndarray)
+              and v.shape == out.shape and not np.array_equal(v, out)]
+    return None if not rivals else (
+        "the backward takes the inputs, the output gradient and one argument more, which "
+        f"may be the forward's output or what it stored of its shape ({', '.join(rivals)}); "
+        "which it is is not observed: check it with check_vjp(fwd, bwd, inputs), bwd "
+        "calling it as your code does")

@@ -25,7 +25,7 @@ from ._observe import (
 from ._protocol import GlobalDraws, clone
 
 __all__ = ["derivative_taker", "inputs_taker", "linear_after", "one_missing", "one_taker",
-           "step_taker", "taking_instead", "unnamed_pair"]
+           "step_taker", "taking_instead", "twin_of", "unnamed_pair"]
 
 
 def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any, ...]
@@ -314,6 +314,17 @@ def taking_instead(layer: Any, forward: str | None, f: str | None, inputs: tuple
             and takes(getattr(layer, m), len(inputs)) and positional_names(getattr(layer, m))]
     if not fits and getattr(type(layer).__call__, "__module__", "builtins") != "builtins" \
             and len(positional_names(layer.forward) or inputs) < len(inputs) \
-            and takes(layer.__call__, len(inputs)) and positional_names(layer.__call__):
+            and takes(layer.__call__, len(inputs)) and positional_names(layer.__call__) and \
+            positional_names(layer.backward, required=True) == (  # the cost's gradient,
+                positional_names(layer.__call__) or [])[:len(inputs)]:  # no dout: (x, t)
         fits = ["__call__"]  # a loss's __call__(x, t) beside its activation's forward(x)
     return fits[0] if len(fits) == 1 else None
+
+
+def twin_of(layer: Any, took: str | None, backward: str | None) -> str | None:
+    """The backward named as the forward ``took`` instead of ``forward`` is
+    (``backward_sequence`` beside ``forward_sequence``), when no backward was given."""
+    if not took or "forward" not in took or backward is not None:
+        return None
+    twin = took.replace("forward", "backward")
+    return twin if callable(getattr(layer, twin, None)) else None
