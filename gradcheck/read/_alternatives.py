@@ -129,7 +129,8 @@ def several_outputs(proto: Protocol, returned: Any, exc: UserCodeError) -> str:
     return (f"; the forward returns {len(returned)} arrays and the backward was given their "
             "gradients as one tuple: which output it differentiates cannot be told when one "
             "has an input's shape (a state); check a forward returning that output alone "
-            "with check_vjp (fwd = lambda x: (layer.forward(x)[0], x))")
+            "with check_vjp (fwd = lambda *a: (layer.forward(*a)[0], a) for the first, [1] "
+            f"for the second, taking the forward's {len(proto.shapes) or 'own'} input(s))")
 
 
 def penalty_checked(proto: Protocol, xs: list[Any], returned: Any, first: Any) -> Any:
