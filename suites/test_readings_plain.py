@@ -429,3 +429,37 @@ def test_a_binary_input_with_a_misnamed_gradient_still_blocks_the_reading():
         _net_forward, lambda X, Y, cache: _net_backward_binary_input(X, Y, cache, True),
         [(r.random((3, 5)) < 0.5).astype(float), np.array([[1.0, 0, 1, 1, 0]]), params])
     assert res.status == "bad-protocol" and "dA0" in res.message, res.report()
+
+
+# -- (cost, grad_weights, pred) of f(features, labels, weights, reg): the data constant --------
+def _softmax_regression(features, labels, weights, reg=0.0, bug=False):
+    z = features @ weights
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    n = features.shape[0]
+    cost = -np.log(p[np.arange(n), labels]).sum() / n + 0.5 * reg * np.sum(weights ** 2)
+    onehot = np.eye(weights.shape[1])[labels]
+    grad = features.T @ (p - onehot) / (1 if bug else n) + reg * weights
+    return cost, grad, np.argmax(p, 1)
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x2"])])
+def test_a_loss_returning_a_later_arguments_gradient_holds_the_data_constant(bug, names):
+    r = np.random.default_rng(801)
+    res = gradcheck.check_loss(lambda *a: _softmax_regression(*a, bug=bug),
+                               r.standard_normal((4, 3)), np.array([4, 0, 2, 1]),
+                               r.standard_normal((3, 5)), 0.5)
+    _expect(res, names)
+    assert any("x0 held constant" in n for n in res.notes), res.report()
+
+
+def test_a_forgotten_first_gradient_beside_one_of_its_shape_is_no_such_reading():
+    r = np.random.default_rng(802)
+    X, W = r.standard_normal((4, 3)), r.standard_normal((4, 3))
+
+    def fn(x, w):  # returns dW where dx belongs, both of one shape: read as x's
+        return float(np.sum(x * w)), x, 0
+
+    res = gradcheck.check_loss(fn, X, W)
+    assert res.status == "mismatch" and not any("held constant" in n for n in res.notes), \
+        res.report()

@@ -59,7 +59,9 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
             fn = _swapped(fn)
         extras = "" if isinstance(args[0], dict) else _extra_items(fn, args)  # (by items_read)
         items = None
-        if extras:
+        if extras and (held := items_read(fn, args)) is not None and held.held:
+            extras, items, fn = "", held, held.fn  # (cost, dweights, pred): data first
+        elif extras:
             fn = _first_two(fn)
         elif _more_gradients(fn, args) is None and (items := items_read(fn, args)):
             fn = items.fn
@@ -75,7 +77,8 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         elif k:
             res = _labels_first(fn, args, k, opts)
         elif items:
-            res = _loss_check(fn, args, 0, opts, more=items.more)
+            first, rest = (items.more[0], items.more[1:]) if items.held else (0, items.more)
+            res = _loss_check(fn, args, first, opts, more=rest)
             res.notes.append(items.note)
         elif (more := _more_gradients(fn, args)) is not None:
             res = _loss_check(fn, args, 0, opts, more=more)

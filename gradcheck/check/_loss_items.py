@@ -30,6 +30,7 @@ class Items(NamedTuple):
     fn: Callable[..., Any]
     more: list[int]
     note: str
+    held: bool = False  # no item of x0's shape: x0 held constant
 
 
 def _copies(args: list[Any]) -> list[Any]:
@@ -116,9 +117,11 @@ def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, int] |
             slots[j] = fits[0]
         elif fits:
             return None
-    if 0 not in slots or len(set(slots.values())) != len(slots):
-        return None
-    return slots
+    if len(set(slots.values())) != len(slots) or (0 not in slots and (
+            len(slots) != 1 or any(_float_array(o) and o.shape == args[0].shape
+                                   for i, o in enumerate(out) if i != loss))):
+        return None  # (x0 with no item of its shape beside one other argument's gradient:
+    return slots  # the data of softmaxRegression(features, labels, weights): constant)
 
 
 def _reordered(fn: Callable[..., Any], picks: list[int], n: int,
@@ -185,15 +188,16 @@ def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
     slots = None if loss is None else _slots(args, out, loss)
     if loss is None or slots is None:
         return None
-    more = sorted(slots)[1:]
+    more = sorted(slots)[1:] if 0 in slots else sorted(slots)
     left = [i for i in range(len(out)) if i != loss and i not in slots.values()]
     if any(_float_array(out[i]) for i in left):  # an array that may be the gradient of
         return None  # something held constant: no verdict on part of what it returns
     names = "".join(f", item {slots[j]} x{j}'s gradient" for j in more)
+    first = f"item {slots[0]} x0's gradient" if 0 in slots else (
+        "no item of x0's shape (x0 held constant: its gradient is not returned)")
     note = (f"fn returns {len(out)} items, read by what they do: item {loss} is the loss "
-            f"(the one float scalar that moves with x0), item {slots[0]} x0's gradient"
-            f"{names} (of its shape)"
+            f"(the one float scalar that moves with x0), {first}{names} (of its shape)"
             + (f"; items {left} are not checked (no float argument's gradient)" if left
                else ""))
-    picks = [loss, slots[0], *(slots[j] for j in more)]
-    return Items(_reordered(fn, picks, len(out)), more, note)
+    picks = [loss, *([slots[0]] if 0 in slots else []), *(slots[j] for j in more)]
+    return Items(_reordered(fn, picks, len(out)), more, note, 0 not in slots)
