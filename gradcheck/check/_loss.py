@@ -24,7 +24,7 @@ from ..read._conventions import zero_one
 from ..read._protocol import ProtocolError, map_arrays
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
-from ._loss_items import items_read
+from ._loss_items import Items, items_read
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -57,14 +57,7 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     with np.errstate(all="ignore"):
         if swapped := _gradient_first(fn, args):
             fn = _swapped(fn)
-        extras = "" if isinstance(args[0], dict) else _extra_items(fn, args)  # (by items_read)
-        items = None
-        if extras and (held := items_read(fn, args)) is not None and held.held:
-            extras, items, fn = "", held, held.fn  # (cost, dweights, pred): data first
-        elif extras:
-            fn = _first_two(fn)
-        elif _more_gradients(fn, args) is None and (items := items_read(fn, args)):
-            fn = items.fn
+        fn, items, extras = _items_of(fn, args)
         coarse = _unresolved(fn, args)
         if coarse:
             res = _error_result(ProtocolError("inconclusive", coarse), opts.seed, opts.name,
@@ -95,6 +88,20 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
                          "argument being one), so not checked")
     record(res)
     return res
+
+
+def _items_of(fn: Callable[..., Any], args: list[Any]
+              ) -> tuple[Callable[..., Any], Items | None, str]:
+    """``fn`` read as ``(loss, gradients...)`` with the reading of its items (see
+    :mod:`._loss_items`), or with the items after the first two left unread, named."""
+    extras = "" if isinstance(args[0], dict) else _extra_items(fn, args)  # (by items_read)
+    if extras and (held := items_read(fn, args)) is not None and held.held:
+        return held.fn, held, ""  # (cost, dweights, pred): the data first, constant
+    if extras:
+        return _first_two(fn), None, extras
+    if _more_gradients(fn, args) is None and (items := items_read(fn, args)):
+        return items.fn, items, ""
+    return fn, None, ""
 
 
 def _loss_check(fn: Callable[..., Any], args: list[Any], k: int, opts: Options,
