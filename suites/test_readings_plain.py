@@ -463,3 +463,24 @@ def test_a_forgotten_first_gradient_beside_one_of_its_shape_is_no_such_reading()
     res = gradcheck.check_loss(fn, X, W)
     assert res.status == "mismatch" and not any("held constant" in n for n in res.notes), \
         res.report()
+
+
+def _fbprop(data, labels, params, dims, bug=False):
+    """cs224n ``forward_backward_prop``: ``(cost, grad)``, ``grad`` the flat gradient of
+    ``params`` (W1, b1 packed), the data first."""
+    n_in, n_h = dims
+    W1 = params[:n_in * n_h].reshape(n_in, n_h)
+    b1 = params[n_in * n_h:].reshape(1, n_h)
+    h = 1 / (1 + np.exp(-(data @ W1 + b1)))
+    cost = float(np.sum((h - labels) ** 2))
+    dz = 2 * (h - labels) * (1 if bug else h * (1 - h))
+    return cost, np.concatenate([(data.T @ dz).ravel(), dz.sum(0)])
+
+
+@pytest.mark.parametrize("bug, names", [(False, None), (True, ["x2"])])
+def test_a_cost_and_the_flat_gradient_of_a_later_argument(bug, names):
+    r = np.random.default_rng(811)
+    res = gradcheck.check_loss(lambda *a: _fbprop(*a, bug=bug), r.standard_normal((4, 3)),
+                               r.standard_normal((4, 2)), r.standard_normal(3 * 2 + 2), (3, 2))
+    _expect(res, names)
+    assert any("x0 held constant" in n for n in res.notes), res.report()

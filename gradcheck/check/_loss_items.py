@@ -182,12 +182,12 @@ def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
         return _dict_read(fn, args)
     if not _float_array(args[0]) or args[0].size < 2:
         return None
-    out, loss = _ran(fn, args, 3)
+    out, loss = _ran(fn, args, 2)
     if out is None:
         return None
     slots = None if loss is None else _slots(args, out, loss)
-    if loss is None or slots is None:
-        return None
+    if loss is None or slots is None or (len(out) == 2 and 0 in slots):
+        return None  # (loss, dx): the plain reading; (cost, grad_params): the data held
     more = sorted(slots)[1:] if 0 in slots else sorted(slots)
     left = [i for i in range(len(out)) if i != loss and i not in slots.values()]
     if any(_float_array(out[i]) for i in left):  # an array that may be the gradient of
