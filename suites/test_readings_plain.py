@@ -484,3 +484,13 @@ def test_a_cost_and_the_flat_gradient_of_a_later_argument(bug, names):
                                r.standard_normal((4, 2)), r.standard_normal(3 * 2 + 2), (3, 2))
     _expect(res, names)
     assert any("x0 held constant" in n for n in res.notes), res.report()
+
+
+def test_check_loss_on_a_word_first_says_to_put_the_float_array_first():
+    def skipgram(word, W):
+        return float(np.sum(W ** 2)), 2 * W
+
+    with pytest.raises(TypeError, match="takes? the float array first|taking the float array"):
+        gradcheck.check_loss(skipgram, "a", np.ones((2, 2)))
+    res = gradcheck.check_loss(lambda W, word: skipgram(word, W), np.ones((2, 2)), "a")
+    assert res.passed, res.report()

@@ -53,6 +53,7 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     opts = validate_options("check_loss", **options)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    _differentiable_first(x)
     args = [x, *constants]
     with np.errstate(all="ignore"):
         if swapped := _gradient_first(fn, args):
@@ -454,3 +455,15 @@ def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any)
     passed."""
     __tracebackhide__ = True
     return raise_unless_passed(check_loss(fn, x, *constants, **options))
+
+
+def _differentiable_first(x: Any) -> None:
+    """A ``TypeError`` saying what to do when ``x``, the argument check_loss
+    differentiates, is text (a word of a word2vec ``skipgram(word, ..., W)``)."""
+    if isinstance(x, (str, bytes)) or (isinstance(x, np.ndarray) and x.dtype.kind in "OSUV"):
+        what = f" of dtype {x.dtype}" if isinstance(x, np.ndarray) else f" {x!r:.40}"
+        raise TypeError(
+            f"check_loss: x is {type(x).__name__}{what}, which has no gradient; check_loss "
+            "differentiates its first argument and holds the others constant: give a "
+            "function taking the float array first, e.g. check_loss(lambda W, *c: "
+            "fn(word, *c, W), W, *others) for fn(word, ..., W)")
