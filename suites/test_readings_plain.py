@@ -494,3 +494,42 @@ def test_check_loss_on_a_word_first_says_to_put_the_float_array_first():
         gradcheck.check_loss(skipgram, "a", np.ones((2, 2)))
     res = gradcheck.check_loss(lambda W, word: skipgram(word, W), np.ones((2, 2)), "a")
     assert res.passed, res.report()
+
+
+# -- review 90: where holding the data constant must not reach --------------------------------
+def test_a_dx_summed_to_a_later_arguments_shape_is_still_a_shape_mismatch():
+    r = np.random.default_rng(821)
+
+    def fn(x, b):  # dx summed over the batch by mistake: b's shape, b's values
+        return float(0.5 * np.sum((x + b) ** 2)), (x + b).sum(0)
+
+    res = gradcheck.check_loss(fn, r.standard_normal((5, 3)), r.standard_normal(3))
+    assert res.status == "shape-mismatch", res.report()
+
+
+def test_a_flattened_gradient_of_the_scores_is_never_read_as_the_labels():
+    r = np.random.default_rng(822)
+    y = (r.random(6) < 0.5).astype(float)
+
+    def bce(s, y):
+        p = 1 / (1 + np.exp(-s[:, 0]))
+        return float(-np.sum(y * np.log(p) + (1 - y) * np.log(1 - p))), p - y
+
+    res = gradcheck.check_loss(bce, r.standard_normal((6, 1)), y)
+    assert res.status == "shape-mismatch", res.report()
+
+
+def test_a_later_argument_the_loss_does_not_move_with_is_no_reading():
+    r = np.random.default_rng(823)
+
+    def fn(x, W):
+        return float(np.sum(x ** 2)), np.zeros_like(W)
+
+    res = gradcheck.check_loss(fn, r.standard_normal((4, 3)), r.standard_normal((3, 5)))
+    assert not res.passed, res.report()
+
+
+@pytest.mark.parametrize("x", [["a", "b"], None])
+def test_check_loss_on_words_or_none_first_says_to_put_the_float_array_first(x):
+    with pytest.raises(TypeError, match="taking the float array first"):
+        gradcheck.check_loss(lambda w, W: (float(np.sum(W ** 2)), 2 * W), x, np.ones((2, 2)))

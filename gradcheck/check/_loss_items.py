@@ -120,8 +120,37 @@ def _slots(args: list[Any], out: tuple[Any, ...], loss: int) -> dict[int, int] |
     if len(set(slots.values())) != len(slots) or (0 not in slots and (
             len(slots) != 1 or any(_float_array(o) and o.shape == args[0].shape
                                    for i, o in enumerate(out) if i != loss))):
-        return None  # (x0 with no item of its shape beside one other argument's gradient:
-    return slots  # the data of softmaxRegression(features, labels, weights): constant)
+        return None
+    return slots
+
+
+def _held(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...], loss: int,
+          slots: dict[int, int]) -> bool:
+    """Whether x0, with no item of its shape, is read as data held constant beside the
+    one later argument ``j`` whose gradient is returned (the data of
+    ``softmaxRegression(features, labels, weights)``): ``j`` holds no 0/1 labels, its
+    gradient's shape is none x0's could take by a bug (x0's size, its axes reversed,
+    some of them summed out) and the loss moves when ``j`` moves."""
+    ((j, i),) = slots.items()
+    x0, shape = np.shape(args[0]), np.shape(out[i])
+    if zero_one(args[j]) or int(np.prod(shape)) == int(np.prod(x0)) or shape == x0[::-1] \
+            or _sub_shape(shape, x0):
+        return False
+    moved = list(args)
+    moved[j] = _moved(args[j], 1e-3 * (1.0 + float(np.abs(args[j]).mean())))
+    try:
+        again = fn(*_copies(moved))
+    except Exception:  # noqa: BLE001 - no evidence: no such reading
+        return False
+    return isinstance(again, tuple) and len(again) == len(out) and _float_scalar(
+        again[loss]) and float(again[loss]) != float(out[loss])
+
+
+def _sub_shape(shape: tuple[int, ...], x0: tuple[int, ...]) -> bool:
+    """Whether ``shape`` is ``x0`` with some axes summed out (dropped or kept as 1)."""
+    kept = [d for d in shape if d != 1]
+    it = iter(x0)
+    return all(any(d == e for e in it) for d in kept)
 
 
 def _reordered(fn: Callable[..., Any], picks: list[int], n: int,
@@ -186,7 +215,8 @@ def items_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
     if out is None:
         return None
     slots = None if loss is None else _slots(args, out, loss)
-    if loss is None or slots is None or (len(out) == 2 and 0 in slots):
+    if loss is None or slots is None or (len(out) == 2 and 0 in slots) or (
+            0 not in slots and not _held(fn, args, out, loss, slots)):
         return None  # (loss, dx): the plain reading; (cost, grad_params): the data held
     more = sorted(slots)[1:] if 0 in slots else sorted(slots)
     left = [i for i in range(len(out)) if i != loss and i not in slots.values()]
