@@ -10,12 +10,15 @@ a cache) to detect mutation; and turns an exception raised by the user's code in
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import copyreg
 import inspect
 import os
 import random
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, TypeVar
 
@@ -165,26 +168,12 @@ def clone(obj: _T) -> _T:
 
 
 def _answering_all(obj: Any) -> set[type]:
-    """The classes in ``obj``'s attributes, nested containers included, whose
-    ``__getattr__`` answers every name (``None`` for a missing one), so that copying
-    calls the ``__setstate__`` it seems to have."""
-    seen: set[int] = set()
-    found: set[type] = set()
-    todo = [obj]
-    while todo and len(seen) < 10_000:
-        o = todo.pop()
-        if id(o) in seen or isinstance(o, (np.ndarray, str, bytes, int, float, type)):
-            continue
-        seen.add(id(o))
-        if isinstance(o, dict):
-            todo += list(o.values())
-        elif isinstance(o, (list, tuple, set)):
-            todo += list(o)
-        elif isinstance(getattr(o, "__dict__", None), dict):
-            if _none_for_missing(o):
-                found.add(type(o))
-            todo += list(vars(o).values())
-    return found
+    """The classes of ``obj`` and what it holds whose ``__getattr__`` answers every name
+    (``None`` for a missing one), so that copying calls the ``__setstate__`` it seems to
+    have."""
+    from ._discovery import walk  # (it imports this module)
+
+    return {type(v) for v in [obj, *(v for _, v in walk(obj))] if _none_for_missing(v)}
 
 
 def _none_for_missing(o: Any) -> bool:
@@ -205,23 +194,18 @@ def _rebuilt(cls: Any, state: dict[str, Any]) -> Any:
     return new
 
 
-class _by_their_dicts:
+@contextlib.contextmanager
+def _by_their_dicts(classes: set[type]) -> Iterator[None]:
     """Within it, objects of ``classes`` are deep-copied by their ``__dict__`` alone."""
-
-    def __init__(self, classes: set[type]) -> None:
-        import copyreg
-
-        self.table, self.classes = copyreg.dispatch_table, classes
-        self.saved = {c: self.table[c] for c in classes if c in self.table}
-
-    def __enter__(self) -> None:
-        for c in self.classes:
-            self.table[c] = lambda o: (_rebuilt, (type(o), vars(o)))
-
-    def __exit__(self, *exc: object) -> None:
-        for c in self.classes:
-            self.table.pop(c, None)
-        self.table.update(self.saved)
+    saved = {c: copyreg.dispatch_table[c] for c in classes if c in copyreg.dispatch_table}
+    try:
+        for c in classes:
+            copyreg.dispatch_table[c] = lambda o: (_rebuilt, (type(o), vars(o)))
+        yield
+    finally:
+        for c in classes:
+            copyreg.dispatch_table.pop(c, None)
+        copyreg.dispatch_table.update(saved)
 
 
 def _with_attributes(copied: _T, memo: dict[int, Any]) -> _T:
