@@ -60,6 +60,7 @@ from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clo
 from ..read._reading import GlobalDraws
 from ..read._takers import one_taker
 from ._core import raise_unless_passed, run_protocol_check
+from ._first_use import fed_stand_in, warmed
 from ._gradients import plain_result
 from ._options import Options, validate_options
 from ._recording import record
@@ -201,7 +202,12 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
              opts: Options) -> CheckResult:
     """``res``, or the check under another reading its failure points to: ``__call__``
     as the forward (it stores what the backward needs), or the one other linear method
-    as the backward when the one named so is a step (:func:`_step_named_backward`)."""
+    as the backward when the one named so is a step (:func:`_step_named_backward`); a
+    copy that ran once when the forward raised for weights its first use builds, and a
+    backward handed a stand-in for the optimizer it takes (:mod:`._first_use`)."""
+    if res.status == "error" and (again := _first_use(res, layer, inputs, forward, backward,
+                                                      params, grads, wrt, output, opts)):
+        return again
     if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
         again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
         if again.status != "error":
@@ -217,6 +223,28 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
         if again.status not in ("error", "bad-protocol"):
             return _noted(again, f"{other[0]}() {other[2]}")
     return res
+
+
+def _first_use(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str | None,
+               backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
+               opts: Options) -> CheckResult | None:
+    """The check of the copy :func:`warmed` or :func:`fed_stand_in` makes, when it gets
+    past the error; None otherwise."""
+    for make in (warmed, fed_stand_in):
+        made = make(layer, inputs, res.error or {}, forward) if make is warmed else \
+            make(layer, inputs, res.error or {}, forward, backward)
+        if made is None:
+            continue
+        try:
+            again = _checked(made[0], inputs, forward, backward, params, grads, wrt, output,
+                             opts)
+        except LayerConventionError as exc:  # read that way, an array is left unread
+            raise LayerConventionError(f"{exc} ({made[1]})") from None
+        again = _retried(again, made[0], inputs, forward, backward, params, grads, wrt,
+                         output, opts)
+        if again.status != "error":
+            return _noted(again, made[1])
+    return None
 
 
 def _stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
