@@ -109,3 +109,31 @@ def test_a_real_optimizer_is_what_the_layer_was_trained_with_not_what_is_checked
 
     res = gradcheck.check_layer(_Broken(2), x)
     assert res.status == "error" and "missing" in res.message, res.report()
+
+
+class _Rebinding:
+    """``self.weights = optimizer.update(self.weights, wg, name=...)``: the optimizer
+    returns the new array; a training flag beside the input (m-J-K-b's DenseLayer)."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(736)
+        self.weights, self.bias, self.bug = r.standard_normal((2, 3)), r.standard_normal(2), bug
+
+    def forward(self, x, training):
+        if training:
+            self._x = x
+        return x @ self.weights.T + self.bias
+
+    def backward(self, grad, optimizer):
+        dx = grad @ self.weights
+        bg = grad.mean(0) if self.bug else grad.sum(0)
+        self.weights = optimizer.update(self.weights, (self._x.T @ grad).T, name="w")
+        self.bias = optimizer.update(self.bias, bg, name="b")
+        return dx
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["bias"])])
+def test_an_optimizer_returning_the_new_parameter(bug, failing):
+    res = gradcheck.check_layer(_Rebinding(bug), _x(737), True)
+    _expect(res, failing)
+    assert res.coverage == "checked 3/3 tensors", res.report()

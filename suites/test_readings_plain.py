@@ -533,3 +533,27 @@ def test_a_later_argument_the_loss_does_not_move_with_is_no_reading():
 def test_check_loss_on_words_or_none_first_says_to_put_the_float_array_first(x):
     with pytest.raises(TypeError, match="taking the float array first"):
         gradcheck.check_loss(lambda w, W: (float(np.sum(W ** 2)), 2 * W), x, np.ones((2, 2)))
+
+
+# -- check_elementwise: a derivative written in the function's output ----------------------
+def _sig(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_a_derivative_of_the_output_is_no_verdict_and_says_the_call_that_checks_it(name):
+    """``dsigmoid(a) = a * (1 - a)`` taking the activation (corpora 202, 205): right as
+    ``df(f(x))``, wrong as ``df(x)``; which one the caller hands it is not observed."""
+    f, df = (_sig, lambda a: a * (1 - a)) if name == "sigmoid" else (np.tanh, lambda a: 1 - a ** 2)
+    x = np.random.default_rng(741).standard_normal((3, 4))
+    res = gradcheck.check_elementwise(f, df, x)
+    assert res.status == "bad-protocol" and not res.passed, res.report()
+    assert "lambda x: df(f(x))" in res.message, res.message
+    _expect(gradcheck.check_elementwise(f, lambda v: df(f(v)), x), None)
+
+
+def test_a_wrong_derivative_of_the_output_is_a_mismatch_either_way():
+    x = np.random.default_rng(742).standard_normal((3, 4))
+    res = gradcheck.check_elementwise(_sig, lambda a: a * (1 + a), x)
+    _expect(res, ["x0"])
+    _expect(gradcheck.check_elementwise(_sig, lambda v: _sig(v) * (1 + _sig(v)), x), ["x0"])

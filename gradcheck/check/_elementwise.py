@@ -105,6 +105,12 @@ def check_elementwise(
                                  origins={"forward": f, "backward": df})
     res.notes += [note] if note else []
     res.notes += said[:1]
+    if res.status == "mismatch" and _of_the_output(f, df, args, k, opts):
+        res.status, res.message = "bad-protocol", (
+            f"df(x{k}) is not f's derivative at x{k}, but df(f(x{k})) is, at every element: "
+            "a derivative written in f's output (sigmoid's s * (1 - s) of s = f(x)), or one "
+            "applied to the wrong tensor; which is meant cannot be observed. If df takes "
+            f"the output: check_elementwise(f, lambda x: df(f(x)), x)")
     if wrote and res.status == "ok":
         res.passed, res.status, res.message = False, "mutation", (
             f"{wrote[0]}: the derivative is right (checked on a fresh copy per call), but "
@@ -114,6 +120,24 @@ def check_elementwise(
         res.notes.append(f"{wrote[0]} (each call was given a fresh copy)")
     record(res)
     return res
+
+
+def _of_the_output(f: Callable[..., Any], df: Callable[..., Any], args: tuple[Any, ...],
+                   k: int, opts: Any) -> bool:
+    """Whether ``df`` given ``f``'s output in place of argument ``k`` passes where given
+    the argument it failed (a derivative taking the activation: ``s * (1 - s)``)."""
+    def df_out(*xs: Any) -> Any:
+        y = f(*[np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs])
+        return df(*[np.asarray(y) if j == k else x for j, x in enumerate(xs)])
+
+    fwd, bwd = _as_layer(f, df_out, k, [], [])
+    try:
+        with np.errstate(all="ignore"):
+            alt = run_protocol_check(fwd, bwd, _as_arrays(args, k), [k], opts,
+                                     kind="elementwise", origins={"forward": f, "backward": df})
+    except Exception:  # noqa: BLE001 - no evidence for that reading: the mismatch stands
+        return False
+    return alt.status == "ok"
 
 
 def _prediction_after_labels(args: tuple[Any, ...]) -> int | None:

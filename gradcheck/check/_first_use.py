@@ -78,7 +78,7 @@ def warmed(layer: Any, inputs: tuple[Any, ...], error: dict[str, str],
 
 
 class _StandIn:
-    """Answers every method with a recorder of its arguments; returns None."""
+    """Answers every method with a recorder of its arguments (:meth:`_take`)."""
 
     def __init__(self, root: Any) -> None:
         self._root, self._seen = root, set()
@@ -88,11 +88,14 @@ class _StandIn:
         if method.startswith("__"):
             raise AttributeError(method)
 
-        def record(*args: Any, **kwargs: Any) -> None:
-            self._take(list(args) + list(kwargs.values()))
+        def record(*args: Any, **kwargs: Any) -> Any:
+            return self._take(list(args) + list(kwargs.values()))
         return record
 
-    def _take(self, args: list[Any]) -> None:
+    def _take(self, args: list[Any]) -> Any:
+        """Stores each gradient handed beside a parameter; returns the parameter as it
+        was (``self.W = opt.update(self.W, dW)`` keeps it), None when none was handed."""
+        kept = None
         owners = {id(v): (o, k) for o in _holders(self._root)
                   for k, v in vars(o).items() if is_float_array(v)}
         for i, a in enumerate(args):
@@ -107,6 +110,8 @@ class _StandIn:
                          and np.shape(g) == np.shape(value)), None)
             if is_float_array(value) and grad is not None:
                 self._store(*target, np.array(grad, copy=True))
+                kept = value if kept is None else kept
+        return kept
 
     def _store(self, obj: Any, name: str, grad: np.ndarray) -> None:
         key = f"{name}_grad"

@@ -1,7 +1,9 @@
 """Which of the arrays a forward returning None stored is its output, when it stored
 several that depend on the inputs: not one stored as another's derivative (``h`` and
 ``diff_h``), and, of the rest, the one array of the layer's reaches when it reaches no
-other (a batch norm's ``output`` beside its ``mean``, ``var`` and ``inputs_norm``)."""
+other (a batch norm's ``output`` beside its ``mean``, ``var`` and ``inputs_norm``); else
+the one whose shape the backward takes a gradient of (a list of every layer's
+activations, ``act_val``, whose last the backward's first step multiplies)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ._discovery import get_path, set_path, try_path
-from ._observe import last_name
+from ._observe import last_name, positional_names
 from ._protocol import clone
 
-__all__ = ["narrowed"]
+__all__ = ["narrowed", "taken_by_backward"]
 
 #: A derivative's name: its array's, after ``diff_`` or ``deriv_`` (``diff_h_output``).
 _DERIVED = re.compile(r"_*(diff|deriv(ative)?)_*", re.I)
@@ -69,3 +71,29 @@ def _reach(cands: dict[str, np.ndarray], layer: Any, held: list[str],
                     a.shape == b.shape and np.array_equal(a, b, equal_nan=True)):
                 out[p].add(h)
     return {p: frozenset(r) for p, r in out.items()}
+
+
+def taken_by_backward(cands: dict[str, np.ndarray], after: Any, backward: str
+                      ) -> tuple[dict[str, np.ndarray], str]:
+    """When the candidates are all items of one list (every layer's activations), the
+    one whose shape ``after.backward`` (one output gradient: ``after`` ran the forward)
+    takes a gradient of, the others' shapes all differing from it and raising; ``cands``
+    as they were otherwise."""
+    method = getattr(after, backward, None)
+    lists = {re.sub(r"\[\d+\]$", "", p) for p in cands}
+    if len(lists) != 1 or any(not re.search(r"\[\d+\]$", p) for p in cands) or method is None or len(positional_names(method, required=True) or []) != 1:
+        return cands, ""
+    runs: dict[str, bool] = {}
+    for p, v in cands.items():
+        try:
+            with np.errstate(all="ignore"):
+                getattr(clone(after), backward)(np.ones_like(v, dtype=np.float64))
+            runs[p] = True
+        except Exception:  # noqa: BLE001 - a gradient of that shape is not what it takes
+            runs[p] = False
+    ok = [p for p, r in runs.items() if r]
+    if len(ok) != 1 or any(cands[q].shape == cands[ok[0]].shape for q in cands if q != ok[0]):
+        return cands, ""
+    (p,) = ok
+    return {p: cands[p]}, (f"{backward}() takes a gradient of its shape {cands[p].shape} "
+                           f"and raises given one of {', '.join(q for q in cands if q != p)}'s")

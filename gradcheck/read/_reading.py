@@ -32,7 +32,7 @@ from ._observe import (
     positional_names,
     stored,
 )
-from ._output_pick import narrowed
+from ._output_pick import narrowed, taken_by_backward
 from ._protocol import GlobalDraws, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
 from ._tokens import (
@@ -372,6 +372,8 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
                       "that moves with the inputs")
     cands, why = narrowed(cands, layer, list(before), lambda o: forward_output(o, method, clone(
         inputs), draws, None))  # several: not a derivative, what the weights reach
+    if len(cands) > 1 and backward is not None and not why:
+        cands, why = taken_by_backward(cands, init, backward)
     if not cands:  # an identity: the output is an input itself, kept under another name
         kept_as = [k for k, v in vars(init).items() if any(v is x for x in kept)] if hasattr(
             init, "__dict__") else []
