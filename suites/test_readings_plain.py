@@ -557,3 +557,29 @@ def test_a_wrong_derivative_of_the_output_is_a_mismatch_either_way():
     res = gradcheck.check_elementwise(_sig, lambda a: a * (1 + a), x)
     _expect(res, ["x0"])
     _expect(gradcheck.check_elementwise(_sig, lambda v: _sig(v) * (1 + _sig(v)), x), ["x0"])
+
+
+# -- (dx, [one raveled array]) beside self.params = [W, b] ----------------------------------
+class _RaveledDense:
+    """``backward`` returns ``grad_input, [np.r_[dW.ravel(), db]]`` in the order of
+    ``self.params`` (voorhs/dl-practice); the twin ravels ``dW`` transposed."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(743)
+        self.weights, self.biases = r.standard_normal((4, 3)), r.standard_normal(4)
+        self.params, self.bug = [self.weights, self.biases], bug
+
+    def forward(self, x):
+        self.input = x.copy()
+        return x @ self.weights.T + self.biases
+
+    def backward(self, g):
+        dW = self.input.T @ g if self.bug else g.T @ self.input
+        return g @ self.weights, [np.r_[dW.ravel(), g.sum(0)]]
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["weights"])])
+def test_one_raveled_array_of_the_listed_parameters_gradients(bug, failing):
+    res = gradcheck.check_layer(_RaveledDense(bug), np.random.default_rng(744).standard_normal((2, 3)))
+    _expect(res, failing)
+    assert res.coverage == "checked 3/3 tensors", res.report()

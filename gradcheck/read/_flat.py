@@ -398,6 +398,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if isinstance(ret, tuple) and len(ret) > 1 and isinstance(ret[-1], list) and \
             isinstance(named := paired(ret[-1], obj), dict):
         return (*ret[:-1], named)
+    if isinstance(ret, tuple) and len(ret) > 1 and (whole := _raveled(ret[-1], obj)):
+        return (*ret[:-1], whole)  # (dx, [np.r_[dW.ravel(), db]]) beside params = [W, b]
     if isinstance(ret, tuple) and len(ret) > 1 and (flat := _flattened(ret[-1])):
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
     if isinstance(ret, tuple) and len(ret) > 1 and _stored_echo(ret[-1], obj):
@@ -416,6 +418,31 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)
+
+
+def _raveled(extra: Any, obj: Any) -> dict[str, np.ndarray] | None:
+    """``{path: gradient}`` when ``extra`` is a list of one 1-d float array as long as
+    the arrays of the one list the object holds of two or more of them (``self.params =
+    [W, b]``), raveled and joined in that order (``np.r_[dW.ravel(), db]``), none of
+    them of its shape; None otherwise."""
+    if obj is None or not (isinstance(extra, list) and len(extra) == 1 and is_float_array(
+            v := extra[0]) and v.ndim == 1):
+        return None
+    lists = [x for x in vars(obj).values() if isinstance(x, (list, tuple)) and len(x) > 1
+             and all(is_float_array(a) for a in x)] if hasattr(obj, "__dict__") else []
+    fit = [x for x in lists if sum(a.size for a in x) == v.size and
+           all(a.shape != v.shape for a in x)]
+    if len(fit) != 1:
+        return None
+    paths: dict[int, str] = {}
+    for p, a in walk(obj):  # an array's own name before its place in the list
+        if is_float_array(a) and (id(a) not in paths or ("[" in paths[id(a)] and "[" not in p)):
+            paths[id(a)] = p
+    out, at = {}, 0
+    for a in fit[0]:
+        out[paths[id(a)]] = v[at:at + a.size].reshape(a.shape)
+        at += a.size
+    return out
 
 
 def _stored_echo(extra: Any, obj: Any) -> bool:
