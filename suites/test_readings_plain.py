@@ -580,6 +580,58 @@ class _RaveledDense:
 
 @pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["weights"])])
 def test_one_raveled_array_of_the_listed_parameters_gradients(bug, failing):
-    res = gradcheck.check_layer(_RaveledDense(bug), np.random.default_rng(744).standard_normal((2, 3)))
+    x = np.random.default_rng(744).standard_normal((2, 3))
+    res = gradcheck.check_layer(_RaveledDense(bug), x)
     _expect(res, failing)
     assert res.coverage == "checked 3/3 tensors", res.report()
+
+
+# -- check_model: parameters as objects holding a value and a gradient ----------------------
+class _Param:
+    def __init__(self, value):
+        self.value, self.grad = value, np.zeros_like(value)
+
+
+class _ParamNet:
+    """dlcourse.ai's convention: ``params()`` returns ``{name: Param}``;
+    ``compute_loss_and_gradients(X, y)`` returns the loss and leaves each gradient in
+    ``.grad``. The twin forgets the L2 term's gradient."""
+
+    def __init__(self, bug=False, step=False):
+        r = np.random.default_rng(745)
+        self.W, self.B = _Param(r.standard_normal((3, 2))), _Param(r.standard_normal((1, 2)))
+        self.bug, self.step, self.reg = bug, step, 0.1
+
+    def params(self):
+        return {"W": self.W, "B": self.B}
+
+    def compute_loss_and_gradients(self, X, y):
+        z = X @ self.W.value + self.B.value
+        loss = 0.5 * np.sum((z - y) ** 2) + self.reg * np.sum(self.W.value ** 2)
+        self.W.grad = X.T @ (z - y) + (0 if self.bug else 2 * self.reg * self.W.value)
+        self.B.grad = (z - y).sum(0)  # (2,) for B (1, 2): a size-1 axis apart
+        if self.step:  # a training step: the values move, no reading
+            self.W.value = self.W.value - 0.1 * self.W.grad
+        return loss
+
+    def predict(self, X):
+        return X @ self.W.value
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["W"])])
+def test_a_model_of_parameter_objects_read_through_the_method_filling_their_gradients(
+        bug, failing):
+    rng = np.random.default_rng(746)
+    net = _ParamNet(bug)
+    kept = net.W.grad
+    res = gradcheck.check_model(net, rng.standard_normal((4, 3)), rng.standard_normal((4, 2)))
+    _expect(res, failing)
+    assert any("compute_loss_and_gradients" in n and ".grad" in n for n in res.notes), res.notes
+    assert net.W.grad is kept  # the model's gradient attributes as they were
+
+
+def test_a_method_that_moves_the_values_is_no_gradient_of_parameter_objects():
+    rng = np.random.default_rng(747)
+    with pytest.raises(TypeError, match="must have 'params'"):
+        gradcheck.check_model(_ParamNet(step=True), rng.standard_normal((4, 3)),
+                              rng.standard_normal((4, 2)))

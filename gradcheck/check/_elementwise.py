@@ -105,12 +105,7 @@ def check_elementwise(
                                  origins={"forward": f, "backward": df})
     res.notes += [note] if note else []
     res.notes += said[:1]
-    if res.status == "mismatch" and _of_the_output(f, df, args, k, opts):
-        res.status, res.message = "bad-protocol", (
-            f"df(x{k}) is not f's derivative at x{k}, but df(f(x{k})) is, at every element: "
-            "a derivative written in f's output (sigmoid's s * (1 - s) of s = f(x)), or one "
-            "applied to the wrong tensor; which is meant cannot be observed. If df takes "
-            f"the output: check_elementwise(f, lambda x: df(f(x)), x)")
+    _of_the_output(res, f, df, args, k, opts)
     if wrote and res.status == "ok":
         res.passed, res.status, res.message = False, "mutation", (
             f"{wrote[0]}: the derivative is right (checked on a fresh copy per call), but "
@@ -122,10 +117,20 @@ def check_elementwise(
     return res
 
 
-def _of_the_output(f: Callable[..., Any], df: Callable[..., Any], args: tuple[Any, ...],
-                   k: int, opts: Any) -> bool:
-    """Whether ``df`` given ``f``'s output in place of argument ``k`` passes where given
-    the argument it failed (a derivative taking the activation: ``s * (1 - s)``)."""
+def _of_the_output(res: CheckResult, f: Callable[..., Any], df: Callable[..., Any],
+                   args: tuple[Any, ...], k: int, opts: Any) -> None:
+    """A mismatch made ``bad-protocol`` when ``df`` given ``f``'s output in place of
+    argument ``k`` passes (a derivative taking the activation: ``s * (1 - s)``)."""
+    if res.status == "mismatch" and _passes_on_output(f, df, args, k, opts):
+        res.status, res.message = "bad-protocol", (
+            f"df(x{k}) is not f's derivative at x{k}, but df(f(x{k})) is, at every element: "
+            "written in f's output (sigmoid's s * (1 - s) of s = f(x)), or applied to the "
+            "wrong tensor: not observed. If df takes the output: "
+            "check_elementwise(f, lambda x: df(f(x)), x)")
+
+
+def _passes_on_output(f: Callable[..., Any], df: Callable[..., Any], args: tuple[Any, ...],
+                      k: int, opts: Any) -> bool:
     def df_out(*xs: Any) -> Any:
         y = f(*[np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in xs])
         return df(*[np.asarray(y) if j == k else x for j, x in enumerate(xs)])

@@ -48,10 +48,11 @@ def _arrays(obj: Any) -> dict[str, int]:
 
 
 def warmed(layer: Any, inputs: tuple[Any, ...], error: dict[str, str],
-           forward: str | None) -> tuple[Any, str] | None:
+           forward: str | None, backward: str | None = None) -> tuple[Any, str] | None:
     """A copy of ``layer`` after one call of the layer itself, and the note saying so,
     when the forward raised ``AttributeError`` on a missing attribute and that call
-    creates float arrays after which the forward runs; None otherwise."""
+    creates float arrays after which the forward runs; None otherwise (``backward``, as
+    :func:`fed_stand_in` takes it, is not needed)."""
     if forward is not None or error.get("type") != "AttributeError" or "has no attribute" \
             not in error.get("message", "") or type(layer).__call__ is object.__call__ or \
             not callable(layer):
@@ -81,7 +82,7 @@ class _StandIn:
     """Answers every method with a recorder of its arguments (:meth:`_take`)."""
 
     def __init__(self, root: Any) -> None:
-        self._root, self._seen = root, set()
+        self._root, self._seen = root, set[tuple[int, str]]()
         self.handed = 0
 
     def __getattr__(self, method: str) -> Any:

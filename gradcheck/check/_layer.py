@@ -231,8 +231,7 @@ def _first_use(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: s
     """The check of the copy :func:`warmed` or :func:`fed_stand_in` makes, when it gets
     past the error; None otherwise."""
     for make in (warmed, fed_stand_in):
-        made = make(layer, inputs, res.error or {}, forward) if make is warmed else \
-            make(layer, inputs, res.error or {}, forward, backward)
+        made = make(layer, inputs, res.error or {}, forward, backward)
         if made is None:
             continue
         try:

@@ -11,6 +11,7 @@ import numpy as np
 from ..read._observe import same_but_unit, unit_note
 from ..read._protocol import ProtocolError, UserCodeError, call_user
 from ._dispatch import run_checks
+from ._model_objects import ObjectsModel
 from ._model_read import ReadModel, read_model
 from ._modes import method_label, overall
 from ._numeric import F64, Runner, generator
@@ -77,7 +78,7 @@ def check_model(
         _check_twin_values(model, twin, names)
     res = _restoring([model] if twin is None else [model, twin], names,
                      lambda: _run_checks(model, twin, batch, names, opts))
-    if isinstance(model, ReadModel):
+    if isinstance(model, (ReadModel, ObjectsModel)):
         res.notes.append(model.note())
     record(res)
     return res
@@ -148,6 +149,8 @@ def _restoring(models: list[Any], names: list[str],
         for m, kept in zip(models, saved, strict=True):
             for n in names:
                 np.copyto(m.params[n], kept[n])
+            if isinstance(m, ObjectsModel):  # and the gradients it holds
+                m.restore()
 
 
 def _parameter_names(model: Any, params: list[str] | None, label: str) -> list[str]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..read._observe import positional_names, takes
 from ..read._watch import watched
+from ._model_objects import objects_model
 
 __all__ = ["ReadModel", "read_model"]
 
@@ -71,7 +72,11 @@ class ReadModel:
 
 def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
     """``model`` itself when it has ``loss_and_grads`` (or lacks ``params`` or ``loss``),
-    else a :class:`ReadModel` over the one method found; the model when none or several."""
+    else a :class:`ReadModel` over the one method found; the model when none or several.
+    Parameters held as objects with a value and a gradient are read first
+    (:mod:`._model_objects`)."""
+    if not hasattr(model, "loss_and_grads") and (held := objects_model(model, batch)):
+        return held  # params() of Param(value) objects, compute_loss_and_gradients(X, y)
     if hasattr(model, "loss_and_grads") and not hasattr(model, "loss") and isinstance(
             getattr(model, "params", None), dict):
         return _without_loss(model, batch)

@@ -81,7 +81,8 @@ def taken_by_backward(cands: dict[str, np.ndarray], after: Any, backward: str
     as they were otherwise."""
     method = getattr(after, backward, None)
     lists = {re.sub(r"\[\d+\]$", "", p) for p in cands}
-    if len(lists) != 1 or any(not re.search(r"\[\d+\]$", p) for p in cands) or method is None or len(positional_names(method, required=True) or []) != 1:
+    if len(lists) != 1 or any(not re.search(r"\[\d+\]$", p) for p in cands) or \
+            method is None or len(positional_names(method, required=True) or []) != 1:
         return cands, ""
     runs: dict[str, bool] = {}
     for p, v in cands.items():
