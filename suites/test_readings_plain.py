@@ -635,3 +635,37 @@ def test_a_method_that_moves_the_values_is_no_gradient_of_parameter_objects():
     with pytest.raises(TypeError, match="must have 'params'"):
         gradcheck.check_model(_ParamNet(step=True), rng.standard_normal((4, 3)),
                               rng.standard_normal((4, 2)))
+
+
+# -- a scipy objective writing the point into the network it is given ---------------------
+class _Layer:
+    def __init__(self):
+        self.W = np.zeros((3, 2))
+
+    def forward(self, x):
+        self.x = x  # a cache: state
+        return x @ self.W
+
+
+def _objective(w, args, bug=False, write_targets=False):
+    """``compute_loss_grad(weights, [network, X, y])``: the point is written into the
+    layer's own array (``param[:] = ...``) before the forward."""
+    layer, X, y = args
+    layer.W[:] = w.reshape(3, 2)
+    r = layer.forward(X) - y
+    if write_targets:
+        y -= 1.0  # a constant array overwritten: still a mutation
+    grad = X.T @ r * (0.5 if bug else 1.0)
+    return 0.5 * float(np.sum(r ** 2)), grad.ravel()
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["x0"])])
+def test_an_objective_writing_into_a_constant_object_is_its_state_not_a_mutation(bug, failing):
+    rng = np.random.default_rng(748)
+    w, X, y = rng.standard_normal(6), rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+    res = gradcheck.check_loss(lambda p, a: _objective(p, a, bug), w, [_Layer(), X, y])
+    _expect(res, failing)
+    assert any("constant object" in n for n in res.notes), res.notes
+    wrote = gradcheck.check_loss(lambda p, a: _objective(p, a, write_targets=True), w,
+                                 [_Layer(), X, y.copy()])
+    assert wrote.status == "mutation", wrote.report()

@@ -92,11 +92,17 @@ class _Called:
 
 
 def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
-    for i, name in enumerate(prep.tree.names):
-        if changed_at(saved[i], prep.leaves[i]) is not None:
-            if who == "forward":
-                raise ForwardMutation(name)
-            raise ProtocolError("mutation", f"{who} modified its input {name}")
+    """A ``mutation`` for the first input the call changed; for the forward, an array
+    first (an object's attributes, its state, only when no array changed)."""
+    changed = [(i, name) for i, name in enumerate(prep.tree.names)
+               if changed_at(saved[i], prep.leaves[i]) is not None]
+    if changed and who != "forward":
+        raise ProtocolError("mutation", f"{who} modified its input {changed[0][1]}")
+    state = [name for i, name in changed if hasattr(prep.leaves[i], "__dict__") and not
+             isinstance(prep.leaves[i], np.ndarray) and i not in prep.diff]
+    arrays = [name for _, name in changed if name not in state]
+    if arrays or state:
+        raise ForwardMutation(arrays[0] if arrays else state[0], state=not arrays)
 
 
 def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any

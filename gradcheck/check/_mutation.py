@@ -26,9 +26,10 @@ WROTE_DY = "backward modified dy (the output gradient) in place"
 class ForwardMutation(ProtocolError):
     """The forward modified an input it was given (``name``)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, state: bool = False) -> None:
         super().__init__("mutation", f"forward modified its input {name}")
         self.name = name
+        self.state = state  # a constant object's attributes (caches, weights set), no array
 
 
 class FilledBuffers(ProtocolError):
@@ -137,6 +138,11 @@ def final_status(status: str, message: str, notes: list[str],
         return "mutation", (  # (its write first: the caller's cache is overwritten)
             f"{wrote_input.message}, and checked all the same, each backward call given the "
             f"cache of a new forward call: {message}")
+    if isinstance(wrote_input, ForwardMutation) and wrote_input.state:
+        notes.append(f"the forward changed the attributes of {wrote_input.name}, a constant "
+                     "object (its state: caches, values written into it); each call was given "
+                     "a fresh copy")
+        return status, message
     if wrote_input is not None and status != "ok":
         notes.append(f"{wrote_input.message} (each call was given fresh copies)")
     elif isinstance(wrote_input, ForwardMutation):
