@@ -669,3 +669,31 @@ def test_an_objective_writing_into_a_constant_object_is_its_state_not_a_mutation
     wrote = gradcheck.check_loss(lambda p, a: _objective(p, a, write_targets=True), w,
                                  [_Layer(), X, y.copy()])
     assert wrote.status == "mutation", wrote.report()
+
+
+# -- check_loss on parameters as a dict of dicts, gradients beside the activations' ----------
+def _nested_loss(params, X, Y, bug=False):
+    """``{'W': {1: W1, 2: W2}, 'b': {...}}``; returns the loss and ``{'dA': {...}, 'dW':
+    {...}, 'db': {...}}`` (felix-cfzhou/nnlib). The twin drops the 1/m of dW2."""
+    W, b, m = params["W"], params["b"], X.shape[1]
+    Z1 = W[1] @ X + b[1]
+    A1 = np.tanh(Z1)
+    Z2 = W[2] @ A1 + b[2]
+    loss = 0.5 * float(np.sum((Z2 - Y) ** 2)) / m
+    dZ2 = (Z2 - Y) / m
+    dA1 = W[2].T @ dZ2
+    dZ1 = dA1 * (1 - A1 ** 2)
+    dW2 = dZ2 @ A1.T * (m if bug else 1)
+    return loss, {"dA": {1: dA1, 0: W[1].T @ dZ1}, "dW": {1: dZ1 @ X.T, 2: dW2},
+                  "db": {1: dZ1.sum(1, keepdims=True), 2: dZ2.sum(1, keepdims=True)}}
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["x0['W'][2]"])])
+def test_a_dict_of_dicts_of_parameters_and_their_gradients_beside_the_activations(bug, failing):
+    rng = np.random.default_rng(749)
+    params = {"W": {1: rng.standard_normal((4, 3)), 2: rng.standard_normal((2, 4))},
+              "b": {1: rng.standard_normal((4, 1)), 2: rng.standard_normal((2, 1))}}
+    X, Y = rng.standard_normal((3, 5)), rng.standard_normal((2, 5))
+    res = gradcheck.check_loss(lambda p, x, y: _nested_loss(p, x, y, bug), params, X, Y)
+    _expect(res, failing)
+    assert any("dA" in n and "not checked" in n for n in res.notes), res.notes

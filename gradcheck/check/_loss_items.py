@@ -33,15 +33,30 @@ class Items(NamedTuple):
     held: bool = False  # no item of x0's shape: x0 held constant
 
 
+def _copy(a: Any) -> Any:
+    if isinstance(a, dict):
+        return {k: _copy(v) for k, v in a.items()}
+    return np.array(a, copy=True) if isinstance(a, np.ndarray) else a
+
+
 def _copies(args: list[Any]) -> list[Any]:
-    return [np.array(a, copy=True) if isinstance(a, np.ndarray) else {
-        k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in a.items()}
-        if isinstance(a, dict) else a for a in args]
+    return [_copy(a) for a in args]
+
+
+def _arrays_dict(o: Any) -> bool:
+    """A non-empty dict of float arrays."""
+    return isinstance(o, dict) and bool(o) and all(_float_array(v) for v in o.values())
 
 
 def _float_dict(o: Any) -> bool:
-    """A dict of float arrays (a model's parameters by name)."""
-    return isinstance(o, dict) and bool(o) and all(_float_array(v) for v in o.values())
+    """A dict of float arrays (a model's parameters by name), or of such dicts (by kind,
+    then layer: ``{'W': {1: W1, 2: W2}, 'b': {...}}``)."""
+    return isinstance(o, dict) and bool(o) and all(
+        _float_array(v) or _arrays_dict(v) for v in o.values())
+
+
+def _leaves(x: Any) -> list[Any]:
+    return [a for v in x.values() for a in _leaves(v)] if isinstance(x, dict) else [x]
 
 
 def _keys_of(d: Any, x: dict[Any, np.ndarray]) -> dict[Any, Any] | None:
@@ -52,14 +67,16 @@ def _keys_of(d: Any, x: dict[Any, np.ndarray]) -> dict[Any, Any] | None:
         return None
     out = {}
     for k in x:
-        fits = [c for c in d if (c == k or grad_stem(c) == k.lower().lstrip("_")) and
-                (_float_array(d[c]) or _float_scalar(d[c]))]  # (a scalar db: mismatched)
+        fits = [c for c in d if (c == k or grad_stem(c) == k.lower().lstrip("_")) and (
+            _float_array(d[c]) or _float_scalar(d[c]) or  # (a scalar db: mismatched)
+            _arrays_dict(d[c]) and isinstance(x[k], dict))]
         if len(fits) != 1:
             return None
         out[k] = fits[0]
     used = set(out.values())
     return out if len(used) == len(out) and not any(
-        _float_array(v) for c, v in d.items() if c not in used and c not in _beside(d, x)
+        _float_array(v) or _arrays_dict(v) for c, v in d.items() if c not in used and c not
+        in _beside(d, x)
     ) else None
 
 
@@ -73,10 +90,12 @@ def _beside(d: dict[Any, Any], x: dict[Any, np.ndarray]) -> list[Any]:
 def _moved(x: Any, step: float) -> Any:
     """``x`` (an array, or a dict of them) moved along a seeded random direction."""
     rng = np.random.default_rng(0)
-    if isinstance(x, dict):
-        return {k: (v + step * rng.standard_normal(v.shape)).astype(v.dtype)
-                for k, v in x.items()}
-    return (x + step * rng.standard_normal(np.shape(x))).astype(x.dtype)
+
+    def move(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: move(a) for k, a in v.items()}
+        return (v + step * rng.standard_normal(np.shape(v))).astype(v.dtype)
+    return move(x)
 
 
 def _float_array(o: Any) -> bool:
@@ -93,7 +112,7 @@ def _the_loss(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...]) -> 
     scalars = [i for i, o in enumerate(out) if _float_scalar(o)]
     if not scalars:
         return None
-    leaves = list(args[0].values()) if isinstance(args[0], dict) else [args[0]]
+    leaves = _leaves(args[0])
     size = sum(np.size(v) for v in leaves)
     step = 1e-3 * (1.0 + float(np.sqrt(sum(np.sum(np.asarray(v, dtype=np.float64) ** 2)
                                             for v in leaves) / size)))
@@ -194,7 +213,8 @@ def _dict_read(fn: Callable[..., Any], args: list[Any]) -> Items | None:
         return None
     ((i, keys),) = found
     renamed = [f"{c} for {k}" for k, c in keys.items() if c != k]
-    unread = [c for c in _beside(out[i], args[0]) if _float_array(out[i][c])]
+    unread = [c for c in _beside(out[i], args[0]) if _float_array(out[i][c]) or
+              _arrays_dict(out[i][c])]
     note = (f"fn returns {len(out)} items, read by what they do: item {loss} is the loss "
             f"(the one float scalar that moves with x0), item {i} the dict of x0's "
             "gradients" + (f" ({', '.join(renamed)})" if renamed else "")
