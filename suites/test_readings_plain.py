@@ -1,6 +1,8 @@
 """Readings by observation found on held-out code (corpora 196 on): each with a correct
 subject that passes and a broken twin that fails with a gradient verdict."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -697,3 +699,66 @@ def test_a_dict_of_dicts_of_parameters_and_their_gradients_beside_the_activation
     res = gradcheck.check_loss(lambda p, x, y: _nested_loss(p, x, y, bug), params, X, Y)
     _expect(res, failing)
     assert any("dA" in n and "not checked" in n for n in res.notes), res.notes
+
+
+# -- review 92: what these readings must not do ---------------------------------------------
+class _LazyGradNet(_ParamNet):
+    """``.grad`` starts as None; the method adds into it (``g if grad is None else ...``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.W.grad = self.B.grad = None
+
+    def compute_loss_and_gradients(self, X, y):
+        z = X @ self.W.value + self.B.value
+        for p, g in ((self.W, X.T @ (z - y) + 2 * self.reg * self.W.value),
+                     (self.B, (z - y).sum(0, keepdims=True))):
+            p.grad = g if p.grad is None else p.grad + g
+        return 0.5 * np.sum((z - y) ** 2) + self.reg * np.sum(self.W.value ** 2)
+
+
+class _TorchLike(_ParamNet):
+    """``forward(X, y)`` returns the loss and changes no gradient; ``backward()`` fills
+    them: forward is no method filling the gradients (all zeros before and after)."""
+
+    def forward(self, X, y):
+        return 0.5 * float(np.sum((X @ self.W.value + self.B.value - y) ** 2))
+
+    def compute_loss_and_gradients(self, X, y):
+        raise RuntimeError("not this one")
+
+
+def test_review92_parameter_objects_read_only_on_evidence():
+    rng = np.random.default_rng(750)
+    X, y = rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+    _expect(gradcheck.check_model(_LazyGradNet(), X, y), None)
+    with pytest.raises(TypeError, match="must have 'params'"):
+        gradcheck.check_model(_TorchLike(), X, y)
+    locked = _ParamNet()
+    locked.lock = threading.Lock()  # cannot be copied: no trial, the plain error
+    with pytest.raises(TypeError, match="must have 'params'"):
+        gradcheck.check_model(locked, X, y)
+
+
+def test_review92_state_leaking_into_the_next_call_stays_a_mutation():
+    def leaking(w, args):
+        layer, X, y = args
+        layer.W += w.reshape(3, 2)  # accumulates the point: the next call's loss moves
+        r = X @ layer.W - y
+        return 0.5 * float(np.sum(r ** 2)), (X.T @ r).ravel()
+
+    rng = np.random.default_rng(751)
+    w, X, y = rng.standard_normal(6), rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+    layer = _Layer()
+    assert gradcheck.check_loss(leaking, w, [layer, X, y]).status == "mutation"
+    assert not layer.W.any()  # the caller's objects are never written
+    y_kept = y.copy()
+    gradcheck.check_loss(lambda p, a: _objective(p, a, write_targets=True), w, [_Layer(), X, y])
+    assert np.array_equal(y, y_kept)
+
+
+def test_review92_a_relus_sign_derivative_stays_a_mismatch():
+    """relu(x) is x where positive: np.sign(relu(x)) is right, np.sign(x) is not; no
+    derivative of the output is read where f leaves elements as they were."""
+    x = np.random.default_rng(752).standard_normal((3, 4))
+    _expect(gradcheck.check_elementwise(lambda v: np.maximum(v, 0), np.sign, x), ["x0"])

@@ -55,9 +55,11 @@ from ._mutation import (
     ForwardMutation,
     aliasing,
     cache_written,
+    check_unchanged,
     final_status,
     on_copies,
     on_fresh_cache,
+    repeats,
     second_backward,
     writes_elsewhere,
 )
@@ -91,24 +93,10 @@ class _Called:
     rounded: dict[int, float] = field(default_factory=dict)  # leaf -> its rounding's scale
 
 
-def _check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
-    """A ``mutation`` for the first input the call changed; for the forward, an array
-    first (an object's attributes, its state, only when no array changed)."""
-    changed = [(i, name) for i, name in enumerate(prep.tree.names)
-               if changed_at(saved[i], prep.leaves[i]) is not None]
-    if changed and who != "forward":
-        raise ProtocolError("mutation", f"{who} modified its input {changed[0][1]}")
-    state = [name for i, name in changed if hasattr(prep.leaves[i], "__dict__") and not
-             isinstance(prep.leaves[i], np.ndarray) and i not in prep.diff]
-    arrays = [name for _, name in changed if name not in state]
-    if arrays or state:
-        raise ForwardMutation(arrays[0] if arrays else state[0], state=not arrays)
-
-
 def _forward_twice(fwd: Callable[..., Any], prep: _Inputs, saved: Any
                    ) -> tuple[_Outputs, list[np.ndarray], Any]:
     y, cache = _split_forward(prep.call(fwd, "forward"))
-    _check_unchanged(saved, prep, "forward")
+    check_unchanged(saved, prep, "forward")
     outputs, arrays = _Outputs.of(y)
     for a, name in zip(arrays, outputs.tree.names, strict=True):
         if not np.all(np.isfinite(a)):
@@ -158,7 +146,7 @@ def _protocol_calls(fwd: Callable[..., Any], bwd: Callable[..., Any], prep: _Inp
                               for i, v in enumerate(prep.leaves))
     if written is not None:
         raise written
-    _check_unchanged(saved, prep, "backward")
+    check_unchanged(saved, prep, "backward")
     first = snapshot(grads_raw)
     notes: list[str] = [WROTE_DY] if wrote_dy else []
     leaves = gradient_leaves(grads_raw, prep, chosen, notes)
@@ -408,6 +396,7 @@ def _protocol_check(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: An
         try:
             called = _protocol_calls(fwd, bwd, prep, chosen, rng)
         except ForwardMutation as exc:  # checked all the same, each call on fresh copies
+            exc.state = exc.state and repeats(fwd, prep)  # (state leaking into the loss: no)
             wrote_input, fwd = exc, on_copies(fwd)
             prep, rng = _prepare(inputs, wrt, names), generator(opts.seed)
             called = _protocol_calls(fwd, bwd, prep, chosen, rng)

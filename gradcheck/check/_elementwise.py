@@ -120,13 +120,26 @@ def check_elementwise(
 def _of_the_output(res: CheckResult, f: Callable[..., Any], df: Callable[..., Any],
                    args: tuple[Any, ...], k: int, opts: Any) -> None:
     """A mismatch made ``bad-protocol`` when ``df`` given ``f``'s output in place of
-    argument ``k`` passes (a derivative taking the activation: ``s * (1 - s)``)."""
-    if res.status == "mismatch" and _passes_on_output(f, df, args, k, opts):
+    argument ``k`` passes (a derivative taking the activation: ``s * (1 - s)``), ``f(x)``
+    differing from ``x`` at every element (a relu's output is its input where positive:
+    ``np.sign`` as its derivative stays a mismatch)."""
+    if res.status == "mismatch" and _moves_every_element(f, args, k) and _passes_on_output(
+            f, df, args, k, opts):
         res.status, res.message = "bad-protocol", (
             f"df(x{k}) is not f's derivative at x{k}, but df(f(x{k})) is, at every element: "
             "written in f's output (sigmoid's s * (1 - s) of s = f(x)), or applied to the "
             "wrong tensor: not observed. If df takes the output: "
             "check_elementwise(f, lambda x: df(f(x)), x)")
+
+
+def _moves_every_element(f: Callable[..., Any], args: tuple[Any, ...], k: int) -> bool:
+    try:
+        xs = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        x = np.asarray(xs[k], dtype=np.float64)
+        xs[k] = x.copy()
+        return bool(np.all(np.asarray(f(*xs), dtype=np.float64) != x))
+    except Exception:  # noqa: BLE001 - no evidence: the mismatch stands
+        return False
 
 
 def _passes_on_output(f: Callable[..., Any], df: Callable[..., Any], args: tuple[Any, ...],

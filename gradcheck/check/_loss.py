@@ -24,7 +24,7 @@ from ..read._conventions import zero_one
 from ..read._protocol import ProtocolError, map_arrays
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
-from ._loss_items import Items, items_read
+from ._loss_items import Items, copies, items_read
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -281,8 +281,9 @@ def _unresolved(fn: Callable[..., Any], args: list[Any]) -> str:
 
 
 def _on_copies(fn: Callable[..., Any], args: list[Any]) -> Any:
-    """``fn`` called with copies of the array arguments (it may write into them)."""
-    return fn(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+    """``fn`` called with copies of its arguments (it may write into them, or into the
+    objects and containers among them)."""
+    return fn(*copies(args))
 
 
 def _shape(x: Any) -> tuple[int, ...] | None:

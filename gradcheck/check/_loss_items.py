@@ -12,6 +12,7 @@ error, in place.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -20,7 +21,7 @@ import numpy as np
 from ..read._conventions import zero_one
 from ..read._observe import grad_stem
 
-__all__ = ["Items", "items_read"]
+__all__ = ["Items", "copies", "items_read"]
 
 
 class Items(NamedTuple):
@@ -36,10 +37,15 @@ class Items(NamedTuple):
 def _copy(a: Any) -> Any:
     if isinstance(a, dict):
         return {k: _copy(v) for k, v in a.items()}
-    return np.array(a, copy=True) if isinstance(a, np.ndarray) else a
+    if isinstance(a, np.ndarray):
+        return np.array(a, copy=True)
+    try:  # objects and containers it may write into (a network given as a constant)
+        return copy.deepcopy(a)
+    except Exception:  # noqa: BLE001 - what cannot be copied (a lock) is passed as it is
+        return a
 
 
-def _copies(args: list[Any]) -> list[Any]:
+def copies(args: list[Any]) -> list[Any]:
     return [_copy(a) for a in args]
 
 
@@ -116,7 +122,7 @@ def _the_loss(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...]) -> 
     size = sum(np.size(v) for v in leaves)
     step = 1e-3 * (1.0 + float(np.sqrt(sum(np.sum(np.asarray(v, dtype=np.float64) ** 2)
                                             for v in leaves) / size)))
-    moved = fn(*_copies([_moved(args[0], step), *args[1:]]))
+    moved = fn(*copies([_moved(args[0], step), *args[1:]]))
     if not isinstance(moved, tuple) or len(moved) != len(out):
         return None
     changed = [i for i in scalars if _float_scalar(moved[i]) and float(moved[i]) != float(out[i])]
@@ -158,7 +164,7 @@ def _held(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...], loss: i
     moved = list(args)
     moved[j] = _moved(args[j], 1e-3 * (1.0 + float(np.abs(args[j]).mean())))
     try:
-        again = fn(*_copies(moved))
+        again = fn(*copies(moved))
     except Exception:  # noqa: BLE001 - no evidence: no such reading
         return False
     return isinstance(again, tuple) and len(again) == len(out) and _float_scalar(
@@ -191,7 +197,7 @@ def _ran(fn: Callable[..., Any], args: list[Any], least: int
     of its loss (:func:`_the_loss`); ``(None, None)`` when it raised or returned less."""
     try:
         with np.errstate(all="ignore"):
-            out = fn(*_copies(args))
+            out = fn(*copies(args))
             if not isinstance(out, tuple) or len(out) < least:
                 return None, None
             return out, _the_loss(fn, args, out)

@@ -6,9 +6,10 @@ leaving each gradient in ``.grad``).
 The method is the one that, called on a copy of the model with the batch, returns one
 number and, in every parameter object, changes one float array (the gradient) and leaves
 the other of its shape as it was (the value); a gradient left all zeros beside a value
-that is not counts too (a parameter the loss does not reach). The check perturbs the
-values in place, clears the gradients before each call (a method that adds into them is
-read as one that sets them) and puts the gradients back as they were after.
+that is not counts too (a parameter the loss does not reach), when another gradient
+changed. The check perturbs the values in place, clears the gradients before each call
+(in place when they are arrays: views of one buffer stay views; a method that adds into
+them is read as one that sets them) and puts them back as they were after.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class ObjectsModel:
     model: Any
     method: str
     roles: dict[Any, tuple[str, str]]  # name -> (value attribute, gradient attribute)
-    kept: dict[Any, Any] = field(default_factory=dict)  # the gradients as they were
+    kept: dict[Any, tuple[Any, Any]] = field(default_factory=dict)  # gradient, its values
 
     @property
     def params(self) -> dict[Any, np.ndarray]:
@@ -63,9 +64,14 @@ class ObjectsModel:
 
     def loss_and_grads(self, *batch: Any) -> tuple[Any, dict[Any, np.ndarray]]:
         table = _table(self.model) or {}
-        for k, (_, g) in self.roles.items():
-            self.kept.setdefault(k, getattr(table[k], g))
-            setattr(table[k], g, np.zeros_like(getattr(table[k], g)))
+        for k, (v, g) in self.roles.items():
+            now = getattr(table[k], g, None)
+            self.kept.setdefault(k, (now, np.array(now, copy=True) if is_float_array(now)
+                                     else None))
+            if isinstance(now, np.ndarray) and now.dtype.kind == "f" and now.flags.writeable:
+                now[...] = 0  # in place: a view of a buffer the method fills stays one
+            elif now is not None:  # (None stays None: the method starts it)
+                setattr(table[k], g, np.zeros_like(getattr(table[k], v)))
         out = getattr(self.model, self.method)(*batch)
         table = _table(self.model) or {}
         return out, {k: np.array(getattr(table[k], g), copy=True)
@@ -74,8 +80,10 @@ class ObjectsModel:
     def restore(self) -> None:
         """The gradient attributes as they were before the check."""
         table = _table(self.model) or {}
-        for k, g in self.kept.items():
+        for k, (g, values) in self.kept.items():
             setattr(table[k], self.roles[k][1], g)
+            if values is not None:
+                np.copyto(g, values)
 
     def note(self) -> str:
         (v, g), cls = next(iter(self.roles.values())), type(self.model).__name__
@@ -90,10 +98,12 @@ def _roles(before: dict[Any, dict[str, np.ndarray]], table: dict[Any, Any]
     the call changed and one of its shape (but for size-1 axes) it left as it was (or
     left both, one all zeros and the other not); None otherwise."""
     roles: dict[Any, tuple[str, str]] = {}
+    moved = False  # (a forward(X, y) returning the loss changes no gradient: no reading)
     for k, o in table.items():
         now, was = _arrays(o), before.get(k, {})
         changed = [a for a, x in now.items() if a not in was or not np.array_equal(x, was[a])]
         same = [a for a in now if a not in changed]
+        moved = moved or bool(changed)
         if not changed and len(same) == 2 and sum(not now[a].any() for a in same) == 1:
             changed = [a for a in same if not now[a].any()]
             same = [a for a in same if a not in changed]
@@ -101,7 +111,7 @@ def _roles(before: dict[Any, dict[str, np.ndarray]], table: dict[Any, Any]
                                                                      now[same[0]].shape):
             return None
         roles[k] = (same[0], changed[0])
-    return roles
+    return roles if moved else None
 
 
 def objects_model(model: Any, batch: tuple[Any, ...]) -> ObjectsModel | None:
@@ -114,7 +124,10 @@ def objects_model(model: Any, batch: tuple[Any, ...]) -> ObjectsModel | None:
         if name.startswith("_") or name == "params" or not callable(
                 getattr(type(model), name, None)) or not takes(getattr(model, name), len(batch)):
             continue
-        trial = copy.deepcopy(model)
+        try:
+            trial = copy.deepcopy(model)
+        except Exception:  # noqa: BLE001 - a model that cannot be copied: no trial, no reading
+            return None
         table = _table(trial) or {}
         before = {k: {a: np.array(x, copy=True) for a, x in _arrays(o).items()}
                   for k, o in table.items()}

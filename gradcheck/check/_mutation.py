@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..read._protocol import ProtocolError, changed_at, snapshot
-from ._leaves import _Inputs
+from ..read._protocol import ProtocolError, UserCodeError, changed_at, snapshot
+from ._leaves import _Inputs, _split_forward
 
 __all__ = ["WROTE_DY", "CacheWrite", "FilledBuffers", "ForwardMutation", "aliasing",
-           "cache_written", "final_status", "on_copies", "on_fresh_cache", "second_backward",
-           "writes_elsewhere"]
+           "cache_written", "check_unchanged", "final_status", "on_copies", "on_fresh_cache",
+           "repeats", "second_backward", "writes_elsewhere"]
 
 WROTE_DY = "backward modified dy (the output gradient) in place"
 
@@ -178,3 +178,28 @@ def writes_elsewhere(fwd: Callable[..., Any], prep: _Inputs) -> None:
     for i in prep.diff:
         if changed_at(keep[i], moved[i]) is not None:
             raise ForwardMutation(prep.tree.names[i])
+
+
+def check_unchanged(saved: Any, prep: _Inputs, who: str) -> None:
+    """A ``mutation`` for the first input the call changed; for the forward, an array
+    first (an object's attributes, its state, only when no array changed)."""
+    changed = [(i, name) for i, name in enumerate(prep.tree.names)
+               if changed_at(saved[i], prep.leaves[i]) is not None]
+    if changed and who != "forward":
+        raise ProtocolError("mutation", f"{who} modified its input {changed[0][1]}")
+    state = [name for i, name in changed if hasattr(prep.leaves[i], "__dict__") and not
+             isinstance(prep.leaves[i], np.ndarray) and i not in prep.diff]
+    arrays = [name for _, name in changed if name not in state]
+    if arrays or state:
+        raise ForwardMutation(arrays[0] if arrays else state[0], state=not arrays)
+
+
+def repeats(fwd: Callable[..., Any], prep: _Inputs) -> bool:
+    """Whether the forward, called again on the inputs it changed the state of, gives what
+    it gave before (``layer.W[:] = w``; not ``layer.W += w``, which leaks into the next
+    call's output)."""
+    try:
+        first = snapshot(_split_forward(prep.call(fwd, "forward"))[0])
+        return changed_at(first, _split_forward(prep.call(fwd, "forward"))[0]) is None
+    except (UserCodeError, ProtocolError):
+        return False

@@ -123,9 +123,12 @@ def _named(layer: Any, forward: str | None, backward: str | None
     """The methods named as forwards and as backwards (the given ones as themselves);
     private ones (``_forwards``/``_backwards``) only when no public method reads as
     either and they make a pair (a private helper, ``_forward_linear`` beside a public
-    ``propagate``, is no forward)."""
+    ``propagate``, is no forward), or, beside public forwards only, the one private
+    backward (``forward`` beside ``__backward__``)."""
     bwds = [backward] if backward is not None else _completed(layer, _methods(layer, _BACKWARD))
     fwds = [forward] if forward is not None else _methods(layer, _FORWARD)
+    if fwds and not bwds and len(own := _methods(layer, _BACKWARD, True)) == 1:
+        return fwds, own  # forward() beside __backward__(): the one backward there is
     if fwds or bwds:
         return fwds, bwds
     fwds, bwds = _methods(layer, _FORWARD, True), _methods(layer, _BACKWARD, True)
