@@ -40,11 +40,12 @@ class _Lazy:
 
     def backward(self, dy, optimizer_):
         dz = dy * (1 - np.tanh(self.x @ self.w + self.b) ** 2)
+        dx = dz @ self.w.T  # before the step (after it: the twin "stepped-first")
         dw = self.x.T @ (dy if self.bug == "no-derivative" else dz)
         optimizer_.update(self, "w", dw)
         if self.bug != "b-dropped":
             optimizer_.update(self, "b", dz.sum(0))
-        return dz @ self.w.T
+        return dz @ self.w.T if self.bug == "stepped-first" else dx
 
 
 class _Stepping:
@@ -59,16 +60,20 @@ class _Stepping:
         return x @ self.W
 
     def backward(self, grad, opt):
+        dx = grad @ self.W.T
         opt.step(self.W, self.x.T @ grad * (2.0 if self.bug else 1.0))
-        return grad @ self.W.T
+        return dx
 
 
 def _x(seed, shape=(4, 3)):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
-@pytest.mark.parametrize(("bug", "failing"), [("", None), ("no-derivative", ["w"])])
+@pytest.mark.parametrize(("bug", "failing"), [("", None), ("no-derivative", ["w"]),
+                                              ("stepped-first", ["x0"])])
 def test_a_layer_built_on_first_use_and_handed_an_optimizer(bug, failing):
+    """The stand-in takes a step of size 1: an input gradient computed with the weights
+    after the step (wrong in training) is a mismatch (review 91)."""
     layer = _Lazy(2, bug)
     np.random.seed(5)  # noqa: NPY002 - the user's global generator, as their code uses it
     state = np.random.get_state()[1].copy()  # noqa: NPY002
@@ -137,3 +142,41 @@ def test_an_optimizer_returning_the_new_parameter(bug, failing):
     res = gradcheck.check_layer(_Rebinding(bug), _x(737), True)
     _expect(res, failing)
     assert res.coverage == "checked 3/3 tensors", res.report()
+
+
+class _Momentum:
+    """``opt.update(self.W, self.vW, dW)``: the velocity the layer holds is handed before
+    the gradient, and is no gradient (review 91)."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(738)
+        self.W, self.vW, self.bug = r.standard_normal((3, 2)), np.zeros((3, 2)), bug
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, g, opt):
+        dx = g @ self.W.T
+        opt.update(self.W, self.vW, self.x.T @ g + (1.0 if self.bug else 0.0))
+        return dx
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["W"])])
+def test_a_moment_handed_before_the_gradient_is_no_gradient(bug, failing):
+    res = gradcheck.check_layer(_Momentum(bug), _x(739))
+    _expect(res, failing)
+
+
+class _Registering(_Lazy):
+    instances = []  # the class's own list: what a first call appends is taken back
+
+    def __call__(self, x):
+        type(self).instances.append(self)
+        return super().__call__(x)
+
+
+def test_a_first_use_that_writes_the_class_leaves_it_as_it_was():
+    np.random.seed(7)  # noqa: NPY002
+    _expect(gradcheck.check_layer(_Registering(2), _x(740)), None)
+    assert _Registering.instances == []

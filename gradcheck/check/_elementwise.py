@@ -10,12 +10,14 @@ element-wise at all (a softmax whose ``gradient`` is ``p * (1 - p)``) fails too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..read._conventions import label_like, zero_one
+from ..read._observe import positional_names
 from ..read._protocol import ProtocolError
 from ._core import raise_unless_passed, run_protocol_check
 from ._options import validate_options
@@ -119,17 +121,28 @@ def check_elementwise(
 
 def _of_the_output(res: CheckResult, f: Callable[..., Any], df: Callable[..., Any],
                    args: tuple[Any, ...], k: int, opts: Any) -> None:
-    """A mismatch made ``bad-protocol`` when ``df`` given ``f``'s output in place of
-    argument ``k`` passes (a derivative taking the activation: ``s * (1 - s)``), ``f(x)``
-    differing from ``x`` at every element (a relu's output is its input where positive:
-    ``np.sign`` as its derivative stays a mismatch)."""
-    if res.status == "mismatch" and _moves_every_element(f, args, k) and _passes_on_output(
-            f, df, args, k, opts):
+    """A mismatch made ``bad-protocol`` when ``df`` names its argument as an output
+    (``dsigmoid(a)``, ``sigmoid_grad(s)``; not ``grad(x)``) and, given ``f``'s output in
+    place of argument ``k``, passes (``s * (1 - s)``), ``f(x)`` differing from ``x`` at
+    every element (a relu's output is its input where positive: ``np.sign`` as its
+    derivative stays a mismatch)."""
+    if res.status == "mismatch" and _named_as_output(df, k) and _moves_every_element(
+            f, args, k) and _passes_on_output(f, df, args, k, opts):
         res.status, res.message = "bad-protocol", (
             f"df(x{k}) is not f's derivative at x{k}, but df(f(x{k})) is, at every element: "
             "written in f's output (sigmoid's s * (1 - s) of s = f(x)), or applied to the "
             "wrong tensor: not observed. If df takes the output: "
             "check_elementwise(f, lambda x: df(f(x)), x)")
+
+
+#: An argument named as an activation's output (``a``, ``s``, ``out``, ``y_hat``...).
+_OUTPUT_NAME = re.compile(r"^(a|s|t|h|o|y|out(put)?s?|act(ivation)?s?|sig(moid)?(_?out)?|"
+                          r"tanh(_?out)?|f_?x|y_?hat|fx_?out)$", re.I)
+
+
+def _named_as_output(df: Callable[..., Any], k: int) -> bool:
+    names = positional_names(df) or []
+    return len(names) > k and bool(_OUTPUT_NAME.match(names[k]))
 
 
 def _moves_every_element(f: Callable[..., Any], args: tuple[Any, ...], k: int) -> bool:

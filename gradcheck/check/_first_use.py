@@ -7,40 +7,26 @@ raised, each observed on copies (the layer given is never touched):
   after which the forward runs: the check starts from that copy (:func:`warmed`).
 - **An optimizer handed to the backward**: ``backward(dy, optimizer_)`` takes, beside the
   output gradient, an object it hands each gradient to (``optimizer_.update(self, '_w',
-  dw)``, ``opt.step(self.W, dW)``). Given a stand-in that records those calls and
-  changes nothing, each float array handed beside a parameter (the array itself, or an
-  object and the name of its attribute) is that parameter's gradient: stored beside it on
-  the copy as ``<name>_grad`` (summed when handed twice in one backward), where the
-  reading of stored gradients finds it (:func:`fed_stand_in`).
+  dw)``, ``opt.step(self.W, dW)``). Given a stand-in that records those calls and takes
+  a step of size 1 (so an input gradient computed after the step is wrong, as it is in
+  training), each float array the layer does not hold handed beside a parameter (the
+  array itself, or an object and the name of its attribute) is that parameter's
+  gradient: stored beside it on the copy as ``<name>_grad`` (summed when handed twice in
+  one backward), where the reading of stored gradients finds it (:func:`fed_stand_in`).
 """
 
 from __future__ import annotations
 
 import inspect
-import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from ..read._discovery import is_float_array, walk
 from ..read._observe import method_pair
-from ..read._protocol import clone
+from ..read._protocol import GlobalDraws, clone
 
 __all__ = ["fed_stand_in", "warmed"]
-
-
-@contextmanager
-def _global_draws_kept() -> Iterator[None]:
-    """The global generators (NumPy's legacy one, :mod:`random`) as they were after."""
-    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002 - the
-    # user's legacy generator is what a first use draws from: put back as it was
-    try:
-        yield
-    finally:
-        np.random.set_state(np_state)  # noqa: NPY002
-        random.setstate(py_state)
 
 
 def _arrays(obj: Any) -> dict[str, int]:
@@ -63,9 +49,13 @@ def warmed(layer: Any, inputs: tuple[Any, ...], error: dict[str, str],
             return None
         warm = clone(layer)
         before = _arrays(warm)
-        with np.errstate(all="ignore"), _global_draws_kept():
-            warm(*clone(inputs))
-            getattr(clone(warm), f)(*clone(inputs))
+        kept = GlobalDraws(type(layer))  # the global generators, the class's own lists
+        try:
+            with np.errstate(all="ignore"):
+                warm(*clone(inputs))
+                getattr(clone(warm), f)(*clone(inputs))
+        finally:
+            kept.restore()
     except Exception:  # noqa: BLE001 - no evidence: the first error stays
         return None
     made = [p for p in _arrays(warm) if p not in before]
@@ -94,25 +84,37 @@ class _StandIn:
         return record
 
     def _take(self, args: list[Any]) -> Any:
-        """Stores each gradient handed beside a parameter; returns the parameter as it
-        was (``self.W = opt.update(self.W, dW)`` keeps it), None when none was handed."""
-        kept = None
+        """Stores each gradient handed beside a parameter and takes a step of size 1 on
+        it (a backward computing its input gradient after the step uses the new weights,
+        as in training); returns the parameter after the step (``self.W =
+        opt.update(self.W, dW)``), None when none was handed. The gradient is the first
+        float array of the parameter's shape after it that the layer does not hold
+        (``update(W, vW, dW)``: the velocity ``vW`` is the layer's, no gradient)."""
         owners = {id(v): (o, k) for o in _holders(self._root)
                   for k, v in vars(o).items() if is_float_array(v)}
-        for i, a in enumerate(args):
+        stepped, i = None, 0
+        while i < len(args):
+            a = args[i]
             if isinstance(a, str) and i > 0 and hasattr(args[i - 1], "__dict__"):
-                target = (args[i - 1], a)
-                value = vars(args[i - 1]).get(a)
+                target, value = (args[i - 1], a), vars(args[i - 1]).get(a)
             elif is_float_array(a) and id(a) in owners:
                 target, value = owners[id(a)], a
             else:
+                i += 1
                 continue
-            grad = next((g for g in args[i + 1:] if is_float_array(g) and g is not value
-                         and np.shape(g) == np.shape(value)), None)
-            if is_float_array(value) and grad is not None:
-                self._store(*target, np.array(grad, copy=True))
-                kept = value if kept is None else kept
-        return kept
+            at = next((j for j in range(i + 1, len(args)) if is_float_array(args[j]) and
+                       id(args[j]) not in owners and np.shape(args[j]) == np.shape(value)),
+                      None)
+            if not is_float_array(value) or at is None:
+                i += 1
+                continue
+            grad = np.array(args[at], copy=True)
+            self._store(*target, grad)
+            new = np.asarray(value - grad, dtype=value.dtype)
+            setattr(*target, new)
+            stepped = new if stepped is None else stepped
+            i = at + 1
+        return stepped
 
     def _store(self, obj: Any, name: str, grad: np.ndarray) -> None:
         key = f"{name}_grad"
@@ -184,6 +186,6 @@ def fed_stand_in(layer: Any, inputs: tuple[Any, ...], error: dict[str, str],
     if not stand_in.handed:
         return None
     return proxy, (f"{cls.__name__}.{b} takes {extra!r} beside the output gradient and "
-                   "hands it each gradient: given a stand-in that records them and changes "
-                   "nothing, each array handed beside a parameter is its gradient (stored "
-                   "beside it as <name>_grad on the copies checked)")
+                   "hands it each gradient: given a stand-in that records them and takes a "
+                   "step of size 1, each array handed beside a parameter is its gradient "
+                   "(stored beside it as <name>_grad on the copies checked)")
