@@ -762,3 +762,24 @@ def test_review92_a_relus_sign_derivative_stays_a_mismatch():
     derivative of the output is read where f leaves elements as they were."""
     x = np.random.default_rng(752).standard_normal((3, 4))
     _expect(gradcheck.check_elementwise(lambda v: np.maximum(v, 0), np.sign, x), ["x0"])
+
+
+# -- a data-first cost whose gradient has the data's shape with an axis summed out --------
+def _lin_reg_cost(X, y, theta, lam, bug=False):
+    """``linearRegCostFunction(X, y, theta, lambda)`` (Ng's ex5): theta (n,) is checked,
+    X (m, n) held constant though the gradient's shape is X's with axis 0 summed out; the
+    twin forgets the 1/m of the penalty's gradient."""
+    m = X.shape[0]
+    r = X @ theta.reshape(-1, 1) - y
+    reg = theta.copy()
+    reg[0] = 0.0
+    cost = float(np.sum(r ** 2) / (2 * m) + lam / (2 * m) * np.sum(reg ** 2))
+    return cost, (X.T @ r).ravel() / m + lam * reg / (1.0 if bug else m)
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["x2"])])
+def test_a_data_first_cost_with_the_gradient_of_a_summed_out_shape(bug, failing):
+    r = np.random.default_rng(753)
+    X, y, theta = r.standard_normal((4, 3)), r.standard_normal((4, 1)), r.standard_normal(3)
+    res = gradcheck.check_loss(lambda *a: _lin_reg_cost(*a, bug=bug), X, y, theta, 1.3)
+    _expect(res, failing)

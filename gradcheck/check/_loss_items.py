@@ -154,12 +154,13 @@ def _held(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...], loss: i
     """Whether x0, with no item of its shape, is read as data held constant beside the
     one later argument ``j`` whose gradient is returned (the data of
     ``softmaxRegression(features, labels, weights)``): ``j`` holds no 0/1 labels, its
-    gradient's shape is none x0's could take by a bug (x0's size, its axes reversed,
-    some of them summed out) and the loss moves when ``j`` moves."""
+    gradient's shape is none x0's could take by a bug (x0's size, its axes reversed;
+    some of them summed out only when the item is no such sum of x0's gradient: measured
+    along directions spread over the summed axes) and the loss moves when ``j`` moves."""
     ((j, i),) = slots.items()
     x0, shape = np.shape(args[0]), np.shape(out[i])
     if zero_one(args[j]) or int(np.prod(shape)) == int(np.prod(x0)) or shape == x0[::-1] \
-            or _sub_shape(shape, x0):
+            or (_sub_shape(shape, x0) and _summed_dx(fn, args, out, loss, i)):
         return False
     moved = list(args)
     moved[j] = _moved(args[j], 1e-3 * (1.0 + float(np.abs(args[j]).mean())))
@@ -169,6 +170,44 @@ def _held(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...], loss: i
         return False
     return isinstance(again, tuple) and len(again) == len(out) and _float_scalar(
         again[loss]) and float(again[loss]) != float(out[loss])
+
+
+def _summed_dx(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...], loss: int,
+               i: int) -> bool:
+    """Whether item ``i`` may be x0's gradient summed over some axes (a bug's ``dx.sum(0)``,
+    equal to a bias's gradient): along two seeded directions ``u`` of its shape, spread
+    over x0's summed axes, the loss's central differences are ``<item, u>``; True on
+    any doubt (an embedding of its axes that fits, a call that raised)."""
+    g = np.asarray(out[i], dtype=np.float64).reshape([d for d in np.shape(out[i]) if d != 1])
+    x0 = np.asarray(args[0], dtype=np.float64)
+    for axes in _embeddings(g.shape, x0.shape):
+        fits = True
+        for seed in (0, 1):
+            u = np.random.default_rng(seed).standard_normal(g.shape)
+            spread = np.broadcast_to(np.expand_dims(u, tuple(
+                a for a in range(x0.ndim) if a not in axes)), x0.shape)
+            h = 1e-5 * (1.0 + float(np.abs(x0).mean()))
+            try:
+                ends = [fn(*copies([(x0 + s * h * spread).astype(np.asarray(args[0]).dtype),
+                                    *args[1:]]))[loss] for s in (1, -1)]
+            except Exception:  # noqa: BLE001 - no evidence against it
+                return True
+            fd, dot = (float(ends[0]) - float(ends[1])) / (2 * h), float(np.sum(g * u))
+            fits = fits and abs(fd - dot) <= 1e-4 * (abs(fd) + abs(dot)) + 1e-8
+        if fits:
+            return True
+    return False
+
+
+def _embeddings(kept: tuple[int, ...], x0: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every way ``kept``'s axes are axes of ``x0`` in order, of the same lengths."""
+    if not kept:
+        return [()]
+    out = []
+    for a in range(len(x0)):
+        if x0[a] == kept[0]:
+            out += [(a, *(b + a + 1 for b in rest)) for rest in _embeddings(kept[1:], x0[a + 1:])]
+    return out
 
 
 def _sub_shape(shape: tuple[int, ...], x0: tuple[int, ...]) -> bool:
