@@ -783,3 +783,37 @@ def test_a_data_first_cost_with_the_gradient_of_a_summed_out_shape(bug, failing)
     X, y, theta = r.standard_normal((4, 3)), r.standard_normal((4, 1)), r.standard_normal(3)
     res = gradcheck.check_loss(lambda *a: _lin_reg_cost(*a, bug=bug), X, y, theta, 1.3)
     _expect(res, failing)
+
+
+# -- input gradients returned in another order, under their names ------------------------
+class _Step:
+    """``forward(current_input, prev_hidden)``; ``backward`` returns ``d_prev_hidden,
+    d_input`` (milanvarghese's LSTM order); the twin drops the tanh derivative from
+    ``d_input``."""
+
+    def __init__(self, d, bug=False):
+        r = np.random.default_rng(754)
+        self.Wx, self.Wh, self.bug = r.standard_normal((3, d)), r.standard_normal((3, 3)), bug
+
+    def forward(self, current_input, prev_hidden):
+        self.x, self.hp = current_input, prev_hidden
+        self.h = np.tanh(current_input @ self.Wx.T + prev_hidden @ self.Wh.T)
+        return self.h
+
+    def backward(self, dh):
+        dz = dh * (1 - self.h ** 2)
+        self.dWx, self.dWh = dz.T @ self.x, dz.T @ self.hp
+        d_prev_hidden = dz @ self.Wh
+        d_input = (dh if self.bug else dz) @ self.Wx
+        return d_prev_hidden, d_input
+
+
+@pytest.mark.parametrize("d", [3, 4])
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["x0"])])
+def test_input_gradients_returned_in_another_order_are_read_by_their_names(d, bug, failing):
+    """With ``d == 3`` the two inputs have one shape: read by position, the correct layer
+    failed with its gradients swapped (corpus 212)."""
+    r = np.random.default_rng(755)
+    res = gradcheck.check_layer(_Step(d, bug), r.standard_normal((2, d)), r.standard_normal((2, 3)))
+    _expect(res, failing)
+    assert any("read by their names" in n for n in res.notes), res.notes

@@ -21,11 +21,20 @@ import numpy as np
 
 from ._discovery import get_path, is_float_array, walk
 from ._lists import param_lists, properties
-from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit, unmangled
+from ._observe import (
+    grad_stem,
+    items_off,
+    last_name,
+    parent_of,
+    positional_names,
+    same_but_unit,
+    unmangled,
+)
 from ._protocol import ProtocolError, clone
 
 __all__ = ["FLAT", "abbreviates", "by_abbreviation", "by_affix", "by_attribute", "by_layout",
-           "by_place", "flat_note", "flat_return", "mask", "paired", "split_flat", "as_split",
+           "by_place", "flat_note", "flat_return", "mask", "named_order", "paired", "split_flat",
+           "as_split",
            "whole_return"]
 
 FLAT = -1  # Protocol.returned's index of a flat reading: the keys index the tuple itself
@@ -171,6 +180,38 @@ def _returned_names(method: Any, n: int) -> list[str] | None:
              if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and
              len(node.value.elts) == n}
     return list(found.pop()) if len(found) == 1 else None
+
+
+def named_order(backward: Any, forward: Any, dx: list[Any], shapes: list[Any]
+                ) -> tuple[list[int], str] | None:
+    """``order`` with ``dx[order[k]]`` the gradient of the forward's argument ``k``, and a
+    note, when the backward's code returns its input gradients under names that read as
+    the gradients of the forward's arguments in another order (``return d_prev_hidden,
+    d_input, d_prev_cell`` for ``forward(current_input, prev_hidden, prev_cell)``: each
+    name ``d`` + an argument's, or + the end of one's, the rest by elimination), every
+    one of that argument's shape; None otherwise."""
+    names = returned_names(backward, len(dx))
+    args = (positional_names(forward) or [])[:len(dx)]
+    if names is None or len(args) != len(dx):
+        return None
+    stems = [grad_stem(n) if grad_stem(n) != n.lower().lstrip("_") else None for n in names]
+    order: dict[int, int] = {}
+    for exact in (True, False):
+        for j, s in enumerate(stems):
+            fits = [k for k, a in enumerate(args) if k not in order and j not in order.values()
+                    and s and (a.lower() == s or not exact and a.lower().endswith("_" + s))]
+            if len(fits) == 1:
+                order[fits[0]] = j
+    if len(order) == len(args) - 1:  # the one left: by elimination
+        order[next(k for k in range(len(args)) if k not in order)] = next(
+            j for j in range(len(args)) if j not in order.values())
+    perm = [order.get(k, -1) for k in range(len(args))]
+    if -1 in perm or perm == list(range(len(args))) or any(
+            np.shape(dx[j]) != shapes[k] for k, j in enumerate(perm)):
+        return None
+    of = [args[k] for k in sorted(range(len(args)), key=perm.__getitem__)]
+    return perm, (f"the backward returns {', '.join(names)}: read by their names as the "
+                  f"gradients of {', '.join(of)}")
 
 
 def held_of(held: list[tuple[str, Any]], o: tuple[str, Any]) -> Any:

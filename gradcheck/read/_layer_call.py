@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import Param, float_scalars, get_path, is_float_array, try_path, walk
-from ._flat import FLAT, split_flat
+from ._flat import FLAT, named_order, split_flat
 from ._handed import Handed, listen
 from ._observe import positional_names, same_but_unit, unit_note
 from ._protocol import ProtocolError, call_user, clone, map_arrays
@@ -412,6 +412,10 @@ class Protocol:
         if not all(isinstance(g, np.ndarray) for g in dx) or len(self.shapes) != len(dx) or \
                 not all(isinstance(s, tuple) for s in self.shapes):
             return dx
+        if named := named_order(getattr(self.layer, self.backward),
+                                getattr(self.layer, self.forward), dx, self.shapes):
+            self.note(named[1])  # (return d_prev_hidden, d_input, d_prev_cell)
+            return [dx[j] for j in named[0]]
         got: list[tuple[int, ...]] = [g.shape for g in dx]
         want: list[tuple[int, ...]] = list(self.shapes)
         if got == want or sorted(got) != sorted(want):
