@@ -817,3 +817,48 @@ def test_input_gradients_returned_in_another_order_are_read_by_their_names(d, bu
     res = gradcheck.check_layer(_Step(d, bug), r.standard_normal((2, d)), r.standard_normal((2, 3)))
     _expect(res, failing)
     assert any("read by their names" in n for n in res.notes), res.notes
+
+
+# -- stored gradients named delta_W, or for the last part of a parameter's name -------------
+class _DeltaFC:
+    """``backward`` stores ``delta_X``, ``delta_K``, ``delta_b`` (wahyutirta's FC); the twin
+    sums ``delta_b`` over the wrong axis."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(756)
+        self.kernel, self.bias, self.bug = r.standard_normal((5, 4)), r.standard_normal((1, 4)), bug
+
+    def forward(self, X):
+        self.X = X
+        return X @ self.kernel + self.bias
+
+    def backward(self, dy):
+        self.delta_X, self.delta_K = dy @ self.kernel.T, self.X.T @ dy
+        self.delta_b = dy.sum(1) if self.bug else dy.sum(0)
+
+
+class _NeuronLinear:
+    """``neuron_w``, ``neuron_b``; stores ``dldw`` and ``dldb`` (Bloodaxe90's Linear, whose
+    own ``dldb = np.sum(dldz)`` is a scalar: the bug)."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(757)
+        self.neuron_w, self.neuron_b, self.bug = r.standard_normal((5, 4)), np.zeros(5), bug
+
+    def forward_propagation(self, x):
+        self.x = x
+        return x @ self.neuron_w.T + self.neuron_b
+
+    def backpropagation(self, dldz):
+        self.dldw = dldz.T @ self.x
+        self.dldb = np.sum(dldz) if self.bug else dldz.sum(0)
+        return dldz @ self.neuron_w
+
+
+@pytest.mark.parametrize("layer", [_DeltaFC, _NeuronLinear])
+def test_a_gradient_named_by_delta_or_by_the_end_of_the_name_is_that_arrays(layer):
+    x = np.random.default_rng(758).standard_normal((3, 5 if layer is _DeltaFC else 4))
+    _expect(gradcheck.check_layer(layer(), x), None)
+    res = gradcheck.check_layer(layer(bug=True), x)
+    assert res.status == "shape-mismatch" and ("delta_b" in res.message or "dldb" in
+                                               res.message), res.report()

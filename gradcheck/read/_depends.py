@@ -240,6 +240,21 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
                     f"expected {shape}"), at=(f"x{k}", first.xs[k]))
 
 
+def _by_tail(path: str, left: list[str], free: dict[str, Any]) -> str | None:
+    """The one stored array of ``path``'s object whose name with the gradient affix is
+    the last part of ``path``'s name after ``_`` (``dldb`` for ``neuron_b``), that part
+    being no other unread array's."""
+    def tail(p: str) -> str:
+        name = last_name(p).lstrip("_").lower()
+        return name.rsplit("_", 1)[-1] if "_" in name else ""
+    t = tail(path)
+    if not t or [tail(p) for p in left].count(t) != 1:
+        return None
+    fits = [c for c in free if parent_of(c) == parent_of(path) and grad_stem(last_name(c))
+            == t and grad_stem(last_name(c)) != last_name(c).lower()]
+    return fits[0] if len(fits) == 1 else None
+
+
 def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
                     first: Any = None, claimed: set[str] | None = None) -> None:
     """A gradient found by its name whose shape is not its array's is a wrong gradient
@@ -262,6 +277,8 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
             short = [c for c in free if parent_of(c) == parent_of(path) and abbreviates(
                 grad_stem(last_name(c)), last_name(path).lstrip("_").lower())]
             named = short[0] if len(short) == 1 else None
+        if named is None:  # dldb for neuron_b: the last part of its name, no other's
+            named = _by_tail(path, left, free)
         if named is None and len(left) == 1:  # the one array stored and not read, as
             fits = [c for c, v in free.items() if isinstance(v, np.ndarray)  # many
                     and v.dtype.kind == "f" and v.size == a.size  # numbers as it has, in
