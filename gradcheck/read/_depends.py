@@ -240,6 +240,12 @@ def misshapen_input(proto: Protocol, first: Any, lost: list[int],
                     f"expected {shape}"), at=(f"x{k}", first.xs[k]))
 
 
+def _delta(name: str) -> str:
+    """``name`` less a ``delta_`` prefix, in lower case; ``""`` without one."""
+    low = name.lower()
+    return low[len("delta_"):] if low.startswith("delta_") else ""
+
+
 def _by_tail(path: str, left: list[str], free: dict[str, Any]) -> str | None:
     """The one stored array of ``path``'s object whose name with the gradient affix is
     the last part of ``path``'s name after ``_`` (``dldb`` for ``neuron_b``), that part
@@ -273,9 +279,10 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         if named is None:
             named = _own_slot(path, left, base, cands)
         free = {c: v for c, v in cands.items() if c not in (claimed or set())}
-        if named is None:  # b_grad for bias, of another shape
-            short = [c for c in free if parent_of(c) == parent_of(path) and abbreviates(
-                grad_stem(last_name(c)), last_name(path).lstrip("_").lower())]
+        if named is None:  # b_grad for bias, of another shape (delta_b too, here only:
+            short = [c for c in free if parent_of(c) == parent_of(path) and any(  # a
+                abbreviates(s, last_name(path).lstrip("_").lower()) for s in (  # record of
+                    grad_stem(last_name(c)), _delta(last_name(c))))]  # a step, elsewhere)
             named = short[0] if len(short) == 1 else None
         if named is None:  # dldb for neuron_b: the last part of its name, no other's
             named = _by_tail(path, left, free)

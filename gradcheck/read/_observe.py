@@ -43,7 +43,7 @@ _NUMERIC = re.compile(r"numeric|finite_?diff|approx", re.I)  # a reference gradi
 _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pair
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
-_GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|diff_?|nabla_?|delta_|d_?)"
+_GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|diff_?|nabla_?|d_?)"
                          r"|(_?gradients?|_?grads?)$", re.I)
 _MANGLED = re.compile(r"^_[A-Za-z][A-Za-z0-9_]*?__(?=[A-Za-z0-9])")  # _Dense__w: self.__w
 _INDEX_TAIL = re.compile(r"(\[[^\[\]]*\])+$")  # the items of a list: [0], [0]['W']
