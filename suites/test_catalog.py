@@ -11,10 +11,13 @@ import gradcheck
 from gradcheck.catalog.bugs import CASES, CASES_FLOAT64_ONLY
 
 SEEDS = range(5, 15)
+# Coverage is measured on the float64 cases; their float32 twins run the same lines
+# (traced, they take twice as long), but for the first two, which keep float32's own.
 PARAMS = [
-    pytest.param(case, dtype, id=f"{case.name}-{dtype}")
+    pytest.param(case, dtype, id=f"{case.name}-{dtype}", marks=() if dtype == "float64" or
+                 k < 2 else pytest.mark.no_cover)
     for dtype in ("float64", "float32")
-    for case in CASES + (CASES_FLOAT64_ONLY if dtype == "float64" else [])
+    for k, case in enumerate(CASES + (CASES_FLOAT64_ONLY if dtype == "float64" else []))
 ]
 
 

@@ -39,6 +39,9 @@ def test_correct_example_passes(module):
                                                          if not r.passed]
 
 
+# untraced: the correct examples run the same code, the catalog the failure paths, and
+# tracing a model check of a Python-level model takes six times as long
+@pytest.mark.no_cover
 @pytest.mark.parametrize(("module", "named"), [
     ("numpy_layers", {"attention [float64]", "attention [float32]"}),
     ("layer_objects", {"SelfAttention [float64]", "SelfAttention [float32]"}),
