@@ -862,3 +862,34 @@ def test_a_gradient_named_by_delta_or_by_the_end_of_the_name_is_that_arrays(laye
     res = gradcheck.check_layer(layer(bug=True), x)
     assert res.status == "shape-mismatch" and ("delta_b" in res.message or "dldb" in
                                                res.message), res.report()
+
+
+# -- check_loss on a word first, the gradients of the later float arrays returned ----------
+def _skipgram(word, C, context, tokens, W_in, W_out, dataset=None, bug=False):
+    """cs224n's ``skipgram(currentWord, C, contextWords, tokens, inputVectors,
+    outputVectors, dataset)`` -> ``(cost, gradIn, gradOut)``; the twin keeps only the
+    last context word's term in ``gradIn`` (``=`` for ``+=``)."""
+    v = W_in[tokens[word]]
+    cost, g_in, g_out = 0.0, np.zeros_like(W_in), np.zeros_like(W_out)
+    for w in context:
+        s = W_out @ v
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        cost -= np.log(p[tokens[w]])
+        d = p.copy()
+        d[tokens[w]] -= 1.0
+        term = W_out.T @ d
+        g_in[tokens[word]] = term if bug else g_in[tokens[word]] + term
+        g_out += np.outer(d, v)
+    return cost, g_in, g_out
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["x4"])])
+def test_a_word_first_with_the_gradients_of_the_later_arrays(bug, failing):
+    r = np.random.default_rng(759)
+    tokens = {w: k for k, w in enumerate("abcde")}
+    res = gradcheck.check_loss(lambda *a: _skipgram(*a, bug=bug), "c", 2, ["a", "b", "e"],
+                               tokens, r.standard_normal((5, 3)), r.standard_normal((5, 3)),
+                               None)
+    _expect(res, failing)
+    assert any("x4, x5 checked" in n for n in res.notes), res.notes

@@ -53,8 +53,10 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     opts = validate_options("check_loss", **options)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    _differentiable_first(x)
     args = [x, *constants]
+    if (later := _after_text(fn, args)) is not None:
+        return _later_arrays(fn, args, later, opts)
+    _differentiable_first(x)
     with np.errstate(all="ignore"):
         if swapped := _gradient_first(fn, args):
             fn = _swapped(fn)
@@ -456,6 +458,39 @@ def assert_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any)
     passed."""
     __tracebackhide__ = True
     return raise_unless_passed(check_loss(fn, x, *constants, **options))
+
+
+def _later_arrays(fn: Callable[..., Any], args: list[Any], later: list[int],
+                  opts: Options) -> CheckResult:
+    """The check of :func:`_after_text`'s reading: ``skipgram(word, C, context, tokens,
+    inVecs, outVecs, dataset)`` with ``inVecs`` and ``outVecs`` checked."""
+    with np.errstate(all="ignore"):
+        res = _loss_check(fn, args, later[0], opts, more=later[1:])
+    res.notes.append(f"x0 is {type(args[0]).__name__}, with no gradient: fn returns the loss "
+                     "and one gradient per later float array, in order: "
+                     f"{', '.join(f'x{j}' for j in later)} checked, the rest constant")
+    record(res)
+    return res
+
+
+def _after_text(fn: Callable[..., Any], args: list[Any]) -> list[int] | None:
+    """For a first argument of text (a word, a list of words, None), the later float
+    arrays, two or more, when ``fn`` returns the loss and then exactly one float array of
+    each one's shape, in their order (word2vec's ``(cost, gradIn, gradOut)``); None
+    otherwise (for one, the error's advice: a lambda taking it first)."""
+    try:
+        if np.asarray(args[0]).dtype.kind not in "OSUV":
+            return None
+        out = _on_copies(fn, args)
+    except Exception:  # noqa: BLE001 - no such reading: the first argument's error stands
+        return None
+    floats = [j for j, a in enumerate(args) if j and isinstance(a, np.ndarray) and
+              a.dtype.kind == "f" and a.ndim and not zero_one(a)]
+    if len(floats) < 2 or not isinstance(out, tuple) or len(out) != 1 + len(floats) or np.size(
+            out[0]) != 1 or any(np.shape(g) != args[j].shape for g, j in zip(
+                out[1:], floats, strict=True)):
+        return None
+    return floats
 
 
 def _differentiable_first(x: Any) -> None:
