@@ -893,3 +893,38 @@ def test_a_word_first_with_the_gradients_of_the_later_arrays(bug, failing):
                                None)
     _expect(res, failing)
     assert any("x4, x5 checked" in n for n in res.notes), res.notes
+
+
+# -- check_model on a model drawing its dropout mask from np.random -------------------------
+class _DropoutNet:
+    """``loss`` and ``loss_and_grads`` draw a dropout mask from NumPy's global generator
+    (as its training code does); each evaluation starts from the same global state, so
+    the loss and its gradients are compared at one mask. The twin forgets the mask in the
+    gradient."""
+
+    def __init__(self, bug=False):
+        self.params = {"W": np.random.default_rng(760).standard_normal((3, 2))}
+        self.bug = bug
+
+    def _parts(self, X, y):
+        mask = (np.random.rand(*X.shape) < 0.7) / 0.7  # noqa: NPY002 - the user's own
+        r = (X * mask) @ self.params["W"] - y
+        return mask, r
+
+    def loss(self, X, y):
+        return 0.5 * float(np.sum(self._parts(X, y)[1] ** 2))
+
+    def loss_and_grads(self, X, y):
+        mask, r = self._parts(X, y)
+        return 0.5 * float(np.sum(r ** 2)), {"W": (X if self.bug else X * mask).T @ r}
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["W"])])
+def test_a_model_drawing_from_the_global_generator_is_checked_at_one_draw(bug, failing):
+    rng = np.random.default_rng(761)
+    np.random.seed(3)  # noqa: NPY002
+    state = np.random.get_state()[1].copy()  # noqa: NPY002
+    res = gradcheck.check_model(_DropoutNet(bug), rng.standard_normal((5, 3)),
+                                rng.standard_normal((5, 2)))
+    _expect(res, failing)
+    assert np.array_equal(np.random.get_state()[1], state)  # noqa: NPY002

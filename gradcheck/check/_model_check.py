@@ -12,7 +12,7 @@ from ..read._observe import same_but_unit, unit_note
 from ..read._protocol import ProtocolError, UserCodeError, call_user
 from ._dispatch import run_checks
 from ._model_objects import ObjectsModel
-from ._model_read import ReadModel, read_model
+from ._model_read import HeldDraws, ReadModel, read_model
 from ._modes import method_label, overall
 from ._numeric import F64, Runner, generator
 from ._options import Options, validate_options
@@ -76,8 +76,12 @@ def check_model(
     if twin is not None:
         _parameter_names(twin, names, "twin")
         _check_twin_values(model, twin, names)
-    res = _restoring([model] if twin is None else [model, twin], names,
-                     lambda: _run_checks(model, twin, batch, names, opts))
+    held = [HeldDraws(m) for m in ([model] if twin is None else [model, twin])]
+    try:
+        res = _restoring(held, names, lambda: _run_checks(held[0], None if twin is None
+                                                          else held[1], batch, names, opts))
+    finally:
+        held[0].restore()  # the user's global generators as they were
     if isinstance(model, (ReadModel, ObjectsModel)):
         res.notes.append(model.note())
     record(res)
@@ -149,8 +153,8 @@ def _restoring(models: list[Any], names: list[str],
         for m, kept in zip(models, saved, strict=True):
             for n in names:
                 np.copyto(m.params[n], kept[n])
-            if isinstance(m, ObjectsModel):  # and the gradients it holds
-                m.restore()
+            if isinstance(getattr(m, "held", m), ObjectsModel):  # and the gradients it holds
+                getattr(m, "held", m).restore()
 
 
 def _parameter_names(model: Any, params: list[str] | None, label: str) -> list[str]:

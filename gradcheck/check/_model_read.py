@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..read._observe import positional_names, takes
+from ..read._protocol import GlobalDraws
 from ..read._watch import watched
 from ._model_objects import objects_model
 
-__all__ = ["ReadModel", "read_model"]
+__all__ = ["HeldDraws", "ReadModel", "read_model"]
 
 
 @dataclass
@@ -149,3 +150,35 @@ def _near(v: np.ndarray, p: Any) -> bool:
     p = np.asarray(p, dtype=np.float64)
     return v.shape == p.shape and bool(p.any()) and float(
         np.linalg.norm(v - p)) <= 0.1 * float(np.linalg.norm(p))
+
+
+class HeldDraws:
+    """``model`` whose ``loss`` and ``loss_and_grads`` each start from the global
+    generators' state (``np.random``, :mod:`random`) at the check's start, as every
+    evaluation of check_vjp and check_layer does (a dropout mask drawn from
+    ``np.random`` is the same in every evaluation: a model's loss and its gradients are
+    compared at one mask); :meth:`restore` puts the user's state back. Other attributes
+    are the model's."""
+
+    def __init__(self, model: Any) -> None:
+        self.held, self.draws = model, GlobalDraws()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("held", "draws"):
+            raise AttributeError(name)
+        return getattr(self.held, name)
+
+    @property
+    def params(self) -> Any:
+        return self.held.params
+
+    def loss(self, *batch: Any) -> Any:
+        self.draws.reset()
+        return self.held.loss(*batch)
+
+    def loss_and_grads(self, *batch: Any) -> Any:
+        self.draws.reset()
+        return self.held.loss_and_grads(*batch)
+
+    def restore(self) -> None:
+        self.draws.restore()
