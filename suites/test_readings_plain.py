@@ -928,3 +928,28 @@ def test_a_model_drawing_from_the_global_generator_is_checked_at_one_draw(bug, f
                                 rng.standard_normal((5, 2)))
     _expect(res, failing)
     assert np.array_equal(np.random.get_state()[1], state)  # noqa: NPY002
+
+
+# -- a loss layer's forward returning (loss, 0) ----------------------------------------------
+class _MSEZero:
+    """``forward(pred, y)`` returns ``(loss, 0)`` (a regularisation term of 0 beside the
+    loss); ``backward()`` takes no gradient. The twin drops the 2 of the square."""
+
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, pred, y):
+        self.pred, self.y = pred, y
+        return float(np.mean((pred - y) ** 2)), 0
+
+    def backward(self):
+        return (1.0 if self.bug else 2.0) * (self.pred - self.y) / self.pred.size
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["x0"])])
+def test_a_loss_returned_beside_a_zero_is_the_output(bug, failing):
+    r = np.random.default_rng(762)
+    res = gradcheck.check_layer(_MSEZero(bug), r.standard_normal((3, 2)),
+                                r.standard_normal((3, 2)), wrt=["x0"])
+    _expect(res, failing)
+    assert any("whole numbers or None" in n for n in res.notes), res.notes

@@ -361,6 +361,14 @@ def loss_part(proto: Protocol, method: Any, out: Any, given: list[Any]) -> Any:
         return out
     scalars = [k for k, o in enumerate(out) if isinstance(o, (float, np.floating, np.ndarray))
                and np.size(o) == 1 and np.asarray(o).dtype.kind == "f"]
+    if len(scalars) == 1 and all(o is None or type(o) in (int, str) or isinstance(o, np.integer)
+                                 for k, o in enumerate(out) if k not in scalars):
+        (k,) = scalars  # (loss, 0): a regularisation term of 0, a count: no outputs
+        proto.out_path = f"<returned>[{k}]"
+        proto.note(f"{type(proto.layer).__name__}.{proto.forward} returns {len(out)} values, "
+                   f"one a float: part {k}, the loss, is the output checked (the others, "
+                   "whole numbers or None, are not)")
+        return np.array(out[k], copy=True)
     handed = all(any(o is x for x in given) for k, o in enumerate(out) if k not in scalars)
     wants = positional_names(method, required=True) or []
     again = len(given) > 1 and bool(wants) and set(wants) <= set(positional_names(getattr(
