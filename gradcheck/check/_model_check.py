@@ -76,12 +76,7 @@ def check_model(
     if twin is not None:
         _parameter_names(twin, names, "twin")
         _check_twin_values(model, twin, names)
-    held = [HeldDraws(m) for m in ([model] if twin is None else [model, twin])]
-    try:
-        res = _restoring(held, names, lambda: _run_checks(held[0], None if twin is None
-                                                          else held[1], batch, names, opts))
-    finally:
-        held[0].restore()  # the user's global generators as they were
+    res = _held_run(model, twin, batch, names, opts)
     if isinstance(model, (ReadModel, ObjectsModel)):
         res.notes.append(model.note())
     record(res)
@@ -141,6 +136,18 @@ def _point_at_layer(inputs: list[InputResult], names: list[str]) -> None:
             where = (f"sits below {top}, {NEAREST}, whose "
                      "gradient reaches it: check that layer first")
         r.hint = f"{r.hint}; {where}" if r.hint else where
+
+
+def _held_run(model: Any, twin: Any, batch: tuple[Any, ...], names: list[str],
+              opts: Options) -> CheckResult:
+    """The check, each loss call starting from the global generators' state at its start
+    (:class:`HeldDraws`), the parameters and that state restored after."""
+    held = [HeldDraws(m) for m in ([model] if twin is None else [model, twin])]
+    try:
+        return _restoring(held, names, lambda: _run_checks(
+            held[0], None if twin is None else held[1], batch, names, opts))
+    finally:
+        held[0].restore()  # the user's global generators as they were
 
 
 def _restoring(models: list[Any], names: list[str],
