@@ -953,3 +953,24 @@ def test_a_loss_returned_beside_a_zero_is_the_output(bug, failing):
                                 r.standard_normal((3, 2)), wrt=["x0"])
     _expect(res, failing)
     assert any("whole numbers or None" in n for n in res.notes), res.notes
+
+
+# -- check_loss on a loss per sample -------------------------------------------------------
+def _ce_per_sample(z, y, how="mean", bug=False):
+    """Softmax cross-entropy returning one loss per sample beside the gradient of their
+    ``how`` (the reduction its training uses); the twin flips the sign."""
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    d = (p - y) / (len(z) if how == "mean" else 1.0)
+    return -np.sum(y * np.log(p), axis=1), -d if bug else d
+
+
+@pytest.mark.parametrize("how", ["mean", "sum"])
+def test_a_loss_per_sample_is_checked_as_its_sum_and_its_mean(how):
+    r = np.random.default_rng(763)
+    z, y = r.standard_normal((4, 3)), np.eye(3)[[0, 2, 1, 2]]
+    res = gradcheck.check_loss(lambda *a: _ce_per_sample(*a, how=how), z, y)
+    assert res.status == "bad-protocol" and f"passes as their {how}" in res.message, \
+        res.report()
+    _expect(gradcheck.check_loss(lambda *a: _ce_per_sample(*a, how=how, bug=True), z, y),
+            ["x0"])

@@ -57,16 +57,21 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     if (later := _after_text(fn, args)) is not None:
         return _later_arrays(fn, args, later, opts)
     _differentiable_first(x)
+    res = _each_reduction(fn, args, opts) if _per_sample(fn, args) else _checked(fn, args, opts)
+    record(res)
+    return res
+
+
+def _checked(fn: Callable[..., Any], args: list[Any], opts: Options) -> CheckResult:
+    """:func:`check_loss`'s result, not recorded."""
     with np.errstate(all="ignore"):
         if swapped := _gradient_first(fn, args):
             fn = _swapped(fn)
         fn, items, extras = _items_of(fn, args)
         coarse = _unresolved(fn, args)
         if coarse:
-            res = _error_result(ProtocolError("inconclusive", coarse), opts.seed, opts.name,
-                                "loss")
-            record(res)
-            return res
+            return _error_result(ProtocolError("inconclusive", coarse), opts.seed, opts.name,
+                                 "loss")
         k = _prediction_after_labels(args)
         if k and _difference_only(fn, args, k):
             res = _either_argument(fn, args, k, opts)
@@ -89,7 +94,49 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
         res.notes.append(f"fn returned {extras} after (loss, gradient): no argument's "
                          "gradient (None, whole numbers or a float scalar, no float "
                          "argument being one), so not checked")
-    record(res)
+    return res
+
+
+def _per_sample(fn: Callable[..., Any], args: list[Any]) -> bool:
+    """Whether ``fn`` returns one loss per sample (a float vector as long as the first
+    argument's first axis, two or more) beside its gradients."""
+    try:
+        out = _on_copies(fn, args)
+    except Exception:  # noqa: BLE001 - the check itself reports it
+        return False
+    n = np.shape(args[0])[:1] if isinstance(args[0], np.ndarray) else ()
+    return isinstance(out, tuple) and len(out) >= 2 and isinstance(out[0], np.ndarray) and \
+        out[0].dtype.kind == "f" and bool(n) and out[0].shape == n and n[0] > 1
+
+
+def _each_reduction(fn: Callable[..., Any], args: list[Any], opts: Options) -> CheckResult:
+    """A loss per sample whose reduction cannot be observed, checked as their sum and as
+    their mean: failing under both is that failure (the sum's shown); passing under one
+    only is no verdict (``bad-protocol`` naming it)."""
+    def reduced(how: str) -> Callable[..., Any]:
+        def fn_reduced(*a: Any) -> Any:
+            out = fn(*a)
+            return (float(getattr(np, how)(out[0])), *out[1:]) if isinstance(out, tuple) \
+                else out
+        return fn_reduced
+    got = {how: _checked(reduced(how), args, opts) for how in ("sum", "mean")}
+    passed = [how for how, r in got.items() if r.passed]
+    say = ("fn returns one loss per sample (shape "
+           f"{np.shape(args[0])[:1]}): checked as their sum and as their mean")
+    if not passed:
+        return _noted(got["sum"], f"{say}; failing under both (the sum's result shown)")
+    res = got[passed[0]]
+    if len(passed) == 2:
+        return _noted(res, f"{say}; passing under both")
+    res.passed, res.status = False, "bad-protocol"
+    res.message = (f"{say}: it passes as their {passed[0]} and not as their "
+                   f"{'sum' if passed[0] == 'mean' else 'mean'}; which one your code "
+                   f"minimises cannot be observed: return the {passed[0]} (a scalar loss)")
+    return res
+
+
+def _noted(res: CheckResult, note: str) -> CheckResult:
+    res.notes.append(note)
     return res
 
 
