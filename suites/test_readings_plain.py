@@ -974,3 +974,36 @@ def test_a_loss_per_sample_is_checked_as_its_sum_and_its_mean(how):
         res.report()
     _expect(gradcheck.check_loss(lambda *a: _ce_per_sample(*a, how=how, bug=True), z, y),
             ["x0"])
+
+
+# -- check_vjp: a forward returning values it computed, the backward taking them by name ----
+def _hidden_forward(X, A, W):
+    A_hat = A @ X
+    A_tilde = A_hat @ W
+    H = np.tanh(A_tilde)
+    return H, A_tilde, A_hat
+
+
+def _hidden_backward(A, W, dH, A_tilde, A_hat):
+    """AugF/semi-gcn's ``backward_hidden``: ``(dW, dX)``, none for the adjacency ``A``."""
+    dZ = dH * (1 - np.tanh(A_tilde) ** 2)
+    dW = A_hat.T @ dZ
+    dX = A.T @ (dZ @ W.T)
+    return dW, dX
+
+
+def _hidden_backward_bug(A, W, dH, A_tilde, A_hat):
+    dZ = dH * (1 - np.tanh(A_tilde) ** 2)
+    dW = A_hat.T @ dZ
+    dX = A @ (dZ @ W.T)  # BUG: A for A.T
+    return dW, dX
+
+
+@pytest.mark.parametrize(("bwd", "failing"), [(_hidden_backward, None),
+                                              (_hidden_backward_bug, ["X"])])
+def test_a_backward_taking_the_forwards_values_by_their_names(bwd, failing):
+    r = np.random.default_rng(764)
+    X, A, W = r.standard_normal((4, 3)), r.standard_normal((4, 4)), r.standard_normal((3, 2))
+    res = gradcheck.check_vjp(_hidden_forward, bwd, [X, A, W])
+    _expect(res, failing)
+    assert any("none for A" in n for n in res.notes), res.notes

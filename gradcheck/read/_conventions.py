@@ -32,7 +32,7 @@ from ._extra_grads import leading_fit, trailing_dict
 from ._loss_cache import LossBack, cache_alone, gradient_first, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
 from ._protocol import ProtocolError, map_arrays
-from ._renamed import array_leaves, order_by_trial
+from ._renamed import array_leaves, by_returned_names, order_by_trial, placed_by_names
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
            "label_like", "misread", "zero_one"]
@@ -359,10 +359,15 @@ class Conventions:
         """``(out, cache)`` for a forward returning its output alone whose backward takes
         some of its inputs by their names and one argument more, the output gradient
         (``conv_back(X, dy, W)`` of ``conv(X, W, b)``); else None."""
+        f_names, b_names, every = self._names[0][:self._n], self._names[1], self._names[2]
+        if self._listed and (order := by_returned_names(self._fwd, f_names, b_names, out)):
+            self._note("the forward returns its output and values it computed; the backward "
+                       "takes inputs and those values by their names and the output's "
+                       "gradient: called so")  # (backward_hidden(A, W, dH, A_tilde, A_hat))
+            return out[0], _Again((*args, *out[1:]), order=order)
         if not (self._listed and isinstance(out, np.ndarray) and out.dtype.kind == "f") or \
                 out.size == 1:  # a loss's mse_grad(y_pred, y): the prediction, no gradient
             return None
-        f_names, b_names, every = self._names[0][:self._n], self._names[1], self._names[2]
         odd = [b for b in b_names if b not in f_names]
         if len(f_names) != self._n or len(b_names) < 2 or len(odd) != 1 or len(
                 set(b_names)) != len(b_names):
@@ -447,6 +452,10 @@ class Conventions:
             if cache.order is not None:
                 grads = self._bwd(*[dy if k is None else cache.args[k] for k in cache.order],
                                   **cache.settings)
+                if len(cache.args) > self._n:  # (return dW, dX for f(X, A, W))
+                    grads, said = placed_by_names(self._bwd, self._names[0][:self._n], grads)
+                    if said:
+                        self._note(said)
             else:
                 grads = self._bwd(dy, *cache.args, **cache.settings) if cache.first else \
                     self._bwd(*cache.args, dy)

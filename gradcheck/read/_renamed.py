@@ -12,7 +12,7 @@ import numpy as np
 
 from ._protocol import ProtocolError
 
-__all__ = ["array_leaves", "order_by_trial"]
+__all__ = ["array_leaves", "by_returned_names", "order_by_trial", "placed_by_names"]
 
 
 def array_leaves(x: Any) -> list[np.ndarray]:
@@ -66,3 +66,53 @@ def _differs(a: list[np.ndarray] | None, b: list[np.ndarray] | None) -> bool:
     return a is not None and (b is None or len(a) != len(b) or not all(
         u.shape == v.shape and np.allclose(u, v, rtol=1e-12, atol=0) for u, v in zip(
             a, b, strict=True)))
+
+
+def by_returned_names(fwd: Callable[..., Any], f_names: list[str], b_names: list[str],
+                      out: Any) -> list[int | None] | None:
+    """The backward's arguments, for a forward returning its output and values it
+    computed on the way, ``return H, A_tilde, A_hat``, whose backward takes some of its
+    inputs and of those values by their names and the output's gradient under the
+    output's name with a gradient's affix (``backward_hidden(A, W, dH, A_tilde, A_hat)``
+    of ``forward_hidden(X, A, W)``): indices into the inputs followed by the values after
+    the output, None for the gradient; None when the names do not say so."""
+    if not (isinstance(out, tuple) and len(out) >= 2 and isinstance(out[0], np.ndarray)
+            and out[0].dtype.kind == "f"):
+        return None
+    from ._flat import returned_names  # (it reads source as this module does)
+    from ._observe import grad_stem
+    names = returned_names(fwd, len(out))
+    if names is None or "" in names or len(set(names)) != len(names):
+        return None
+    later = {n: len(f_names) + j for j, n in enumerate(names[1:])}
+    odd = [b for b in b_names if b not in f_names and b not in later]
+    if len(odd) != 1 or grad_stem(odd[0]) != names[0].lower() or odd[0].lower() == \
+            names[0].lower() or not any(b in later for b in b_names):
+        return None
+    return [None if b == odd[0] else f_names.index(b) if b in f_names else later[b]
+            for b in b_names]
+
+
+def placed_by_names(bwd: Callable[..., Any], f_names: list[str], grads: Any
+                    ) -> tuple[Any, str]:
+    """The gradients a backward returned, one per forward input in the forward's order
+    (None for an input it returns none for: a constant), and a note, when its code
+    returns them under names that are ``d`` + those inputs' names (``return dW, dX`` for
+    ``f(X, A, W)``); ``grads`` as they were and no note otherwise."""
+    from ._flat import returned_names
+    from ._observe import grad_stem
+    if not isinstance(grads, tuple) or not grads:
+        return grads, ""
+    names = returned_names(bwd, len(grads))
+    low = [f.lower() for f in f_names]
+    stems = [grad_stem(n) for n in names or []]
+    if names is None or any(s not in low or s == n.lower() for s, n in zip(
+            stems, names, strict=True)) or len(set(stems)) != len(stems):
+        return grads, ""
+    placed: list[Any] = [None] * len(f_names)
+    for s, g in zip(stems, grads, strict=True):
+        placed[low.index(s)] = g
+    none = [f for f, g in zip(f_names, placed, strict=True) if g is None]
+    return tuple(placed), (f"the backward returns {', '.join(names or [])}: placed by their "
+                           "names" + (f"; it returns none for {', '.join(none)}: constant "
+                                      "(not checked)" if none else ""))
