@@ -21,7 +21,7 @@ import numpy as np
 
 from ..read._conventions import label_like as _label_like
 from ..read._conventions import zero_one
-from ..read._protocol import ProtocolError, map_arrays
+from ..read._protocol import GlobalDraws, ProtocolError, map_arrays
 from ._core import raise_unless_passed, run_protocol_check
 from ._layer import _error_result
 from ._loss_items import Items, copies, items_read
@@ -53,11 +53,15 @@ def check_loss(fn: Callable[..., Any], x: Any, *constants: Any, **options: Any) 
     opts = validate_options("check_loss", **options)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    args = [x, *constants]
-    if (later := _after_text(fn, args)) is not None:
-        return _later_arrays(fn, args, later, opts)
-    _differentiable_first(x)
-    res = _each_reduction(fn, args, opts) if _per_sample(fn, args) else _checked(fn, args, opts)
+    args, draws = [x, *constants], GlobalDraws()  # (the probes' draws are put back)
+    try:
+        if (later := _after_text(fn, args)) is not None:
+            return _later_arrays(fn, args, later, opts)
+        _differentiable_first(x)
+        res = _each_reduction(fn, args, opts) if _per_sample(fn, args) else _checked(
+            fn, args, opts)
+    finally:
+        draws.restore()
     record(res)
     return res
 
@@ -99,14 +103,16 @@ def _checked(fn: Callable[..., Any], args: list[Any], opts: Options) -> CheckRes
 
 def _per_sample(fn: Callable[..., Any], args: list[Any]) -> bool:
     """Whether ``fn`` returns one loss per sample (a float vector as long as the first
-    argument's first axis, two or more) beside its gradients."""
+    argument's first axis, two or more, of an argument of two axes or more) beside its
+    gradients."""
     try:
         out = _on_copies(fn, args)
     except Exception:  # noqa: BLE001 - the check itself reports it
         return False
-    n = np.shape(args[0])[:1] if isinstance(args[0], np.ndarray) else ()
+    n = np.shape(args[0])[:1] if isinstance(args[0], np.ndarray) and args[0].ndim > 1 else ()
     return isinstance(out, tuple) and len(out) >= 2 and isinstance(out[0], np.ndarray) and \
-        out[0].dtype.kind == "f" and bool(n) and out[0].shape == n and n[0] > 1
+        out[0].dtype.kind == "f" and bool(n) and out[0].shape == n and n[0] > 1 and \
+        np.size(out[1]) != 1  # ((gradient, loss) of a vector x: no losses per sample)
 
 
 def _each_reduction(fn: Callable[..., Any], args: list[Any], opts: Options) -> CheckResult:

@@ -159,8 +159,9 @@ def _held(fn: Callable[..., Any], args: list[Any], out: tuple[Any, ...], loss: i
     along directions spread over the summed axes) and the loss moves when ``j`` moves."""
     ((j, i),) = slots.items()
     x0, shape = np.shape(args[0]), np.shape(out[i])
-    if zero_one(args[j]) or int(np.prod(shape)) == int(np.prod(x0)) or shape == x0[::-1] \
-            or (_sub_shape(shape, x0) and _summed_dx(fn, args, out, loss, i)):
+    labels = zero_one(args[j]) and not np.all(args[j])  # (0 and 1 both: a theta of ones
+    if labels or int(np.prod(shape)) == int(np.prod(x0)) or shape == x0[::-1] or (  # is none)
+            _sub_shape(shape, x0) and _summed_dx(fn, args, out, loss, i)):
         return False
     moved = list(args)
     moved[j] = _moved(args[j], 1e-3 * (1.0 + float(np.abs(args[j]).mean())))

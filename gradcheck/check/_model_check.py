@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..read._observe import same_but_unit, unit_note
-from ..read._protocol import ProtocolError, UserCodeError, call_user
+from ..read._protocol import GlobalDraws, ProtocolError, UserCodeError, call_user
 from ._dispatch import run_checks
 from ._model_objects import ObjectsModel
 from ._model_read import HeldDraws, ReadModel, read_model
@@ -70,13 +70,15 @@ def check_model(
                             full_threshold=full_threshold, name=name)
     if opts.method == "complex":
         raise ValueError("check_model supports method 'central' or 'richardson', not 'complex'")
+    draws = GlobalDraws()  # (reading the model calls it on copies: its draws put back)
     model = read_model(model, batch)
     twin = None if twin is None else read_model(twin, batch)
+    draws.reset()
     names = _parameter_names(model, params, "model")
     if twin is not None:
         _parameter_names(twin, names, "twin")
         _check_twin_values(model, twin, names)
-    res = _held_run(model, twin, batch, names, opts)
+    res = _held_run(model, twin, batch, names, opts, draws)
     if isinstance(model, (ReadModel, ObjectsModel)):
         res.notes.append(model.note())
     record(res)
@@ -139,10 +141,10 @@ def _point_at_layer(inputs: list[InputResult], names: list[str]) -> None:
 
 
 def _held_run(model: Any, twin: Any, batch: tuple[Any, ...], names: list[str],
-              opts: Options) -> CheckResult:
+              opts: Options, draws: GlobalDraws) -> CheckResult:
     """The check, each loss call starting from the global generators' state at its start
-    (:class:`HeldDraws`), the parameters and that state restored after."""
-    held = [HeldDraws(m) for m in ([model] if twin is None else [model, twin])]
+    (``draws``, :class:`HeldDraws`), the parameters and that state restored after."""
+    held = [HeldDraws(m, draws) for m in ([model] if twin is None else [model, twin])]
     try:
         return _restoring(held, names, lambda: _run_checks(
             held[0], None if twin is None else held[1], batch, names, opts))

@@ -40,19 +40,27 @@ class ReadModel:
     model: Any
     method: str
     grads_first: bool | None  # None: the method returns the gradients alone
+    draws: Any = None  # a GlobalDraws each call of the model's starts from
 
     @property
     def params(self) -> Any:
         return self.model.params
 
+    def _reset(self) -> None:
+        if self.draws is not None:
+            self.draws.reset()
+
     def loss(self, *batch: Any) -> Any:
         if not hasattr(self.model, "loss") or self.method == "loss":  # the loss beside them
             return self.loss_and_grads(*batch)[0]
+        self._reset()
         return self.model.loss(*batch)
 
     def loss_and_grads(self, *batch: Any) -> tuple[Any, Any]:
+        self._reset()
         out = getattr(self.model, self.method)(*batch)
         if self.grads_first is None:
+            self._reset()  # (the loss at the draws its gradients were computed at)
             return self.model.loss(*batch), out
         return (out[1], out[0]) if self.grads_first else (out[0], out[1])
 
@@ -160,8 +168,10 @@ class HeldDraws:
     compared at one mask); :meth:`restore` puts the user's state back. Other attributes
     are the model's."""
 
-    def __init__(self, model: Any) -> None:
-        self.held, self.draws = model, GlobalDraws()
+    def __init__(self, model: Any, draws: GlobalDraws) -> None:
+        self.held, self.draws = model, draws
+        if isinstance(model, ReadModel):
+            model.draws = draws
 
     def __getattr__(self, name: str) -> Any:
         if name in ("held", "draws"):

@@ -453,7 +453,8 @@ class Conventions:
                 grads = self._bwd(*[dy if k is None else cache.args[k] for k in cache.order],
                                   **cache.settings)
                 if len(cache.args) > self._n:  # (return dW, dX for f(X, A, W))
-                    grads, said = placed_by_names(self._bwd, self._names[0][:self._n], grads)
+                    grads, said = placed_by_names(self._bwd, self._names[0][:self._n], grads,
+                                                  self._wanted)
                     if said:
                         self._note(said)
             else:

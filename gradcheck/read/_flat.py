@@ -209,6 +209,11 @@ def named_order(backward: Any, forward: Any, dx: list[Any], shapes: list[Any]
     if -1 in perm or perm == list(range(len(args))) or any(
             np.shape(dx[j]) != shapes[k] for k, j in enumerate(perm)):
         return None
+    if all(np.shape(dx[j]) == shapes[j] for j in perm):  # the order fits the shapes too
+        raise ProtocolError("bad-protocol", (
+            f"the backward returns {', '.join(names)}, by their names the gradients of the "
+            f"forward's {', '.join(args)} in another order, and the shapes fit either order:"
+            " which is meant cannot be observed; return them in the forward's order"))
     of = [args[k] for k in sorted(range(len(args)), key=perm.__getitem__)]
     return perm, (f"the backward returns {', '.join(names)}: read by their names as the "
                   f"gradients of {', '.join(of)}")

@@ -85,6 +85,8 @@ def by_returned_names(fwd: Callable[..., Any], f_names: list[str], b_names: list
     if names is None or "" in names or len(set(names)) != len(names):
         return None
     later = {n: len(f_names) + j for j, n in enumerate(names[1:])}
+    if any(n in f_names for n in later):  # X = X - X.mean(0); return H, Z, X: which X?
+        return None
     odd = [b for b in b_names if b not in f_names and b not in later]
     if len(odd) != 1 or grad_stem(odd[0]) != names[0].lower() or odd[0].lower() == \
             names[0].lower() or not any(b in later for b in b_names):
@@ -93,12 +95,14 @@ def by_returned_names(fwd: Callable[..., Any], f_names: list[str], b_names: list
             for b in b_names]
 
 
-def placed_by_names(bwd: Callable[..., Any], f_names: list[str], grads: Any
-                    ) -> tuple[Any, str]:
-    """The gradients a backward returned, one per forward input in the forward's order
-    (None for an input it returns none for: a constant), and a note, when its code
-    returns them under names that are ``d`` + those inputs' names (``return dW, dX`` for
-    ``f(X, A, W)``); ``grads`` as they were and no note otherwise."""
+def placed_by_names(bwd: Callable[..., Any], f_names: list[str], grads: Any,
+                    wanted: list[int] | None = None) -> tuple[Any, str]:
+    """The gradients a backward returned, one per forward input in the forward's order,
+    and a note, when its code returns them under names that are ``d`` + those inputs'
+    names (``return dW, dX`` for ``f(X, W)``); ``grads`` as they were and no note
+    otherwise. None for an input ``wanted`` (every input without ``wrt=``) is a
+    ``bad-protocol`` (a constant and a forgotten gradient look alike: ``return dW, dX``
+    for ``f(X, A, W)``)."""
     from ._flat import returned_names
     from ._observe import grad_stem
     if not isinstance(grads, tuple) or not grads:
@@ -112,7 +116,13 @@ def placed_by_names(bwd: Callable[..., Any], f_names: list[str], grads: Any
     placed: list[Any] = [None] * len(f_names)
     for s, g in zip(stems, grads, strict=True):
         placed[low.index(s)] = g
-    none = [f for f, g in zip(f_names, placed, strict=True) if g is None]
+    none = [f for k, (f, g) in enumerate(zip(f_names, placed, strict=True))
+            if g is None and (wanted is None or k in wanted)]  # (wrt= leaves the others out)
+    if none:  # a constant, or a gradient forgotten: not observed
+        raise ProtocolError("bad-protocol", (
+            f"the backward returns {', '.join(names or [])}, by their names the gradients of "
+            f"{', '.join(f for f, g in zip(f_names, placed, strict=True) if g is not None)}, "
+            f"and none for {', '.join(none)}: a constant, or a gradient forgotten? Return "
+            f"None in its place for a constant, or pass wrt= naming the others"))
     return tuple(placed), (f"the backward returns {', '.join(names or [])}: placed by their "
-                           "names" + (f"; it returns none for {', '.join(none)}: constant "
-                                      "(not checked)" if none else ""))
+                           "names")
