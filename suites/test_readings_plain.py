@@ -1086,3 +1086,42 @@ def test_review93_a_model_read_through_its_gradient_method_at_one_draw(bug, fail
     res = gradcheck.check_model(_DropoutGradNet(bug), rng.standard_normal((5, 3)),
                                 rng.standard_normal((5, 2)))
     _expect(res, failing)
+
+
+# -- a gradient stored transposed, applied transposed by the layer's own update ------------
+class _TDense:
+    """``W`` (out, in); ``backward`` stores ``dW = x.T @ dz`` (W.T's shape) and the layer's
+    ``update(lr)`` applies ``dW.T`` (sirius911's DenseLayer); the twin doubles ``dW``."""
+
+    def __init__(self, bug=False, update=True):
+        r = np.random.default_rng(770)
+        self.W, self.b, self.bug = r.standard_normal((3, 4)), np.zeros((1, 3)), bug
+        if not update:
+            self.update = None
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.W.T + self.b)
+
+    def backward(self, dA):
+        dz = dA * (1 - np.tanh(self.x @ self.W.T + self.b) ** 2)
+        self.dW, self.db = self.x.T @ dz * (2.0 if self.bug else 1.0), dz.sum(0, keepdims=True)
+        return dz @ self.W
+
+    def update(self, lr):
+        self.W -= lr * self.dW.T
+        self.b -= lr * self.db
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["W"])])
+def test_a_gradient_stored_transposed_that_the_update_applies_transposed(bug, failing):
+    x = np.random.default_rng(771).standard_normal((2, 4))
+    res = gradcheck.check_layer(_TDense(bug), x)
+    _expect(res, failing)
+    assert any("dW.T" in n for n in res.notes), res.notes
+
+
+def test_a_gradient_stored_transposed_with_no_update_is_a_shape_mismatch():
+    x = np.random.default_rng(771).standard_normal((2, 4))
+    res = gradcheck.check_layer(_TDense(update=False), x)
+    assert res.status == "shape-mismatch" and "transpose" in res.message, res.report()

@@ -106,6 +106,7 @@ from ._then_step import step_after
 from ._tied import tie, untie
 from ._tokens import spread_cache
 from ._told import observed_error
+from ._transposed import applied_transposed
 
 __all__ = ["discover"]
 
@@ -437,6 +438,13 @@ def _unread(proto: Protocol, xs: list[Any], left: list[str], first: Any,
     stored in another shape is that ``shape-mismatch``; else read through a step method
     called right after the backward (:func:`step_after`, ``fit(lr, weight_decay)``), or
     the error saying what was observed."""
+    turned, said = applied_transposed(proto.layer, first.after, left, cands,
+                                      {proto.forward, proto.backward})
+    if turned:  # self.W -= lr * self.dW.T: the layer reads its dW so
+        proto.note(said)
+        left = [p for p in left if p not in {q.value for q in turned}]
+        if not left:
+            return turned
     misshapen_param(left, proto.layer, cands, first, claimed=grads)
     if not (then := step_after(proto, xs, left, found)):
         raise observed_error(proto.layer, left, first, cands, found)
