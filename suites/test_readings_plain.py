@@ -1125,3 +1125,71 @@ def test_a_gradient_stored_transposed_with_no_update_is_a_shape_mismatch():
     x = np.random.default_rng(771).standard_normal((2, 4))
     res = gradcheck.check_layer(_TDense(update=False), x)
     assert res.status == "shape-mismatch" and "transpose" in res.message, res.report()
+
+
+class _TDenseScaled(_TDense):
+    """``V`` scales the output and gets its gradient only inside ``update(lr)``; a
+    property that raises sits beside (review 95: the transposed W was dropped, the
+    property's error escaped)."""
+
+    def __init__(self, bug=False):
+        super().__init__(bug)
+        self.V = np.random.default_rng(772).standard_normal((1, 3))
+
+    @property
+    def summary(self):
+        raise ValueError("not built")
+
+    def forward(self, x):
+        self.t = super().forward(x)
+        return self.t * self.V
+
+    def backward(self, dA):
+        self.d = dA
+        return super().backward(dA * self.V)
+
+    def update(self, lr):
+        super().update(lr)
+        self.V = self.V - lr * (self.d * self.t).sum(0, keepdims=True)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_review95_a_transposed_gradient_beside_one_read_through_the_step(bug):
+    """Never a pass without W checked, and never the property's error: here the step
+    that reads V also steps b, so no reading of V is found (a clear error)."""
+    x = np.random.default_rng(773).standard_normal((2, 4))
+    try:
+        res = gradcheck.check_layer(_TDenseScaled(bug), x)
+    except gradcheck.LayerConventionError as exc:
+        assert "V" in str(exc)
+        return
+    assert "W" in {i.name for i in res.inputs} and res.passed != bug, res.report()
+
+
+class _TScaled:
+    """``W`` stored transposed and applied so by ``update(lr)``, which also computes and
+    steps ``V``'s gradient (review 95's layer); the twin makes ``dW`` five times too big."""
+
+    def __init__(self, bug=False):
+        r = np.random.default_rng(774)
+        self.W, self.V, self.bug = r.standard_normal((3, 4)), r.standard_normal((1, 3)), bug
+
+    def forward(self, x):
+        self.x, self.t = x, np.tanh(x @ self.W.T)
+        return self.t * self.V
+
+    def backward(self, d):
+        self.d, dz = d, d * self.V * (1 - self.t ** 2)
+        self.dW = self.x.T @ dz * (5.0 if self.bug else 1.0)
+        return dz @ self.W
+
+    def update(self, lr):
+        self.W -= lr * self.dW.T
+        self.V = self.V - lr * (self.d * self.t).sum(0, keepdims=True)
+
+
+@pytest.mark.parametrize(("bug", "failing"), [(False, None), (True, ["W"])])
+def test_review95_the_transposed_gradient_is_kept_beside_a_stepped_one(bug, failing):
+    res = gradcheck.check_layer(_TScaled(bug), np.random.default_rng(775).standard_normal((2, 4)))
+    _expect(res, failing)
+    assert {"W", "V"} <= {i.name for i in res.inputs}, res.report()

@@ -446,9 +446,9 @@ def _unread(proto: Protocol, xs: list[Any], left: list[str], first: Any,
         if not left:
             return turned
     misshapen_param(left, proto.layer, cands, first, claimed=grads)
-    if not (then := step_after(proto, xs, left, found)):
-        raise observed_error(proto.layer, left, first, cands, found)
-    return then
+    if not (then := step_after(proto, xs, left, found + turned)):
+        raise observed_error(proto.layer, left, first, cands, found + turned)
+    return turned + then
 
 
 def _lost(proto: Protocol, first: Any, base: Any, moving: list[str], missing: list[str],

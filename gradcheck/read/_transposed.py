@@ -10,6 +10,9 @@ method: the ``shape-mismatch`` stands.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import io
 import re
 from typing import Any
 
@@ -35,19 +38,39 @@ class _Transposed:
 
 #: The one argument of a step method: a step size (called with 1.0; never a path, a flag).
 _STEP_SIZE = re.compile(r"^(lr|lrate|learning_?rate|eta|alpha|step_?size)$", re.I)
+#: A step method's name (an update, not a save or a plot).
+_STEP_NAME = re.compile(r"^(update|step|apply|optimi[sz]e|descend|learn)", re.I)
 
 
 def _steps(layer: Any, skip: set[str]) -> list[str]:
-    """Public methods but ``skip`` taking one argument, named as a step size."""
+    """Public methods but ``skip`` named as a step, taking one argument named as a step
+    size (looked up without running properties)."""
     out = []
     for name in dir(type(layer)):
-        method = getattr(layer, name, None)
-        if name.startswith("_") or name in skip or not callable(method):
+        if name.startswith("_") or name in skip or not _STEP_NAME.match(name) or not \
+                callable(inspect.getattr_static(type(layer), name, None)):
             continue
-        wants = positional_names(method, required=True) or []
+        wants = positional_names(getattr(layer, name), required=True) or []
         if len(wants) == 1 and _STEP_SIZE.match(wants[0]):
             out.append(name)
     return out
+
+
+def _moves_by(after: Any, name: str, pairs: dict[str, str]) -> bool:
+    """Whether ``name(1.0)`` on a copy of ``after`` moves each array by minus its
+    gradient transposed (its printing kept off the user's output)."""
+    moved = clone(after)
+    before = {p: np.array(get_path(moved, p), copy=True) for p in pairs}
+    try:
+        with np.errstate(all="ignore"), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            getattr(moved, name)(1.0)
+        now = {p: try_path(moved, p) for p in pairs}
+        return all(is_float_array(now[p]) and now[p].shape == before[p].shape and np.allclose(
+            before[p] - now[p], np.asarray(get_path(after, g)).T, rtol=1e-9, atol=1e-12)
+            for p, g in pairs.items())
+    except Exception:  # noqa: BLE001 - it raised, or left no such array: not a step method
+        return False
 
 
 def applied_transposed(layer: Any, after: Any, left: list[str], cands: dict[str, Any],
@@ -64,16 +87,7 @@ def applied_transposed(layer: Any, after: Any, left: list[str], cands: dict[str,
     if not pairs:
         return [], ""
     for name in _steps(after, skip):
-        moved = clone(after)
-        before = {p: np.array(get_path(moved, p), copy=True) for p in pairs}
-        try:
-            with np.errstate(all="ignore"):
-                getattr(moved, name)(1.0)
-        except Exception:  # noqa: BLE001, S112 - it raised: not a step method
-            continue
-        if all(np.allclose(before[p] - np.asarray(get_path(moved, p)),
-                           np.asarray(get_path(after, g)).T, rtol=1e-9, atol=1e-12)
-               for p, g in pairs.items()):
+        if _moves_by(after, name, pairs):
             note = (f"{name}() moves {', '.join(pairs)} by minus "
                     f"{', '.join(f'{g}.T' for g in pairs.values())}: the gradients stored "
                     "transposed, read as the layer's own update reads them")
