@@ -454,7 +454,7 @@ class Conventions:
                                   **cache.settings)
                 if len(cache.args) > self._n:  # (return dW, dX for f(X, A, W))
                     grads, said = placed_by_names(self._bwd, self._names[0][:self._n], grads,
-                                                  self._wanted)
+                                                  self._wanted or self._floating)
                     if said:
                         self._note(said)
             else:

@@ -87,6 +87,8 @@ def by_returned_names(fwd: Callable[..., Any], f_names: list[str], b_names: list
     later = {n: len(f_names) + j for j, n in enumerate(names[1:])}
     if any(n in f_names for n in later):  # X = X - X.mean(0); return H, Z, X: which X?
         return None
+    if len(out) == 2 and not any(b in f_names for b in b_names):
+        return None  # (out, cache) with backward(dout, cache): the protocol's own form
     odd = [b for b in b_names if b not in f_names and b not in later]
     if len(odd) != 1 or grad_stem(odd[0]) != names[0].lower() or odd[0].lower() == \
             names[0].lower() or not any(b in later for b in b_names):
