@@ -1193,3 +1193,32 @@ def test_review95_the_transposed_gradient_is_kept_beside_a_stepped_one(bug, fail
     res = gradcheck.check_layer(_TScaled(bug), np.random.default_rng(775).standard_normal((2, 4)))
     _expect(res, failing)
     assert {"W", "V"} <= {i.name for i in res.inputs}, res.report()
+
+
+# -- the protocol's own (out, cache) beside a settings dict: no reading by name ---------------
+def _ln_forward(x, gamma, beta, ln_param):
+    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True) + ln_param.get("eps", 1e-5)
+    xhat = (x - mu) / np.sqrt(var)
+    out = gamma * xhat + beta
+    cache = (xhat, gamma, var)
+    return out, cache
+
+
+def _ln_backward(dout, cache):
+    xhat, gamma, var = cache
+    dxhat = dout * gamma
+    dx = (dxhat - dxhat.mean(1, keepdims=True) - xhat * (dxhat * xhat).mean(
+        1, keepdims=True)) / np.sqrt(var)
+    dgamma, dbeta = (dout * xhat).sum(0), dout.sum(0)
+    return dx, dgamma, dbeta
+
+
+def test_review_rerun_a_settings_dict_given_no_gradient_is_no_missing_one():
+    """cs231n's ``layernorm_backward(dout, cache)`` returns ``dx, dgamma, dbeta`` for
+    ``(x, gamma, beta, ln_param)``: the settings dict needs none (8 verdicts of the old
+    corpora were lost to that)."""
+    r = np.random.default_rng(776)
+    res = gradcheck.check_vjp(_ln_forward, _ln_backward, [r.standard_normal((4, 5)),
+                                                         r.standard_normal(5),
+                                                         r.standard_normal(5), {"eps": 1e-5}])
+    _expect(res, None)
