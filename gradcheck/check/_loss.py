@@ -23,7 +23,7 @@ from ..read._conventions import label_like as _label_like
 from ..read._conventions import zero_one
 from ..read._protocol import GlobalDraws, ProtocolError, map_arrays
 from ._core import raise_unless_passed, run_protocol_check
-from ._layer import _error_result
+from ._layer import _error_result, _noted
 from ._loss_items import Items, copies, items_read
 from ._options import Options, validate_options
 from ._recording import record
@@ -138,11 +138,6 @@ def _each_reduction(fn: Callable[..., Any], args: list[Any], opts: Options) -> C
     res.message = (f"{say}: it passes as their {passed[0]} and not as their "
                    f"{'sum' if passed[0] == 'mean' else 'mean'}; which one your code "
                    f"minimises cannot be observed: return the {passed[0]} (a scalar loss)")
-    return res
-
-
-def _noted(res: CheckResult, note: str) -> CheckResult:
-    res.notes.append(note)
     return res
 
 

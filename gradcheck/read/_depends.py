@@ -32,6 +32,7 @@ from ._observe import grad_of, grad_stem, last_name, parent_of, positional_names
 from ._protocol import ProtocolError, UserCodeError, clone
 from ._reading import forward_output, leaves, probe
 from ._step import in_output
+from ._suffix import name_tail
 
 __all__ = ["copy_of", "keeps_input", "misshapen_input", "misshapen_param", "moves_output",
            "held_labels", "named_in_wrt", "scalar_grads",
@@ -250,11 +251,8 @@ def _by_tail(path: str, left: list[str], free: dict[str, Any]) -> str | None:
     """The one stored array of ``path``'s object whose name with the gradient affix is
     the last part of ``path``'s name after ``_`` (``dldb`` for ``neuron_b``), that part
     being no other unread array's."""
-    def tail(p: str) -> str:
-        name = last_name(p).lstrip("_").lower()
-        return name.rsplit("_", 1)[-1] if "_" in name else ""
-    t = tail(path)
-    if not t or [tail(p) for p in left].count(t) != 1:
+    t = name_tail(path)
+    if not t or [name_tail(p) for p in left].count(t) != 1:
         return None
     fits = [c for c in free if parent_of(c) == parent_of(path) and grad_stem(last_name(c))
             == t and grad_stem(last_name(c)) != last_name(c).lower()]
