@@ -399,10 +399,12 @@ def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
     keys = set(one) & set(two) & set(zero) & set(moved)
     reads = any(not _same(one[k], moved[k]) for k in keys)
     grads = [k for k in keys if not _same(one[k], two[k])]
-    held = {a.shape for _, a in float_arrays(proto.layer).values()}
-    # nor any array of a weight's shape without it (dV from dc_next alone)
+    held = [a for _, a in float_arrays(proto.layer).values()]
+    # nor any array of a weight's shape without it (dV from dc_next alone; not the
+    # weight itself returned beside the gradients: dX, [dW, db], [W, b])
     return reads and bool(grads) and not any(np.any(zero[k]) for k in grads) and not any(
-        np.any(v) and v.shape in held for v in zero.values())
+        np.any(v) and any(v.shape == a.shape for a in held) and not any(
+            np.array_equal(v, a) for a in held) for v in zero.values())
 
 
 def _pair_run(proto: Protocol, xs: list[Any], scale: float, other: bool

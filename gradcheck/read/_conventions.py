@@ -20,7 +20,6 @@ gradient that cannot be matched to an input is a ``bad-protocol`` or
 from __future__ import annotations
 
 import inspect
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,17 +27,17 @@ from typing import Any
 
 import numpy as np
 
+from ._arg_names import before_varargs, output_by_name
 from ._extra_grads import leading_fit, trailing_dict
 from ._loss_cache import LossBack, cache_alone, gradient_first, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
+from ._placing import Placing, in_order, label_like, zero_one
 from ._protocol import ProtocolError, map_arrays
 from ._renamed import array_leaves, by_returned_names, order_by_trial, placed_by_names
 
 __all__ = ["Conventions", "differentiable", "has_float", "is_configuration",
            "label_like", "misread", "zero_one"]
 
-
-#: A parameter named as an output gradient (``dout``, ``dy``, ``grad_output``, ``delta``).
 
 #: What a backward raises when it uses a tuple of gradients as one array, or when the
 #: call's arguments do not fit its signature.
@@ -80,21 +79,6 @@ def has_float(x: Any) -> bool:
         return np.asarray(x).dtype.kind == "f"
     except Exception:  # an object NumPy cannot read: not an array
         return False
-
-
-def zero_one(x: np.ndarray) -> bool:
-    """Values that read as labels of a loss: 0 and 1 only, not all 0 (one-hot rows, binary
-    targets)."""
-    return x.size > 0 and x.dtype.kind in "biuf" and bool(np.all((x == 0) | (x == 1))) \
-        and bool(x.any())
-
-
-def label_like(x: Any) -> bool:
-    """Values that read as labels: whole numbers (class ids, one-hot rows, 0/1 targets);
-    arrays of several shapes (a list of parameters) are none."""
-    a = np.zeros(0) if isinstance(x, (list, tuple)) and len({np.shape(v) for v in x}) > 1 \
-        else np.asarray(x)
-    return a.size > 0 and a.dtype.kind in "biuf" and bool(np.all(a == np.round(a)))
 
 
 def is_configuration(x: Any) -> bool:
@@ -149,22 +133,7 @@ class _Again:
     order: list[int | None] | None = None  # by the forward's names, None the gradient
 
 
-def _in_order(grads: Sequence[Any], inputs: list[Any], floating: list[int]) -> list[int] | None:
-    """The one choice of float array inputs, in order, whose shapes the gradients have
-    one by one (``dW1, db1, dW2, db2`` for ``X, y, W1, b1, W2, b2``): all but the first
-    (the data); None if none or several fit, or another is left out (a forgotten dW1)."""
-    arrays = [k for k in floating if isinstance(inputs[k], np.ndarray)]
-    shapes = [np.shape(g) if isinstance(g, np.ndarray) else None for g in grads]
-    if None in shapes or len(arrays) > 16 or len(grads) > len(arrays):
-        return None
-    fits = [list(c) for c in itertools.combinations(arrays, len(grads))
-            if [np.shape(inputs[k]) for k in c] == shapes]
-    if len(fits) != 1 or fits[0] != arrays[1:]:
-        return None  # the one array left out is the first (the data), not a forgotten db2
-    return fits[0]
-
-
-class Conventions:
+class Conventions(Placing):
     """``forward`` and ``backward`` wrapping the user's functions; ``notes`` says which
     conventions were read."""
 
@@ -183,9 +152,7 @@ class Conventions:
         self._wanted = self._wrt_order(wrt)
         self._floating = [k for k, x in enumerate(inputs) if differentiable(x)] \
             if self._listed else []
-        required = positional_names(bwd, required=True)
-        self._required = None if required is None else len(required)
-        f_names, b_names = (positional_names(fwd) or [])[:self._n], required or []
+        f_names, b_names = self._read_names(fwd, bwd)
         self._again = self._listed and self._n > 0 and len(f_names) == self._n and \
             b_names[:-1] == f_names and len(b_names) == self._n + 1
         every = positional_names(bwd) or []  # (settings with defaults given too)
@@ -231,6 +198,19 @@ class Conventions:
         self.split = False  # backward(dy1, cache, dy2=None): the others after the cache
         self.leading = 0  # > 0: the backward differentiates only the first ``leading``
 
+    def _read_names(self, fwd: Callable[..., Any], bwd: Callable[..., Any]
+                    ) -> tuple[list[str], list[str]]:
+        """The forward's names of its inputs and the backward's required ones; sets
+        ``_required``, their count (None: unread)."""
+        required = positional_names(bwd, required=True)
+        f_names = (positional_names(fwd) or [])[:self._n]
+        if required is None and self._listed and (pre := before_varargs(bwd, f_names)):
+            required = pre  # backprop(dA, Z, *args) of activate(Z): *args given none
+            self._note(f"the backward takes the output gradient, the forward's inputs again "
+                       f"and *args: called as ({', '.join(pre)}), *args given nothing")
+        self._required = None if required is None else len(required)
+        return f_names, required or []
+
     def _wrt_order(self, wrt: Any) -> list[int] | None:
         if wrt is None or not self._listed:
             return None
@@ -255,6 +235,11 @@ class Conventions:
             self._note("the forward returns its output alone and the backward takes the "
                        "forward's inputs again, then the output gradient: called so")
             return out, _Again(args)
+        if self._listed and (as_out := output_by_name(
+                self._fwd, self._bwd, self._names[0][:self._n], self._names[1], out)):
+            self._note(f"the backward takes the forward's output under the op's name, "
+                       f"{as_out[1]}, the output gradient and inputs by their names: called so")
+            return out, _Again((*args, out.copy()), order=as_out[0])
         if self._renamed and isinstance(out, np.ndarray) and out.dtype.kind == "f" and (
                 self._tried is not None or (tried := order_by_trial(self._bwd, args, out))
                 is not None):
@@ -523,7 +508,7 @@ class Conventions:
                            f"inputs, the first {len(lead)} of their shapes: those read, the "
                            f"rest naming no input (not checked)")
                 return self._spread(grads[:len(lead)], lead)
-            fit = _in_order(grads, self._inputs, self._floating) if wanted is None and \
+            fit = in_order(grads, self._inputs, self._floating) if wanted is None and \
                 self._cache_alone else None  # (a loss's: data first, no gradient for it)
             if fit is not None:
                 self._note(f"backward returned {len(grads)} gradients for {n} inputs: read as "
@@ -546,55 +531,3 @@ class Conventions:
         if n == 1:
             return (grads,)
         return self._one_array(grads)
-
-    def _one_array(self, grads: Any) -> Any:
-        """One array returned for several inputs: the wrt input's, the only float
-        array's, or, of two, the second's when of its shape (the first the data); else an
-        error."""
-        n, wanted = self._n, self._wanted
-        if wanted is not None and len(wanted) == 1:
-            self._note(f"backward returned one array: read as the gradient of the wrt input "
-                       f"{wanted[0]}")
-            return self._spread([grads], wanted)
-        arrays = [k for k in self._floating if isinstance(self._inputs[k], np.ndarray)]
-        if wanted is None and len(self._floating) > 1 and len(arrays) == 1:
-            self._note(f"backward returned one array: read as the gradient of input "
-                       f"{arrays[0]}, the only float array (the float scalars are constants)")
-            return self._spread([grads], arrays)
-        if wanted is None and len(self._floating) == 1:
-            self._note(f"backward returned one array: read as the gradient of input "
-                       f"{self._floating[0]}, the only one holding a float array")
-            return self._spread([grads], self._floating)
-        same = [k for k in self._floating if np.shape(self._inputs[k]) == np.shape(grads)]
-        soft = [k for k in same if not label_like(self._inputs[k])]
-        if wanted is None and len(same) > 1 and len(soft) == 1:  # loss(logits, onehot)
-            self._note(f"backward returned one array: read as the gradient of input {soft[0]}, "
-                       "the only one of its shape not holding whole numbers (the targets)")
-            return self._spread([grads], soft)
-        shaped = _in_order([grads], self._inputs, self._floating) if wanted is None else None
-        if shaped is not None:  # conv_backward(x, k, dout) -> dk: the data left out alone
-            self._note(f"backward returned one array for {n} inputs: read as the gradient of "
-                       f"input {shaped[0]}, of its shape, the first (the data) a constant")
-            return self._spread([grads], shaped)
-        raise ProtocolError("bad-protocol", f"backward returned one array for {n} inputs; "
-                            "return one gradient per input (None for constants), or name "
-                            "the input it belongs to with wrt=")
-
-    def _spread(self, grads: Sequence[Any], wanted: list[int]) -> list[Any]:
-        """``grads`` placed at the inputs ``wanted``; a ``bad-protocol`` when they have
-        those inputs' shapes in another order (``(dgamma, dbeta, dx)`` for ``x, gamma,
-        beta``): returned in another order, or each computed wrongly? Shapes cannot tell."""
-        got = [np.shape(g) for g in grads if isinstance(g, np.ndarray)]
-        want = [np.shape(self._inputs[k]) for k in wanted if -self._n <= k < self._n
-                and isinstance(self._inputs[k], np.ndarray)]
-        if len(got) == len(want) == len(grads) and got != want and sorted(got) == sorted(want):
-            raise ProtocolError("bad-protocol", (
-                f"backward returned gradients with the shapes of the inputs {wanted} in "
-                f"another order (shapes {got} for inputs of shapes {want}): returned in "
-                "another order, or each computed wrongly? Shapes cannot tell; return them "
-                "in the inputs' order"))
-        out: list[Any] = [None] * self._n
-        for k, g in zip(wanted, grads, strict=True):
-            if -self._n <= k < self._n:
-                out[k] = g
-        return out

@@ -71,6 +71,9 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     if not isinstance(ret, (tuple, list)) or len(ret) < 2 or not all(
             is_float_array(r) for r in ret):
         return None
+    if any(isinstance(x, (list, tuple)) and len(x) == len(ret) and all(
+            np.shape(a) == np.shape(r) for a, r in zip(x, ret, strict=True)) for x in xs):
+        return None  # [dx, dh] for the input [x, h]: that input's gradient, laid out so
     held = list(arrays.items()) if arrays is not None else [
         (p, v) for p, v in walk(clone(layer)) if is_float_array(v)]
     inputs = [k for k in wanted if isinstance(xs[k], np.ndarray)]
@@ -448,6 +451,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
         return (*ret[:-1], whole)  # (dx, [np.r_[dW.ravel(), db]]) beside params = [W, b]
     if isinstance(ret, tuple) and len(ret) > 1 and (flat := _flattened(ret[-1])):
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
+    if isinstance(ret, tuple) and len(ret) > 1 and (beside := _beside_listed(ret, obj)):
+        return (*ret[:-2], beside) if len(ret) > 2 else (None, beside)
     if isinstance(ret, tuple) and len(ret) > 1 and _stored_echo(ret[-1], obj):
         return ret[0] if len(ret) == 2 else ret[:-1]  # read where they are stored
     if not isinstance(ret, dict) or not names or not all(isinstance(k, str) for k in ret):
@@ -489,6 +494,21 @@ def _raveled(extra: Any, obj: Any) -> dict[str, np.ndarray] | None:
         out[paths[id(a)]] = v[at:at + a.size].reshape(a.shape)
         at += a.size
     return out
+
+
+def _beside_listed(ret: tuple[Any, ...], obj: Any) -> dict[str, Any] | None:
+    """``{path: gradient}`` for ``(dX, [dW, db], [W, b])``: the last item lists arrays the
+    object holds (by identity, each once), the one before it as many gradients, each of
+    its array's shape but for size-1 axes, in the same order; else None."""
+    grads, arrays = ret[-2], ret[-1]
+    if obj is None or not all(isinstance(v, (list, tuple)) for v in (grads, arrays)) or \
+            not arrays or len(grads) != len(arrays):
+        return None
+    paths = {id(v): p for p, v in walk(obj) if is_float_array(v)}
+    named = {paths.get(id(a), ""): g for a, g in zip(arrays, grads, strict=True)}
+    return None if "" in named or len(named) != len(arrays) or not all(
+        is_float_array(g) and same_but_unit(np.shape(g), np.shape(a)) for a, g in zip(
+            arrays, grads, strict=True)) else named
 
 
 def _stored_echo(extra: Any, obj: Any) -> bool:

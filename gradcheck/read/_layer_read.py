@@ -521,7 +521,7 @@ def _observed(proto: Protocol, first: Any, arrays: dict[str, np.ndarray],
     for p, g in on_array.items():
         proto.note(f"the gradient of {p} is what the backward attached to it: {g}")
     left = [p for p in left if p not in on_array]
-    if left:
+    if left and proto.style != CACHE:  # (a pair of functions hands its gradients to none)
         handed = find_handed(*clone((first.init, first.xs)), left,
                              _backward_of(proto, first.out))
         if not handed and held_objects(first.after) - held_objects(first.init):

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ._discovery import try_path
-from ._flat import by_layout
-from ._observe import grad_of, grads_holder, last_name, parent_of, same_but_unit
+from ._flat import abbreviates, by_layout
+from ._observe import grad_of, grad_stem, grads_holder, last_name, parent_of, same_but_unit
 from ._reading import leaves
 from ._suffix import by_suffix
 
@@ -121,6 +121,10 @@ def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> d
     out: dict[str, str] = {}
     for c, v in cands.items():
         mine = [p for p in params if p != c and grad_of(p, v.shape, {c: v}) == c]
+        stem = grad_stem(last_name(c))
+        mine = mine or [p for p in params if p != c and parent_of(p) == parent_of(c) and (
+            stem != last_name(c).lower()) and abbreviates(stem, last_name(p).lstrip(
+                "_").lower())]  # w_grad for weights, b_grad for bias
         if len(mine) == 1:
             out[c] = mine[0]
     return out

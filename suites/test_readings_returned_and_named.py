@@ -1,0 +1,316 @@
+"""Readings of code in conventions met on held-out repositories: a backward taking the
+forward's output under the op's name (``tanh_a``), gradients stored under abbreviated
+names (``w_grad`` for ``weights``), a layer returning ``(dX, [dW, db], [W, b])``, a list
+input ``[x, h]``, ``backprop(dA, Z, *args)``, an element-wise loss of a difference, and a
+loss per sample whose backward is the gradient of their mean beside an epsilon guard.
+Each reading: a correct subject that passes and a broken twin that fails with a gradient
+verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+RNG_SEED = 7
+
+
+def _rng(k: int = 0) -> np.random.Generator:
+    return np.random.default_rng(RNG_SEED + k)
+
+
+# -- check_vjp: the output taken under the op's name ----------------------------------------
+def tanh_forward(a):
+    return np.tanh(a)
+
+
+def tanh_backward(grad, tanh_a):
+    return grad * (1.0 - tanh_a ** 2)
+
+
+def tanh_backward_wrong(grad, tanh_a):
+    return grad * (1.0 + tanh_a ** 2)
+
+
+def softmax_forward(a, axis):
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_backward(grad, softmax_a, axis):
+    return softmax_a * (grad - (grad * softmax_a).sum(axis=axis, keepdims=True))
+
+
+def softmax_backward_diagonal(grad, softmax_a, axis):
+    return softmax_a * (1.0 - softmax_a) * grad
+
+
+@pytest.mark.parametrize(("fwd", "bwd", "extra", "ok"), [
+    (tanh_forward, tanh_backward, (), True),
+    (tanh_forward, tanh_backward_wrong, (), False),
+    (softmax_forward, softmax_backward, (1,), True),
+    (softmax_forward, softmax_backward_diagonal, (1,), False),
+])
+def test_a_backward_taking_the_output_under_the_op_s_name_gets_the_output(fwd, bwd, extra, ok):
+    x = _rng().standard_normal((3, 4))
+    res = gradcheck.check_vjp(fwd, bwd, [x, *extra])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert any("under the op's name" in n for n in res.notes), res.notes
+
+
+def test_a_name_that_is_an_input_s_own_is_not_read_as_the_output():
+    # relu_backward(dout, x) of relu(x): x is the input, whatever the op is called
+    def relu_forward(x):
+        return np.maximum(x, 0.0)
+
+    def relu_backward(dout, x):
+        return dout * (x > 0)
+
+    x = _rng(1).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    res = gradcheck.check_vjp(relu_forward, relu_backward, [x])
+    assert res.status == "ok", res.report()
+    assert not any("under the op's name" in n for n in res.notes), res.notes
+
+
+# -- check_vjp: *args after the names ---------------------------------------------------------
+class Tanh:
+    @staticmethod
+    def activate(z):
+        return np.tanh(z)
+
+    @staticmethod
+    def backprop(da, z, *args):
+        return (1.0 - np.tanh(z) ** 2) * (da + sum(args))
+
+
+class TanhWrong(Tanh):
+    @staticmethod
+    def backprop(da, z, *args):
+        return (1.0 - np.tanh(z)) * (da + sum(args))
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(Tanh, True), (TanhWrong, False)])
+def test_a_backward_with_star_args_after_the_names_is_called_with_none(cls, ok):
+    z = _rng(2).standard_normal((3, 4))
+    res = gradcheck.check_vjp(cls.activate, cls.backprop, [z])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert any("*args given nothing" in n for n in res.notes), res.notes
+
+
+# -- check_vjp: an element-wise loss of a difference ------------------------------------------
+def squared_error(y_pred, y_true):
+    return (y_pred - y_true) ** 2
+
+
+def squared_error_backward(grad, y_pred, y_true):
+    return grad * 2.0 * (y_pred - y_true)
+
+
+def squared_error_backward_halved(grad, y_pred, y_true):
+    return grad * (y_pred - y_true)
+
+
+@pytest.mark.parametrize(("bwd", "ok"), [(squared_error_backward, True),
+                                         (squared_error_backward_halved, False)])
+def test_one_array_for_an_element_wise_loss_of_a_difference_is_the_first_input_s(bwd, ok):
+    rng = _rng(3)
+    y_pred, y_true = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    res = gradcheck.check_vjp(squared_error, bwd, [y_pred, y_true])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert any("x0 - x1 only" in n for n in res.notes), res.notes
+
+
+def test_one_array_for_two_inputs_that_do_not_cancel_stays_a_bad_protocol():
+    def product(a, b):
+        return a * b
+
+    def product_backward(grad, a, b):
+        return grad * b
+
+    rng = _rng(4)
+    res = gradcheck.check_vjp(product, product_backward,
+                              [rng.standard_normal((3, 4)), rng.standard_normal((3, 4))])
+    assert res.status == "bad-protocol", res.report()
+
+
+# -- check_layer: gradients stored under abbreviated names ------------------------------------
+class Dense:
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.weights = rng.standard_normal((4, 3))
+        self.bias = rng.standard_normal(3)
+        self.w_grad = np.zeros_like(self.weights)
+        self.b_grad = np.zeros_like(self.bias)
+
+    def forward(self, x):
+        return x @ self.weights + self.bias
+
+    def backward(self, out_grad, x):
+        self.w_grad, self.b_grad = x.T @ out_grad, out_grad.sum(0)
+        return out_grad @ self.weights.T
+
+
+class DenseSwapped(Dense):
+    def backward(self, out_grad, x):
+        self.b_grad, self.w_grad = x.T @ out_grad, out_grad.sum(0)
+        return out_grad @ self.weights.T
+
+
+def test_abbreviated_gradient_names_pair_with_their_arrays():
+    res = gradcheck.check_layer(Dense(_rng(5)), _rng(6).standard_normal((3, 4)))
+    assert res.status == "ok", res.report()
+
+
+def test_gradients_stored_under_each_other_s_abbreviated_names_are_a_shape_mismatch():
+    res = gradcheck.check_layer(DenseSwapped(_rng(5)), _rng(6).standard_normal((3, 4)))
+    assert res.status == "shape-mismatch", res.report()
+    assert "w_grad" in res.message, res.message
+
+
+# -- check_layer: (y, cache) beside (dX, [dW, db], [W, b]) -----------------------------------
+class CachedTanhLayer:
+    """forward returns (A, (Z, X)); backward(dA, cache) returns the input's gradient, the
+    parameters' gradients and the parameters, in one order."""
+
+    def __init__(self, rng: np.random.Generator, units: int = 3, fan_in: int = 5) -> None:
+        self.W = rng.standard_normal((units, fan_in))
+        self.b = rng.standard_normal((units, 1))
+
+    def forward(self, X):
+        Z = self.W @ X + self.b
+        return np.tanh(Z), (Z, X)
+
+    def backward(self, dA, cache):
+        Z, X = cache
+        dZ = dA * (1.0 - np.tanh(Z) ** 2)
+        return self.W.T @ dZ, [dZ @ X.T, dZ.sum(1, keepdims=True)], [self.W, self.b]
+
+
+class CachedTanhLayerNoBias(CachedTanhLayer):
+    def backward(self, dA, cache):
+        Z, X = cache
+        dZ = dA * (1.0 - np.tanh(Z) ** 2)
+        return self.W.T @ dZ, [dZ @ X.T, dA.sum(1, keepdims=True)], [self.W, self.b]
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(CachedTanhLayer, True),
+                                         (CachedTanhLayerNoBias, False)])
+def test_a_cache_tuple_beside_the_parameters_returned_after_their_gradients(cls, ok):
+    res = gradcheck.check_layer(cls(_rng(7)), _rng(8).standard_normal((5, 4)))
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert any("(output, cache)" in n for n in res.notes), res.notes
+
+
+class FourGates:
+    """Four gates of one shape each: the gradients' shapes cannot say which is which, the
+    parameters returned beside them in the same order can."""
+
+    def __init__(self, rng: np.random.Generator, n: int = 3, d: int = 4) -> None:
+        for g in "fico":
+            setattr(self, f"W{g}", rng.standard_normal((n, d)))
+            setattr(self, f"b{g}", rng.standard_normal((n, 1)))
+
+    def _params(self):
+        return [getattr(self, f"{k}{g}") for g in "fico" for k in "Wb"]
+
+    def forward(self, X):
+        pre = {g: getattr(self, f"W{g}") @ X + getattr(self, f"b{g}") for g in "fico"}
+        A = np.tanh(pre["f"]) * pre["i"] + np.sin(pre["c"]) - 0.5 * pre["o"] ** 2
+        return A, (X, pre)
+
+    def backward(self, dA, cache):
+        X, pre = cache
+        dpre = {"f": dA * pre["i"] * (1.0 - np.tanh(pre["f"]) ** 2),
+                "i": dA * np.tanh(pre["f"]), "c": dA * np.cos(pre["c"]),
+                "o": -dA * pre["o"]}
+        dX = sum(getattr(self, f"W{g}").T @ dpre[g] for g in "fico")
+        grads = []
+        for g in "fico":
+            grads += [self._dW(g, dpre[g], X), dpre[g].sum(1, keepdims=True)]
+        return dX, grads, self._params()
+
+    def _dW(self, gate, dp, X):
+        return dp @ X.T
+
+
+class FourGatesCosineSign(FourGates):
+    def _dW(self, gate, dp, X):
+        return -(dp @ X.T) if gate == "c" else dp @ X.T
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(FourGates, True), (FourGatesCosineSign, False)])
+def test_gradients_of_repeated_shapes_pair_with_the_parameters_returned_beside(cls, ok):
+    res = gradcheck.check_layer(cls(_rng(9)), _rng(10).standard_normal((4, 2)))
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    if not ok:
+        bad = {i.name for i in res.inputs if not i.passed}
+        assert bad == {"Wc"}, res.report()
+
+
+# -- check_layer: a list input [x, h] and its gradient [dx, dh] -------------------------------
+class ListInputCell:
+    """forward([x, h]) with h and the recurrent kernel of one shape: the returned list is
+    the list input's gradient, not a flat tuple of the parameters'."""
+
+    def __init__(self, rng: np.random.Generator, d: int = 4, units: int = 3) -> None:
+        self.kernel = rng.standard_normal((d, units))
+        self.recurrent_kernel = rng.standard_normal((units, units))
+        self.bias = rng.standard_normal(units)
+
+    def forward(self, inputs):
+        x, h = inputs
+        return np.tanh(x @ self.kernel + h @ self.recurrent_kernel + self.bias)
+
+    def backward(self, out_grad, inputs):
+        x, h = inputs
+        t = out_grad * (1.0 - self.forward(inputs) ** 2)
+        self.kernel_grad, self.r_kernel_grad, self.b_grad = x.T @ t, h.T @ t, t.sum(0)
+        return [t @ self.kernel.T, self._dh(t)]
+
+    def _dh(self, t):
+        return t @ self.recurrent_kernel.T
+
+
+class ListInputCellUntransposed(ListInputCell):
+    def _dh(self, t):
+        return t @ self.recurrent_kernel
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(ListInputCell, True),
+                                         (ListInputCellUntransposed, False)])
+def test_a_returned_list_laid_out_as_a_list_input_is_that_input_s_gradient(cls, ok):
+    rng = _rng(11)
+    x, h = rng.standard_normal((3, 4)), rng.standard_normal((3, 3))  # batch = units
+    res = gradcheck.check_layer(cls(_rng(12)), [x, h])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    bad = {i.name for i in res.inputs if not i.passed}
+    assert bad == (set() if ok else {"x0[1]"}), res.report()
+
+
+# -- check_layer: a loss per sample, the backward the gradient of their mean -----------------
+class GuardedSigmoidLoss:
+    """forward(t, z) returns one loss per sample (with an epsilon guard); backward()
+    returns the gradient of their mean, without the guard."""
+
+    def forward(self, t, z):
+        self.t, self.p = t, 1.0 / (1.0 + np.exp(-z))
+        return -(t * np.log(self.p + 1e-7) + (1 - t) * np.log(1 - self.p + 1e-7))
+
+    def backward(self):
+        return (self.p - self.t) / self.t.shape[0]
+
+
+class GuardedSigmoidLossSign(GuardedSigmoidLoss):
+    def backward(self):
+        return (self.t - self.p) / self.t.shape[0]
+
+
+def test_the_mean_s_gradient_beside_an_epsilon_guard_is_no_verdict_saying_both():
+    rng = _rng(13)
+    t, z = rng.integers(0, 2, 4), rng.standard_normal(4)
+    res = gradcheck.check_layer(GuardedSigmoidLoss(), t, z)
+    assert res.status == "bad-protocol", res.report()
+    assert "mean" in res.message and "epsilon guard" in res.message, res.message
+    broken = gradcheck.check_layer(GuardedSigmoidLossSign(), t, z)
+    assert broken.status == "mismatch", broken.report()
