@@ -7,12 +7,17 @@ input ``a``), and the named ones before a ``*args`` it adds up (``backprop(dA, Z
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["before_varargs", "op_stems", "output_by_name"]
+__all__ = ["before_varargs", "op_stems", "output_by_name", "target_named"]
+
+#: Names of a loss's targets (``y_true``, ``labels``), never its prediction.
+_TARGET = re.compile(r"^(y|t|y_?true|true|targets?|labels?|gt|ground_?truth|y_?target|"
+                     r"desired|expected)$", re.I)
 
 #: Words a function's name adds to its op's: ``tanh_forward``, ``softmax_backward``.
 _AFFIXES = frozenset({"forward", "fwd", "fprop", "backward", "bwd", "bprop", "back",
@@ -44,7 +49,7 @@ def output_by_name(fwd: Callable[..., Any], bwd: Callable[..., Any], f_names: li
         return None
     stems = op_stems(fwd, bwd) - {f.lower() for f in f_names}
     named = {f"{s}_{f.lower()}" for s in stems for f in f_names} | stems
-    as_out = [b for b in b_names if b.lower() in named]
+    as_out = [b for b in b_names if b.lower() in named and b not in f_names]
     odd = [b for b in b_names if b not in f_names and b not in as_out]
     if len(as_out) != 1 or len(odd) != 1:
         return None
@@ -70,3 +75,8 @@ def before_varargs(method: Callable[..., Any], f_names: list[str]) -> list[str] 
     return names if all(p.default is p.empty for p in before) and len(names) == len(
         f_names) + 1 and [b.lower() for b in names[1:]] == [f.lower() for f in f_names] \
         else None
+
+
+def target_named(name: str) -> bool:
+    """Whether an argument's name reads as a loss's targets (``y_true``, ``labels``)."""
+    return bool(_TARGET.match(name.lstrip("_")))

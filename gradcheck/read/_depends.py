@@ -23,6 +23,7 @@ from ._discovery import (
     get_path,
     is_float_array,
     is_float_scalar,
+    param_object,
     try_path,
     walk,
 )
@@ -105,7 +106,7 @@ def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: se
     rebuilt, or added to a list or dict that grows), and whether the second forward was
     refused (``assert self.x is None``): then every array the first made counts as kept."""
     again = clone(init)
-    first = {p: (a, a.copy()) for p, a in float_arrays(again).values() if p not in held}
+    first = {p: (a, a.copy()) for p, a in _floats(again).items() if p not in held}
     if not first:
         return set(), False
     lists = {p: (v, len(v)) for p, v in walk(again) if isinstance(v, (list, dict))}
@@ -116,11 +117,21 @@ def persistent_arrays(init: Any, inputs: tuple[Any, ...], forward: str, held: se
             isinstance(x, np.ndarray) and x.shape == v.shape and np.array_equal(x, v)
             for x in inputs)}, True  # may be a weight (no check passes without them)
     grown = [p for p, (v, n) in lists.items() if len(v) != n]
-    now = {p: a for p, a in float_arrays(again).values()}
+    now = _floats(again)
     return {p for p, (a, values) in first.items()
             if now.get(p) is a and np.array_equal(a, values)
             and not any(p.startswith(g + "[") for g in grown)}, False
 
+
+
+def _floats(obj: Any) -> dict[str, np.ndarray]:
+    """path -> float array held by ``obj``, the values of its parameter objects too
+    (``params['W'].data`` of a ``Parameter`` holding ``data`` and ``grad``)."""
+    out = {p: a for p, a in float_arrays(obj).values()}
+    for p, v in walk(obj):
+        if (attr := param_object(v)) is not None:
+            out.setdefault(f"{p}.{attr}", getattr(v, attr))
+    return out
 
 
 def rebuilt_once(layer: Any, inputs: tuple[Any, ...], forward: str) -> bool:
@@ -279,8 +290,9 @@ def misshapen_param(left: list[str], base: Any, cands: dict[str, np.ndarray],
         free = {c: v for c, v in cands.items() if c not in (claimed or set())}
         if named is None:  # b_grad for bias, of another shape (delta_b too, here only:
             short = [c for c in free if parent_of(c) == parent_of(path) and any(  # a
-                abbreviates(s, last_name(path).lstrip("_").lower()) for s in (  # record of
-                    grad_stem(last_name(c)), _delta(last_name(c))))]  # a step, elsewhere)
+                abbreviates(s, n := last_name(path).lstrip("_").lower()) or (  # record of
+                    len(s) > 2 and s + "s" == n) for s in (  # a step, elsewhere; and
+                    grad_stem(last_name(c)), _delta(last_name(c))))]  # weight_gradient)
             named = short[0] if len(short) == 1 else None
         if named is None:  # dldb for neuron_b: the last part of its name, no other's
             named = _by_tail(path, left, free)

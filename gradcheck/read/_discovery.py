@@ -43,7 +43,8 @@ from ._protocol import ProtocolError, clone
 __all__ = ["GRAD_BOXES", "GRAD_NAMES", "PAIRS", "LayerConventionError", "Param", "float_arrays",
            "class_held", "explicit_params", "no_grad",
            "float_scalars", "get_path", "held_values", "is_float_array", "is_float_scalar",
-           "multiple_of", "padded", "parameters", "set_path", "steps", "try_path", "unmatched",
+           "multiple_of", "padded", "param_object", "parameters", "set_path", "steps", "try_path",
+           "unmatched",
            "walk"]
 
 PAIRS = (("params", "grads"), ("params", "gradients"), ("parameters", "grads"),
@@ -278,7 +279,7 @@ def _holds_float(v: Any, depth: int = 0) -> bool:
         _holds_float(u, depth + 1) for u in v.values())
 
 
-def _param_object(v: Any) -> str | None:
+def param_object(v: Any) -> str | None:
     """``"data"`` or ``"value"`` if ``v`` is a parameter object, else None."""
     if isinstance(v, _OPAQUE) or isinstance(v, (list, tuple, dict)):
         return None
@@ -301,7 +302,7 @@ def walk(obj: Any, path: str = "", depth: int = 0,
         seen.add(id(v))
         yield p, v
         if depth < _DEPTH and (not isinstance(v, np.ndarray) or v.dtype == object) and \
-                _param_object(v) is None:
+                param_object(v) is None:
             yield from walk(v, p, depth + 1, seen)
 
 
@@ -343,7 +344,7 @@ def held_values(obj: Any) -> dict[str, tuple[int, np.ndarray]]:
     """``path.data -> (identity, copy)`` of the value array of every parameter object
     reachable from ``obj`` (:func:`walk` does not enter them)."""
     return {f"{p}.{attr}": (id(a), a.copy()) for p, v in walk(obj)
-            if (attr := _param_object(v)) is not None
+            if (attr := param_object(v)) is not None
             and is_float_array(a := getattr(v, attr))}
 
 
@@ -428,7 +429,7 @@ def parameters(before: Any, after: Any) -> list[Param]:
 
     nodes = [("", before)] + [(p, v) for p, v in walk(before) if not isinstance(v, np.ndarray)]
     for path, node in nodes:
-        attr = _param_object(node)
+        attr = param_object(node)
         if attr is not None and path:
             if hasattr(try_path(after, path), "grad"):
                 add(Param(path, f"{path}.{attr}", f"{path}.grad"))

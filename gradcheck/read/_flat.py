@@ -71,11 +71,12 @@ def flat_return(ret: Any, layer: Any, xs: list[Any], wanted: list[int],
     if not isinstance(ret, (tuple, list)) or len(ret) < 2 or not all(
             is_float_array(r) for r in ret):
         return None
-    if any(isinstance(x, (list, tuple)) and len(x) == len(ret) and all(
-            np.shape(a) == np.shape(r) for a, r in zip(x, ret, strict=True)) for x in xs):
-        return None  # [dx, dh] for the input [x, h]: that input's gradient, laid out so
     held = list(arrays.items()) if arrays is not None else [
         (p, v) for p, v in walk(clone(layer)) if is_float_array(v)]
+    if any(isinstance(x, (list, tuple)) and len(x) == len(ret) and all(
+            np.shape(a) == np.shape(r) for a, r in zip(x, ret, strict=True)) for x in xs) and \
+            not all(any(np.shape(r) == v.shape for _, v in held) for r in ret):
+        return None  # [dx, dh] for the input [x, h], dx of no array's shape: its gradient
     inputs = [k for k in wanted if isinstance(xs[k], np.ndarray)]
     if len(ret) <= len(inputs):
         return None

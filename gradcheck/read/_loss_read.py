@@ -171,7 +171,9 @@ def given_loss(proto: Protocol, first: Any, out: Any) -> Any:
                 "it could pass without the output gradient ever being used, so no reading "
                 "is taken"))
         proto.reduce, how = _reduction(proto, first, out)
-        proto.note(f"the forward returns {np.size(out)} values (a loss per sample) and the "
+        what = "a loss per sample" if not any(np.shape(x) == np.shape(out) for x in first.xs) \
+            else "a loss per element, or an element-wise function whose derivative it returns"
+        proto.note(f"the forward returns {np.size(out)} values ({what}) and the "
                    f"backward takes no output gradient: checked as the gradient of their "
                    f"{proto.reduce} ({how})")
     return first

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ._arg_names import target_named
+from ._observe import positional_names
 from ._protocol import ProtocolError
 
 __all__ = ["Placing", "in_order", "label_like", "zero_one"]
@@ -59,6 +61,17 @@ class Placing:
 
     def _note(self, text: str) -> None:
         raise NotImplementedError
+
+    def _targets_named(self, pair: list[int]) -> tuple[int, int] | None:
+        """``(prediction, targets)`` of two inputs when exactly one is named as a loss's
+        targets (``y_true``, ``labels``); else None (the sign of a difference's gradient
+        is all that tells them apart)."""
+        names = positional_names(self._fwd) or []
+        if len(names) < self._n:
+            return None
+        told = [k for k in pair if target_named(names[k])]
+        return None if len(told) != 1 else (
+            pair[1] if told[0] == pair[0] else pair[0], told[0])
 
     def _apart(self, a: int, b: int) -> bool:
         """Whether the forward's output moves with input ``a`` alone and not with inputs
@@ -111,12 +124,12 @@ class Placing:
             self._note(f"backward returned one array for {n} inputs: read as the gradient of "
                        f"input {shaped[0]}, of its shape, the first (the data) a constant")
             return self._spread([grads], shaped)
-        if wanted is None and len(same) == len(soft) == 2 and self._apart(*soft):
-            a, b = soft
+        if wanted is None and len(same) == len(soft) == 2 and (
+                pair := self._targets_named(soft)) and self._apart(*soft):
+            a, b = pair  # (a: the prediction, b: the targets, by their names)
             self._note(f"backward returned one array for {n} inputs: read as the gradient of "
-                       f"input {a}; the output depends on x{a} - x{b} only and neither holds "
-                       f"labels, so minus it is x{b}'s: if x{b} is the prediction, name it: "
-                       f"wrt=[{b}]")
+                       f"input {a}, the prediction; the output depends on the difference of "
+                       f"it and input {b} only, whose name is a target's: a constant")
             return self._spread([grads], [a])
         raise ProtocolError("bad-protocol", f"backward returned one array for {n} inputs; "
                             "return one gradient per input (None for constants), or name "

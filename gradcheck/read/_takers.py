@@ -167,9 +167,16 @@ def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | 
     valued = [t for t in _public(layer)[:12] if len(positional_names(  # or forword(x)
         getattr(layer, t), required=True) or []) == 1 and _returns_a_value(layer, t, inputs)]
     pairs = [(f, t, again) for f in valued[:3] for t, again in (
-        (inputs_taker(layer, f, inputs), True), (one_taker(layer, f, inputs), False)) if t]
+        (inputs_taker(layer, f, inputs), 1), (one_taker(layer, f, inputs), 0)) if t]
+    if not pairs and len(valued) == 1 and (t := derivative_taker(layer, valued[0], inputs)):
+        pairs = [(valued[0], t, 2)]  # map(Z) beside derivative(): mytorch's, unnamed
     if len({(f, t) for f, t, _ in pairs}) == 1:  # beside back(dout); the backward is
         f, t, again = pairs[0]  # no forward: back(x) then forword(g) is not linear
+        if again == 2:
+            return f, t, (f"methods found by what they do: {f} returning a value for the "
+                          f"input (the forward), {t} the one other taking no argument that, "
+                          "after it, returns a new array of the output's shape (the "
+                          "backward: the element-wise derivative, times the output gradient)")
         how = "taking it again and one more argument" if again else "other taking one " \
             "argument"
         return f, t, (f"methods found by what they do: {f} returning a value for the input "
