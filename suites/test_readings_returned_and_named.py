@@ -506,3 +506,188 @@ def test_weight_gradient_of_the_transposed_shape_is_a_shape_mismatch_of_weights(
     assert res.status == status, res.report()
     if status != "ok":
         assert "weight_gradient" in res.message and "transpose" in res.message, res.message
+
+
+# -- review 97 ------------------------------------------------------------------------------
+def test_a_bare_y_beside_a_name_that_is_no_prediction_is_no_target():
+    def sq_err(y, y_ref):
+        return (y - y_ref) ** 2
+
+    def sq_err_backward(grad, y, y_ref):
+        return grad * 2.0 * (y - y_ref)
+
+    rng = _rng(23)
+    res = gradcheck.check_vjp(sq_err, sq_err_backward,
+                              [rng.standard_normal((3, 4)), rng.standard_normal((3, 4))])
+    assert res.status == "bad-protocol", res.report()
+
+
+@pytest.mark.parametrize(("bwd", "ok"), [
+    (lambda grad, y, y_hat: grad * 2.0 * (y_hat - y), True),
+    (lambda grad, y, y_hat: grad * 2.0 * (y - y_hat), False),
+])
+def test_a_bare_y_beside_y_hat_is_the_target(bwd, ok):
+    def sq_err(y, y_hat):
+        return (y - y_hat) ** 2
+
+    rng = _rng(24)
+    res = gradcheck.check_vjp(sq_err, bwd, [rng.standard_normal((3, 4)),
+                                            rng.standard_normal((3, 4))])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+
+
+class MapAndClassify:
+    def map(self, Z):
+        self._A = 1.0 / (1.0 + np.exp(-Z))
+        return self._A
+
+    def classify(self):
+        return (self._A > 0.5).astype(float)
+
+
+def test_a_method_of_the_output_s_shape_not_named_as_a_derivative_is_no_backward():
+    with pytest.raises(TypeError, match="no forward-like method"):
+        gradcheck.check_layer(MapAndClassify(), _rng(25).standard_normal((3, 4)))
+
+
+class EmptyUntilUsed:
+    """A parameter object holding an empty array until the first forward fills it."""
+
+    def __init__(self, out: int) -> None:
+        self.out = out
+        self.W = Param(np.empty((0, out)))
+        self.b = Param(np.zeros(out))
+
+    def forward(self, x):
+        if self.W.data.size == 0:
+            self.W.data = np.random.default_rng(3).standard_normal((x.shape[1], self.out))
+        self.x = x
+        return x @ self.W.data + self.b.data
+
+    def backward(self, g):
+        self.W.grad, self.b.grad = self._dW(g), g.sum(0)
+        return g @ self.W.data.T
+
+    def _dW(self, g):
+        return self.x.T @ g
+
+
+class EmptyUntilUsedHalved(EmptyUntilUsed):
+    def _dW(self, g):
+        return 0.5 * self.x.T @ g
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(EmptyUntilUsed, True), (EmptyUntilUsedHalved, False)])
+def test_an_empty_parameter_the_first_forward_fills_is_checked_at_its_filled_shape(cls, ok):
+    res = gradcheck.check_layer(cls(3), _rng(26).standard_normal((4, 5)))
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    if not ok:
+        assert {i.name for i in res.inputs if not i.passed} == {"W"}, res.report()
+
+
+# -- batch H: (out, attention weights), names that say input or output, an affine dW -----------
+class TinyAttention:
+    """forward(x) returns (out, weights); backward(d_out) takes the first output's gradient
+    and loops over the batch (given both gradients it raises in a matmul, not on a
+    tuple), storing its parameters' gradients in a dict beside them."""
+
+    def __init__(self, rng: np.random.Generator, d: int = 4, k: int = 3) -> None:
+        self.params = {"W_Q": rng.standard_normal((d, k)), "W_V": rng.standard_normal((d, k))}
+        self.grads: dict[str, np.ndarray] = {}
+
+    def forward(self, x):
+        self.x = x
+        self.q, self.v = x @ self.params["W_Q"], x @ self.params["W_V"]
+        s = self.q @ self.q.swapaxes(1, 2)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        self.a = e / e.sum(-1, keepdims=True)
+        return self.a @ self.v, self.a
+
+    def backward(self, d_out):
+        dx = np.zeros_like(self.x)
+        dWq, dWv = np.zeros_like(self.params["W_Q"]), np.zeros_like(self.params["W_V"])
+        for i in range(len(d_out)):
+            a, q, v, x, dy = self.a[i], self.q[i], self.v[i], self.x[i], d_out[i]
+            dv, da = a.T @ dy, dy @ v.T
+            ds = a * (da - (da * a).sum(-1, keepdims=True))
+            dq = self._dq(ds, q)
+            dWq += x.T @ dq
+            dWv += x.T @ dv
+            dx[i] = dq @ self.params["W_Q"].T + dv @ self.params["W_V"].T
+        self.grads = {"W_Q": dWq, "W_V": dWv}
+        return dx
+
+    def _dq(self, ds, q):
+        return (ds + ds.T) @ q
+
+
+class TinyAttentionOneSided(TinyAttention):
+    def _dq(self, ds, q):
+        return ds @ q
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(TinyAttention, True), (TinyAttentionOneSided, False)])
+def test_an_attention_returning_its_weights_beside_its_output_differentiates_the_first(cls, ok):
+    res = gradcheck.check_layer(cls(_rng(27)), _rng(28).standard_normal((2, 3, 4)))
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert any("differentiates the first" in n for n in res.notes), res.notes
+
+
+def softmax_fn(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def softmax_backward_scores(scores, grad_out):
+    p = softmax_fn(scores)
+    return p * (grad_out - (grad_out * p).sum(-1, keepdims=True))
+
+
+def softmax_backward_probs(p, grad_out):
+    return p * (grad_out - (grad_out * p).sum(-1, keepdims=True))
+
+
+def softmax_backward_probs_axis0(p, grad_out):
+    return p * (grad_out - (grad_out * p).sum(0, keepdims=True))
+
+
+@pytest.mark.parametrize(("bwd", "ok"), [(softmax_backward_scores, True),
+                                         (softmax_backward_probs, True),
+                                         (softmax_backward_probs_axis0, False)])
+def test_a_one_input_backward_s_argument_named_as_input_or_output_is_given_that(bwd, ok):
+    res = gradcheck.check_vjp(softmax_fn, bwd, [_rng(29).standard_normal((3, 4))])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert any("under names that say so" in n for n in res.notes), res.notes
+
+
+class PositionalEmbedding:
+    """ids -> W[ids] + a fixed encoding; backward stores dW (a new array) and returns
+    nothing (the ids take no gradient)."""
+
+    def __init__(self, rng: np.random.Generator, vocab: int = 7, d: int = 4) -> None:
+        self.W = rng.standard_normal((vocab, d))
+        self.pe = np.sin(np.arange(5)[:, None] / (1.0 + np.arange(d)))
+
+    def forward(self, ids):
+        self.ids = ids
+        return self.W[ids] + self.pe[: ids.shape[1]]
+
+    def backward(self, d_out):
+        self.dW = np.zeros_like(self.W)
+        np.add.at(self.dW, self.ids, self._carried(d_out))
+
+    def _carried(self, d_out):
+        return d_out
+
+
+class PositionalEmbeddingAddsEncoding(PositionalEmbedding):
+    def _carried(self, d_out):
+        return d_out + self.pe[: self.ids.shape[1]]
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(PositionalEmbedding, True),
+                                         (PositionalEmbeddingAddsEncoding, False)])
+def test_a_stored_gradient_with_a_constant_term_is_checked_not_refused(cls, ok):
+    ids = _rng(30).integers(0, 7, (2, 5))
+    res = gradcheck.check_layer(cls(_rng(31)), ids, wrt=["W"])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()

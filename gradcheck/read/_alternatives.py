@@ -20,7 +20,7 @@ from ._beside_loss import beside_loss
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
-from ._observe import float_state, positional_names, same_but_unit, stored
+from ._observe import float_state, grad_stem, last_name, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import (
     EACH,
@@ -106,8 +106,7 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
                 is_float_array(r) or r is None or _number(r) for r in returned[1:]) or \
             proto.out_path is not None:  # (out, None): attention weights not asked for,
         return False  # (out, 0), (out, sum(W ** 2)): a penalty the training loop adds
-    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}" or not misread(
-            exc.as_dict()):
+    if exc.what != f"{type(proto.layer).__name__}.{proto.backward}":
         return False
     method = getattr(proto.layer, proto.backward)  # backward(dh) or backward(dh=1)
     if len(positional_names(method, required=True) or []) != 1 and (
@@ -115,7 +114,26 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
                 positional_names(method) or []) != 1):
         return False
     shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
-    return not any(np.shape(r) in shapes for r in returned[1:])
+    return not any(np.shape(r) in shapes for r in returned[1:]) and (
+        misread(exc.as_dict()) or _runs_on_first(proto, xs))
+
+
+def _runs_on_first(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the backward, after a forward on a copy, runs given the first output's
+    gradient alone and returns or stores a float array (what it raised on the tuple,
+    ``matmul: ... mismatch``, came from the tuple: an attention's ``(out, weights)``)."""
+    layer = clone(proto.layer)
+    if proto.draws is not None:
+        proto.draws.reset()
+    try:
+        with np.errstate(all="ignore"):
+            out = getattr(layer, proto.forward)(*clone(xs))
+            before = float_state(layer)
+            ret = getattr(layer, proto.backward)(times(ones_like(out[0]), 1.0))
+    except Exception:  # noqa: BLE001 - no evidence: the error stays
+        return False
+    return any(is_float_array(r) for r in (ret if isinstance(ret, tuple) else (ret,))) or \
+        bool(stored(before, layer))
 
 
 def several_outputs(proto: Protocol, returned: Any, exc: UserCodeError) -> str:
@@ -463,9 +481,11 @@ def takes_gradient(proto: Protocol, run: Callable[[float | None], Any]) -> Any:
         a[k].shape == c[k].shape and np.allclose(b[k] - a[k], a[k] - c[k], rtol=1e-6,
                                                  atol=1e-12 * (1 + np.abs(b[k]).max()))
         for k in moving)
+    stepped = [k for k in moving if grad_stem(last_name(k)) == last_name(k).lower().lstrip(
+        "_")]  # (a change of W, not a dW it stored: a step's)
     if affine and any(np.max(np.abs(c[k]), initial=0.0) > 1e-9 * np.max(  # (not a rounding
             np.abs(a[k]), initial=0.0) for k in moving) and (  # of a zero: 1e-16)
-            not (returned or inputs) or _targets(
+            not (returned or inputs) and stepped or _targets(
             a, c, moving, run)):  # no input gradient seen: a step's change (a weight decay)
         raise ProtocolError("bad-protocol", (
             f"{type(proto.layer).__name__}.{proto.backward} is affine, not linear, in the "

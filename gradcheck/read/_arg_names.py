@@ -6,6 +6,7 @@ input ``a``), and the named ones before a ``*args`` it adds up (``backprop(dA, Z
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 from collections.abc import Callable
@@ -13,11 +14,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["before_varargs", "op_stems", "output_by_name", "target_named"]
+__all__ = ["before_varargs", "op_stems", "output_by_name", "target_named", "value_by_name"]
 
-#: Names of a loss's targets (``y_true``, ``labels``), never its prediction.
-_TARGET = re.compile(r"^(y|t|y_?true|true|targets?|labels?|gt|ground_?truth|y_?target|"
-                     r"desired|expected)$", re.I)
+#: Names of a loss's targets (``y_true``, ``labels``), never its prediction; ``y`` and
+#: ``t`` only beside a name of a prediction (:data:`_PREDICTION`).
+_TARGET = re.compile(r"^(y_?true|true|targets?|labels?|gt|ground_?truth|y_?target)$", re.I)
+_SHORT_TARGET = re.compile(r"^(y|t)$", re.I)
+_PREDICTION = re.compile(r"^(y_?pred|preds?|predict(ed|ions?)|y_?hat|out(put)?s?|logits?|"
+                         r"scores?|probs?|a)$", re.I)
+
+#: Names of a one-input op's input (the logits) and of its output (the probabilities),
+#: and of an output gradient; ``a``, ``h``, ``y`` say neither.
+_INPUT = re.compile(r"^(logits?|scores?|z|x|inputs?|pre_?act(ivation)?s?)$", re.I)
+_OUTPUT = re.compile(r"^(probs?|p|proba(bilit(y|ies))?|out(put)?|y_?hat|softmax)$", re.I)
+_GRADIENT = re.compile(r"^(d(out|y|z|a|x|l|h)?|g|grads?|grad_?out(put)?|out_?grad|"
+                       r"upstream(_grad)?|delta)$", re.I)
 
 #: Words a function's name adds to its op's: ``tanh_forward``, ``softmax_backward``.
 _AFFIXES = frozenset({"forward", "fwd", "fprop", "backward", "bwd", "bprop", "back",
@@ -77,6 +88,41 @@ def before_varargs(method: Callable[..., Any], f_names: list[str]) -> list[str] 
         else None
 
 
-def target_named(name: str) -> bool:
-    """Whether an argument's name reads as a loss's targets (``y_true``, ``labels``)."""
-    return bool(_TARGET.match(name.lstrip("_")))
+def target_named(name: str, other: str) -> bool:
+    """Whether an argument's name reads as a loss's targets (``y_true``, ``labels``; ``y``
+    or ``t`` when the ``other`` argument's reads as the prediction, ``y_pred``, ``out``)."""
+    name, other = name.lstrip("_"), other.lstrip("_")
+    return bool(_TARGET.match(name)) or bool(
+        _SHORT_TARGET.match(name) and _PREDICTION.match(other))
+
+
+def value_by_name(bwd: Callable[..., Any], b_names: list[str], x: np.ndarray,
+                  out: np.ndarray) -> tuple[bool, bool] | None:
+    """For a one-input forward whose backward takes two arguments under other names
+    than the forward's (``softmax_backward(scores, grad_out)``, ``(p, grad_out)``):
+    ``(takes the output, gradient first)`` when one is named as the op's input (logits,
+    scores, ``z``) or its output (probabilities, ``p``, ``out``) and the other as an output
+    gradient, and the backward, given that value, runs and gives twice the result for
+    twice the gradient; else None."""
+    if len(b_names) != 2:
+        return None
+    found = [(bool(_OUTPUT.match(v)), k == 1) for k, (v, g) in enumerate(
+        (b_names, b_names[::-1])) if (_INPUT.match(v) or _OUTPUT.match(v)) and
+             _GRADIENT.match(g)]
+    if len(found) != 1:
+        return None
+    takes_out, first = found[0]
+    value = out if takes_out else x
+    dy = np.random.default_rng(0).standard_normal(out.shape)
+
+    def call(d: np.ndarray) -> Any:
+        v = copy.deepcopy(value)
+        return bwd(d, v) if first else bwd(v, d)
+    try:
+        with np.errstate(all="ignore"):
+            one, two = np.asarray(call(dy), dtype=np.float64), np.asarray(
+                call(2 * dy), dtype=np.float64)
+    except Exception:  # noqa: BLE001 - the user's code, read otherwise: no reading
+        return None
+    return found[0] if one.shape == np.shape(x) and np.allclose(
+        2 * one, two, rtol=1e-6, atol=1e-12) else None

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arg_names import before_varargs, output_by_name
+from ._arg_names import before_varargs, output_by_name, value_by_name
 from ._extra_grads import leading_fit, trailing_dict
 from ._loss_cache import LossBack, cache_alone, gradient_first, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
@@ -188,6 +188,7 @@ class Conventions(Placing):
             len(b_names) == self._n + 1 and not self._again and not self._dy_first and \
             len(set(b_names) - set(f_names)) != 1  # (all by name but one: _by_names) (>1:
         self._tried: bool | None = None  # one input's backward(a, b) may be (dy, cache))
+        self._valued: tuple[bool, bool] | None = None  # (p, grad_out): by their names
         self._cache_alone = cache_alone(every, b_names)  # grads = f_backward(cache)
         # pool_backward(dA, cache, mode="max") of pool_forward(A, hp, mode): the setting
         # given to the forward, passed on by its name
@@ -240,16 +241,8 @@ class Conventions(Placing):
             self._note(f"the backward takes the forward's output under the op's name, "
                        f"{as_out[1]}, the output gradient and inputs by their names: called so")
             return out, _Again((*args, out.copy()), order=as_out[0])
-        if self._renamed and isinstance(out, np.ndarray) and out.dtype.kind == "f" and (
-                self._tried is not None or (tried := order_by_trial(self._bwd, args, out))
-                is not None):
-            self._tried = tried if self._tried is None else self._tried
-            order = ("the forward's inputs again, then the output gradient", "the output "
-                     "gradient, then the forward's inputs again")[bool(self._tried)]
-            self._note(f"the forward returns its output alone and the backward takes "
-                       f"{self._n + 1} arguments under other names: {order} (the one order "
-                       "in which it runs and is linear in the gradient)")
-            return out, _Again(args, first=bool(self._tried))
+        if self._renamed and (renamed := self._by_other_names(out, args)) is not None:
+            return renamed
         if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
             self._note("the forward returns its output alone and the backward takes the "
                        "output gradient, then the forward's inputs again: called so")
@@ -278,6 +271,31 @@ class Conventions(Placing):
         if not isinstance(out, tuple) or len(out) <= 2 or hasattr(out, "_fields"):
             return out
         return self._several(out)
+
+    def _by_other_names(self, out: Any, args: tuple[Any, ...]) -> tuple[Any, _Again] | None:
+        """``(out, cache)`` for a forward returning its output alone whose backward takes
+        the inputs (or, for one input, its output) and the output gradient under other
+        names: in the order found by trial, or by the names (:func:`value_by_name`)."""
+        if isinstance(out, np.ndarray) and out.dtype.kind == "f" and (
+                self._tried is not None or (tried := order_by_trial(self._bwd, args, out))
+                is not None):
+            self._tried = tried if self._tried is None else self._tried
+            order = ("the forward's inputs again, then the output gradient", "the output "
+                     "gradient, then the forward's inputs again")[bool(self._tried)]
+            self._note(f"the forward returns its output alone and the backward takes "
+                       f"{self._n + 1} arguments under other names: {order} (the one order "
+                       "in which it runs and is linear in the gradient)")
+            return out, _Again(args, first=bool(self._tried))
+        if self._n == 1 and isinstance(out, np.ndarray) and (
+                self._valued is not None or (valued := value_by_name(
+                    self._bwd, self._names[1], args[0], out)) is not None):
+            self._valued = valued if self._valued is None else self._valued
+            takes_out, first = self._valued or (False, False)
+            self._note(f"the backward takes the output gradient and the forward's "
+                       f"{'output' if takes_out else 'input'} under names that say so "
+                       f"({', '.join(self._names[1])}): called so")
+            return out, _Again((out.copy(),) if takes_out else args, first=first)
+        return None
 
     def _several(self, out: tuple[Any, ...]) -> tuple[Any, Any]:
         """A forward's three or more values read as outputs and a cache."""

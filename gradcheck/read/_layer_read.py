@@ -385,8 +385,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     persistent = kept | set(lost)
     if persistent:  # arrays built by the first forward and kept: weights or buffers
         lazy_found = parameters(first.init, first.after)
-        made = [p for p in lazy_found if isinstance(p.value, str)
-                and not is_float_array(try_path(layer, p.value))]
+        made = [p for p in lazy_found if isinstance(p.value, str) and (
+            not is_float_array(v := try_path(layer, p.value)) or v.size == 0)]  # (or empty)
         lazy = [p for p in made if p.value in persistent]  # not caches (self.h with dh)
         if lazy:
             base, found = first.init, [p for p in lazy_found if p not in made or p in lazy]

@@ -69,7 +69,8 @@ class Placing:
         names = positional_names(self._fwd) or []
         if len(names) < self._n:
             return None
-        told = [k for k in pair if target_named(names[k])]
+        a, b = pair
+        told = [k for k, o in ((a, b), (b, a)) if target_named(names[k], names[o])]
         return None if len(told) != 1 else (
             pair[1] if told[0] == pair[0] else pair[0], told[0])
 

@@ -6,6 +6,7 @@ inputs (``calculate(inputs)``)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +27,10 @@ from ._protocol import GlobalDraws, clone
 
 __all__ = ["derivative_taker", "inputs_taker", "linear_after", "one_missing", "one_taker",
            "step_taker", "taking_instead", "twin_of", "unnamed_pair"]
+
+
+#: A method's name that says it returns a derivative (``derivative``, ``grad``, ``prime``).
+_DERIVATIVE = re.compile(r"deriv|grad|prime|jacobian|slope", re.I)
 
 
 def one_missing(layer: Any, fwds: list[str], bwds: list[str], inputs: tuple[Any, ...]
@@ -168,8 +173,9 @@ def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | 
         getattr(layer, t), required=True) or []) == 1 and _returns_a_value(layer, t, inputs)]
     pairs = [(f, t, again) for f in valued[:3] for t, again in (
         (inputs_taker(layer, f, inputs), 1), (one_taker(layer, f, inputs), 0)) if t]
-    if not pairs and len(valued) == 1 and (t := derivative_taker(layer, valued[0], inputs)):
-        pairs = [(valued[0], t, 2)]  # map(Z) beside derivative(): mytorch's, unnamed
+    if not pairs and len(valued) == 1 and (t := derivative_taker(layer, valued[0], inputs)) \
+            and _DERIVATIVE.search(t):  # map(Z) beside derivative(), not classify()
+        pairs = [(valued[0], t, 2)]
     if len({(f, t) for f, t, _ in pairs}) == 1:  # beside back(dout); the backward is
         f, t, again = pairs[0]  # no forward: back(x) then forword(g) is not linear
         if again == 2:
