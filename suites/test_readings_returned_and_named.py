@@ -691,3 +691,62 @@ def test_a_stored_gradient_with_a_constant_term_is_checked_not_refused(cls, ok):
     ids = _rng(30).integers(0, 7, (2, 5))
     res = gradcheck.check_layer(cls(_rng(31)), ids, wrt=["W"])
     assert res.status == ("ok" if ok else "mismatch"), res.report()
+
+
+# -- check_vjp: a loss and its gradient over a list of weights with a None placeholder ------
+def _layers_forward(X, weights):
+    a = X
+    for W in weights[1:]:
+        a = np.tanh(a @ W)
+    return a
+
+
+def layered_error(X, Y, weights, lam):
+    err = _layers_forward(X, weights)[:, 0] - Y
+    return float((err ** 2).sum() / (2 * len(X)) + lam * sum(
+        (W ** 2).sum() for W in weights[1:]))
+
+
+def _layered_gradients(X, Y, weights, lam, decay):
+    acts = [X]
+    for W in weights[1:]:
+        acts.append(np.tanh(acts[-1] @ W))
+    delta = (acts[-1][:, :1] - Y[:, None]) / len(X)
+    delta = np.concatenate([delta, np.zeros_like(acts[-1][:, 1:])], axis=1)
+    G = [None] * len(weights)
+    for k in range(len(weights) - 1, 0, -1):
+        d = delta * (1.0 - acts[k] ** 2)
+        G[k] = acts[k - 1].T @ d + decay * lam * weights[k]
+        delta = d @ weights[k].T
+    return G
+
+
+def layered_gradients(X, Y, weights, lam):
+    return _layered_gradients(X, Y, weights, lam, 2.0)
+
+
+def layered_gradients_half_decay(X, Y, weights, lam):
+    return _layered_gradients(X, Y, weights, lam, 1.0)
+
+
+@pytest.mark.parametrize(("bwd", "ok"), [(layered_gradients, True),
+                                         (layered_gradients_half_decay, False)])
+def test_a_gradient_list_laid_out_as_a_weights_list_with_a_placeholder(bwd, ok):
+    rng = _rng(32)
+    X, Y = rng.standard_normal((4, 3)), rng.standard_normal(4)
+    weights = [None, rng.standard_normal((3, 4)), rng.standard_normal((4, 2))]
+    res = gradcheck.check_vjp(layered_error, bwd, [X, Y, weights, 0.1])
+    assert res.status == ("ok" if ok else "mismatch"), res.report()
+    assert {i.name for i in res.inputs if i.status in ("ok", "mismatch")} == {
+        "weights[1]", "weights[2]"}, res.report()
+
+
+def test_a_none_input_named_in_wrt_is_still_an_error():
+    def f(x, y):
+        return x * 2.0, None
+
+    def b(dy, cache):
+        return dy * 2.0, None
+
+    with pytest.raises(TypeError, match="dtype object"):
+        gradcheck.check_vjp(f, b, [np.ones(3), None], wrt=[1])

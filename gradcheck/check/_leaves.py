@@ -126,7 +126,8 @@ def _prepare(inputs: Any, wrt: Any, names: Sequence[str] | None = None) -> _Inpu
             prep.leaves[i] = leaf  # a flag or a count, as given: ``training is True``
             prep.ints.append(i)
             continue
-        if owner[i] not in chosen or wrt is None and _no_number(leaf):
+        nested = leaf is None and name != top[keys.index(owner[i])]  # [None, W1, W2]: a
+        if owner[i] not in chosen or (wrt is None or nested) and _no_number(leaf):  # place
             prep.leaves[i] = _private_copy(leaf)  # (None, a name, an array of names:
             prep.consts.append(i)  # constants unless wrt= asks for them)
             continue

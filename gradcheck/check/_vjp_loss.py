@@ -54,6 +54,12 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
             return [None if g is None else np.asarray(g) * dy for g in bwd(*a)]
         return forward, each, [j for j, g in enumerate(grad) if g is not None], (
             head + "it returns one gradient per argument, in order")
+    if wrt is None and (k := _laid_out(grad, inputs)) is not None:  # [None, dW1, dW2]
+        def listed(dy: Any, a: Any) -> list[Any]:
+            return [[None if g is None else np.asarray(g) * dy for g in bwd(*a)]
+                    if j == k else None for j in range(len(a))]
+        return forward, listed, [k], (head + f"it returns a list laid out as {b_names[k]}, "
+                                      "read as its gradient (the other arguments constants)")
     if not isinstance(grad, np.ndarray) or grad.dtype.kind != "f":
         return None
     k = _which(inputs, grad.shape, wrt)
@@ -85,6 +91,20 @@ def _each(grad: Any, inputs: Sequence[Any]) -> bool:
             isinstance(g, (np.ndarray, np.floating, float)) and np.asarray(g).dtype.kind == "f"
             and _unit(np.shape(g)) == _unit(np.shape(x))) for g, x in zip(
                 grad, inputs, strict=True))  # (a NumPy float for a 0-d bias: -(1 - d))
+
+
+def _laid_out(grad: Any, inputs: Sequence[Any]) -> int | None:
+    """The one input that is a list of float arrays (None in places: ``[None, W1, W2]``)
+    laid out as the returned list: as long, None where it holds None, each array of its
+    array's shape; None when none or several are."""
+    if not isinstance(grad, (list, tuple)) or not any(g is not None for g in grad):
+        return None
+    fits = [j for j, x in enumerate(inputs) if isinstance(x, (list, tuple)) and len(x) == len(
+        grad) and any(v is not None for v in x) and all(
+            (v is None) == (g is None) and (v is None or (
+                isinstance(v, np.ndarray) and v.dtype.kind == "f" and isinstance(
+                    g, np.ndarray) and g.shape == v.shape)) for v, g in zip(x, grad, strict=True))]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _unit(shape: tuple[int, ...]) -> tuple[int, ...]:
