@@ -27,8 +27,8 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     if isinstance(inputs, (dict, str, np.ndarray)) or not isinstance(inputs, Sequence) or \
             not inputs:
         return None
-    f_names, b_names = positional_names(fwd), positional_names(bwd, required=True)
-    if not f_names or f_names[:len(inputs)] != b_names or len(b_names) != len(inputs):
+    b_names = _same_arguments(fwd, bwd, len(inputs))
+    if b_names is None:
         return None
     named = [wrt] if isinstance(wrt, str) else wrt if isinstance(wrt, (list, tuple)) else []
     if named and all(isinstance(k, str) for k in named):  # wrt=['y_pred']: by the names
@@ -49,17 +49,8 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
 
     head = ("fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
             "gradient: ")
-    if _each(grad, inputs):  # (dmu, dlog_var): one per argument, in order
-        def each(dy: Any, a: Any) -> list[Any]:
-            return [None if g is None else np.asarray(g) * dy for g in bwd(*a)]
-        return forward, each, [j for j, g in enumerate(grad) if g is not None], (
-            head + "it returns one gradient per argument, in order")
-    if wrt is None and (k := _laid_out(grad, inputs)) is not None:  # [None, dW1, dW2]
-        def listed(dy: Any, a: Any) -> list[Any]:
-            return [[None if g is None else np.asarray(g) * dy for g in bwd(*a)]
-                    if j == k else None for j in range(len(a))]
-        return forward, listed, [k], (head + f"it returns a list laid out as {b_names[k]}, "
-                                      "read as its gradient (the other arguments constants)")
+    if (several := _several(bwd, grad, inputs, b_names, wrt)) is not None:
+        return forward, several[0], several[1], head + several[2]
     if not isinstance(grad, np.ndarray) or grad.dtype.kind != "f":
         return None
     k = _which(inputs, grad.shape, wrt)
@@ -83,6 +74,25 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     return forward, backward, [k], note
 
 
+def _several(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any], b_names: list[str],
+             wrt: Any) -> tuple[Callable[..., Any], list[int], str] | None:
+    """The protocol's backward, the inputs it differentiates and a note, for a gradient
+    function returning one gradient per argument in order (``(dmu, dlog_var)``) or a list
+    laid out as one list argument (``[None, dW1, dW2]``); else None."""
+    if _each(grad, inputs):
+        def each(dy: Any, a: Any) -> list[Any]:
+            return [None if g is None else np.asarray(g) * dy for g in bwd(*a)]
+        return each, [j for j, g in enumerate(grad) if g is not None], (
+            "it returns one gradient per argument, in order")
+    if wrt is None and (k := _laid_out(grad, inputs)) is not None:
+        def listed(dy: Any, a: Any) -> list[Any]:
+            return [[None if g is None else np.asarray(g) * dy for g in bwd(*a)]
+                    if j == k else None for j in range(len(a))]
+        return listed, [k], (f"it returns a list laid out as {b_names[k]}, read as its "
+                             "gradient (the other arguments constants)")
+    return None
+
+
 def _each(grad: Any, inputs: Sequence[Any]) -> bool:
     """A tuple or list with a float array (or None) per input, each of its input's shape
     but for size-1 axes, not all None."""
@@ -91,6 +101,19 @@ def _each(grad: Any, inputs: Sequence[Any]) -> bool:
             isinstance(g, (np.ndarray, np.floating, float)) and np.asarray(g).dtype.kind == "f"
             and _unit(np.shape(g)) == _unit(np.shape(x))) for g, x in zip(
                 grad, inputs, strict=True))  # (a NumPy float for a 0-d bias: -(1 - d))
+
+
+def _same_arguments(fwd: Callable[..., Any], bwd: Callable[..., Any], n: int
+                    ) -> list[str] | None:
+    """The backward's names of its ``n`` required arguments when they are the forward's
+    first ``n``, each the same name or one ending the other after ``_``
+    (``cross_entropy(output_a, y)`` beside ``cross_entropy_delta(a, y)``); else None."""
+    f_names, b_names = positional_names(fwd), positional_names(bwd, required=True)
+    if not f_names or b_names is None or len(b_names) != n or len(f_names) < n:
+        return None
+    pairs = list(zip(f_names[:n], b_names, strict=True))
+    same = all(f == b or f.endswith("_" + b) or b.endswith("_" + f) for f, b in pairs)
+    return b_names if same and sum(f == b for f, b in pairs) >= n - 1 else None  # one apart
 
 
 def _laid_out(grad: Any, inputs: Sequence[Any]) -> int | None:

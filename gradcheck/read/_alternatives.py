@@ -20,7 +20,7 @@ from ._beside_loss import beside_loss
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
 from ._layer_call import Protocol, ones_like, times, uneven
-from ._observe import float_state, grad_stem, last_name, positional_names, same_but_unit, stored
+from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import (
     EACH,
@@ -90,9 +90,10 @@ def rows_as_columns(cands: dict[str, Any]) -> dict[str, Any]:
 
 
 def _number(r: Any) -> bool:
-    """A Python or NumPy number, or a 0-d array of one (no bool)."""
+    """A Python or NumPy number, or an array holding one (0-d or of size 1: an auxiliary
+    loss, ``(1,)``; no bool)."""
     return isinstance(r, int | float | np.number) and not isinstance(r, bool) or (
-        isinstance(r, np.ndarray) and r.ndim == 0 and r.dtype.kind in "iuf")
+        isinstance(r, np.ndarray) and r.size == 1 and r.dtype.kind in "iuf")
 
 
 def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
@@ -115,7 +116,10 @@ def first_of_several(proto: Protocol, xs: list[Any], returned: Any,
         return False
     shapes = {np.shape(x) for x in xs if isinstance(x, np.ndarray)}
     return not any(np.shape(r) in shapes for r in returned[1:]) and (
-        misread(exc.as_dict()) or _runs_on_first(proto, xs))
+        misread(exc.as_dict()) or not any(np.shape(r) == np.shape(returned[0]) for r in
+                                          returned[1:]) and _runs_on_first(proto, xs))
+    # (an error of another kind: only beside outputs of other shapes than the first's,
+    # attention weights; (h, c) of one shape are states a backward may take both of)
 
 
 def _runs_on_first(proto: Protocol, xs: list[Any]) -> bool:
@@ -157,7 +161,7 @@ def penalty_checked(proto: Protocol, xs: list[Any], returned: Any, first: Any) -
     results hold a term that does not scale with the output gradient (that number's own
     gradient, ``dW += 2 * lam * W``): which outputs it differentiates cannot be told, a
     ``bad-protocol``."""
-    numbers = [r for r in returned[1:] if _number(r) and float(r) != 0.0] if isinstance(
+    numbers = [r for r in returned[1:] if _number(r) and np.any(r)] if isinstance(
         returned, tuple) and proto.out_path == FIRST else []
     if not numbers or proto.draws is None:
         return first
@@ -174,7 +178,8 @@ def penalty_checked(proto: Protocol, xs: list[Any], returned: Any, first: Any) -
         return first
     raise ProtocolError("bad-protocol", (
         f"{type(proto.layer).__name__}.{proto.forward} returned its output and "
-        f"{len(numbers)} nonzero number(s) ({', '.join(f'{float(n):.4g}' for n in numbers)}"
+        f"{len(numbers)} nonzero number(s) "
+        f"({', '.join(f'{float(np.ravel(n)[0]):.4g}' for n in numbers)}"
         f"), and {proto.backward}'s results hold a term that does not scale with the "
         "output gradient (that number's own gradient, a penalty's?): whether it "
         "differentiates the first output alone or their sum cannot be told; check the "
@@ -481,12 +486,11 @@ def takes_gradient(proto: Protocol, run: Callable[[float | None], Any]) -> Any:
         a[k].shape == c[k].shape and np.allclose(b[k] - a[k], a[k] - c[k], rtol=1e-6,
                                                  atol=1e-12 * (1 + np.abs(b[k]).max()))
         for k in moving)
-    stepped = [k for k in moving if grad_stem(last_name(k)) == last_name(k).lower().lstrip(
-        "_")]  # (a change of W, not a dW it stored: a step's)
     if affine and any(np.max(np.abs(c[k]), initial=0.0) > 1e-9 * np.max(  # (not a rounding
             np.abs(a[k]), initial=0.0) for k in moving) and (  # of a zero: 1e-16)
-            not (returned or inputs) and stepped or _targets(
-            a, c, moving, run)):  # no input gradient seen: a step's change (a weight decay)
+            not (returned or inputs) or _targets(
+            a, c, moving, run)):  # no input gradient seen: a step's change (a weight decay),
+        # or a loss's dW = X.T @ (p - t) taking targets: not told apart
         raise ProtocolError("bad-protocol", (
             f"{type(proto.layer).__name__}.{proto.backward} is affine, not linear, in the "
             "argument it was given as the output gradient (a zero one gives a nonzero "

@@ -24,9 +24,11 @@ _PREDICTION = re.compile(r"^(y_?pred|preds?|predict(ed|ions?)|y_?hat|out(put)?s?
                          r"scores?|probs?|a)$", re.I)
 
 #: Names of a one-input op's input (the logits) and of its output (the probabilities),
-#: and of an output gradient; ``a``, ``h``, ``y`` say neither.
-_INPUT = re.compile(r"^(logits?|scores?|z|x|inputs?|pre_?act(ivation)?s?)$", re.I)
-_OUTPUT = re.compile(r"^(probs?|p|proba(bilit(y|ies))?|out(put)?|y_?hat|softmax)$", re.I)
+#: and of an output gradient; ``a``, ``h``, ``y``, ``p``, ``x``, ``z`` say neither (a
+#: ``safe_log_backward(p, grad)`` takes its input ``p``, a ``sigmoid_backward(x, dout)``
+#: its output ``x``).
+_INPUT = re.compile(r"^(logits?|scores?|pre_?act(ivation)?s?)$", re.I)
+_OUTPUT = re.compile(r"^(probs|probabilities|output|y_?hat|softmax_?out(put)?)$", re.I)
 _GRADIENT = re.compile(r"^(d(out|y|z|a|x|l|h)?|g|grads?|grad_?out(put)?|out_?grad|"
                        r"upstream(_grad)?|delta)$", re.I)
 
