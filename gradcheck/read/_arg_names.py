@@ -1,8 +1,17 @@
-"""A backward's arguments read by their names: the forward's output under the op's
-name and an input's (``softmax_backward(grad, softmax_a, axis)`` of
-``softmax_forward(a, axis)``, where ``softmax_a`` is ``softmax(a)``, the output, not the
-input ``a``), and the named ones before a ``*args`` it adds up (``backprop(dA, Z,
-*args)``)."""
+"""A backward's arguments read by their names:
+
+- the forward's output under the op's name and an input's (``softmax_backward(grad,
+  softmax_a, axis)`` of ``softmax_forward(a, axis)``: ``softmax_a`` is ``softmax(a)``,
+  the output, not the input ``a``): :func:`output_by_name`;
+- the named ones before a ``*args`` it adds up (``backprop(dA, Z, *args)``):
+  :func:`before_varargs`;
+- a one-input op's input or output beside the output gradient, named so
+  (``softmax_backward(scores, grad_out)``, ``(probs, grad_out)``): :func:`value_by_name`;
+- a loss's targets (``y_true``; ``y`` beside ``y_hat``): :func:`target_named`.
+
+The output gradient's names here are those of a function's argument
+(``grad_out``, ``dA``); a layer's backward reads its own with
+:func:`~._layer_call.cotangent_named`."""
 
 from __future__ import annotations
 
