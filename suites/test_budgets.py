@@ -110,21 +110,52 @@ def test_every_threshold_names_its_criterion():
 
 
 # -- the gates can fail ------------------------------------------------------------------
-def _spin(n: int) -> None:
-    """CPU work of ``n`` units (not a sleep: a sleeping thread spends no CPU time)."""
-    x = np.ones(200)
-    for _ in range(n):
-        x = np.sqrt(x * x + 1.0)
+class _Clock:
+    """A clock the timed calls advance by a known amount: the gate's verdicts are then
+    decided by the figures given, never by how busy the machine happens to be."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def read(self) -> float:
+        return self.now
+
+    def work(self, costs: list[float]):
+        it = iter(costs * 100)
+
+        def call() -> None:
+            self.now += next(it)
+        return call
 
 
-def test_time_gate_fails_on_a_slow_side():
-    t = bud.time_pairs(lambda: _spin(2000), lambda: _spin(1000), pairs=7, warmup=1)
-    assert t.cpu > 1.5
+def _timed(monkeypatch, a: list[float], b: list[float], pairs: int = 7) -> bud.Timing:
+    clock = _Clock()
+    fake = type("T", (), {"thread_time": staticmethod(clock.read),
+                          "perf_counter": staticmethod(clock.read)})
+    monkeypatch.setattr(bud, "time", fake)
+    return bud.time_pairs(clock.work(a), clock.work(b), pairs=pairs, warmup=1)
+
+
+def test_time_gate_fails_on_a_slow_side(monkeypatch):
+    t = _timed(monkeypatch, [2.0], [1.0])
+    assert t.cpu == pytest.approx(2.0) and t.cpu_se == pytest.approx(0.0)
     assert not bud.gate(t.cpu, t.cpu_se, 1.10)
-    t2 = bud.time_pairs(lambda: _spin(1000), lambda: _spin(1000), pairs=7, warmup=1)
+    assert bud.judge("forward_overhead", measure.load_table(), "spin", "float64", t,
+                     threshold=1.10).status == "fail"
+    t2 = _timed(monkeypatch, [1.0], [1.0])
     assert bud.gate(t2.cpu, t2.cpu_se, 1.5)
-    assert bud.judge("forward_overhead", measure.load_table(), "spin", "float64", t2).status \
-        in ("pass", "not measured")
+    assert bud.judge("forward_overhead", measure.load_table(), "spin", "float64", t2,
+                     threshold=1.5).status == "pass"
+
+
+def test_time_gate_gives_noise_its_three_standard_errors(monkeypatch):
+    """Ratios spread from 1.0 to 1.6 around a median of 1.2: over a 1.1 threshold, but
+    not by three standard errors, so within; the same median without spread fails."""
+    noisy = _timed(monkeypatch, [1.0, 1.2, 1.6, 1.0, 1.2, 1.6, 1.2], [1.0], pairs=7)
+    assert noisy.cpu == pytest.approx(1.2) and noisy.cpu_se > 0.05
+    assert bud.gate(noisy.cpu, noisy.cpu_se, 1.10)
+    steady = _timed(monkeypatch, [1.2], [1.0])
+    assert not bud.gate(steady.cpu, steady.cpu_se, 1.10)
 
 
 def _busy_processes(n: int) -> list[subprocess.Popen]:
