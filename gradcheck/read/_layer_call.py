@@ -22,6 +22,7 @@ from ._discovery import Param, float_scalars, get_path, is_float_array, try_path
 from ._flat import FLAT, named_order, split_flat
 from ._handed import Handed, listen
 from ._observe import positional_names, same_but_unit, unit_note
+from ._per_sample import per_sample, per_sample_note
 from ._protocol import ProtocolError, call_user, clone, map_arrays
 from ._reading import (
     CACHE,
@@ -168,12 +169,14 @@ class Protocol:
         if self.reduce:
             out = getattr(np, self.reduce)(np.asarray(out))
         shared = self.draws.now() if self.draws is not None else []
-        return out, (layer, xs, shared, returned)
+        drawn = self.draws.taken() if self.draws is not None else None
+        return out, (layer, xs, shared, returned, drawn)
 
     def run_backward(self, dy: Any, cache: Any) -> list[Any]:
-        fresh, xs, shared, returned = clone(cache)  # its own copy: += stays local
+        fresh, xs, shared, returned, drawn = clone(cache)  # its own copy: += stays local
         if self.draws is not None:
             self.draws.put(shared)  # what this evaluation's forward left on the class
+            self.draws.resume(drawn)
         method = getattr(fresh, self.backward)
         if not self.style:
             self.style, note = call_style_of(method, dy, f"{type(self.layer).__name__}."
@@ -223,6 +226,9 @@ class Protocol:
             else:
                 g = _change(p.read_grad(fresh), b, scale)
                 _same_elsewhere(p, fresh, g, elsewhere)
+            if per_sample(g, np.shape(p.read(self.layer)), xs):
+                self.note(per_sample_note(p.name, g))
+                g = g.sum(axis=0)
             grads.append(self._unit(g, np.shape(p.read(fresh)), p.name,
                                     np.shape(p.read(self.layer))))
         if scale is not None:

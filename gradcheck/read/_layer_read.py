@@ -77,6 +77,7 @@ from ._loss_read import (
     settle,
 )
 from ._observe import float_state, method_pair, positional_names
+from ._per_sample import summed_per_sample
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
 from ._reading import (
     CACHE,
@@ -402,6 +403,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in first.stored.items() if k not in used}
     cands = rows_as_columns(cands) if proto.row else cands  # (a row for a column)
+    cands = summed_per_sample(cands, {p: try_path(base, p) for p in missing}, xs)
     if any(not is_float_array(try_path(base, p)) for p in missing) or (
             base is layer and rebuilt_once(layer, tuple(xs), proto.forward)):
         base = proto.layer = first.init  # built by the first forward: start from it

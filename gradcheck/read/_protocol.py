@@ -72,6 +72,19 @@ class GlobalDraws:
             self.drawn = now[2] != start[2] or not np.array_equal(
                 now[1], start[1]) or random.getstate() != self.py_state
 
+    def taken(self) -> Any:
+        """The generators' state after a forward that draws from them (None otherwise):
+        its backward starts from it on every call, so a backward drawing a mask of its own
+        draws the same one each time, and not the forward's."""
+        return (np.random.get_state(), random.getstate()) if self.drawn else None  # noqa: NPY002
+
+    @staticmethod
+    def resume(state: Any) -> None:
+        """Before a backward: the generators as its forward left them (:meth:`taken`)."""
+        if state is not None:
+            np.random.set_state(state[0])  # noqa: NPY002
+            random.setstate(state[1])
+
     def now(self) -> list[Any]:
         """A copy of the class-level mutable attributes as they are now."""
         return [copy.deepcopy(vars(owner)[name]) for owner, name in self.owners]
