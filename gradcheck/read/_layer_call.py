@@ -226,14 +226,18 @@ class Protocol:
             else:
                 g = _change(p.read_grad(fresh), b, scale)
                 _same_elsewhere(p, fresh, g, elsewhere)
-            if per_sample(g, np.shape(p.read(self.layer)), xs):
-                self.note(per_sample_note(p.name, g))
-                g = g.sum(axis=0)
-            grads.append(self._unit(g, np.shape(p.read(fresh)), p.name,
-                                    np.shape(p.read(self.layer))))
+            grads.append(self._unit(self._summed(g, p, xs), np.shape(p.read(fresh)),
+                                    p.name, np.shape(p.read(self.layer))))
         if scale is not None:
             dxs = [None if d is None else _times_all(d, scale) for d in dxs]
         return dxs + grads
+
+    def _summed(self, g: Any, p: Param, xs: list[Any]) -> Any:
+        """A gradient stored one per sample (:mod:`._per_sample`): its sum, noted."""
+        if not per_sample(g, np.shape(p.read(self.layer)), xs):
+            return g
+        self.note(per_sample_note(p.name, g))
+        return g.sum(axis=0)
 
     def _unit(self, g: Any, shape: tuple[int, ...], name: str,
               given: tuple[int, ...] | None = None) -> Any:
