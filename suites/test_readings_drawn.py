@@ -69,3 +69,156 @@ def test_gradients_stored_per_sample_are_checked_as_their_sum(bug):
     else:
         assert res.passed and len(res.inputs) == 3, res.report()
         assert any("per sample, shape (5, 3, 4)" in n for n in res.notes), res.notes
+
+
+# -- a network whose loss is a method and whose backward takes the targets -----------------
+class _Net:
+    """``_forward(X)``, ``_compute_loss(y, y_hat)`` (mean binary cross-entropy) and
+    ``_backward(X, y)`` stepping the weights by ``self.lr``; ``fit`` trains (corpus 233)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(7)
+        self.W1, self.b1 = rng.standard_normal((4, 5)) * 0.7, rng.standard_normal((1, 5)) * 0.1
+        self.W2, self.b2 = rng.standard_normal((5, 1)) * 0.7, np.zeros((1, 1))
+        self.lr, self.bug = 0.05, bug
+
+    def _forward(self, X):
+        self.A1 = np.tanh(X @ self.W1 + self.b1)
+        self.A2 = 1 / (1 + np.exp(-(self.A1 @ self.W2 + self.b2)))
+        return self.A2
+
+    def _compute_loss(self, y, y_hat):
+        return float(-np.mean(y * np.log(y_hat) + (1 - y) * np.log(1 - y_hat)))
+
+    def _backward(self, X, y):
+        m = len(X)
+        dZ2 = (self.A2 - y) / m
+        dW2, db2 = self.A1.T @ dZ2, dZ2.sum(0, keepdims=True)
+        dZ1 = dZ2 @ self.W2.T * (1 if self.bug else 1 - self.A1 ** 2)
+        dW1, db1 = X.T @ dZ1, dZ1.sum(0, keepdims=True)
+        for name, g in (("W1", dW1), ("b1", db1), ("W2", dW2), ("b2", db2)):
+            setattr(self, name, getattr(self, name) - self.lr * g)
+
+    def fit(self, X, y):
+        loss = self._compute_loss(y, self._forward(X))
+        self._backward(X, y)
+        return loss
+
+
+class _Recurrent:
+    """``forward(X)`` logits of a tiny recurrence, ``compute_loss(logits, y)`` storing the
+    probabilities, ``backward(y)`` storing the gradients (no step)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(8)
+        self.Wx, self.Wh = rng.standard_normal((2, 4)) * 0.6, rng.standard_normal((4, 4)) * 0.6
+        self.Wy, self.bug = rng.standard_normal((4, 3)) * 0.6, bug
+
+    def forward(self, X):
+        self.X, self.h = X, [np.zeros((len(X), 4))]
+        for t in range(X.shape[1]):
+            self.h.append(np.tanh(X[:, t] @ self.Wx + self.h[-1] @ self.Wh))
+        return self.h[-1] @ self.Wy
+
+    def compute_loss(self, logits, y):
+        e = np.exp(logits - logits.max(1, keepdims=True))
+        self.probs = e / e.sum(1, keepdims=True)
+        return float(-np.mean(np.log(self.probs[np.arange(len(y)), y])))
+
+    def backward(self, y):
+        d = self.probs.copy()
+        d[np.arange(len(y)), y] -= 1
+        d /= len(y)
+        self.dWy = self.h[-1].T @ d
+        dh = d @ self.Wy.T
+        self.dWx, self.dWh = np.zeros_like(self.Wx), np.zeros_like(self.Wh)
+        for t in reversed(range(self.X.shape[1])):
+            dz = dh * (1 - self.h[t + 1] ** 2)
+            self.dWx += self.X[:, t].T @ dz
+            self.dWh += (self.h[t + 1] if self.bug else self.h[t]).T @ dz
+            dh = dz @ self.Wh.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+@pytest.mark.parametrize("cls, failing", [(_Net, ["W1", "b1"]), (_Recurrent, ["Wh"])])
+def test_a_loss_method_between_a_forward_and_a_backward_taking_the_targets(cls, failing, bug):
+    """``check_layer(net, X, y)`` where the forward takes X alone: the targets go to the
+    one method turning the output into a number, the backward is that loss's gradient
+    (stepped or stored); ``fit``, which trains, is no loss."""
+    rng = np.random.default_rng(9)
+    if cls is _Net:
+        x, y = rng.standard_normal((6, 4)), rng.integers(0, 2, (6, 1)).astype(float)
+    else:
+        x, y = rng.standard_normal((3, 4, 2)), np.array([0, 2, 1])
+    res = gradcheck.check_layer(cls(bug), x, y)
+    if bug:
+        assert res.status == "mismatch" and sorted(
+            t.name for t in res.inputs if not t.passed) == sorted(failing), res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("the one method that turns its output into a number" in n
+               for n in res.notes), res.notes
+
+
+class _TwoLosses(_Recurrent):
+    def hinge(self, logits, y):
+        return float(np.mean(np.maximum(0, 1 - logits[np.arange(len(y)), y])))
+
+
+def test_two_methods_that_could_be_the_loss_give_no_reading():
+    rng = np.random.default_rng(9)
+    res = gradcheck.check_layer(_TwoLosses(), rng.standard_normal((3, 4, 2)), np.array([0, 2, 1]))
+    assert res.status == "error" and "were given" in res.message, res.report()
+
+
+# -- a stateless layer storing two outputs, its backward taking both gradients by name ----
+class _TwoStored:
+    """``forward(x, h, U, W, V)`` stores ``s`` and ``out``; ``backward`` takes the same
+    arguments, then ``ds`` and ``dout``, and returns ``(dh, dU, dW, dV)`` (no dx)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.bug = bug
+
+    def forward(self, x, h, U, W, V):
+        self.a = U @ x + W @ h
+        self.s = np.tanh(self.a)
+        self.out = V @ self.s
+
+    def backward(self, x, h, U, W, V, ds, dout):
+        self.forward(x, h, U, W, V)
+        dV = np.outer(dout, self.s)
+        da = (V.T @ dout + (0 if self.bug else ds)) * (1 - self.s ** 2)
+        dU, dW, dh = np.outer(da, x), np.outer(da, h), W.T @ da
+        return (dh, dU, dW, dV)
+
+
+class _TwoStoredHolding(_TwoStored):
+    def __init__(self, bug: bool = False) -> None:
+        super().__init__(bug)
+        self.scale = np.ones(3)  # an array of its own: its gradient would go unread
+
+
+def _two_stored_inputs():
+    rng = np.random.default_rng(10)
+    return (np.eye(4)[1], rng.standard_normal(3), rng.standard_normal((3, 4)),
+            rng.standard_normal((3, 3)), rng.standard_normal((2, 3)))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_outputs_named_by_the_backward_s_extra_arguments(bug):
+    """Corpus 232's rnnlm: the arguments after the forward's are the gradients of the
+    arrays they are named for; the returned gradients are placed by their names, and
+    the one-hot x, given none, is a constant."""
+    res = gradcheck.check_layer(_TwoStored(bug), *_two_stored_inputs())
+    if bug:
+        assert res.status == "mismatch", res.report()
+        assert {t.name for t in res.inputs if not t.passed} >= {"h", "U", "W"}, res.report()
+    else:
+        assert res.passed, res.report()
+        assert any("stores s, out: its outputs" in n and "no gradient for x" in n
+                   for n in res.notes), res.notes
+
+
+def test_a_layer_holding_arrays_is_not_read_through_its_stored_outputs():
+    res = gradcheck.check_layer(_TwoStoredHolding(), *_two_stored_inputs())
+    assert res.status == "bad-protocol" and "stored several arrays" in res.message, res.report()

@@ -219,7 +219,7 @@ class Protocol:
                              copy=True) * (1 if scale is None else scale)
             elif (at := p.name if p.name in moved else p.value) in moved:  # a step of
                 g = (moved[at] - np.asarray(get_path(fresh, at))).astype(  # size 1 made:
-                    moved[at].dtype)  # its gradient is minus it (w.data of a w object)
+                    moved[at].dtype) * (1 if scale is None else scale)  # minus it (w.data)
             elif p.name in self.handed:
                 g = self.handed[p.name].read(log)
                 g = g if scale is None or g is None else g * scale

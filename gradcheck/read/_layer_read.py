@@ -333,7 +333,7 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
                      (proto.style, proto.order), proto.out_path, lambda o: clone(o) if
                      scale is None else times(ones_like(o), scale), proto.then)
 
-    if proto.style == "inputs" and takes_a_step(proto, xs):  # bp(input, delta, lrt)
+    if proto.style in ("inputs", "given") and takes_a_step(proto, xs):  # bp(x, delta, lrt)
         return run(1.0)
     if proto.style == "inputs" and proto.order.index(None) >= len(xs):
         first = run(1.0)

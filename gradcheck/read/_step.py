@@ -59,6 +59,9 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if names is not None and len(names) == n + 2 and proto.draws is not None and (
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
         return _placed(proto, xs, names, names[:n] == f_names)
+    if proto.style == "given":  # a loss's backward(X, y), no output gradient, stepping
+        return names is not None and len(names) == len(proto.order) and \
+            proto.draws is not None and _held_step(proto, xs)  # by self.lr
     if proto.style == "inputs":  # backward(input, grad_output) stepping by self.lr
         flags = all(k in proto.order or not _holds_float(x) for k, x in enumerate(xs))
         return names is not None and (len(names) == n + 1 or (  # a training flag not given
@@ -320,7 +323,8 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
     if not all(np.allclose(d2[p], 2 * d1[p], rtol=1e-6, atol=1e-12 + scale.get(p, 0.0))
                for p in moved):
         return False
-    if moved:  # a step of SGD is affine in the gradient too (Adam's first is not); its
+    if moved and None in (proto.order or [None]):  # a step of SGD is affine in the
+        # gradient too (Adam's first is not; a loss's backward takes no gradient); its
         twice, none = _stepped(proto, xs, 1.0, 2.0), _stepped(proto, xs, 1.0, 0.0)  # constant
         if twice is None or none is None or not all(np.allclose(  # term, a decay of the
                 twice[1][p] - d1[p], d1[p] - none[1][p], rtol=1e-6,  # weight itself (an L2
@@ -337,7 +341,8 @@ def _reads_a_step(proto: Protocol, xs: list[Any], name: str) -> bool:
                 "as large): the input's gradient must not depend on the learning rate"))
         proto.note(f"what {type(proto.layer).__name__}.{proto.backward} returns changes "
                    f"with {name}: computed after the step it takes? (called with 1.0)")
-    proto.style, proto.stepped = "step", [p.removeprefix(SCALAR) for p in moved]
+    proto.stepped = [p.removeprefix(SCALAR) for p in moved]
+    proto.style = "given" if proto.style == "given" else "step"  # (a loss's: times dy)
     proto.note((f"the step size {name} it holds " if proto.step_attr is not None else
                 f"backward's argument {name} ") + (
         f"scales the change it makes to {', '.join(proto.stepped)} (a step size): called "
