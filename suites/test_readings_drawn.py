@@ -91,13 +91,15 @@ class _Net:
         return float(-np.mean(y * np.log(y_hat) + (1 - y) * np.log(1 - y_hat)))
 
     def _backward(self, X, y):
+        for name, g in self._grads(X, y).items():
+            setattr(self, name, getattr(self, name) - self.lr * g)
+
+    def _grads(self, X, y):
         m = len(X)
         dZ2 = (self.A2 - y) / m
         dW2, db2 = self.A1.T @ dZ2, dZ2.sum(0, keepdims=True)
         dZ1 = dZ2 @ self.W2.T * (1 if self.bug else 1 - self.A1 ** 2)
-        dW1, db1 = X.T @ dZ1, dZ1.sum(0, keepdims=True)
-        for name, g in (("W1", dW1), ("b1", db1), ("W2", dW2), ("b2", db2)):
-            setattr(self, name, getattr(self, name) - self.lr * g)
+        return {"W1": X.T @ dZ1, "b1": dZ1.sum(0, keepdims=True), "W2": dW2, "b2": db2}
 
     def fit(self, X, y):
         loss = self._compute_loss(y, self._forward(X))
@@ -222,3 +224,69 @@ def test_outputs_named_by_the_backward_s_extra_arguments(bug):
 def test_a_layer_holding_arrays_is_not_read_through_its_stored_outputs():
     res = gradcheck.check_layer(_TwoStoredHolding(), *_two_stored_inputs())
     assert res.status == "bad-protocol" and "stored several arrays" in res.message, res.report()
+
+
+# -- review 99 ------------------------------------------------------------------------------
+class _ForgetsDV(_TwoStored):
+    def backward(self, x, h, U, W, V, ds, dout):
+        dh, dU, dW, _ = super().backward(x, h, U, W, V, ds, dout)
+        return (dh, dU, dW)  # dV forgotten
+
+
+def test_a_float_input_given_no_gradient_is_no_stored_outputs_reading():
+    """Review 99: with a dense x, the forgotten dV would have read as a constant."""
+    xs = list(_two_stored_inputs())
+    xs[0] = np.random.default_rng(11).standard_normal(4)
+    res = gradcheck.check_layer(_ForgetsDV(), *xs)
+    assert res.status == "bad-protocol" and not res.passed, res.report()
+
+
+class _MetricOnly(_Net):
+    """The only (output, y) -> number method is a metric: the loss is elsewhere."""
+
+    _compute_loss = None  # type: ignore[assignment]
+
+    def mae(self, y_hat, y):
+        return float(np.mean(np.abs(y - y_hat)))
+
+
+class _AdamStep(_Net):
+    """A loss's backward(X, y) taking an Adam step: lr * sign(g) on its first call."""
+
+    def _backward(self, X, y):
+        for k, g in self._grads(X, y).items():
+            setattr(self, k, getattr(self, k) - self.lr * g / (np.abs(g) + 1e-8))
+
+
+@pytest.mark.parametrize("cls", [_MetricOnly, _AdamStep])
+def test_a_metric_or_a_sign_like_step_gives_no_loss_method_reading(cls):
+    """Review 99: a metric named as one is no loss; Adam's first step, the same size in
+    every element, is no gradient."""
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((6, 4)), rng.integers(0, 2, (6, 1)).astype(float)
+    res = gradcheck.check_layer(cls(), x, y)
+    assert res.status == "error" and not res.passed, res.report()
+
+
+class _StackApplied:
+    """A per-sample dW its own update() applies as it is (W becomes a stack)."""
+
+    def __init__(self) -> None:
+        self.W, self.lr = np.random.default_rng(5).standard_normal((3, 4)), 0.1
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W.T
+
+    def backward(self, dout):
+        self.dW = dout[:, :, None] * self.x[:, None, :]
+        return dout @ self.W
+
+    def update(self):
+        self.W = self.W - self.lr * self.dW
+
+
+def test_a_per_sample_stack_its_own_update_applies_unsummed_is_a_shape_mismatch():
+    x = np.random.default_rng(6).standard_normal((5, 4))
+    res = gradcheck.check_layer(_StackApplied(), x)
+    assert res.status == "shape-mismatch", res.report()

@@ -6,7 +6,9 @@ targets, so the reading is the chain its training loop runs, observed on copies.
 
 - The forward takes ``k`` required arguments, fewer than the inputs given: the inputs
   after the ``k``-th are the targets.
-- The loss is the one method of the object, besides the forward, that given the
+- The loss is the one method of the object named as a loss or a cost (``loss``,
+  ``cost``, ``error``, ``entropy``, ``mse``...: a metric, ``mae`` or ``accuracy``, also
+  turns the output into a number), besides the forward, that given the
   forward's output (an array) and the targets, in one order, returns one finite number
   that moves when the output moves, and changes none of the arrays the object held (a
   training step does). When both orders give numbers that differ, the name of the
@@ -32,6 +34,11 @@ from ..read._protocol import clone
 
 __all__ = ["loss_method_chain"]
 
+#: Method names that say "a loss": a metric (``mae``, ``accuracy``, ``score``) also turns
+#: the output and the targets into a number, and which one the backward differentiates
+#: cannot be observed.
+_LOSS = re.compile(r"loss|cost|error|objective|criterion|entropy|nll|likelihood|mse|bce|"
+                   r"hinge|divergence|kl|energy|penalty", re.I)
 #: Argument names that say "the targets".
 _TARGETS = re.compile(r"(y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expected|"
                       r"desired|answers?|one_?hot)", re.I)
@@ -83,7 +90,8 @@ def _loss_methods(obj: Any, f_name: str, out: np.ndarray, targets: tuple[Any, ..
     found = []
     for name in dir(type(obj)):
         fn = inspect.getattr_static(type(obj), name, None)
-        if name.startswith("__") or name == f_name or not inspect.isfunction(fn):
+        if name.startswith("__") or name == f_name or not inspect.isfunction(fn) or \
+                not _LOSS.search(name):
             continue
         method = getattr(obj, name)
         need = positional_names(method, required=True)

@@ -6,7 +6,9 @@ dU, dW, dV)``. The arguments after the forward's name the outputs (a gradient af
 less: ``diff_s`` is ``s``'s, ``dmulv`` is ``mulv``'s), each exactly one array the forward
 stored. The gradients it returns are, one per argument in order, the arguments'; fewer,
 they are placed by the names its code returns (``dprev_s`` for ``prev_s``), and an
-argument none is returned for is a constant, noted (a one-hot word). The check is then
+argument none is returned for is a constant, noted, when it is no float array or holds
+0s and 1s only (a one-hot word); a float input given none is no reading (a gradient
+forgotten looks the same). The check is then
 the one of the function pair the layer is, every call on a copy.
 
 Only a layer holding no float array is read so: with weights of its own, their
@@ -23,6 +25,7 @@ import numpy as np
 from ..read._discovery import is_float_array, walk
 from ..read._flat import returned_names
 from ..read._observe import grad_stem, method_pair, positional_names
+from ..read._placing import zero_one
 from ..read._protocol import clone
 
 __all__ = ["stored_outputs"]
@@ -56,8 +59,8 @@ def stored_outputs(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     if ret is not None or None in outs or len(set(outs)) != len(outs):
         return None
     placed = _placed(obj, b_name, f_names, inputs, [stored[o] for o in outs if o])
-    if placed is None:
-        return None
+    if placed is None or any(k not in placed and not _label(x) for k, x in enumerate(inputs)):
+        return None  # (a float input given no gradient may be one forgotten: no reading)
     names = [o for o in outs if o]
     const = [f_names[k] for k in range(len(inputs)) if k not in placed]
     return (*_pair(layer, f_name, b_name, names, placed, len(inputs)), f_names,
@@ -65,6 +68,12 @@ def stored_outputs(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             f"its outputs, whose gradients {b_name} takes after the forward's arguments ("
             f"{', '.join(b_names[len(f_names):])})" + (
                 f"; it returns no gradient for {', '.join(const)}: constant" if const else ""))
+
+
+def _label(x: Any) -> bool:
+    """An input that needs no gradient: not a float array, or one of 0s and 1s (a
+    one-hot word)."""
+    return not is_float_array(x) or zero_one(x)
 
 
 def _named(arg: str, stored: dict[str, Any]) -> str | None:

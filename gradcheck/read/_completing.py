@@ -129,8 +129,8 @@ def _applies_stored(proto: Protocol, xs: list[Any]) -> bool:
                 proto.params, was, strict=True)]
         except Exception:  # noqa: BLE001, S112 - no evidence that it applies the step
             continue
-        if all(np.any(g) and np.any(m) and m.shape == g.shape for g, m in zip(
-                steps, moved, strict=True)) and (_applied(moved, steps, was) or _applied(
+        if all(np.any(g) and np.any(m) and m.shape == g.shape == w.shape for g, m, w in zip(
+                steps, moved, was, strict=True)) and (_applied(moved, steps, was) or _applied(
                     moved, [-g for g in steps], was)):
             return True
     return False

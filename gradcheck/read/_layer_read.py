@@ -400,10 +400,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if first.ret is None and held_objects(first.init):  # (a sub-layer's d_input = d_input)
         gone = received(*clone((first.init, first.xs)), _backward_of(proto, first.out))
         first.stored = {k: v for k, v in first.stored.items() if k not in gone}
-    used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
-    cands = {k: v for k, v in first.stored.items() if k not in used}
-    cands = rows_as_columns(cands) if proto.row else cands  # (a row for a column)
-    cands = summed_per_sample(cands, {p: try_path(base, p) for p in missing}, xs)
+    cands = _candidates(proto, first, found, {p: try_path(base, p) for p in missing}, xs)
     if any(not is_float_array(try_path(base, p)) for p in missing) or (
             base is layer and rebuilt_once(layer, tuple(xs), proto.forward)):
         base = proto.layer = first.init  # built by the first forward: start from it
@@ -432,6 +429,17 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
                                   if isinstance(g, str)))  # (a step moves the weights)
     second_places(proto, first)
     proto.note(constant_scalars(base, found, proto.held_step))
+
+
+def _candidates(proto: Protocol, first: Any, found: list[Param], missing: dict[str, Any],
+                xs: list[Any]) -> dict[str, Any]:
+    """The arrays the backward stored that no parameter found claims, as gradients of
+    the ``missing`` arrays may be: a row seen as the column it is, per-sample gradients
+    summed (:mod:`._per_sample`)."""
+    used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
+    cands = {k: v for k, v in first.stored.items() if k not in used}
+    cands = rows_as_columns(cands) if proto.row else cands  # (a row for a column)
+    return summed_per_sample(cands, missing, xs, first.after, (proto.forward, proto.backward))
 
 
 def _unread(proto: Protocol, xs: list[Any], left: list[str], first: Any,

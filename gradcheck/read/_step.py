@@ -102,7 +102,7 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
             if not in_output(proto, xs, name) and _reads_a_step(proto, xs, name) and \
                     proto.stepped and not _scalar_stepped(proto) and \
                     not _changed_otherwise(proto, xs, name) and \
-                    _history_free(proto, xs, name):
+                    _history_free(proto, xs, name) and _gradient_sized(proto, xs):
                 found.append((name, proto.notes, proto.stepped))
         except ProtocolError:  # a scaled input gradient: not this reading
             pass
@@ -115,6 +115,20 @@ def _held_step(proto: Protocol, xs: list[Any]) -> bool:
     proto.note(f"{type(layer).__name__}.{name} is the step size its backward takes: set "
                "to 1.0 on the copies checked")
     return True
+
+
+def _gradient_sized(proto: Protocol, xs: list[Any]) -> bool:
+    """For a loss's backward, given no output gradient to scale (so that a step affine in
+    it cannot be told): whether its step has the sizes of a gradient, not one size for
+    every element of every array (Adam's first step, ``lr * sign(g)``: no gradient)."""
+    if proto.style != "given":
+        return True
+    seen = _stepped(proto, xs, 1.0)
+    if seen is None:
+        return False
+    sizes = [np.abs(seen[1][p]) for p in proto.stepped if p in seen[1]]
+    sizes = [b for b in (a[a > 0] for a in sizes) if b.size > 1]
+    return not sizes or not all(np.allclose(a, a.max(), rtol=1e-3, atol=0.0) for a in sizes)
 
 
 def _holds_float(x: Any) -> bool:
