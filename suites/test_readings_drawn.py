@@ -290,3 +290,106 @@ def test_a_per_sample_stack_its_own_update_applies_unsummed_is_a_shape_mismatch(
     x = np.random.default_rng(6).standard_normal((5, 4))
     res = gradcheck.check_layer(_StackApplied(), x)
     assert res.status == "shape-mismatch", res.report()
+
+
+# -- check_vjp: a dict key that is 'd' + an input's name but for underscores ---------------
+def _step_fwd(x, a_0, W):
+    a = np.tanh(x @ W + a_0)
+    return a, (x, a_0, W, a)
+
+
+def _step_bwd(bug):
+    def bwd(da, cache):
+        x, a_0, W, a = cache
+        dz = da * (1 - a * a) * (2.0 if bug else 1.0)
+        return {"dx": dz @ W.T, "da0": dz, "dW": x.T @ dz}
+    return bwd
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_gradient_key_named_but_for_underscores_is_that_input_s(bug):
+    """Corpus 236: the input renamed a_0, the key kept as da0."""
+    rng = np.random.default_rng(12)
+    xs = [rng.standard_normal((3, 4)), rng.standard_normal((3, 5)), rng.standard_normal((4, 5))]
+    res = gradcheck.check_vjp(_step_fwd, _step_bwd(bug), xs)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert any("da0 for a_0" in n for n in res.notes), res.notes
+
+
+# -- a forward returning its values, a loss of the last, a backward given them all --------
+class _TupleNet:
+    """``_forward(X)`` returns ``(z1, a1, z2, a2)``; ``_bce(y, y_pred)``;
+    ``_backward(X, y, z1, a1, z2, a2)`` returns the gradients keyed by attribute name
+    (``flat``: as a tuple ``d_W1, d_b1, d_W2, d_b2``) (corpora 226 and 238)."""
+
+    def __init__(self, bug: bool = False, flat: bool = False) -> None:
+        rng = np.random.default_rng(13)
+        self.W1, self.b1 = rng.standard_normal((4, 5)) * 0.7, rng.standard_normal((1, 5)) * 0.1
+        self.W2, self.b2 = rng.standard_normal((5, 1)) * 0.7, np.zeros((1, 1))
+        self.bug, self.flat = bug, flat
+
+    def _forward(self, X):
+        z1 = X @ self.W1 + self.b1
+        a1 = np.tanh(z1)
+        z2 = a1 @ self.W2 + self.b2
+        return z1, a1, z2, 1 / (1 + np.exp(-z2))
+
+    def _bce(self, y, y_pred):
+        return float(-np.mean(y * np.log(y_pred) + (1 - y) * np.log(1 - y_pred)))
+
+    def _backward(self, X, y, z1, a1, z2, a2):
+        dz2 = (a2 - y) / len(X)
+        dz1 = dz2 @ self.W2.T * (1 if self.bug else 1 - a1 ** 2)
+        d_W1, d_b1 = X.T @ dz1, dz1.sum(0, keepdims=True)
+        d_W2, d_b2 = a1.T @ dz2, dz2.sum(0, keepdims=True)
+        if self.flat:
+            return d_W1, d_b1, d_W2, d_b2
+        return {"W1": d_W1, "b1": d_b1, "W2": d_W2, "b2": d_b2}
+
+
+class _LossOfAll:
+    """``forward(X)`` logits, ``compute_loss(X, Y)`` running it and a softmax
+    cross-entropy, ``backward()`` starting from that loss and storing ``dW``, ``db``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(14)
+        self.W, self.b, self.bug = rng.standard_normal((4, 3)), np.zeros(3), bug
+
+    def forward(self, X):
+        self.X = X
+        return X @ self.W + self.b
+
+    def compute_loss(self, X, Y):
+        z = self.forward(X)
+        e = np.exp(z - z.max(1, keepdims=True))
+        self.p, self.Y = e / e.sum(1, keepdims=True), Y
+        return float(-np.mean(np.sum(Y * np.log(self.p), axis=1)))
+
+    def backward(self):
+        d = (self.p - self.Y) / (1 if self.bug else len(self.Y))
+        self.dW, self.db = self.X.T @ d, d.sum(0)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+@pytest.mark.parametrize("flat", [False, True])
+def test_a_loss_of_the_last_output_and_a_backward_given_every_output(flat, bug):
+    rng = np.random.default_rng(15)
+    x, y = rng.standard_normal((6, 4)), rng.integers(0, 2, (6, 1)).astype(float)
+    res = gradcheck.check_layer(_TupleNet(bug, flat), x, y)
+    if bug:
+        assert res.status == "mismatch" and sorted(
+            t.name for t in res.inputs if not t.passed) == ["W1", "b1"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("(its output 3 of 4)" in n and "given the forward's 4 outputs" in n
+               for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_loss_method_taking_every_input_is_the_forward(bug):
+    """Corpus 238: forward(X) refuses the targets; compute_loss(X, Y) takes both."""
+    rng = np.random.default_rng(16)
+    x, y = rng.standard_normal((5, 4)), np.eye(3)[rng.integers(0, 3, 5)]
+    res = gradcheck.check_layer(_LossOfAll(bug), x, y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert any("compute_loss, the one method named as a loss" in n for n in res.notes)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,10 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None,
         if isinstance(s, int):
             name = prep.tree.names[s]
             key = next((k for k in (f"d{name}", name) if k in grads), None)
+            if key is None and (key := _loosely(grads, name, prep.tree.names)) is not None \
+                    and notes is not None:
+                notes.append(f"backward returned {key} for {name}: its name but for "
+                             "underscores, no other input's")
             out.append(None if key is None else grads[key])
             used.add(key)
         elif isinstance(s, dict):  # d + each key, or the key itself (neuraltalk's
@@ -173,6 +178,17 @@ def _by_name(grads: dict[Any, Any], prep: _Inputs, notes: list[str] | None,
                      "input with none, beside parts with one, is checked to leave the "
                      "output unchanged)")
     return out
+
+
+def _loosely(grads: dict[Any, Any], name: str, names: Sequence[str]) -> str | None:
+    """The one key that is ``d`` + ``name`` but for underscores (``da0`` for ``a_0``),
+    when no other input's name reads so too."""
+    def bare(k: str) -> str:
+        return k.replace("_", "")
+    if "_" not in name or [bare(n) for n in names].count(bare(name)) != 1:
+        return None
+    keys = [k for k in grads if isinstance(k, str) and bare(k) == bare(f"d{name}")]
+    return keys[0] if len(keys) == 1 else None
 
 
 def _own_name(prep: _Inputs, s: dict[Any, Any]) -> str | None:

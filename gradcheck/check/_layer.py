@@ -62,7 +62,7 @@ from ..read._takers import one_taker
 from ._core import raise_unless_passed, run_protocol_check
 from ._first_use import fed_stand_in, warmed
 from ._gradients import plain_result
-from ._loss_method import loss_method_chain
+from ._loss_method import loss_method_chain, loss_taking_all
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -216,13 +216,18 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
             again = run_protocol_check(so[0], so[1], list(inputs), so[2], opts, kind="layer",
                                        names=so[3])
         return res if again.status in ("error", "bad-protocol") else _noted(again, so[4])
+    if res.status == "error" and forward is None and (
+            whole := loss_taking_all(layer, inputs, res.error)):
+        again = _checked(layer, inputs, whole[0], backward, params, grads, wrt, output, opts)
+        if again.status != "error":
+            return _noted(again, whole[1])
     if res.status == "error" and (chain := loss_method_chain(layer, inputs, res.error)):
         try:
-            again = _checked(chain[0], inputs, chain[1], backward, params, grads, wrt,
-                             output, opts)
+            again = _checked(chain[0], inputs, chain[1], chain[2] or backward, params,
+                             grads, wrt, output, opts)
         except LayerConventionError:  # read that way, an array is left unread
             return res
-        return res if again.status == "error" else _noted(again, chain[2])
+        return res if again.status == "error" else _noted(again, chain[3])
     if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
         again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
         if again.status != "error":

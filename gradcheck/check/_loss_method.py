@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..read._discovery import is_float_array
-from ..read._observe import float_state, positional_names
+from ..read._flat import returned_names
+from ..read._observe import float_state, grad_stem, positional_names
 from ..read._protocol import clone
 
-__all__ = ["loss_method_chain"]
+__all__ = ["loss_method_chain", "loss_taking_all"]
 
 #: Method names that say "a loss": a metric (``mae``, ``accuracy``, ``score``) also turns
 #: the output and the targets into a number, and which one the backward differentiates
@@ -46,9 +47,10 @@ _CALLED = re.compile(r"takes (\d+) positional arguments? but (\d+) were given")
 
 
 def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] | None
-                      ) -> tuple[Any, str, str] | None:
-    """``(copy, forward name, note)`` for the chain above, when the forward ``error``
-    names refused the inputs as too many; None when no such reading is observed."""
+                      ) -> tuple[Any, str, str | None, str] | None:
+    """``(copy, forward name, backward name or None, note)`` for the chain above, when
+    the forward ``error`` names refused the inputs as too many; None when no such
+    reading is observed."""
     if not error or error.get("type") != "TypeError" or not _CALLED.search(
             error.get("message", "")) or "." not in error.get("in", ""):
         return None
@@ -65,23 +67,73 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
             out = getattr(obj, f_name)(*clone(data))
     except Exception:  # noqa: BLE001 - no reading: the original error stands
         return None
-    if not is_float_array(out):
+    picked = _picked_output(obj, f_name, out, targets)
+    if picked is None:
         return None
-    found = _loss_methods(obj, f_name, out, targets)
-    if len(found) != 1:
-        return None
-    loss, first = found[0]
-    made = _chained(layer, f_name, loss, first, names, targets)
+    loss, first, at = picked
+    made = _chained(layer, f_name, (loss, first, at), names, targets,
+                    1 if at is None else len(out))
     if made is None:
         return None
     order = "(output, targets)" if first else "(targets, output)"
-    return made, _CHAIN, (
-        f"{type(layer).__name__}.{f_name} takes {k} of the {len(inputs)} inputs; the rest "
-        f"are the targets of {loss}{order}, the one method that turns its output into a "
-        f"number: checked as {f_name} then {loss}, the backward as that loss's gradient")
+    part = "" if at is None else f" (its output {at} of {len(out)})"
+    return (*made, f"{type(layer).__name__}.{f_name} takes {k} of the {len(inputs)} inputs; "
+            f"the rest are the targets of {loss}{order}{part}, the one method that turns "
+            f"its output into a number: checked as {f_name} then {loss}, the backward as "
+            "that loss's gradient" + ("" if made[2] is None else (
+                f", given the forward's {len(out)} outputs after the inputs")))
+
+
+def _picked_output(obj: Any, f_name: str, out: Any, targets: tuple[Any, ...]
+                   ) -> tuple[str, bool, int | None] | None:
+    """(loss method, output first, which output) of the one loss found for the
+    forward's output, or for one of the outputs it returns (of the targets' shape
+    when several would do)."""
+    if is_float_array(out):
+        cands: list[tuple[int | None, Any]] = [(None, out)]
+    elif isinstance(out, (tuple, list)) and 1 < len(out) <= 8 and all(
+            is_float_array(o) for o in out):
+        cands = list(enumerate(out))
+    else:
+        return None
+    found = [(loss, first, at) for at, o in cands
+             for loss, first in _loss_methods(obj, f_name, o, targets)]
+    if len(found) > 1 and cands[0][0] is not None:  # of the targets' shape, the last
+        found = [f for f in found if f[2] is not None and np.shape(out[f[2]]) == np.shape(
+            targets[0])]  # (a network returns its output after the values before it)
+        found = [f for f in found if f[2] == max(g[2] or 0 for g in found)]
+    return found[0] if len(found) == 1 else None
 
 
 _CHAIN = "forward_then_loss"
+
+
+def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] | None
+                    ) -> tuple[str, str] | None:
+    """``(name, note)`` of the one method named as a loss that takes every input given
+    and returns one finite number, running the forward itself (``compute_loss(X, Y)``
+    beside ``forward(X)`` and a ``backward()`` that starts from the loss), when the
+    forward refused the inputs as too many; None otherwise. It is then checked as the
+    forward."""
+    if not error or error.get("type") != "TypeError" or not _CALLED.search(
+            error.get("message", "")) or "." not in error.get("in", ""):
+        return None
+    f_name = error["in"].rsplit(".", 1)[-1]
+    found = []
+    for name in dir(type(layer)):
+        fn = inspect.getattr_static(type(layer), name, None)
+        if name.startswith("__") or name == f_name or not inspect.isfunction(fn) or \
+                not _LOSS.search(name):
+            continue
+        need = positional_names(getattr(layer, name), required=True)
+        if need is not None and len(need) == len(inputs) and _number(
+                layer, name, tuple(inputs), None) is not None:
+            found.append(name)
+    if len(found) != 1:
+        return None
+    return found[0], (f"{type(layer).__name__}.{f_name} takes fewer than the {len(inputs)} "
+                      f"inputs; {found[0]}, the one method named as a loss that takes them "
+                      "all and returns a number, checked as the forward")
 
 
 def _loss_methods(obj: Any, f_name: str, out: np.ndarray, targets: tuple[Any, ...]
@@ -109,9 +161,15 @@ def _loss_methods(obj: Any, f_name: str, out: np.ndarray, targets: tuple[Any, ..
     return found
 
 
-def _number(obj: Any, name: str, args: tuple[Any, ...], out: np.ndarray) -> float | None:
+def _number(obj: Any, name: str, args: tuple[Any, ...], out: np.ndarray | None
+            ) -> float | None:
     """What ``obj.name(*args)`` returns on a copy when it is one finite number, moving
-    when the output (in ``args``) moves, the arrays the object held left as they were."""
+    when the output (in ``args``; with None, the first float array) moves, the arrays
+    the object held left as they were."""
+    if out is None:
+        out = next((a for a in args if is_float_array(a)), None)
+        if out is None:
+            return None
     def call(a: tuple[Any, ...]) -> Any:
         o = clone(obj)
         before = float_state(o)
@@ -142,32 +200,97 @@ def _scalar(v: Any) -> float | None:
     return float(a.reshape(())) if a.size == 1 and a.dtype.kind in "fiu" else None
 
 
-def _chained(layer: Any, f_name: str, loss: str, first: bool, names: list[str],
-             targets: tuple[Any, ...]) -> Any:
+def _chained(layer: Any, f_name: str, loss: tuple[str, bool, int | None],
+             names: list[str], targets: tuple[Any, ...], n_out: int
+             ) -> tuple[Any, str, str | None] | None:
     """A copy of ``layer`` whose class adds the forward-then-loss method, its arguments
-    named as the forward's and the loss's targets; None when the class cannot be
-    extended (``__slots__``, a built-in type)."""
-    cls = type(layer)
-    every = positional_names(getattr(layer, loss)) or []
+    named as the forward's and the loss's targets, and, for a forward returning several
+    outputs, the backward given them after the inputs when it takes them so
+    (``_backward(X, y, z1, a1, z2, a2)``); with the two names (the second None when
+    the backward is the layer's own); None when the class cannot be extended."""
+    cls, (l_name, first, at) = type(layer), loss
+    every = positional_names(getattr(layer, l_name)) or []
     t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
     t_names = [n if n not in names else f"{n}_target" for n in t_names]
     k = len(names)
+    back = None if at is None else _taking_outputs(layer, f_name, names, len(targets) + n_out)
+    if back is not None:  # the targets under the names that backward gives them
+        t_names = (positional_names(getattr(layer, back)) or [])[k:k + len(targets)]
+    args = [*names, *t_names]
 
-    def forward_then_loss(self: Any, *args: Any) -> Any:
-        out = getattr(cls, f_name)(self, *args[:k])
-        rest = args[k:]
-        return getattr(cls, loss)(self, *((out, *rest) if first else (*rest, out)))
+    def forward_then_loss(self: Any, *xs: Any) -> Any:
+        out = getattr(cls, f_name)(self, *xs[:k])
+        out = out if at is None else out[at]
+        rest = xs[k:]
+        return getattr(cls, l_name)(self, *((out, *rest) if first else (*rest, out)))
 
-    p = inspect.Parameter
-    forward_then_loss.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [p("self", p.POSITIONAL_OR_KEYWORD)] + [p(n, p.POSITIONAL_OR_KEYWORD) for n in
-                                                [*names, *t_names]])
+    methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}
+    if back is not None:
+        def backward_given_outputs(self: Any, *xs: Any) -> Any:
+            got = getattr(cls, back)(self, *xs, *getattr(cls, f_name)(self, *xs[:k]))
+            return _kept_by_name(self, _keyed(self, getattr(cls, back), got))
+        methods[_BACK] = _signed(backward_given_outputs, args)
     try:
-        made = type(cls.__name__, (cls,), {_CHAIN: forward_then_loss,
-                                           "__module__": cls.__module__,
+        made = type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__,
                                            "__qualname__": cls.__qualname__})
         obj = clone(layer)
         obj.__class__ = made
     except TypeError:
         return None
-    return obj
+    return obj, _CHAIN, None if back is None else _BACK
+
+
+_BACK = "backward_given_outputs"
+
+
+def _keyed(obj: Any, method: Any, got: Any) -> Any:
+    """A flat tuple its code returns under names that are, less a gradient affix, the
+    names of arrays ``obj`` holds (``return d_W1, d_b1`` for ``W1``, ``b1``), as a dict
+    keyed by those arrays' names; anything else as it came."""
+    if not isinstance(got, (tuple, list)) or not got:
+        return got
+    said = returned_names(method, len(got)) or []
+    held = {n.lower(): n for n, v in vars(obj).items() if is_float_array(v)} if hasattr(
+        obj, "__dict__") else {}
+    keys = [held.get(grad_stem(n)) if grad_stem(n) != n.lower() else None for n in said]
+    if len(keys) != len(got) or None in keys or len(set(keys)) != len(keys):
+        return got
+    return dict(zip(keys, got, strict=True))
+
+
+def _kept_by_name(obj: Any, got: Any) -> Any:
+    """A dict of gradients keyed by the names of the arrays ``obj`` holds, each of its
+    array's shape (``{'weights_input_hidden': ..., 'bias_hidden': ...}``), stored beside
+    them as ``<name>_grad`` (read there as theirs: a network has no input gradient to
+    return beside them), None returned; anything else as it came."""
+    if not isinstance(got, dict) or not got or not all(
+            isinstance(k, str) and is_float_array(v) and is_float_array(
+                getattr(obj, k, None)) and np.shape(getattr(obj, k)) == v.shape and not
+            hasattr(obj, f"{k}_grad") for k, v in got.items()):
+        return got
+    for k, v in got.items():
+        setattr(obj, f"{k}_grad", v)
+    return None
+
+
+def _signed(fn: Any, names: list[str]) -> Any:
+    """``fn`` (``self, *args``) with a signature naming its arguments ``names``."""
+    p = inspect.Parameter
+    fn.__signature__ = inspect.Signature(
+        [p("self", p.POSITIONAL_OR_KEYWORD)] + [p(n, p.POSITIONAL_OR_KEYWORD) for n in names])
+    return fn
+
+
+def _taking_outputs(layer: Any, f_name: str, args: list[str], more: int) -> str | None:
+    """The one method whose required arguments are the forward's, ``args``, then
+    ``more``: the targets and as many as the forward returns outputs (``_backward(X, y,
+    z1, a1, z2, a2)``)."""
+    fits = []
+    for name in dir(type(layer)):
+        fn = inspect.getattr_static(type(layer), name, None)
+        if name.startswith("__") or name == f_name or not inspect.isfunction(fn):
+            continue
+        need = positional_names(getattr(layer, name), required=True) or []
+        if len(need) == len(args) + more and need[:len(args)] == args:
+            fits.append(name)
+    return fits[0] if len(fits) == 1 else None
