@@ -393,3 +393,102 @@ def test_a_loss_method_taking_every_input_is_the_forward(bug):
     res = gradcheck.check_layer(_LossOfAll(bug), x, y)
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert any("compute_loss, the one method named as a loss" in n for n in res.notes)
+
+
+# -- loss=: a network whose backward takes the targets of a loss it never computes -------
+class _NoLoss:
+    """``forward(X)`` softmax probabilities; ``backward(y_onehot)`` stores the mean
+    cross-entropy's gradients in lists beside ``self.weights`` and ``self.biases``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(17)
+        self.weights = [rng.standard_normal((4, 5)) * 0.6, rng.standard_normal((5, 3)) * 0.6]
+        self.biases = [rng.standard_normal((1, 5)) * 0.1, rng.standard_normal((1, 3)) * 0.1]
+        self.bug = bug
+
+    def forward(self, X):
+        self.h = [X, np.tanh(X @ self.weights[0] + self.biases[0])]
+        z = self.h[1] @ self.weights[1] + self.biases[1]
+        e = np.exp(z - z.max(1, keepdims=True))
+        self.p = e / e.sum(1, keepdims=True)
+        return self.p
+
+    def backward(self, y_onehot):
+        m = len(y_onehot)
+        d1 = (self.p - y_onehot) / m
+        d0 = d1 @ self.weights[1].T * (1 if self.bug else 1 - self.h[1] ** 2)
+        self.dW = [self.h[0].T @ d0, self.h[1].T @ d1]
+        self.db = [d0.sum(0, keepdims=True), d1.sum(0, keepdims=True)]
+
+
+def _mean_ce(p, y):
+    return float(-np.mean(np.sum(y * np.log(p), axis=1)))
+
+
+def _no_loss_inputs():
+    rng = np.random.default_rng(18)
+    return rng.standard_normal((6, 4)), np.eye(3)[rng.integers(0, 3, 6)]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_loss_keyword_checks_a_network_whose_backward_takes_the_targets(bug):
+    x, y = _no_loss_inputs()
+    plain = gradcheck.check_layer(_NoLoss(bug), x, y)
+    assert plain.status == "error" and "loss=lambda output, y" in plain.message, plain.report()
+    res = gradcheck.check_layer(_NoLoss(bug), x, y, loss=_mean_ce)
+    if bug:
+        assert res.status == "mismatch" and sorted(
+            t.name for t in res.inputs if not t.passed) == ["biases[0]", "weights[0]"]
+    else:
+        assert res.passed and len(res.inputs) == 6, res.report()
+    assert any("the loss given (loss=)" in n for n in res.notes), res.notes
+
+
+def test_loss_keyword_refuses_what_it_cannot_use():
+    x, y = _no_loss_inputs()
+    with pytest.raises(TypeError, match="loss= must be callable"):
+        gradcheck.check_layer(_NoLoss(), x, y, loss="ce")
+    with pytest.raises(TypeError, match="takes them all"):
+        gradcheck.check_layer(_Dropout(), x, loss=_mean_ce)
+    with pytest.raises(TypeError, match="gave no number"):
+        gradcheck.check_layer(_NoLoss(), x, y, loss=lambda p, t: p - t)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("bug", [False, True])
+def test_zero_biases_under_a_softmax_are_parameters_whatever_the_seed(bug, seed):
+    """A shift of every logit alike leaves a softmax's loss as it is: a zero bias is
+    seen to reach the output only through perturbations of unequal steps."""
+    x, y = _no_loss_inputs()
+    net = _NoLoss(bug)
+    net.biases = [np.zeros((1, 5)), np.zeros((1, 3))]
+    res = gradcheck.check_layer(net, x, y, loss=_mean_ce, seed=seed)
+    assert len(res.inputs) == 6, res.report()
+    if bug:
+        assert res.status == "mismatch" and sorted(
+            t.name for t in res.inputs if not t.passed) == ["biases[0]", "weights[0]"]
+    else:
+        assert res.passed, res.report()
+
+
+# -- check_vjp: a hinge loss and its gradient as two functions, targets of -1 and +1 -------
+def _hinge(expected, predicted):
+    return float(np.mean(np.maximum(0.0, 1.0 - expected * predicted)))
+
+
+def _hinge_grad(bug):
+    def grad(expected, predicted):
+        g = np.where(expected * predicted < 1, -expected, 0.0) / expected.size
+        return -g if bug else g
+    return grad
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_targets_of_minus_one_and_one_are_labels_beside_the_predictions(bug):
+    """Corpus 241: the gradient is the predictions', the -1/+1 targets are labels."""
+    rng = np.random.default_rng(21)
+    y, p = rng.choice([-1.0, 1.0], 8), rng.uniform(-2, 2, 8)
+    p[np.abs(1 - y * p) < 0.05] += 0.2  # (no element at the hinge's kink)
+    res = gradcheck.check_vjp(_hinge, _hinge_grad(bug), [y, p])
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert [t.name for t in res.inputs if t.checked] == ["predicted"], res.report()

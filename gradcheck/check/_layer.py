@@ -62,7 +62,7 @@ from ..read._takers import one_taker
 from ._core import raise_unless_passed, run_protocol_check
 from ._first_use import fed_stand_in, warmed
 from ._gradients import plain_result
-from ._loss_method import loss_method_chain, loss_taking_all
+from ._loss_method import given_loss_chain, loss_method_chain, loss_taking_all
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -81,12 +81,11 @@ def check_layer(
     grads: dict[str, Any] | None = None,
     wrt: Any = None,
     output: str | None = None,
+    loss: Callable[..., Any] | None = None,
     **options: Any,
 ) -> CheckResult:
-    """Check a layer object's backward: its input gradients and its parameter gradients.
-
-    Read by observing a forward and backward on copies, never the layer given (each
-    reading in ``res.notes``; docs/layer-objects.md).
+    """Check a layer object's backward: its input gradients and its parameter gradients,
+    read by observing it on copies (each reading in ``res.notes``; docs/layer-objects.md).
 
     Parameters
     ----------
@@ -104,6 +103,9 @@ def check_layer(
         Inputs (``"x0"``, ``0``, the forward's argument name), parameters (by name).
     output : str, optional
         Where the forward stores its output (read from there whatever it returns).
+    loss : callable, optional
+        ``loss(output, *targets) -> float`` of a network whose backward takes the targets
+        (the inputs after the forward's) of a loss it never computes.
     **options
         The option set of every check (:class:`gradcheck.Options`).
 
@@ -119,12 +121,30 @@ def check_layer(
     """
     opts = validate_options("check_layer", **options)
     _names_given(forward, backward, output, wrt)
+    if loss is not None:  # the targets of a loss no method of the network computes
+        return _with_loss(layer, inputs, forward, backward, params, grads, wrt, output,
+                          opts, loss)
     try:
         res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
     except LayerConventionError as exc:
         res = _inputs_failing(exc, layer, inputs, forward, backward, params, grads, wrt,
                               output, opts)
     res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    record(res)
+    return res
+
+
+def _with_loss(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+               backward: str | None, params: Any, grads: Any, wrt: Any,
+               output: str | None, opts: Options, loss: Any) -> CheckResult:
+    """:func:`check_layer` with ``loss=``: the forward then the loss checked as one
+    (:func:`given_loss_chain`), the backward as that loss's gradient; recorded."""
+    if not callable(loss):
+        raise TypeError("check_layer: loss= must be callable, loss(output, *targets) -> "
+                        f"float; got {type(loss).__name__}")
+    chain = given_loss_chain(layer, inputs, forward, loss)
+    res = _noted(_checked(chain[0], inputs, chain[1], chain[2] or backward, params, grads,
+                          wrt, output, opts), chain[3])
     record(res)
     return res
 
@@ -216,18 +236,23 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
             again = run_protocol_check(so[0], so[1], list(inputs), so[2], opts, kind="layer",
                                        names=so[3])
         return res if again.status in ("error", "bad-protocol") else _noted(again, so[4])
-    if res.status == "error" and forward is None and (
-            whole := loss_taking_all(layer, inputs, res.error)):
-        again = _checked(layer, inputs, whole[0], backward, params, grads, wrt, output, opts)
-        if again.status != "error":
-            return _noted(again, whole[1])
     if res.status == "error" and (chain := loss_method_chain(layer, inputs, res.error)):
         try:
             again = _checked(chain[0], inputs, chain[1], chain[2] or backward, params,
                              grads, wrt, output, opts)
         except LayerConventionError:  # read that way, an array is left unread
-            return res
-        return res if again.status == "error" else _noted(again, chain[3])
+            again = res
+        if again.status != "error":
+            return _noted(again, chain[3])
+    if res.status == "error" and forward is None and (
+            whole := loss_taking_all(layer, inputs, res.error)):
+        try:
+            again = _checked(layer, inputs, whole[0], backward, params, grads, wrt, output,
+                             opts)
+        except LayerConventionError:  # read that way, an array is left unread
+            again = res
+        if again.status != "error":
+            return _noted(again, whole[1])
     if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
         again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
         if again.status != "error":
@@ -521,7 +546,10 @@ def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
                 "that set those attributes and call it: check_vjp(fwd, bwd, [x])")
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "were given" in exc.text:
         hint = ("; check_layer gives the forward every input, positionally: pass only the "
-                "forward's own arguments (the targets of a cost it never computes are not)")
+                "forward's own arguments (the targets of a cost it never computes are not); "
+                "when its backward takes the rest, the targets of a loss no method of it "
+                "computes, give that loss: check_layer(net, x, y, loss=lambda output, y: "
+                "...)")
     elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text \
             and backward_named(exc.what.rsplit(".", 1)[-1]) and "." in exc.what:
         hint = more_than_dout(exc.what, targets=True)

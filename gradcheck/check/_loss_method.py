@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..read._discovery import is_float_array
 from ..read._flat import returned_names
-from ..read._observe import float_state, grad_stem, positional_names
+from ..read._observe import float_state, grad_stem, method_pair, positional_names
 from ..read._protocol import clone
 
-__all__ = ["loss_method_chain", "loss_taking_all"]
+__all__ = ["given_loss_chain", "loss_method_chain", "loss_taking_all"]
 
 #: Method names that say "a loss": a metric (``mae``, ``accuracy``, ``score``) also turns
 #: the output and the targets into a number, and which one the backward differentiates
@@ -84,6 +85,68 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
                 f", given the forward's {len(out)} outputs after the inputs")))
 
 
+def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+                     loss: Callable[..., Any]) -> tuple[Any, str, str | None, str]:
+    """``(copy, forward name, backward name or None, note)`` of the chain of the forward
+    and the loss the user gave (``check_layer(net, X, y, loss=fn)``, ``fn(output, y)``):
+    the forward takes the first inputs, ``fn`` its output (the last of several that
+    ``fn`` takes, of the targets' shape) and the rest. A ``TypeError`` when the forward
+    takes every input (no targets are left for the loss) or ``fn`` gives no number."""
+    for k in range(1, len(inputs)):
+        try:
+            f_name = method_pair(layer, forward, None, inputs[:k])[0]
+        except Exception:  # noqa: BLE001, S112 - not with k inputs
+            continue
+        if len(positional_names(getattr(layer, f_name), required=True) or []) == k:
+            break
+    else:
+        raise TypeError("check_layer: loss= is the loss of a forward taking fewer inputs "
+                        f"than the {len(inputs)} given (the rest its targets); "
+                        f"{type(layer).__name__}'s forward takes them all")
+    data, targets = inputs[:k], inputs[k:]
+    with np.errstate(all="ignore"):
+        out = getattr(clone(layer), f_name)(*clone(data))
+    outs = list(enumerate(out)) if isinstance(out, (tuple, list)) else [(None, out)]
+    fit = [at for at, o in outs if _scalar(_try(loss, o, targets)) is not None]
+    if len(fit) > 1:
+        fit = [at for at in fit if np.shape(out[at]) == np.shape(targets[0])][-1:]
+    if len(fit) != 1:
+        raise TypeError(f"check_layer: loss= gave no number for the output of "
+                        f"{type(layer).__name__}.{f_name} and the targets "
+                        "(it is called as loss(output, *targets))")
+    names = list(positional_names(getattr(layer, f_name), required=True) or [])
+    made = _chained(layer, f_name, (loss, True, fit[0]), names, targets,
+                    1 if fit[0] is None else len(out), _backward_names(layer, f_name, names,
+                                                                       data, len(targets)))
+    if made is None:
+        raise TypeError(f"check_layer: loss= cannot be joined to {type(layer).__name__} "
+                        "(its class cannot be extended)")
+    return (*made, f"{type(layer).__name__}.{f_name} takes {k} of the {len(inputs)} "
+            "inputs, the loss given (loss=) its output and the rest: checked as one, the "
+            "backward as that loss's gradient")
+
+
+def _backward_names(layer: Any, f_name: str, names: list[str], data: tuple[Any, ...],
+                    n: int) -> list[str] | None:
+    """The names the backward gives the targets: its first ``n`` required arguments
+    that are not the forward's (``y_onehot`` of ``backward(y_onehot)``)."""
+    try:
+        b_name = method_pair(layer, f_name, None, data)[1]
+    except Exception:  # noqa: BLE001 - no backward found: the loss's own names
+        return None
+    extra = [a for a in positional_names(getattr(layer, b_name), required=True) or []
+             if a not in names]
+    return extra[:n] if len(extra) >= n else None
+
+
+def _try(fn: Callable[..., Any], out: Any, targets: tuple[Any, ...]) -> Any:
+    try:
+        with np.errstate(all="ignore"):
+            return fn(clone(out), *clone(targets))
+    except Exception:  # noqa: BLE001 - not this output
+        return None
+
+
 def _picked_output(obj: Any, f_name: str, out: Any, targets: tuple[Any, ...]
                    ) -> tuple[str, bool, int | None] | None:
     """(loss method, output first, which output) of the one loss found for the
@@ -98,11 +161,36 @@ def _picked_output(obj: Any, f_name: str, out: Any, targets: tuple[Any, ...]
         return None
     found = [(loss, first, at) for at, o in cands
              for loss, first in _loss_methods(obj, f_name, o, targets)]
-    if len(found) > 1 and cands[0][0] is not None:  # of the targets' shape, the last
+    if len(found) > 1 and cands[0][0] is not None:  # the loss of a network's output
+        found = [f for f in found if f[2] is not None and _every_element(  # depends on
+            obj, f, out[f[2]], targets)]  # every element of it (not on those a clip cuts)
+    if len(found) > 1 and cands[0][0] is not None:
         found = [f for f in found if f[2] is not None and np.shape(out[f[2]]) == np.shape(
-            targets[0])]  # (a network returns its output after the values before it)
-        found = [f for f in found if f[2] == max(g[2] or 0 for g in found)]
+            targets[0])]
     return found[0] if len(found) == 1 else None
+
+
+def _every_element(obj: Any, found: tuple[str, bool, int | None], o: np.ndarray,
+                   targets: tuple[Any, ...]) -> bool:
+    """Whether the loss moves when any one element of the output ``o`` moves (the first
+    200 of them): a clip (``np.clip(y_pred, eps, 1 - eps)``) given a pre-activation
+    holds it still for the elements outside."""
+    name, first = found[0], found[1]
+
+    def value(a: np.ndarray) -> Any:
+        with np.errstate(all="ignore"):
+            return getattr(clone(obj), name)(*((a, *targets) if first else (*targets, a)))
+
+    try:
+        base = _scalar(value(o))
+        for i in range(min(o.size, 200)):
+            moved = np.array(o, dtype=np.float64, copy=True)
+            moved.flat[i] += 1e-4 * (abs(moved.flat[i]) + 1.0)
+            if _scalar(value(moved.astype(o.dtype))) == base:
+                return False
+    except Exception:  # noqa: BLE001 - no evidence
+        return False
+    return True
 
 
 _CHAIN = "forward_then_loss"
@@ -110,8 +198,9 @@ _CHAIN = "forward_then_loss"
 
 def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] | None
                     ) -> tuple[str, str] | None:
-    """``(name, note)`` of the one method named as a loss that takes every input given
-    and returns one finite number, running the forward itself (``compute_loss(X, Y)``
+    """``(name, note)`` of the one method named as a loss that takes every input given,
+    the forward's under the forward's names, and returns one finite number, running the
+    forward itself (``compute_loss(X, Y)``
     beside ``forward(X)`` and a ``backward()`` that starts from the loss), when the
     forward refused the inputs as too many; None otherwise. It is then checked as the
     forward."""
@@ -119,6 +208,8 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
             error.get("message", "")) or "." not in error.get("in", ""):
         return None
     f_name = error["in"].rsplit(".", 1)[-1]
+    fwd = getattr(layer, f_name, None)
+    f_names = (positional_names(fwd, required=True) if callable(fwd) else None) or ["?"]
     found = []
     for name in dir(type(layer)):
         fn = inspect.getattr_static(type(layer), name, None)
@@ -126,9 +217,9 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
                 not _LOSS.search(name):
             continue
         need = positional_names(getattr(layer, name), required=True)
-        if need is not None and len(need) == len(inputs) and _number(
-                layer, name, tuple(inputs), None) is not None:
-            found.append(name)
+        if need is not None and len(need) == len(inputs) and need[:len(f_names)] == \
+                f_names and _number(layer, name, tuple(inputs), None) is not None:
+            found.append(name)  # (its arguments the forward's by name: bce(y_hat, y) not)
     if len(found) != 1:
         return None
     return found[0], (f"{type(layer).__name__}.{f_name} takes fewer than the {len(inputs)} "
@@ -200,18 +291,21 @@ def _scalar(v: Any) -> float | None:
     return float(a.reshape(())) if a.size == 1 and a.dtype.kind in "fiu" else None
 
 
-def _chained(layer: Any, f_name: str, loss: tuple[str, bool, int | None],
-             names: list[str], targets: tuple[Any, ...], n_out: int
-             ) -> tuple[Any, str, str | None] | None:
+def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
+             names: list[str], targets: tuple[Any, ...], n_out: int,
+             t_given: list[str] | None = None) -> tuple[Any, str, str | None] | None:
     """A copy of ``layer`` whose class adds the forward-then-loss method, its arguments
     named as the forward's and the loss's targets, and, for a forward returning several
     outputs, the backward given them after the inputs when it takes them so
     (``_backward(X, y, z1, a1, z2, a2)``); with the two names (the second None when
     the backward is the layer's own); None when the class cannot be extended."""
     cls, (l_name, first, at) = type(layer), loss
-    every = positional_names(getattr(layer, l_name)) or []
+    fn = l_name if callable(l_name) else getattr(layer, l_name)
+    every = positional_names(fn) or []
+    if len(every) < 1 + len(targets):
+        every = ["output", *(f"target{i}" for i in range(len(targets)))]
     t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
-    t_names = [n if n not in names else f"{n}_target" for n in t_names]
+    t_names = [n if n not in names else f"{n}_target" for n in t_given or t_names]
     k = len(names)
     back = None if at is None else _taking_outputs(layer, f_name, names, len(targets) + n_out)
     if back is not None:  # the targets under the names that backward gives them
@@ -222,7 +316,8 @@ def _chained(layer: Any, f_name: str, loss: tuple[str, bool, int | None],
         out = getattr(cls, f_name)(self, *xs[:k])
         out = out if at is None else out[at]
         rest = xs[k:]
-        return getattr(cls, l_name)(self, *((out, *rest) if first else (*rest, out)))
+        args = (out, *rest) if first else (*rest, out)
+        return l_name(*args) if callable(l_name) else getattr(cls, l_name)(self, *args)
 
     methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}
     if back is not None:
@@ -261,12 +356,14 @@ def _keyed(obj: Any, method: Any, got: Any) -> Any:
 def _kept_by_name(obj: Any, got: Any) -> Any:
     """A dict of gradients keyed by the names of the arrays ``obj`` holds, each of its
     array's shape (``{'weights_input_hidden': ..., 'bias_hidden': ...}``), stored beside
-    them as ``<name>_grad`` (read there as theirs: a network has no input gradient to
-    return beside them), None returned; anything else as it came."""
+    them as ``<name>_grad`` (on the copy checked, over a slot of that name the layer
+    keeps: read there as theirs, a network has no input gradient to return beside them),
+    None returned; anything else as it came."""
     if not isinstance(got, dict) or not got or not all(
             isinstance(k, str) and is_float_array(v) and is_float_array(
-                getattr(obj, k, None)) and np.shape(getattr(obj, k)) == v.shape and not
-            hasattr(obj, f"{k}_grad") for k, v in got.items()):
+                getattr(obj, k, None)) and np.shape(getattr(obj, k)) == v.shape and (
+                not hasattr(obj, f"{k}_grad") or np.shape(getattr(obj, f"{k}_grad")) ==
+                v.shape) for k, v in got.items()):
         return got
     for k, v in got.items():
         setattr(obj, f"{k}_grad", v)

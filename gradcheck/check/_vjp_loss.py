@@ -3,7 +3,8 @@ pair of functions of the same arguments (``mse_loss(y_true, y_pred)`` and
 ``mse_gradient(y_true, y_pred)``): the forward returns a scalar and the backward, taking
 no output gradient, one array, the gradient of the one input it is for: the one of its
 shape (``wrt=`` names it), or of several, the one holding values no whole numbers
-beside labels of 0 and 1 only (one-hot rows, binary targets)."""
+beside labels of 0 and 1 only (one-hot rows, binary targets) or of -1 and +1 (a hinge
+loss's)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
         raise ProtocolError("bad-protocol", (
             f"fwd returns a scalar (a loss) and bwd, taking its arguments again, one array "
             f"of the shape of {', '.join(alike)}: whose gradient it is cannot be observed "
-            "(no one of them holds labels of 0 and 1 only beside the other); name it with "
+            "(no one of them holds labels, 0 and 1 or -1 and +1 only, beside the other); "
+            "name it with "
             "wrt= (wrt=[1] for the second)"))
     if k is None:
         return None
@@ -149,7 +151,12 @@ def _which(inputs: Sequence[Any], shape: tuple[int, ...], wrt: Any) -> int | Non
     fits = fits or [j for j, x in enumerate(inputs) if isinstance(x, np.ndarray) and
                     x.dtype.kind == "f" and _unit(shape) == _unit(x.shape)]  # (d, 1) for (d,)
     if len(fits) > 1:  # labels: 0/1 only (one-hot rows, binary targets) beside an input
-        labels = [j for j in fits if zero_one(inputs[j])]  # of values no whole numbers
-        soft = [j for j in fits if not label_like(inputs[j])]  # say (a whole-valued
-        fits = soft if len(soft) == 1 and len(labels) == len(fits) - 1 else []  # prediction)
-    return fits[0] if len(fits) == 1 else None
+        labels = [j for j in fits if zero_one(inputs[j]) or _signs(inputs[j])]  # of values
+        soft = [j for j in fits if not label_like(inputs[j])]  # no whole numbers say (a
+        fits = soft if len(soft) == 1 and len(labels) == len(fits) - 1 else []  # whole-
+    return fits[0] if len(fits) == 1 else None  # valued prediction; -1/+1: a hinge's)
+
+
+def _signs(x: Any) -> bool:
+    """Labels of -1 and +1 only (a hinge loss's targets)."""
+    return isinstance(x, np.ndarray) and x.size > 0 and bool(np.all(np.abs(x) == 1))

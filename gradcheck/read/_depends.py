@@ -63,7 +63,10 @@ def moves_output(proto: Protocol, xs: list[Any], path: str,
     for a smaller step: an output that jumps as far for a step a thousand times smaller
     reads it as a flag (``if self.mean.all() == 0``: running statistics' first call), not
     as a parameter: noted, and False."""
-    signs = rng.choice([-1.0, 1.0], np.shape(get_path(proto.layer, path)))
+    shape = np.shape(get_path(proto.layer, path))
+    signs = rng.choice([-1.0, 1.0], shape) * np.linspace(1.0, 1.5, int(np.prod(shape))
+                                                         ).reshape(shape)  # (no uniform
+    # shift, to which a softmax's loss is blind, even for a bias of zeros)
 
     def output(step: float) -> np.ndarray:
         layer = clone(proto.layer)
