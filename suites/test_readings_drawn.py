@@ -492,3 +492,58 @@ def test_targets_of_minus_one_and_one_are_labels_beside_the_predictions(bug):
     res = gradcheck.check_vjp(_hinge, _hinge_grad(bug), [y, p])
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert [t.name for t in res.inputs if t.checked] == ["predicted"], res.report()
+
+
+# -- review 100 -----------------------------------------------------------------------------
+class _Logistic:
+    """A logistic regression: ``forward(X)``, ``bce_loss(y_hat, y)`` (clipped),
+    ``backward(X, y)`` storing ``dW``, ``db``; ``pair``: the forward returns ``(y_hat,
+    z)``, the clipped loss taking either."""
+
+    def __init__(self, bug: bool = False, pair: bool = False) -> None:
+        self.W = np.random.default_rng(22).standard_normal((4, 1)) * 0.5
+        self.b, self.bug, self.pair = np.zeros(1), bug, pair
+
+    def forward(self, X):
+        z = X @ self.W + self.b
+        p = 1 / (1 + np.exp(-z))
+        return (p, z) if self.pair else p
+
+    def bce_loss(self, y_hat, y):
+        p = np.clip(y_hat, 1e-12, 1 - 1e-12)
+        return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+    def backward(self, X, y):
+        p = self.forward(X)[0] if self.pair else self.forward(X)
+        d = (p - y) / (1 if self.bug else len(X))
+        self.dW, self.db = X.T @ d, d.sum(0)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_loss_of_the_prediction_is_not_taken_as_the_forward(bug, pair):
+    """Review 100: bce_loss(y_hat, y) also runs given (X, y), X broadcasting against y,
+    but is no forward; of (y_hat, z), the clip leaves the loss still in some elements
+    of z."""
+    rng = np.random.default_rng(23)
+    x, y = rng.standard_normal((6, 4)) * 2, rng.integers(0, 2, (6, 1)).astype(float)
+    res = gradcheck.check_layer(_Logistic(bug, pair), x, y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert not any("checked as the forward" in n for n in res.notes), res.notes
+
+
+class _SlotKept(_TupleNet):
+    """Gradient slots made in __init__ beside the dict its backward returns."""
+
+    def __init__(self, bug: bool = False) -> None:
+        super().__init__(bug)
+        self.W1_grad, self.b1_grad = np.zeros_like(self.W1), np.zeros_like(self.b1)
+        self.W2_grad, self.b2_grad = np.zeros_like(self.W2), np.zeros_like(self.b2)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_returned_by_name_beside_slots_of_that_name(bug):
+    rng = np.random.default_rng(15)
+    x, y = rng.standard_normal((6, 4)), rng.integers(0, 2, (6, 1)).astype(float)
+    res = gradcheck.check_layer(_SlotKept(bug), x, y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
