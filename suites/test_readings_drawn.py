@@ -547,3 +547,54 @@ def test_gradients_returned_by_name_beside_slots_of_that_name(bug):
     x, y = rng.standard_normal((6, 4)), rng.integers(0, 2, (6, 1)).astype(float)
     res = gradcheck.check_layer(_SlotKept(bug), x, y)
     assert (res.status == "mismatch") if bug else res.passed, res.report()
+
+
+# -- one array held by several sub-layers, each with its own gradient array --------------
+class _Embed:
+    def __init__(self, W: np.ndarray, bug: bool = False) -> None:
+        self.params, self.grads, self.bug = [W], [np.zeros_like(W)], bug
+
+    def forward(self, idx):
+        self.idx = idx
+        return self.params[0][idx]
+
+    def backward(self, dout):
+        dW = self.grads[0]
+        dW[...] = 0
+        np.add.at(dW, self.idx, dout * (2.0 if self.bug else 1.0))
+
+
+class _SharedEmbedding:
+    """DLFromScratch2's negative sampling: one embedding ``W`` in three sub-layers'
+    ``params``, each filling a gradient array of its own in place, the model's
+    ``params``/``grads`` lists the concatenation (its trainer sums the duplicates)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        W = np.random.default_rng(24).standard_normal((6, 3))
+        self.layers = [_Embed(W, bug and k == 2) for k in range(3)]
+        self.params = [p for layer in self.layers for p in layer.params]
+        self.grads = [g for layer in self.layers for g in layer.grads]
+
+    def forward(self, h, idx):
+        self.h = h
+        self.rows = [layer.forward(idx[k]) for k, layer in enumerate(self.layers)]
+        return np.stack([np.sum(r * h, axis=1) for r in self.rows])
+
+    def backward(self, dout):
+        dh = np.zeros_like(self.h)
+        for k, layer in enumerate(self.layers):
+            dh += dout[k][:, None] * self.rows[k]
+            layer.backward(dout[k][:, None] * self.h)
+        return dh
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_an_array_shared_by_sub_layers_has_the_sum_of_their_gradients(bug):
+    """Corpus 239: distinct gradient arrays, each changed, none a copy of another, are
+    each use's share (a copy of one is a stale gradient: test_readings_more's cells)."""
+    rng = np.random.default_rng(25)
+    h, idx = rng.standard_normal((4, 3)), rng.integers(0, 6, (3, 4))
+    res = gradcheck.check_layer(_SharedEmbedding(bug), h, idx)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    if not bug:
+        assert any("checked as their sum" in n for n in res.notes), res.notes

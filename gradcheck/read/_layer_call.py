@@ -33,6 +33,8 @@ from ._reading import (
     leaves,
     read_output,
 )
+from ._shares import change as _change
+from ._shares import same_elsewhere
 from ._tokens import FIRST_OUT
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "leaves", "ones_like",
@@ -224,8 +226,8 @@ class Protocol:
                 g = self.handed[p.name].read(log)
                 g = g if scale is None or g is None else g * scale
             else:
-                g = _change(p.read_grad(fresh), b, scale)
-                _same_elsewhere(p, fresh, g, elsewhere)
+                g = same_elsewhere(p, fresh, _change(p.read_grad(fresh), b, scale),
+                                   elsewhere, self.note)
             grads.append(self._unit(self._summed(g, p, xs), np.shape(p.read(fresh)),
                                     p.name, np.shape(p.read(self.layer))))
         if scale is not None:
@@ -483,48 +485,6 @@ def _stored_and_tied(dxs: list[Any], fresh: Any, stored: dict[int, str],
         if dxs[k] is not None:
             dxs[j] = dxs[k] if dxs[j] is None else dxs[j] + dxs[k]
         dxs[k] = None
-
-
-def _same_elsewhere(p: Param, fresh: Any, grad: Any, befores: dict[str, Any]) -> None:
-    """Every other place the gradient of ``p`` is read from (a composite's ``grads``
-    list) must hold what its own place holds: a backward that rebinds
-    ``self.grads[0] = ...`` leaves the composite's list (what its optimizer reads) stale.
-    Two or more places that differ but sum to it are shares (an unrolled recurrent
-    layer's cells, each with its own step's part of the shared weight's gradient)."""
-    if grad is None:
-        return
-    g = np.asarray(grad, dtype=np.float64)
-    tol = 1e-9 * float(np.max(np.abs(g), initial=1e-300))
-    differ = []
-    for path in p.also:
-        other = _change(try_path(fresh, path), befores[path], None)
-        if other is None or np.shape(other) != np.shape(grad):
-            continue
-        o = np.asarray(other, dtype=np.float64)
-        if not np.allclose(o, g, rtol=1e-6, atol=tol):
-            differ.append((path, o))
-    if len(differ) >= 2 and np.allclose(sum(o for _, o in differ), g, rtol=1e-6, atol=tol):
-        return
-    for path, o in differ[:1]:
-        stale = " (unchanged by the backward: stale)" if not np.any(o) else ""
-        raise ProtocolError(
-            "mismatch", f"gradient mismatch at {path}{stale}: the parameter {p.name} is also "
-            f"reached there, but its gradient at {path} differs from the one at {p.grad} "
-            f"(max |difference| {float(np.max(np.abs(o - g))):.3e}); a backward that rebinds "
-            "a gradient (self.grads[0] = ...) leaves the other references to the old array "
-            "stale: write in place (self.grads[0][...] = ...)")
-
-
-def _change(after: Any, before: np.ndarray | None, scale: Any) -> Any:
-    """The gradient a backward left: the change it made, in the gradient's own dtype."""
-    if after is None:
-        return None
-    raw = np.asarray(after)
-    g = np.asarray(after, dtype=np.float64) - before if before is not None and np.shape(
-        before) == raw.shape else raw.copy()  # (a [] placeholder rebound: no change read)
-    if scale is not None:
-        g = g * scale
-    return g.astype(raw.dtype, copy=False) if raw.dtype.kind == "f" else g
 
 
 def _as_float(g: Any) -> np.ndarray | None:
