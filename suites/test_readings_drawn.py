@@ -598,3 +598,51 @@ def test_an_array_shared_by_sub_layers_has_the_sum_of_their_gradients(bug):
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     if not bug:
         assert any("checked as their sum" in n for n in res.notes), res.notes
+
+
+# -- check_model: params and one method returning (loss, grads), under any name ----------
+class _FwdBwd:
+    """``params`` and ``forward_backward(X, y)`` -> ``(loss, grads)`` with an L2 term
+    (cs231n's ``loss`` under another name); ``train`` steps (corpus 240)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(26)
+        self.params = {"W1": rng.standard_normal((4, 5)) * 0.5, "b1": np.zeros(5),
+                       "W2": rng.standard_normal((5, 3)) * 0.5, "b2": np.zeros(3)}
+        self.reg, self.bug = 0.1, bug
+
+    def forward_backward(self, X, y):
+        p = self.params
+        h = np.maximum(0, X @ p["W1"] + p["b1"])
+        z = h @ p["W2"] + p["b2"]
+        e = np.exp(z - z.max(1, keepdims=True))
+        q = e / e.sum(1, keepdims=True)
+        n = len(y)
+        loss = -np.mean(np.log(q[np.arange(n), y])) + 0.5 * self.reg * (
+            np.sum(p["W1"] ** 2) + np.sum(p["W2"] ** 2))
+        dz = q.copy()
+        dz[np.arange(n), y] -= 1
+        dz /= n
+        dh = dz @ p["W2"].T * (h > 0)
+        grads = {"W1": X.T @ dh + (0 if self.bug else self.reg * p["W1"]), "b1": dh.sum(0),
+                 "W2": h.T @ dz + self.reg * p["W2"], "b2": dz.sum(0)}
+        return float(loss), grads
+
+    def train(self, X, y):
+        loss, grads = self.forward_backward(X, y)
+        for k, g in grads.items():
+            self.params[k] -= 0.1 * g
+        return loss, grads
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_model_method_returning_the_loss_and_the_gradients_by_any_name(bug):
+    rng = np.random.default_rng(27)
+    x, y = rng.standard_normal((6, 4)), rng.integers(0, 3, 6)
+    res = gradcheck.check_model(_FwdBwd(bug), x, y, mode="full")
+    if bug:
+        assert res.status == "mismatch" and [t.name for t in res.inputs if not t.passed] == [
+            "W1"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("forward_backward" in n for n in res.notes), res.notes

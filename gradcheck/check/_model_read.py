@@ -89,6 +89,11 @@ def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
     if hasattr(model, "loss_and_grads") and not hasattr(model, "loss") and isinstance(
             getattr(model, "params", None), dict):
         return _without_loss(model, batch)
+    if not hasattr(model, "loss_and_grads") and not hasattr(model, "loss") and isinstance(
+            getattr(model, "params", None), dict):  # forward_backward(X, y) -> (loss, grads)
+        both = [r for name in dir(type(model)) if not name.startswith("_") and
+                (r := _both(model, name, batch)) is not None]
+        return both[0] if len(both) == 1 else model
     if hasattr(model, "loss_and_grads") or not hasattr(model, "params") or \
             not hasattr(model, "loss") or not isinstance(model.params, dict):
         return model
@@ -140,6 +145,34 @@ def _tried(model: Any, name: str, batch: tuple[Any, ...]) -> ReadModel | None:
             g, v = (out[0], out[1]) if first else (out[1], out[0])
             if _grads(g, keys, twin.params) and np.size(v) == 1:
                 return ReadModel(model, name, first)
+    return None
+
+
+def _both(model: Any, name: str, batch: tuple[Any, ...]) -> ReadModel | None:
+    """For a model with ``params`` and neither ``loss`` nor ``loss_and_grads``: the
+    method that, called on a copy with the batch, returns one number and the gradients
+    by parameter name (in either order) and leaves the parameters as they were
+    (cs231n's ``loss(X, y)`` under another name, ``forward_backward(X, y)``; not a
+    ``train`` that steps)."""
+    method = getattr(type(model), name, None)
+    if not callable(method) or positional_names(method) is None or not takes(
+            getattr(model, name), len(batch)):
+        return None
+    twin = copy.deepcopy(model)
+    before = {k: np.array(v, copy=True) for k, v in model.params.items()}
+    try:
+        with np.errstate(all="ignore"):
+            out = getattr(twin, name)(*copy.deepcopy(batch))
+    except Exception:  # noqa: BLE001 - not this method
+        return None
+    if not isinstance(out, tuple) or len(out) != 2 or any(
+            not np.array_equal(v, twin.params[k]) for k, v in before.items()):
+        return None
+    keys = set(model.params)
+    for first in (True, False):
+        g, v = (out[0], out[1]) if first else (out[1], out[0])
+        if _grads(g, keys, twin.params) and np.size(v) == 1 and np.asarray(v).dtype.kind == "f":
+            return ReadModel(model, name, first)
     return None
 
 
