@@ -241,8 +241,10 @@ def _loss_methods(obj: Any, f_name: str, out: np.ndarray, targets: tuple[Any, ..
         every = positional_names(method)
         if need is None or every is None or not len(need) <= 1 + len(targets) <= len(every):
             continue
-        orders = {True: _number(obj, name, (out, *targets), out),
-                  False: _number(obj, name, (*targets, out), out)}
+        said = [o for o in (True, False) if _TARGETS.fullmatch(every[1] if o else every[0])
+                and not _TARGETS.fullmatch(every[0] if o else every[1])]  # (y, y_pred): the
+        orders = {o: _number(obj, name, (out, *targets) if o else (*targets, out), out)  # names
+                  for o in (said or [True, False])}  # place the targets where they say
         got = {o: v for o, v in orders.items() if v is not None}
         if len(got) == 2 and not np.isclose(got[True], got[False], rtol=1e-12, atol=0.0):
             named = [o for o in got if _TARGETS.fullmatch(every[1] if o else every[0])]
