@@ -211,11 +211,7 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
     fwd = getattr(layer, f_name, None)
     f_names = (positional_names(fwd, required=True) if callable(fwd) else None) or ["?"]
     found = []
-    for name in dir(type(layer)):
-        fn = inspect.getattr_static(type(layer), name, None)
-        if name.startswith("__") or name == f_name or not inspect.isfunction(fn) or \
-                not _LOSS.search(name):
-            continue
+    for name in _named_as_loss(layer, f_name):
         need = positional_names(getattr(layer, name), required=True)
         if need is not None and len(need) == len(inputs) and need[:len(f_names)] == \
                 f_names and _number(layer, name, tuple(inputs), None) is not None:
@@ -227,15 +223,18 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
                       "all and returns a number, checked as the forward")
 
 
+def _named_as_loss(obj: Any, f_name: str) -> list[str]:
+    """The methods of ``obj``'s class, the forward ``f_name`` aside, named as a loss."""
+    return [name for name in dir(type(obj)) if not name.startswith("__") and name != f_name
+            and inspect.isfunction(inspect.getattr_static(type(obj), name, None))
+            and _LOSS.search(name)]
+
+
 def _loss_methods(obj: Any, f_name: str, out: np.ndarray, targets: tuple[Any, ...]
                   ) -> list[tuple[str, bool]]:
     """(name, output first) of each method that reads as the loss (module docstring)."""
     found = []
-    for name in dir(type(obj)):
-        fn = inspect.getattr_static(type(obj), name, None)
-        if name.startswith("__") or name == f_name or not inspect.isfunction(fn) or \
-                not _LOSS.search(name):
-            continue
+    for name in _named_as_loss(obj, f_name):
         method = getattr(obj, name)
         need = positional_names(method, required=True)
         every = positional_names(method)
