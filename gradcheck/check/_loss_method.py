@@ -52,10 +52,8 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
     """``(copy, forward name, backward name or None, note)`` for the chain above, when
     the forward ``error`` names refused the inputs as too many; None when no such
     reading is observed."""
-    if not error or error.get("type") != "TypeError" or not _CALLED.search(
-            error.get("message", "")) or "." not in error.get("in", ""):
+    if (f_name := _refused(error)) is None:
         return None
-    f_name = error["in"].rsplit(".", 1)[-1]
     fwd = getattr(layer, f_name, None)
     names = positional_names(fwd, required=True) if callable(fwd) else None
     if not names or len(names) >= len(inputs):
@@ -204,10 +202,8 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
     beside ``forward(X)`` and a ``backward()`` that starts from the loss), when the
     forward refused the inputs as too many; None otherwise. It is then checked as the
     forward."""
-    if not error or error.get("type") != "TypeError" or not _CALLED.search(
-            error.get("message", "")) or "." not in error.get("in", ""):
+    if (f_name := _refused(error)) is None:
         return None
-    f_name = error["in"].rsplit(".", 1)[-1]
     fwd = getattr(layer, f_name, None)
     f_names = (positional_names(fwd, required=True) if callable(fwd) else None) or ["?"]
     found = []
@@ -221,6 +217,15 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
     return found[0], (f"{type(layer).__name__}.{f_name} takes fewer than the {len(inputs)} "
                       f"inputs; {found[0]}, the one method named as a loss that takes them "
                       "all and returns a number, checked as the forward")
+
+
+def _refused(error: dict[str, str] | None) -> str | None:
+    """The name of the method whose ``error`` says it was given more arguments than it
+    takes (the forward refusing the targets); None for any other error."""
+    if not error or error.get("type") != "TypeError" or not _CALLED.search(
+            error.get("message", "")) or "." not in error.get("in", ""):
+        return None
+    return error["in"].rsplit(".", 1)[-1]
 
 
 def _named_as_loss(obj: Any, f_name: str) -> list[str]:
