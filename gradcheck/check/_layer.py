@@ -256,7 +256,7 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
     if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
         again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
         if again.status != "error":
-            return _noted(again, "the backward needs what __call__ stores before it calls "
+            return _noted(again, "the backward needs what __call__ stores when it calls "
                                  "forward: __call__ checked as the forward")
     elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)
                                or _stub_backward(layer, inputs, res, forward)):
@@ -348,12 +348,14 @@ def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
 
 
 def _call_first(layer: Any, inputs: tuple[Any, ...], res: CheckResult) -> bool:
-    """Whether the backward raised on an attribute the layer lacks while the layer's
-    own ``__call__`` (one it defines), returning what ``forward`` returns on copies,
-    could set it before calling the forward."""
+    """Whether the backward raised on an attribute the layer lacks (or a key its dict
+    lacks: ``self.local_grads['x']`` of a ``local_grads = {}`` filled by ``__call__``)
+    while the layer's own ``__call__`` (one it defines), returning what ``forward``
+    returns on copies, could set it around its call of the forward."""
     err = res.error or {}
-    if not (res.status == "error" and err.get("type") == "AttributeError" and
-            "has no attribute" in err.get("message", "") and any(
+    missing = (err.get("type") == "AttributeError" and "has no attribute" in err.get(
+        "message", "")) or err.get("type") == "KeyError"
+    if not (res.status == "error" and missing and any(
                 "__call__" in vars(c) and "forward" in vars(c) for c in type(layer).__mro__
                 if c is not object)):
         return False

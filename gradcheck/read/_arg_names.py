@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["before_varargs", "op_stems", "output_by_name", "target_named", "value_by_name"]
+__all__ = ["as_forward_names", "before_varargs", "op_stems", "output_by_name", "same_args",
+           "target_named", "value_by_name"]
 
 #: Names of a loss's targets (``y_true``, ``labels``), never its prediction; ``y`` and
 #: ``t`` only beside a name of a prediction (:data:`_PREDICTION`).
@@ -137,3 +138,22 @@ def value_by_name(bwd: Callable[..., Any], b_names: list[str], x: np.ndarray,
         return None
     return found[0] if one.shape == np.shape(x) and np.allclose(
         2 * one, two, rtol=1e-6, atol=1e-12) else None
+
+
+def same_args(a: list[str] | None, b: list[str]) -> bool:
+    """Whether two methods' required arguments are the same, name for name, a plural
+    ``s`` aside (``calculate_loss(predictions, targets)`` beside
+    ``calculate_gradient(prediction, target)``): the order is then the same."""
+    return a is not None and len(a) == len(b) and all(
+        u.removesuffix("s") == v.removesuffix("s") for u, v in zip(a, b, strict=True))
+
+
+def as_forward_names(names: list[str] | None, f_names: list[str]) -> list[str] | None:
+    """``names`` with each one that is a forward argument's but for a plural ``s``
+    (``prediction`` for ``predictions``) spelt as the forward spells it."""
+    if names is None:
+        return None
+    alike = {f.removesuffix("s"): f for f in f_names}
+    if len(alike) != len(f_names):
+        return names
+    return [a if a in f_names else alike.get(a.removesuffix("s"), a) for a in names]

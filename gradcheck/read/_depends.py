@@ -448,3 +448,29 @@ def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray
     if len(beside) != 1 or not arrays <= {last_name(path), last_name(beside[0])}:
         return None
     return beside[0]
+
+
+def handed_on(proto: Protocol, xs: list[Any], found: list[Param],
+              rng: np.random.Generator) -> list[Param]:
+    """``found`` less the parameters held by another object the layer keeps that has a
+    backward of its own, when the output depends on none of them: a loss holding the
+    model it hands its gradient to (``self.model.backward(grads)`` in the loss's
+    ``backward()``) fills that model's gradients, which are not the loss's (noted)."""
+    tops: dict[str, list[Param]] = {}
+    for p in found:
+        if isinstance(p.value, str) and (m := re.match(r"[A-Za-z_]\w*(?=[.\[])", p.value)):
+            tops.setdefault(m.group(), []).append(p)
+    gone: list[Param] = []
+    for top, ps in tops.items():
+        held = getattr(proto.layer, top, None)
+        if held is None or isinstance(held, (list, tuple, dict, np.ndarray)) or not callable(
+                getattr(held, "backward", None)):
+            continue
+        if not any(moves_output(proto, xs, p.value, rng) for p in ps  # type: ignore[arg-type]
+                   ):
+            gone += ps
+            proto.note(f"{top} is an object with a backward of its own, and the output depends "
+                       f"on none of its arrays: the gradients the backward stores in it "
+                       f"({', '.join(p.name for p in ps)}) are handed on, not this object's "
+                       "(not checked)")
+    return [p for p in found if p not in gone]

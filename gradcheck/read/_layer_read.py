@@ -29,6 +29,7 @@ from ._alternatives import (
 from ._completing import completing_methods, folded_step, scaled_by_held
 from ._conventions import zero_one
 from ._depends import (
+    handed_on,
     held_labels,
     keeps_input,
     misshapen_param,
@@ -377,7 +378,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     """The parameters by the named conventions, then by what the backward returned and
     stored; arrays the output does not depend on are state."""
     layer = proto.layer
-    found = [p for p in parameters(layer, first.after) if not keeps_input(first, p)]
+    found = handed_on(proto, xs, [p for p in parameters(layer, first.after)
+                                  if not keeps_input(first, p)], rng)
     missing = [p for p in unmatched(layer, found) if not keeps_input(first, p)]
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arg_names import same_args
 from ._discovery import is_float_array, walk
 from ._protocol import clone
 from ._stubs import does_nothing, stub
@@ -43,6 +44,8 @@ _NUMERIC = re.compile(r"numeric|finite_?diff|approx", re.I)  # a reference gradi
 _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pair
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
+#: A method's name that says it returns a gradient (a scalar from one is a wrong one).
+_GRADIENT_WORD = re.compile(r"grad|deriv|prime|backward|delta", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|diff_?|nabla_?|d_?)"
                          r"|(_?gradients?|_?grads?)$", re.I)
 _MANGLED = re.compile(r"^_[A-Za-z][A-Za-z0-9_]*?__(?=[A-Za-z0-9])")  # _Dense__w: self.__w
@@ -222,7 +225,8 @@ def method_pair(layer: Any, forward: str | None, backward: str | None,
                 getattr(layer, y), required=True) == [] else "taking the same arguments")
             return x, y, (f"methods found by what they return: {x} a scalar or one per "
                           f"sample (the forward: a loss) and {y} an array of the first "
-                          f"input's shape (its gradient), {how}")
+                          f"input's shape, or a number under a gradient's name (its "
+                          f"gradient), {how}")
     from ._takers import one_missing  # (it reads methods as this module does)
     if inputs and (one := one_missing(layer, fwds, bwds, inputs)):
         return one
@@ -325,7 +329,7 @@ def _by_returns(layer: Any, inputs: tuple[Any, ...], forward: str | None = None
     sigs = {n: positional_names(getattr(layer, n), required=True) for n in names}
     found = [(f, g) for f, fa in sigs.items() if fa is not None and len(fa) == len(inputs)
              and forward in (None, f)
-             for g, ga in sigs.items() if g != f and (ga == fa or ga == [])
+             for g, ga in sigs.items() if g != f and (same_args(ga, fa) or ga == [])
              and _loss_and_gradient(layer, f, g, inputs, after=ga == [])]
     if len({g for _, g in found}) == 1 and len(found) > 1:  # __call__ running forward
         found = [(f, g) for f, g in found if f != "__call__"]
@@ -388,9 +392,10 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
         return False  # a tuple (a VAE's several terms) is no loss's value
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1] or (  # samples as columns:
         len(shape) == 2 and np.shape(y) == (1, shape[1]))  # E(y, t) of (1, N) for (D, N)
-    return (np.size(y) == 1 or per_sample) and isinstance(d, np.ndarray) and \
-        d.shape == shape and d.dtype.kind == "f" and shape != () and (
-            moved is None or not np.array_equal(d, moved))
+    gradient_like = (isinstance(d, np.ndarray) and d.shape == shape) or (
+        _GRADIENT_WORD.search(g) is not None and np.ndim(d) == 0)  # (-2 * mean(t - p))
+    return (np.size(y) == 1 or per_sample) and gradient_like and np.asarray(
+        d).dtype.kind == "f" and shape != () and (moved is None or not np.array_equal(d, moved))
 
 
 def _moved(x: Any) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arg_names import as_forward_names
 from ._discovery import get_path, is_float_array, padded, try_path, walk
 from ._flat import as_split, paired, returned_names
 from ._observe import (
@@ -66,6 +67,7 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     y_pred)``); :data:`UNSURE` when they are some after the first otherwise.
     Else ``(base, [], "")``: a count of arguments alone is no evidence."""
     names, f_names = positional_names(method, required=True), (positional_names(forward) or [])[:n]
+    names = as_forward_names(names, f_names)
     back = [f_names.index(a) for a in names or [] if a in f_names[1:] or [a] == names == f_names[
         :1] and labels[:1] == [True]]  # (backward(y_true) of forward(y_true, y_pred))
     if names and n >= 2 and len(back) == len(names):

@@ -1,0 +1,133 @@
+"""Readings of held-out code met in stop 53's batch (corpora 244-247, small frameworks):
+each with a correct subject that passes and a broken twin that fails with a gradient
+verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+
+class _Op:
+    """A base whose ``__call__`` runs ``forward`` and then fills ``self.local`` with the
+    local derivatives that ``backward`` multiplies by."""
+
+    def __init__(self) -> None:
+        self.local: dict[str, np.ndarray] = {}
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def derivatives(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        y = self.forward(x)
+        self.local = self.derivatives(x)
+        return y
+
+    def backward(self, dy: np.ndarray) -> np.ndarray:
+        return dy * self.local["x"]
+
+
+class _Softplus(_Op):
+    def __init__(self, bug: bool = False) -> None:
+        super().__init__()
+        self.bug = bug
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return np.log1p(np.exp(x))
+
+    def derivatives(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        s = 1.0 / (1.0 + np.exp(-x))
+        return {"x": s * (1.0 - s) if self.bug else s}
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_dict_that_call_fills_after_the_forward_is_read_through_call(bug):
+    """``__call__`` runs ``forward`` then fills ``self.local``, which ``backward`` reads
+    (corpus 247): called on ``forward`` alone, the backward raised ``KeyError``; now
+    ``__call__`` is the forward, with a note."""
+    x = np.random.default_rng(1).standard_normal((3, 4))
+    res = gradcheck.check_layer(_Softplus(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert any("__call__ checked as the forward" in n for n in res.notes), res.notes
+
+
+class _SquaredLoss:
+    """``calculate_loss(predictions, targets)`` and ``calculate_gradient(prediction,
+    target)``: the same arguments but for a plural, no forward or backward by name."""
+
+    def __init__(self, bug: str = "") -> None:
+        self.bug = bug
+
+    def calculate_loss(self, predictions: np.ndarray, targets: np.ndarray) -> float:
+        return float(np.mean((predictions - targets) ** 2))
+
+    def calculate_gradient(self, prediction: np.ndarray, target: np.ndarray) -> np.ndarray:
+        if self.bug == "scalar":
+            return 2 * np.mean(prediction - target)  # type: ignore[return-value]
+        scale = 1.0 if self.bug == "no-mean" else 1.0 / prediction.size
+        return 2 * (prediction - target) * scale
+
+
+@pytest.mark.parametrize("bug", ["", "no-mean", "scalar"])
+def test_a_loss_pair_whose_arguments_differ_by_a_plural_is_read(bug):
+    rng = np.random.default_rng(2)
+    p, t = rng.standard_normal(5), rng.standard_normal(5)
+    res = gradcheck.check_layer(_SquaredLoss(bug), p, t, wrt=["x0"])
+    expected = {"": "ok", "no-mean": "mismatch", "scalar": "shape-mismatch"}[bug]
+    assert res.status == expected, res.report()
+    assert any("calculate_loss" in n and "calculate_gradient" in n for n in res.notes)
+
+
+class _Dense:
+    def __init__(self) -> None:
+        rng = np.random.default_rng(3)
+        self.W, self.b = rng.standard_normal((4, 3)), np.zeros(3)
+        self.dW, self.db = np.zeros_like(self.W), np.zeros_like(self.b)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dy: np.ndarray) -> np.ndarray:
+        self.dW, self.db = self.x.T @ dy, dy.sum(0)
+        return dy @ self.W.T
+
+
+class _SoftmaxLoss:
+    """A loss holding the model it hands its gradient to: ``backward()`` calls
+    ``self.model.backward(grad)``, which fills the model's gradients."""
+
+    def __init__(self, model: _Dense, bug: bool = False) -> None:
+        self.model, self.bug = model, bug
+
+    def forward(self, logits: np.ndarray, labels: np.ndarray) -> float:
+        z = logits - logits.max(1, keepdims=True)
+        self.p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        self.labels = labels
+        return float(-np.mean(np.log(self.p[np.arange(len(labels)), labels])))
+
+    def backward(self) -> np.ndarray:
+        g = self.p.copy()
+        g[np.arange(len(self.labels)), self.labels] -= 1.0
+        g /= 1 if self.bug else len(self.labels)
+        self.model.backward(g)
+        return g
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_model_the_loss_hands_its_gradient_to_is_no_parameter_of_the_loss(bug):
+    """Corpus 245's loss: the model's gradients, filled by the loss's backward, are not
+    the loss's; the output depends on none of its arrays (noted, not checked)."""
+    rng = np.random.default_rng(4)
+    model = _Dense()
+    model.forward(rng.standard_normal((5, 4)))
+    logits, labels = rng.standard_normal((5, 3)), np.array([0, 2, 1, 1, 0])
+    res = gradcheck.check_layer(_SoftmaxLoss(model, bug), logits, labels)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert [r.name for r in res.inputs if r.status != "skipped"] == ["x0"], res.report()
+    assert any("handed on" in n and "model" in n for n in res.notes), res.notes
