@@ -131,3 +131,61 @@ def test_a_model_the_loss_hands_its_gradient_to_is_no_parameter_of_the_loss(bug)
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert [r.name for r in res.inputs if r.status != "skipped"] == ["x0"], res.report()
     assert any("handed on" in n and "model" in n for n in res.notes), res.notes
+
+
+class _Gated:
+    """``x + alpha * sub(x)`` with a gate at zero; the backward hands the gradient to the
+    sub-layer, without the gate when ``bug``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.sub, self.alpha, self.bug = _Dense(), 0.0, bug
+        self.sub.W = np.random.default_rng(8).standard_normal((4, 4))
+        self.sub.b = np.zeros(4)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.s = self.sub.forward(x)
+        return x + self.alpha * self.s
+
+    def backward(self, dy: np.ndarray) -> np.ndarray:
+        self.dalpha = np.sum(dy * self.s)
+        return dy + self.sub.backward(dy if self.bug else self.alpha * dy)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_sub_layer_the_forward_runs_is_checked_even_when_the_output_stands_still(bug):
+    """Review 101: a gate at zero holds the output still as the sub-layer moves, but the
+    forward runs it: its gradients are the layer's, and a forgotten gate is a mismatch."""
+    x = np.random.default_rng(9).standard_normal((3, 4))
+    res = gradcheck.check_layer(_Gated(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    checked = {r.name for r in res.inputs}
+    assert {"sub.W", "sub.b"} <= checked, res.report()
+    assert not any("handed on" in n for n in res.notes), res.notes
+
+
+class _MetricBeside:
+    """A loss and a metric taking the same arguments; no gradient method at all."""
+
+    def loss(self, xs: np.ndarray, ys: np.ndarray) -> float:
+        return float(np.sum((xs - ys) ** 2))
+
+    def accuracy_delta(self, x: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean(np.abs(x - y) < 0.5)) - 0.5
+
+
+class _NormBeside(_SquaredLoss):
+    """The pair, and a method under a gradient's name returning a number."""
+
+    def gradient_norm(self, prediction: np.ndarray, target: np.ndarray) -> float:
+        return float(np.linalg.norm(self.calculate_gradient(prediction, target)))
+
+
+def test_a_number_from_a_metric_is_no_gradient():
+    """Review 101: a number is read as a (wrong) gradient only from a method named as a
+    gradient alone, and only when no method returns an array of the input's shape."""
+    rng = np.random.default_rng(10)
+    p, t = rng.standard_normal(5), rng.standard_normal(5)
+    with pytest.raises(TypeError, match="no forward-like method"):
+        gradcheck.check_layer(_MetricBeside(), p, t, wrt=["x0"])
+    res = gradcheck.check_layer(_NormBeside(), p, t, wrt=["x0"])
+    assert res.passed, res.report()

@@ -450,12 +450,13 @@ def _own_slot(path: str, left: list[str], base: Any, cands: dict[str, np.ndarray
     return beside[0]
 
 
-def handed_on(proto: Protocol, xs: list[Any], found: list[Param],
-              rng: np.random.Generator) -> list[Param]:
+def handed_on(proto: Protocol, xs: list[Any], found: list[Param]) -> list[Param]:
     """``found`` less the parameters held by another object the layer keeps that has a
-    backward of its own, when the output depends on none of them: a loss holding the
+    backward of its own, when the forward never touches that object: a loss holding the
     model it hands its gradient to (``self.model.backward(grads)`` in the loss's
-    ``backward()``) fills that model's gradients, which are not the loss's (noted)."""
+    ``backward()``) fills that model's gradients, which are not the loss's (noted). A
+    sub-layer the forward runs stays, even where the output does not move with it (a
+    gate at zero, dead units after it)."""
     tops: dict[str, list[Param]] = {}
     for p in found:
         if isinstance(p.value, str) and (m := re.match(r"[A-Za-z_]\w*(?=[.\[])", p.value)):
@@ -466,11 +467,34 @@ def handed_on(proto: Protocol, xs: list[Any], found: list[Param],
         if held is None or isinstance(held, (list, tuple, dict, np.ndarray)) or not callable(
                 getattr(held, "backward", None)):
             continue
-        if not any(moves_output(proto, xs, p.value, rng) for p in ps  # type: ignore[arg-type]
-                   ):
+        if _untouched(proto, xs, top):
             gone += ps
-            proto.note(f"{top} is an object with a backward of its own, and the output depends "
-                       f"on none of its arrays: the gradients the backward stores in it "
+            proto.note(f"{top} is an object with a backward of its own that the forward never "
+                       f"touches: the gradients the backward stores in it "
                        f"({', '.join(p.name for p in ps)}) are handed on, not this object's "
                        "(not checked)")
     return [p for p in found if p not in gone]
+
+
+class _Absent:
+    """Stands for a held object: any use of it raises."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+def _untouched(proto: Protocol, xs: list[Any], top: str) -> bool:
+    """Whether the forward runs, to the same output, with the attribute ``top`` of a
+    copy of the layer replaced by an object any use of which raises."""
+    assert proto.draws is not None  # discover always sets them
+    try:
+        with np.errstate(all="ignore"):
+            base = forward_output(clone(proto.layer), proto.forward, clone(xs), proto.draws,
+                                  proto.out_path)
+            layer = clone(proto.layer)
+            setattr(layer, top, _Absent())
+            out = forward_output(layer, proto.forward, clone(xs), proto.draws, proto.out_path)
+        return all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(
+            leaves(base), leaves(out), strict=True))
+    except Exception:  # noqa: BLE001 - it was used (or no evidence): kept
+        return False

@@ -379,7 +379,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     stored; arrays the output does not depend on are state."""
     layer = proto.layer
     found = handed_on(proto, xs, [p for p in parameters(layer, first.after)
-                                  if not keeps_input(first, p)], rng)
+                                  if not keeps_input(first, p)])
     missing = [p for p in unmatched(layer, found) if not keeps_input(first, p)]
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}

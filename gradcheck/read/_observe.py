@@ -45,7 +45,8 @@ _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pai
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
 #: A method's name that says it returns a gradient (a scalar from one is a wrong one).
-_GRADIENT_WORD = re.compile(r"grad|deriv|prime|backward|delta", re.I)
+_GRADIENT_WORD = re.compile(r"((calc(ulate)?|compute|get)_?)?(grad(ient)?s?|deriv(ative)?s?|"
+                            r"prime|backward)", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|diff_?|nabla_?|d_?)"
                          r"|(_?gradients?|_?grads?)$", re.I)
 _MANGLED = re.compile(r"^_[A-Za-z][A-Za-z0-9_]*?__(?=[A-Za-z0-9])")  # _Dense__w: self.__w
@@ -327,12 +328,17 @@ def _by_returns(layer: Any, inputs: tuple[Any, ...], forward: str | None = None
     after the first ran (``calc_loss(x, y)``, ``calc_dloss()``, ``derivative()``)."""
     names = _public(layer) + (["__call__"] if callable(layer) else [])
     sigs = {n: positional_names(getattr(layer, n), required=True) for n in names}
-    found = [(f, g) for f, fa in sigs.items() if fa is not None and len(fa) == len(inputs)
-             and forward in (None, f)
-             for g, ga in sigs.items() if g != f and (same_args(ga, fa) or ga == [])
-             and _loss_and_gradient(layer, f, g, inputs, after=ga == [])]
-    if len({g for _, g in found}) == 1 and len(found) > 1:  # __call__ running forward
-        found = [(f, g) for f, g in found if f != "__call__"]
+    for loose in (False, True):  # a number from a gradient's name: when no array is
+        found = [(f, g) for f, fa in sigs.items() if fa is not None and len(fa) == len(
+            inputs) and forward in (None, f)
+                 for g, ga in sigs.items() if g != f and (same_args(ga, fa) or ga == [])
+                 and (not loose or _GRADIENT_WORD.fullmatch(g))
+                 and _loss_and_gradient(layer, f, g, inputs, after=ga == [], loose=loose)]
+        if found:  # (then the one such method: calculate_gradient, no gradient_norm)
+            break
+    if len({g for _, g in found}) == 1 and len(found) > 1:  # __call__ running forward,
+        found = [(f, g) for f, g in found if f != "__call__" and not re.search(
+            "grad|deriv", f, re.I)]  # or gradient_norm(p, t) beside calculate_loss(p, t)
     if len(found) > 1 and _pairs_alike(layer, found, inputs):  # compute/prime wrapping
         found = found[:1]  # mse/mse_prime: the same loss and gradient, one reading
     return found[0] if len(found) == 1 else None
@@ -351,10 +357,11 @@ def _pairs_alike(layer: Any, pairs: list[tuple[str, str]], inputs: tuple[Any, ..
 
 
 def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
-                       after: bool) -> bool:
+                       after: bool, loose: bool = False) -> bool:
     """Whether ``f(*inputs)`` returns a scalar or one value per sample and ``g`` (given
     the inputs too, or nothing, on the object ``f`` ran on) an array of the first
-    input's shape."""
+    input's shape (or, ``loose``, a number: a wrong gradient, for a method named as one
+    when no method returns an array)."""
 
     shape = np.shape(inputs[0])
 
@@ -393,7 +400,7 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1] or (  # samples as columns:
         len(shape) == 2 and np.shape(y) == (1, shape[1]))  # E(y, t) of (1, N) for (D, N)
     gradient_like = (isinstance(d, np.ndarray) and d.shape == shape) or (
-        _GRADIENT_WORD.search(g) is not None and np.ndim(d) == 0)  # (-2 * mean(t - p))
+        loose and np.ndim(d) == 0)  # (-2 * mean(t - p))
     return (np.size(y) == 1 or per_sample) and gradient_like and np.asarray(
         d).dtype.kind == "f" and shape != () and (moved is None or not np.array_equal(d, moved))
 
