@@ -4,6 +4,8 @@ verdict."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,81 @@ def test_a_number_from_a_metric_is_no_gradient():
         gradcheck.check_layer(_MetricBeside(), p, t, wrt=["x0"])
     res = gradcheck.check_layer(_NormBeside(), p, t, wrt=["x0"])
     assert res.passed, res.report()
+
+
+class _TwoLayer:
+    """``forward(X)`` returns ``(probs, cache)``; ``backward(probs, y_true, cache)``
+    returns a dict keyed as ``self.params``; the loss lives in a training script."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(11)
+        self.params = {"W1": rng.standard_normal((4, 5)), "b1": np.zeros(5),
+                       "W2": rng.standard_normal((5, 3)), "b2": np.zeros(3)}
+        self.bug = bug
+
+    def forward(self, X: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        h = np.tanh(X @ self.params["W1"] + self.params["b1"])
+        z = h @ self.params["W2"] + self.params["b2"]
+        e = np.exp(z - z.max(1, keepdims=True))
+        probs = e / e.sum(1, keepdims=True)
+        cache = (X, h)
+        return probs, cache
+
+    def backward(self, probs: np.ndarray, y_true: np.ndarray, cache: tuple[np.ndarray, ...]
+                 ) -> dict[str, np.ndarray]:
+        X, h = cache
+        dz = (probs - y_true) / len(X)
+        dh = dz @ self.params["W2"].T * (1.0 if self.bug else 1.0 - h**2)
+        return {"W2": h.T @ dz, "b2": dz.sum(0), "W1": X.T @ dh, "b1": dh.sum(0)}
+
+
+def _cross_entropy(probs: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.sum(y * np.log(probs)) / len(y))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_the_outputs_by_the_names_the_forward_returns(bug):
+    """Corpus 250: with ``loss=``, a backward whose arguments are the forward's returned
+    names and the target (``backward(probs, y_true, cache)``) is called so, and a dict of
+    gradients keyed as ``self.params`` is read as its grads."""
+    rng = np.random.default_rng(12)
+    X, y = rng.standard_normal((6, 4)), np.eye(3)[rng.integers(0, 3, 6)]
+    res = gradcheck.check_layer(_TwoLayer(bug), X, y, loss=_cross_entropy)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name for r in res.inputs if r.status in ("ok", "mismatch")} == {
+        "params['W1']", "params['b1']", "params['W2']", "params['b2']"}, res.report()
+
+
+@dataclass
+class _Grads:
+    dx: np.ndarray
+    dw: np.ndarray
+    db: np.ndarray
+
+
+class _SigmoidDense:
+    """``backward(dout)`` returns its gradients in a dataclass, fields ``d`` + names."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(13)
+        self.w, self.b, self.bug = rng.standard_normal((4, 3)), rng.standard_normal(3), bug
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self._x = x
+        self._y = 1.0 / (1.0 + np.exp(-(x @ self.w + self.b)))
+        return self._y
+
+    def backward(self, dout: np.ndarray) -> _Grads:
+        dz = dout * self._y * (1.0 - self._y)
+        dw = self._x.T @ (dout if self.bug else dz)
+        return _Grads(dx=dz @ self.w.T, dw=dw, db=dz.sum(0))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_dataclass_of_gradients_returned_by_a_layer_is_read_by_its_fields(bug):
+    """Corpus 248: ``LayerDifferencial(dx, dw, db)`` read as ``{'dx', 'dw', 'db'}``."""
+    x = np.random.default_rng(14).standard_normal((2, 4))
+    res = gradcheck.check_layer(_SigmoidDense(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name: r.status for r in res.inputs} == {
+        "x0": "ok", "w": "mismatch" if bug else "ok", "b": "ok"}, res.report()

@@ -314,8 +314,14 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     t_names = [n if n not in names else f"{n}_target" for n in t_given or t_names]
     k = len(names)
     back = None if at is None else _taking_outputs(layer, f_name, names, len(targets) + n_out)
+    place: list[tuple[str, int]] | None = None
     if back is not None:  # the targets under the names that backward gives them
         t_names = (positional_names(getattr(layer, back)) or [])[k:k + len(targets)]
+    elif at is not None and (named := _named_outputs(layer, f_name, names, len(targets),
+                                                     n_out)):
+        back, place = named  # backward(y_pred, y_true, cache) of return y_pred, cache
+        need = positional_names(getattr(layer, back), required=True) or []
+        t_names = [need[j] for j, (kind, _i) in enumerate(place) if kind == "t"]
     args = [*names, *t_names]
 
     def forward_then_loss(self: Any, *xs: Any) -> Any:
@@ -328,7 +334,11 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}
     if back is not None:
         def backward_given_outputs(self: Any, *xs: Any) -> Any:
-            got = getattr(cls, back)(self, *xs, *getattr(cls, f_name)(self, *xs[:k]))
+            outs = getattr(cls, f_name)(self, *xs[:k])
+            given = [*xs, *outs] if place is None else [
+                xs[i] if kind == "x" else xs[k + i] if kind == "t" else outs[i]
+                for kind, i in place]
+            got = getattr(cls, back)(self, *given)
             return _kept_by_name(self, _keyed(self, getattr(cls, back), got))
         methods[_BACK] = _signed(backward_given_outputs, args)
     try:
@@ -365,6 +375,9 @@ def _kept_by_name(obj: Any, got: Any) -> Any:
     them as ``<name>_grad`` (on the copy checked, over a slot of that name the layer
     keeps: read there as theirs, a network has no input gradient to return beside them),
     None returned; anything else as it came."""
+    if isinstance(got, dict) and got and (box := _boxed(obj, got)):
+        setattr(obj, box, dict(got))  # keyed as its params dict: a grads dict beside it
+        return None
     if not isinstance(got, dict) or not got or not all(
             isinstance(k, str) and is_float_array(v) and is_float_array(
                 getattr(obj, k, None)) and np.shape(getattr(obj, k)) == v.shape and (
@@ -374,6 +387,18 @@ def _kept_by_name(obj: Any, got: Any) -> Any:
     for k, v in got.items():
         setattr(obj, f"{k}_grad", v)
     return None
+
+
+def _boxed(obj: Any, got: dict[Any, Any]) -> str | None:
+    """``grads`` when ``obj`` holds a dict ``params`` with the keys of ``got``, each an
+    array of the shape ``got`` gives it, and no ``grads`` of its own: the gradients are
+    then kept there, as the params/grads convention reads them."""
+    held = getattr(obj, "params", None)
+    if not isinstance(held, dict) or hasattr(obj, "grads") or set(held) != set(got):
+        return None
+    ok = all(is_float_array(held[k]) and is_float_array(v) and np.shape(held[k]) == v.shape
+             for k, v in got.items())
+    return "grads" if ok else None
 
 
 def _signed(fn: Any, names: list[str]) -> Any:
@@ -396,4 +421,30 @@ def _taking_outputs(layer: Any, f_name: str, args: list[str], more: int) -> str 
         need = positional_names(getattr(layer, name), required=True) or []
         if len(need) == len(args) + more and need[:len(args)] == args:
             fits.append(name)
+    return fits[0] if len(fits) == 1 else None
+
+
+def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_out: int
+                   ) -> tuple[str, list[tuple[str, int]]] | None:
+    """The one method besides the forward whose required arguments are named as the
+    outputs the forward's code returns (``return y_pred, cache``), every one of them, the
+    forward's own arguments by their names and ``n_targets`` more, the targets, in their
+    order (``backward(y_pred, y_true, cache)``); with each argument's place: ``("o", j)``
+    the ``j``-th output, ``("x", i)`` the ``i``-th input, ``("t", i)`` the ``i``-th
+    target. None otherwise."""
+    said = returned_names(getattr(layer, f_name), n_out)
+    if not said or "" in said or len(set(said)) != n_out or set(said) & set(args):
+        return None
+    fits = []
+    for name in dir(type(layer)):
+        fn = inspect.getattr_static(type(layer), name, None)
+        if name.startswith("__") or name == f_name or not inspect.isfunction(fn):
+            continue
+        need = positional_names(getattr(layer, name), required=True) or []
+        if not set(said) <= set(need):
+            continue
+        rest = [a for a in need if a not in said and a not in args]
+        if len(rest) == n_targets:
+            fits.append((name, [("o", said.index(a)) if a in said else ("x", args.index(a))
+                                if a in args else ("t", rest.index(a)) for a in need]))
     return fits[0] if len(fits) == 1 else None

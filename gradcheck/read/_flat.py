@@ -11,6 +11,7 @@ of arrays beside one stored list of the same shapes, index by index, pairs by pl
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 import re
@@ -442,6 +443,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     named ``d`` + each of the forward's inputs ``names`` and each array (``{'dx': dx,
     'dh_prev': dh, 'dW': dW}``, one key for each float array among the inputs ``xs``) as
     ``(dx, dh, {'W': dW})``; anything else as it is."""
+    if dataclasses.is_dataclass(ret) and not isinstance(ret, type):  # LayerGrads(dx, dw, db)
+        ret = {f.name: getattr(ret, f.name) for f in dataclasses.fields(ret)}
     ret = _numbers_listed(ret, xs)
     if isinstance(ret, list) and isinstance(named := paired(ret, obj), dict):
         return (None, named)  # [[W, dW], name]: no input's gradient, the parameters' by name
