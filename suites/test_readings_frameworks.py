@@ -269,3 +269,118 @@ def test_a_dataclass_of_gradients_returned_by_a_layer_is_read_by_its_fields(bug)
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert {r.name: r.status for r in res.inputs} == {
         "x0": "ok", "w": "mismatch" if bug else "ok", "b": "ok"}, res.report()
+
+
+class _Cell:
+    """``forward(x, h_prev)``; ``backward(delta, h_new, x_in, h_prev)``: the output
+    gradient, the output, the input under a name of its own and the state under the
+    forward's name. The gradients are added into ``dW_x``, ``dW_h``, ``db``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(15)
+        self.W_x, self.W_h = rng.standard_normal((4, 3)), rng.standard_normal((4, 4))
+        self.b = rng.standard_normal(4)
+        self.dW_x, self.dW_h, self.db = (np.zeros_like(a) for a in (self.W_x, self.W_h, self.b))
+        self.bug = bug
+
+    def forward(self, x: np.ndarray, h_prev: np.ndarray) -> np.ndarray:
+        return np.tanh(x @ self.W_x.T + h_prev @ self.W_h.T + self.b)
+
+    def backward(self, delta: np.ndarray, h_new: np.ndarray, x_in: np.ndarray,
+                 h_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dz = (1 - h_new if self.bug else 1 - h_new**2) * delta
+        self.dW_x += dz.T @ x_in
+        self.dW_h += dz.T @ h_prev
+        self.db += dz.sum(0)
+        return dz @ self.W_x, dz @ self.W_h
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_the_output_and_inputs_under_names_of_its_own(bug):
+    """Corpus 251: the one order of the output gradient, the output and the inputs that
+    runs and doubles with the gradient, the state by the forward's name."""
+    rng = np.random.default_rng(16)
+    x, h = rng.standard_normal((3, 3)), rng.standard_normal((3, 4))
+    res = gradcheck.check_layer(_Cell(bug), x, h)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name for r in res.inputs} == {"x0", "x1", "W_x", "W_h", "b"}, res.report()
+
+
+class _TwoLayerKept(_TwoLayer):
+    """The same network, its gradients also kept in ``self.grads`` (made empty first)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        super().__init__(bug)
+        self.grads: dict[str, np.ndarray] = {}
+
+    def backward(self, probs: np.ndarray, y_true: np.ndarray, cache: tuple[np.ndarray, ...]
+                 ) -> dict[str, np.ndarray]:
+        self.grads = super().backward(probs, y_true, cache)
+        return self.grads
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_returned_dict_also_kept_as_grads_is_read_once(bug):
+    """Review 102: ``self.grads = grads; return grads`` (and a ``grads = {}`` made by
+    ``__init__``) is read as the params' gradients, never as an input's."""
+    rng = np.random.default_rng(17)
+    X, y = rng.standard_normal((6, 4)), np.eye(3)[rng.integers(0, 3, 6)]
+    res = gradcheck.check_layer(_TwoLayerKept(bug), X, y, loss=_cross_entropy)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+
+
+class _TwoOutputs:
+    """``forward(X)`` returns ``(A, Z)``, both of the targets' shape; ``backward(A, Y, Z)``
+    is the gradient of a loss on ``A``: a loss given for either cannot say which."""
+
+    def __init__(self) -> None:
+        self.params = {"W": np.random.default_rng(18).standard_normal((3, 2))}
+
+    def forward(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Z = X @ self.params["W"]
+        A = np.tanh(Z)
+        return A, Z
+
+    def backward(self, A: np.ndarray, Y: np.ndarray, Z: np.ndarray) -> dict[str, np.ndarray]:
+        return {"W": self.X.T @ ((A - Y) * (1 - A**2)) if hasattr(self, "X") else Z}
+
+
+def test_a_loss_that_fits_two_outputs_gives_no_backward_by_names():
+    """Review 102: the loss given fits both outputs of the targets' shape; which one the
+    backward differentiates is not observed: no gradient verdict."""
+    rng = np.random.default_rng(19)
+    X, Y = rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+    try:
+        res = gradcheck.check_layer(_TwoOutputs(), X, Y,
+                                    loss=lambda a, y: float(np.mean((a - y) ** 2)))
+    except (TypeError, gradcheck.LayerConventionError):
+        return
+    assert res.status not in ("ok", "mismatch", "shape-mismatch"), res.report()
+
+
+class _Chained:
+    """``backward(dout)`` stores ``dx``, ``dw``, ``db`` and returns ``self``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(20)
+        self.w, self.b, self.bug = rng.standard_normal((3, 2)), rng.standard_normal(2), bug
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = x
+        return x @ self.w + self.b
+
+    def backward(self, dout: np.ndarray) -> _Chained:
+        self.dw = self.x.T @ dout
+        self.db = dout.mean(0) if self.bug else dout.sum(0)
+        self.dx = dout @ self.w.T
+        return self
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_returning_itself_returns_nothing(bug):
+    """Review 102: ``return self`` (for chaining) is no input gradient; what it stored is
+    read."""
+    x = np.random.default_rng(21).standard_normal((4, 3))
+    res = gradcheck.check_layer(_Chained(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name for r in res.inputs} == {"x0", "w", "b"}, res.report()

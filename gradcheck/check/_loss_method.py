@@ -107,7 +107,8 @@ def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     outs = list(enumerate(out)) if isinstance(out, (tuple, list)) else [(None, out)]
     fit = [at for at, o in outs if _scalar(_try(loss, o, targets)) is not None]
     if len(fit) > 1:
-        fit = [at for at in fit if np.shape(out[at]) == np.shape(targets[0])][-1:]
+        fit = [at for at in fit if np.shape(out[at]) == np.shape(targets[0])]
+    sure, fit = len(fit) == 1, fit[-1:]  # (several: the last, no backward by names)
     if len(fit) != 1:
         raise TypeError(f"check_layer: loss= gave no number for the output of "
                         f"{type(layer).__name__}.{f_name} and the targets "
@@ -115,13 +116,15 @@ def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     names = list(positional_names(getattr(layer, f_name), required=True) or [])
     made = _chained(layer, f_name, (loss, True, fit[0]), names, targets,
                     1 if fit[0] is None else len(out), _backward_names(layer, f_name, names,
-                                                                       data, len(targets)))
+                                                                       data, len(targets)),
+                    by_names=sure)
     if made is None:
         raise TypeError(f"check_layer: loss= cannot be joined to {type(layer).__name__} "
                         "(its class cannot be extended)")
+    part = "" if fit[0] is None else f" (its output {fit[0]} of {len(out)})"
     return (*made, f"{type(layer).__name__}.{f_name} takes {k} of the {len(inputs)} "
-            "inputs, the loss given (loss=) its output and the rest: checked as one, the "
-            "backward as that loss's gradient")
+            f"inputs, the loss given (loss=) its output{part} and the rest: checked as one, "
+            "the backward as that loss's gradient")
 
 
 def _backward_names(layer: Any, f_name: str, names: list[str], data: tuple[Any, ...],
@@ -299,7 +302,8 @@ def _scalar(v: Any) -> float | None:
 
 def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
              names: list[str], targets: tuple[Any, ...], n_out: int,
-             t_given: list[str] | None = None) -> tuple[Any, str, str | None] | None:
+             t_given: list[str] | None = None, by_names: bool = True
+             ) -> tuple[Any, str, str | None] | None:
     """A copy of ``layer`` whose class adds the forward-then-loss method, its arguments
     named as the forward's and the loss's targets, and, for a forward returning several
     outputs, the backward given them after the inputs when it takes them so
@@ -317,8 +321,8 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     place: list[tuple[str, int]] | None = None
     if back is not None:  # the targets under the names that backward gives them
         t_names = (positional_names(getattr(layer, back)) or [])[k:k + len(targets)]
-    elif at is not None and (named := _named_outputs(layer, f_name, names, len(targets),
-                                                     n_out)):
+    elif at is not None and by_names and (named := _named_outputs(
+            layer, f_name, names, len(targets), n_out)):
         back, place = named  # backward(y_pred, y_true, cache) of return y_pred, cache
         need = positional_names(getattr(layer, back), required=True) or []
         t_names = [need[j] for j, (kind, _i) in enumerate(place) if kind == "t"]
@@ -391,11 +395,12 @@ def _kept_by_name(obj: Any, got: Any) -> Any:
 
 def _boxed(obj: Any, got: dict[Any, Any]) -> str | None:
     """``grads`` when ``obj`` holds a dict ``params`` with the keys of ``got``, each an
-    array of the shape ``got`` gives it, and no ``grads`` of its own: the gradients are
-    then kept there, as the params/grads convention reads them."""
+    array of the shape ``got`` gives it, and no ``grads`` but a dict or None: the
+    gradients are then kept there, as the params/grads convention reads them."""
     held = getattr(obj, "params", None)
-    if not isinstance(held, dict) or hasattr(obj, "grads") or set(held) != set(got):
-        return None
+    if not isinstance(held, dict) or not isinstance(getattr(obj, "grads", None), (
+            dict, type(None))) or set(held) != set(got):  # (its own grads dict: replaced
+        return None  # on the copy checked by what this call returned)
     ok = all(is_float_array(held[k]) and is_float_array(v) and np.shape(held[k]) == v.shape
              for k, v in got.items())
     return "grads" if ok else None

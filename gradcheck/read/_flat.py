@@ -443,6 +443,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     named ``d`` + each of the forward's inputs ``names`` and each array (``{'dx': dx,
     'dh_prev': dh, 'dW': dW}``, one key for each float array among the inputs ``xs``) as
     ``(dx, dh, {'W': dW})``; anything else as it is."""
+    if ret is obj and obj is not None:  # return self (for chaining): nothing returned
+        return None
     if dataclasses.is_dataclass(ret) and not isinstance(ret, type):  # LayerGrads(dx, dw, db)
         ret = {f.name: getattr(ret, f.name) for f in dataclasses.fields(ret)}
     ret = _numbers_listed(ret, xs)
