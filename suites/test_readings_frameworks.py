@@ -384,3 +384,43 @@ def test_a_backward_returning_itself_returns_nothing(bug):
     res = gradcheck.check_layer(_Chained(bug), x)
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert {r.name for r in res.inputs} == {"x0", "w", "b"}, res.report()
+
+
+class _Box:
+    """An array with room for its gradient, as a small framework hands data around."""
+
+    def __init__(self, data: np.ndarray, requires_grad: bool = False) -> None:
+        self.data, self.grad, self.requires_grad = data, None, requires_grad
+
+
+class _BoxedDense:
+    """``forward(x: _Box) -> _Box``; ``backward(grad)`` returns the input's gradient and
+    sets its parameters' ``.grad``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(22)
+        self.weights = _Box(rng.standard_normal((4, 3)), True)
+        self.bias = _Box(rng.standard_normal(3), True)
+        self.bug = bug
+
+    def forward(self, x: _Box) -> _Box:
+        self.last = x.data
+        return _Box(np.tanh(x.data @ self.weights.data + self.bias.data))
+
+    def backward(self, grad: np.ndarray) -> np.ndarray:
+        y = np.tanh(self.last @ self.weights.data + self.bias.data)
+        dz = grad * (1 - y**2)
+        self.weights.grad, self.bias.grad = self.last.T @ dz, dz.sum(0)
+        return (grad if self.bug else dz) @ self.weights.data.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_an_input_in_a_box_of_its_own_is_checked_through_its_array(bug):
+    """Corpus 253's silent pass: an input handed as ``Tensor(x)`` was held constant as
+    settings, so a wrong input gradient passed; its one float array is now the input
+    checked."""
+    x = _Box(np.random.default_rng(23).standard_normal((2, 4)))
+    res = gradcheck.check_layer(_BoxedDense(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name: r.status for r in res.inputs}["x0"] == ("mismatch" if bug else "ok")
+    assert any(".data: that array is the input checked" in n for n in res.notes), res.notes

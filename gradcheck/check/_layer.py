@@ -59,6 +59,7 @@ from ..read._observe import (
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ..read._reading import GlobalDraws
 from ..read._takers import one_taker
+from ._boxed import boxed_inputs, reboxed
 from ._core import raise_unless_passed, run_protocol_check
 from ._first_use import fed_stand_in, warmed
 from ._gradients import plain_result
@@ -374,13 +375,20 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
          ) -> CheckResult:
     """The protocol check of the layer: inputs ``x0``... and the parameters by name."""
     names = [f"x{k}" for k in range(n)]
-    values = list(inputs) + [np.asarray(p.read(proto.layer)) for p in proto.params]
+    boxes = boxed_inputs(inputs[:n])  # Tensor(x): its .data is the input checked
+    values = [getattr(x, boxes[k]) if k in boxes else x for k, x in enumerate(inputs)] + [
+        np.asarray(p.read(proto.layer)) for p in proto.params]
     all_names = names + [p.name for p in proto.params]
     if len(set(all_names)) != len(all_names):
         raise LayerConventionError(f"two parameters share a name: {all_names}")
+    proto.notes += [f"x{k}: a {type(inputs[k]).__name__} holding one float array, .{a}: that "
+                    "array is the input checked (put back in a copy of it for each call)"
+                    for k, a in boxes.items()]
 
     def fwd(**kw: Any) -> tuple[Any, Any]:
-        return proto.run_forward([kw[k] for k in names], [kw[p.name] for p in proto.params])
+        return proto.run_forward([reboxed(inputs[k], boxes[k], kw[x]) if k in boxes else kw[x]
+                                  for k, x in enumerate(names)],
+                                 [kw[p.name] for p in proto.params])
 
     def bwd(dy: Any, cache: Any) -> dict[str, Any]:
         return dict(zip(all_names, proto.run_backward(dy, cache), strict=True))
