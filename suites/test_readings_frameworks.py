@@ -424,3 +424,50 @@ def test_an_input_in_a_box_of_its_own_is_checked_through_its_array(bug):
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert {r.name: r.status for r in res.inputs}["x0"] == ("mismatch" if bug else "ok")
     assert any(".data: that array is the input checked" in n for n in res.notes), res.notes
+
+
+def _log_back(grad_out: np.ndarray, out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return grad_out / x
+
+
+def _log_back_bug(grad_out: np.ndarray, out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return grad_out / out
+
+
+def _multiply_back1(grad_out: np.ndarray, out: np.ndarray, x: np.ndarray, y: np.ndarray
+                    ) -> np.ndarray:
+    return (grad_out * x).sum(0)
+
+
+def _multiply_back1_bug(grad_out: np.ndarray, out: np.ndarray, x: np.ndarray, y: np.ndarray
+                        ) -> np.ndarray:
+    return (grad_out * y).sum(0)
+
+
+def _total(x: np.ndarray, dim: int | None = None) -> np.ndarray:
+    return np.sum(x, axis=dim)
+
+
+def _total_back(grad_out: np.ndarray, out: np.ndarray, x: np.ndarray, dim: int | None = None
+                ) -> np.ndarray:
+    return np.broadcast_to(grad_out if dim is None else np.expand_dims(grad_out, dim), x.shape)
+
+
+def _total_back_bug(grad_out: np.ndarray, out: np.ndarray, x: np.ndarray,
+                    dim: int | None = None) -> np.ndarray:
+    return _total_back(grad_out, out, x, dim) / x.shape[dim or 0]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_the_gradient_the_output_then_the_inputs(bug):
+    """Corpus 252 (a blog's autograd): ``back(grad_out, out, x, ...)`` of a function
+    returning its output alone, the forward's output under ``out``; a ufunc's
+    positional-only ``x1, x2`` named by the backward; a setting passed on by name."""
+    rng = np.random.default_rng(24)
+    x, y = rng.uniform(0.5, 2.0, (3, 4)), rng.standard_normal(4)
+    calls = [(np.log, _log_back_bug if bug else _log_back, [x]),
+             (np.multiply, _multiply_back1_bug if bug else _multiply_back1, [x, y]),
+             (_total, _total_back_bug if bug else _total_back, [x, 1])]
+    for fwd, bwd, xs in calls:
+        res = gradcheck.check_vjp(fwd, bwd, xs)
+        assert (res.status == "mismatch") if bug else res.passed, res.report()

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_forward_names", "before_varargs", "op_stems", "output_by_name", "same_args",
-           "target_named", "value_by_name"]
+__all__ = ["anonymous_inputs", "as_forward_names", "before_varargs", "op_stems",
+           "output_by_name", "same_args", "target_named", "value_by_name"]
 
 #: Names of a loss's targets (``y_true``, ``labels``), never its prediction; ``y`` and
 #: ``t`` only beside a name of a prediction (:data:`_PREDICTION`).
@@ -64,14 +64,16 @@ def output_by_name(fwd: Callable[..., Any], bwd: Callable[..., Any], f_names: li
                    b_names: list[str], out: Any) -> tuple[list[int | None], str] | None:
     """The backward's arguments (indices into the forward's inputs followed by its
     output, None for the output gradient) and the name it takes the output under, when
-    one of them is named the op's name and an input's (``tanh_a`` of ``tanh(a)``), one
+    one of them is named the op's name and an input's (``tanh_a`` of ``tanh(a)``) or
+    ``out``/``output``, one
     other is none of the forward's names (the gradient), and the rest are the forward's
     inputs by name; else None. The output must be one float array."""
     if not (isinstance(out, np.ndarray) and out.dtype.kind == "f") or len(
             set(b_names)) != len(b_names):
         return None
     stems = op_stems(fwd, bwd) - {f.lower() for f in f_names}
-    named = {f"{s}_{f.lower()}" for s in stems for f in f_names} | stems
+    named = {f"{s}_{f.lower()}" for s in stems for f in f_names} | stems | (
+        {"out", "output"} - {f.lower() for f in f_names})  # back(grad_out, out, x, y)
     as_out = [b for b in b_names if b.lower() in named and b not in f_names]
     odd = [b for b in b_names if b not in f_names and b not in as_out]
     if len(as_out) != 1 or len(odd) != 1:
@@ -157,3 +159,21 @@ def as_forward_names(names: list[str] | None, f_names: list[str]) -> list[str] |
     if len(alike) != len(f_names):
         return names
     return [a if a in f_names else alike.get(a.removesuffix("s"), a) for a in names]
+
+
+def anonymous_inputs(fwd: Callable[..., Any], b_names: list[str], n: int) -> list[str] | None:
+    """For a forward whose first ``n`` parameters are positional-only (a NumPy ufunc's
+    ``x1, x2, /``: names that are no part of its API), the backward's names for them:
+    its required arguments less the one named as the output gradient and the one
+    named ``out``/``output`` (``back(grad_out, out, x, y)`` of ``np.multiply``), when
+    exactly ``n`` are left; else None."""
+    try:
+        ps = list(inspect.signature(fwd).parameters.values())[:n]
+    except (TypeError, ValueError):
+        return None
+    if len(ps) < n or n == 0 or any(p.kind is not p.POSITIONAL_ONLY for p in ps):
+        return None
+    grads = [b for b in b_names if _GRADIENT.fullmatch(b)]
+    outs = [b for b in b_names if b.lower() in ("out", "output")]
+    rest = [b for b in b_names if b not in grads and b not in outs]
+    return rest if len(grads) == 1 and len(outs) == 1 and len(rest) == n else None

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arg_names import before_varargs, output_by_name, value_by_name
+from ._arg_names import anonymous_inputs, before_varargs, output_by_name, value_by_name
 from ._extra_grads import leading_fit, trailing_dict
 from ._loss_cache import LossBack, cache_alone, gradient_first, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
@@ -204,7 +204,8 @@ class Conventions(Placing):
         """The forward's names of its inputs and the backward's required ones; sets
         ``_required``, their count (None: unread)."""
         required = positional_names(bwd, required=True)
-        f_names = (positional_names(fwd) or [])[:self._n]
+        f_names = anonymous_inputs(fwd, required or [], self._n) or (
+            positional_names(fwd) or [])[:self._n]
         if required is None and self._listed and (pre := before_varargs(bwd, f_names)):
             required = pre  # backprop(dA, Z, *args) of activate(Z): *args given none
             self._note(f"the backward takes the output gradient, the forward's inputs again "
@@ -240,7 +241,7 @@ class Conventions(Placing):
                 self._fwd, self._bwd, self._names[0][:self._n], self._names[1], out)):
             self._note(f"the backward takes the forward's output under the op's name, "
                        f"{as_out[1]}, the output gradient and inputs by their names: called so")
-            return out, _Again((*args, out.copy()), order=as_out[0])
+            return out, _Again((*args, out.copy()), order=as_out[0], settings=self._settings)
         if self._renamed and (renamed := self._by_other_names(out, args)) is not None:
             return renamed
         if self._dy_first and not isinstance(out, tuple):  # y = tanh(Z); tanh_backward(dA, Z)
@@ -328,6 +329,7 @@ class Conventions(Placing):
         gradient after the inputs with a None default: ``partial(op, deriv=True)`` of
         ``op(x, front_delta=None, deriv=False)``) and all of its."""
         f, b = positional_names(self._fwd) or [], positional_names(self._bwd, required=True) or []
+        f = anonymous_inputs(self._fwd, b, self._n) or f  # np.multiply's x1, x2 as bwd's
         every, k = positional_names(self._bwd) or [], len(b)
         b = every[:k + 1] if b and every[k:] and f[:k] == b and default_of(
             self._bwd, every[k]) is None else b
