@@ -471,3 +471,32 @@ def test_a_backward_taking_the_gradient_the_output_then_the_inputs(bug):
     for fwd, bwd, xs in calls:
         res = gradcheck.check_vjp(fwd, bwd, xs)
         assert (res.status == "mismatch") if bug else res.passed, res.report()
+
+
+class _Net:
+    def __init__(self) -> None:
+        rng = np.random.default_rng(25)
+        self.vals = [{"W": rng.standard_normal((5, 4)), "b": rng.standard_normal((1, 4))},
+                     {"W": rng.standard_normal((4, 3)), "b": rng.standard_normal((1, 3))}]
+
+    def predict(self, s: np.ndarray) -> np.ndarray:
+        for layer in self.vals:
+            s = s @ layer["W"] + layer["b"]
+        return s
+
+
+def _layer_updates(net: _Net, s: np.ndarray, delta: np.ndarray) -> list[dict[str, np.ndarray]]:
+    """The correct gradients of the two layers' ``W`` and ``b``, a dict per layer."""
+    h = s @ net.vals[0]["W"] + net.vals[0]["b"]
+    dh = delta @ net.vals[1]["W"].T
+    return [{"W": s.T @ dh, "b": dh.sum(0, keepdims=True)},
+            {"W": h.T @ delta, "b": delta.sum(0, keepdims=True)}]
+
+
+def test_a_list_of_layer_dicts_matched_to_the_inputs_is_no_shape_mismatch():
+    """Corpus 254: check_vjp(Net.predict, updates, [net, s]) returns one dict per layer,
+    two items for two inputs by chance; a dict is no input's gradient of a wrong shape
+    (correct code got shape-mismatch): no gradient verdict."""
+    net, s = _Net(), np.random.default_rng(26).standard_normal((3, 5))
+    res = gradcheck.check_vjp(_Net.predict, _layer_updates, [net, s])
+    assert res.status not in ("ok", "mismatch", "shape-mismatch"), res.report()

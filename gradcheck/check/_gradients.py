@@ -254,6 +254,12 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str], *, unit: bool 
             f"gradient of {name} is a {type(g).__name__}" + (f" of {kinds}" if kinds else "")
             + f", not an array of shape {x.shape}; return one array per input (and the "
             "parameters' gradients apart, as dX, [dW, db])")) from None
+    if ga.dtype == object and not isinstance(g, np.ndarray):  # {'W': dW, 'b': db}: no array
+        raise ProtocolError("bad-protocol", (
+            f"gradient of {name} is a {type(g).__name__}, not an array of shape {x.shape}: "
+            "what the backward returned was matched to the inputs one item each, and this "
+            "item holds no array of numbers (the gradients of something else, a list of "
+            "layers' dicts?); return one array per input"))
     if unit and ga.shape != x.shape and ga.size == x.size and same_but_unit(ga.shape, x.shape):
         notes.append(unit_note(name, ga.shape, x.shape))
         ga = ga.reshape(x.shape)
