@@ -476,6 +476,7 @@ def test_a_backward_taking_the_gradient_the_output_then_the_inputs(bug):
 class _Net:
     def __init__(self) -> None:
         rng = np.random.default_rng(25)
+        self.sizes = {"in": 5, "hidden": [4], "out": 3}
         self.vals = [{"W": rng.standard_normal((5, 4)), "b": rng.standard_normal((1, 4))},
                      {"W": rng.standard_normal((4, 3)), "b": rng.standard_normal((1, 3))}]
 
