@@ -501,3 +501,27 @@ def test_a_list_of_layer_dicts_matched_to_the_inputs_is_no_shape_mismatch():
     net, s = _Net(), np.random.default_rng(26).standard_normal((3, 5))
     res = gradcheck.check_vjp(_Net.predict, _layer_updates, [net, s])
     assert res.status not in ("ok", "mismatch", "shape-mismatch"), res.report()
+
+
+class _TupleGradients:
+    """``compute_loss(X, y)`` runs the model; ``compute_gradients(X, y)`` returns the
+    parameters' gradients as ``(array, float)``, of no input's shape."""
+
+    def __init__(self) -> None:
+        self.w, self.b = np.random.default_rng(27).standard_normal((4, 1)), 0.5
+
+    def compute_loss(self, X: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean((X @ self.w + self.b - y) ** 2))
+
+    def compute_gradients(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+        r = 2 * (X @ self.w + self.b - y) / len(X)
+        return X.T @ r, float(r.sum())
+
+
+def test_a_gradient_method_returning_a_tuple_of_an_array_and_a_float_is_no_crash():
+    """Corpus 259: the loss pair reader met ``(grad_w, grad_b)`` with a float inside and
+    raised NumPy's ValueError; now it is no pair (a clear TypeError naming forward=)."""
+    rng = np.random.default_rng(28)
+    X, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 1))
+    with pytest.raises(TypeError, match="forward="):
+        gradcheck.check_layer(_TupleGradients(), X, y)

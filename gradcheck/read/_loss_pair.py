@@ -101,7 +101,7 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
     per_sample = len(shape) >= 2 and np.shape(y) == shape[:1] or (  # samples as columns:
         len(shape) == 2 and np.shape(y) == (1, shape[1]))  # E(y, t) of (1, N) for (D, N)
     gradient_like = (isinstance(d, np.ndarray) and d.shape == shape) or (
-        loose and np.ndim(d) == 0)  # (-2 * mean(t - p))
+        loose and isinstance(d, (float, np.floating, np.ndarray)) and np.ndim(d) == 0)
     return (np.size(y) == 1 or per_sample) and gradient_like and np.asarray(
         d).dtype.kind == "f" and shape != () and (moved is None or not np.array_equal(d, moved))
 
