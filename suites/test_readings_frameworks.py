@@ -525,3 +525,92 @@ def test_a_gradient_method_returning_a_tuple_of_an_array_and_a_float_is_no_crash
     X, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 1))
     with pytest.raises(TypeError, match="forward="):
         gradcheck.check_layer(_TupleGradients(), X, y)
+
+
+class _Scale:
+    """``gamma * x + beta`` whose framework names ``gamma`` and ``beta`` through the
+    properties ``weights`` and ``bias``; the gradients follow those names."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(29)
+        self.gamma, self.beta = rng.standard_normal((1, 4)), rng.standard_normal((1, 4))
+        self.bug = bug
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.gamma
+
+    @property
+    def bias(self) -> np.ndarray:
+        return self.beta
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = x
+        return self.gamma * x + self.beta
+
+    def backward(self, error: np.ndarray) -> np.ndarray:
+        self._gradient_weights = np.sum(error * (1.0 if self.bug else self.x), 0, keepdims=True)
+        self._gradient_bias = np.sum(error, 0, keepdims=True)
+        return error * self.gamma
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_parameter_named_by_a_property_has_its_gradient_under_that_name(bug):
+    """Corpus 257 (a course framework's BatchNormalization): ``weights`` returns
+    ``self.gamma``, its gradient is ``_gradient_weights``; the shapes alone cannot say
+    which of two (1, C) arrays is whose."""
+    x = np.random.default_rng(30).standard_normal((5, 4))
+    res = gradcheck.check_layer(_Scale(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name: r.status for r in res.inputs} == {
+        "x0": "ok", "gamma": "mismatch" if bug else "ok", "beta": "ok"}, res.report()
+
+
+class _StepFC:
+    """``x @ weights``; ``backward`` overwrites ``gradient`` (this call's alone)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.weights = rng.standard_normal((3, 2))
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = x
+        return x @ self.weights
+
+    def backward(self, e: np.ndarray) -> np.ndarray:
+        self.gradient = self.x.T @ e
+        return e @ self.weights.T
+
+
+class _Steps:
+    """A sub-layer run on each row in turn; the backward sums its per-row gradients into
+    ``fc_gradient_weights`` (the sub-layer's ``gradient`` keeps the last row's)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.fc = _StepFC(np.random.default_rng(31))
+        self.fc_gradient_weights = np.zeros((3, 2))
+        self.bug = bug
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.xs = x
+        return np.stack([np.tanh(self.fc.forward(x[t:t + 1]))[0] for t in range(len(x))])
+
+    def backward(self, e: np.ndarray) -> np.ndarray:
+        self.fc_gradient_weights = np.zeros((3, 2))
+        dx = np.zeros_like(self.xs)
+        for t in reversed(range(len(e))):
+            y = np.tanh(self.fc.forward(self.xs[t:t + 1]))
+            dx[t] = self.fc.backward(e[t:t + 1] * (1 - y**2))[0]
+            if not (self.bug and t == 0):
+                self.fc_gradient_weights += self.fc.gradient
+        return dx
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_sub_layer_s_gradient_summed_under_its_name_spelt_out(bug):
+    """Corpus 256: ``fc_gradient_weights`` held by the layer sums the steps that the
+    sub-layer's own ``gradient`` holds one at a time; it is ``fc.weights``' gradient."""
+    x = np.random.default_rng(32).standard_normal((4, 3))
+    res = gradcheck.check_layer(_Steps(bug), x)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {r.name: r.status for r in res.inputs} == {
+        "x0": "ok", "fc.weights": "mismatch" if bug else "ok"}, res.report()

@@ -4,6 +4,7 @@ by layout, then by shape where one array alone fits (never one named for another
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -77,6 +78,12 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
     for path, a in params.items():
         if (g := grad_of(path, a.shape, left)) is not None:
             got_p[path], _ = g, left.pop(g)
+    for path, alias in _aliases(after, [p for p in params if p not in got_p]).items():
+        if (g := grad_of(alias, params[path].shape, left)) is not None:
+            got_p[path], _ = g, left.pop(g)  # gamma, read as weights by a property
+    for path, g in _spelt_out({p: a for p, a in params.items() if p not in got_p},
+                              left).items():  # fc1_weights_gradient for fc1.weights
+        got_p[path], _ = g, left.pop(g)
     for path, g in by_suffix({p: a for p, a in params.items() if p not in got_p}, left).items():
         got_p[path], _ = g, left.pop(g)  # (d_gamma for bn_gamma)
     laid, notes = by_layout({p: a for p, a in params.items() if p not in got_p}, left,
@@ -127,4 +134,48 @@ def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> d
                 "_").lower())]  # w_grad for weights, b_grad for bias
         if len(mine) == 1:
             out[c] = mine[0]
+    return out
+
+
+def _aliases(after: Any, paths: list[str]) -> dict[str, str]:
+    """``path -> alias``: the one property of the object holding the array at ``path``
+    whose getter returns that very array (``weights`` returning ``self.gamma``: a
+    framework's name for it, which its gradient's name follows, ``_gradient_weights``)."""
+    out = {}
+    for path in paths:
+        parent = parent_of(path)
+        obj = after if parent == "" else try_path(after, parent)
+        value = try_path(after, path)
+        if obj is None or not isinstance(value, np.ndarray):
+            continue
+        names = []
+        for name in dir(type(obj)):
+            if isinstance(inspect.getattr_static(type(obj), name, None), property):
+                try:
+                    if getattr(obj, name) is value:
+                        names.append(name)
+                except Exception:  # noqa: BLE001, S112 - a getter that raises: no alias
+                    continue
+        if len(names) == 1:
+            out[path] = f"{parent}.{names[0]}" if parent else names[0]
+    return out
+
+
+def _spelt_out(params: dict[str, np.ndarray], left: dict[str, np.ndarray]) -> dict[str, str]:
+    """``param path -> stored path`` for a parameter of a sub-object (``fc1.weights``)
+    whose gradient the object itself keeps under the sub-object's name joined to the
+    gradient's (``fc1_weights_gradient``, ``output_fc_layer_gradient_weights``: a
+    recurrent layer summing its sub-layers' steps), of its shape: the one such name."""
+    out: dict[str, str] = {}
+    for path, a in params.items():
+        head = parent_of(path)
+        if not head or "." in head or "[" in head:
+            continue
+        stem = last_name(path).lstrip("_").lower()
+        fits = [c for c, v in left.items() if parent_of(c) == "" and c not in out.values()
+                and c.lower().startswith(head.lower() + "_") and grad_stem(
+                    c[len(head) + 1:]) == stem and c[len(head) + 1:].lower() != stem
+                and same_but_unit(np.shape(v), a.shape)]
+        if len(fits) == 1:
+            out[path] = fits[0]
     return out
