@@ -272,23 +272,24 @@ def test_a_dataclass_of_gradients_returned_by_a_layer_is_read_by_its_fields(bug)
 
 
 class _Cell:
-    """``forward(x, h_prev)``; ``backward(delta, h_new, x_in, h_prev)``: the output
-    gradient, the output, the input under a name of its own and the state under the
-    forward's name. The gradients are added into ``dW_x``, ``dW_h``, ``db``."""
+    """``forward(x, h_prev)`` returns ``tanh(x W_x^T + h_prev W_h^T + b)``;
+    ``backward(delta, y, x_in, h_prev)``: the output gradient, the output, the input under
+    a name of its own and the state under the forward's name. The gradients are added
+    into ``dW_x``, ``dW_h``, ``db``. ``width`` is the output's."""
 
-    def __init__(self, bug: bool = False) -> None:
+    def __init__(self, bug: bool = False, width: int = 2) -> None:
         rng = np.random.default_rng(15)
-        self.W_x, self.W_h = rng.standard_normal((4, 3)), rng.standard_normal((4, 4))
-        self.b = rng.standard_normal(4)
+        self.W_x, self.W_h = rng.standard_normal((width, 3)), rng.standard_normal((width, 4))
+        self.b = rng.standard_normal(width)
         self.dW_x, self.dW_h, self.db = (np.zeros_like(a) for a in (self.W_x, self.W_h, self.b))
         self.bug = bug
 
     def forward(self, x: np.ndarray, h_prev: np.ndarray) -> np.ndarray:
         return np.tanh(x @ self.W_x.T + h_prev @ self.W_h.T + self.b)
 
-    def backward(self, delta: np.ndarray, h_new: np.ndarray, x_in: np.ndarray,
+    def backward(self, delta: np.ndarray, y: np.ndarray, x_in: np.ndarray,
                  h_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        dz = (1 - h_new if self.bug else 1 - h_new**2) * delta
+        dz = (1 - y if self.bug else 1 - y**2) * delta
         self.dW_x += dz.T @ x_in
         self.dW_h += dz.T @ h_prev
         self.db += dz.sum(0)
@@ -298,12 +299,21 @@ class _Cell:
 @pytest.mark.parametrize("bug", [False, True])
 def test_a_backward_taking_the_output_and_inputs_under_names_of_its_own(bug):
     """Corpus 251: the one order of the output gradient, the output and the inputs that
-    runs and doubles with the gradient, the state by the forward's name."""
+    runs and doubles with the gradient (here the shapes leave one)."""
     rng = np.random.default_rng(16)
     x, h = rng.standard_normal((3, 3)), rng.standard_normal((3, 4))
     res = gradcheck.check_layer(_Cell(bug), x, h)
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert {r.name for r in res.inputs} == {"x0", "x1", "W_x", "W_h", "b"}, res.report()
+
+
+def test_orders_that_all_run_and_double_are_no_reading():
+    """Review 103: with the output of the state's shape, two orders run and double;
+    names cannot say which argument is the new state: no gradient verdict."""
+    rng = np.random.default_rng(16)
+    x, h = rng.standard_normal((3, 3)), rng.standard_normal((3, 4))
+    res = gradcheck.check_layer(_Cell(width=4), x, h)
+    assert res.status not in ("ok", "mismatch", "shape-mismatch"), res.report()
 
 
 class _TwoLayerKept(_TwoLayer):
@@ -614,3 +624,35 @@ def test_a_sub_layer_s_gradient_summed_under_its_name_spelt_out(bug):
     assert (res.status == "mismatch") if bug else res.passed, res.report()
     assert {r.name: r.status for r in res.inputs} == {
         "x0": "ok", "fc.weights": "mismatch" if bug else "ok"}, res.report()
+
+
+class _BoxWithGrad(_Box):
+    """A box whose gradient slot starts as zeros of the data's shape."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        super().__init__(data)
+        self.grad = np.zeros_like(data)
+
+
+class _WritesIntoTheBox(_BoxedDense):
+    """Returns nothing: writes the input's gradient into the box it was given."""
+
+    def forward(self, x: _Box) -> _Box:
+        self.given = x
+        return super().forward(x)
+
+    def backward(self, grad: np.ndarray) -> np.ndarray:
+        self.given.grad = super().backward(grad)
+        return None  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_box_with_a_gradient_slot_is_still_read_and_never_passes_unread(bug):
+    """Review 103: a box holding ``.grad = zeros_like(data)`` is still a box of one input
+    (a wrong dx fails); a backward writing the input's gradient into the box it was
+    given, returning nothing, gets no verdict rather than a pass with x0 constant."""
+    x = np.random.default_rng(33).standard_normal((2, 4))
+    res = gradcheck.check_layer(_BoxedDense(bug), _BoxWithGrad(x))
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    res = gradcheck.check_layer(_WritesIntoTheBox(bug), _Box(x))
+    assert res.status not in ("ok", "passed"), res.report()

@@ -59,7 +59,7 @@ from ..read._observe import (
 from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ..read._reading import GlobalDraws
 from ..read._takers import one_taker
-from ._boxed import boxed_inputs, reboxed
+from ._boxed import box_gradient, box_unread, boxed_inputs, reboxed
 from ._core import raise_unless_passed, run_protocol_check
 from ._first_use import fed_stand_in, warmed
 from ._gradients import plain_result
@@ -386,12 +386,18 @@ def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Optio
                     for k, a in boxes.items()]
 
     def fwd(**kw: Any) -> tuple[Any, Any]:
-        return proto.run_forward([reboxed(inputs[k], boxes[k], kw[x]) if k in boxes else kw[x]
-                                  for k, x in enumerate(names)],
-                                 [kw[p.name] for p in proto.params])
+        xs = [reboxed(inputs[k], boxes[k], kw[x]) if k in boxes else kw[x]
+              for k, x in enumerate(names)]
+        out, cache = proto.run_forward(xs, [kw[p.name] for p in proto.params])
+        return out, (cache, xs)
 
     def bwd(dy: Any, cache: Any) -> dict[str, Any]:
-        return dict(zip(all_names, proto.run_backward(dy, cache), strict=True))
+        got = list(proto.run_backward(dy, cache[0]))
+        for k in (k for k in boxes if got[k] is None and wrt is None):
+            got[k] = box_gradient(cache[1][k], boxes[k])
+            if got[k] is None:  # a Tensor(x) the backward returns no gradient for
+                raise ProtocolError("bad-protocol", box_unread(k, inputs[k], boxes[k]))
+        return dict(zip(all_names, got, strict=True))
 
     res = run_protocol_check(fwd, bwd, dict(zip(all_names, values, strict=True)),
                              _with_twins(wrt, all_names), opts, kind="layer")

@@ -222,10 +222,10 @@ def by_trial(proto: Protocol, xs: list[Any], exc: UserCodeError) -> list[Any] | 
         return _trial(proto, xs, [list(o) for o in itertools.permutations(pool)],
                       _by_names(proto, method))
     if m == n + 2 and n <= 2:  # the inputs, the output gradient and the forward's output
-        return _trial(proto, xs, [list(o) for o in itertools.permutations(  # in any order
-            [None, OUTPUT, *range(n)])], _by_names(proto, method))  # (backward(delta, h_t,
-    if m != n + 1:  # h_prev_l, h_prev_t) of forward(x, h_prev_t))
-        return None
+        return _trial(proto, xs, [list(o) for o in itertools.permutations(  # in any order,
+            [None, OUTPUT, *range(n)])])  # the one that runs (backward(delta, y, x, h) of
+    if m != n + 1:  # forward(x, h), shapes apart); names settle no tie here (review 103:
+        return None  # backward(dh, h, x, h_prev) takes the new state under the input's)
     orders: list[list[Any]] = [[*range(k), None, *range(k, n)] for k in range(n + 1)]
     if n == 1:  # the forward's output in the input's place (tanh's 1 - y ** 2) too: if
         orders += [[None, OUTPUT], [OUTPUT, None]]  # both run, the order is no evidence

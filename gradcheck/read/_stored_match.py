@@ -75,15 +75,14 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         if g is not None:
             got_x[k] = g
             left.pop(g)
+    for path, g in _spelt_out(params, left).items():  # fc1_weights_gradient for
+        got_p[path], _ = g, left.pop(g)  # fc1.weights, before fc1's own (a step's)
     for path, a in params.items():
-        if (g := grad_of(path, a.shape, left)) is not None:
+        if path not in got_p and (g := grad_of(path, a.shape, left)) is not None:
             got_p[path], _ = g, left.pop(g)
     for path, alias in _aliases(after, [p for p in params if p not in got_p]).items():
         if (g := grad_of(alias, params[path].shape, left)) is not None:
             got_p[path], _ = g, left.pop(g)  # gamma, read as weights by a property
-    for path, g in _spelt_out({p: a for p, a in params.items() if p not in got_p},
-                              left).items():  # fc1_weights_gradient for fc1.weights
-        got_p[path], _ = g, left.pop(g)
     for path, g in by_suffix({p: a for p, a in params.items() if p not in got_p}, left).items():
         got_p[path], _ = g, left.pop(g)  # (d_gamma for bn_gamma)
     laid, notes = by_layout({p: a for p, a in params.items() if p not in got_p}, left,
