@@ -418,15 +418,17 @@ def _taking_outputs(layer: Any, f_name: str, args: list[str], more: int) -> str 
     """The one method whose required arguments are the forward's, ``args``, then
     ``more``: the targets and as many as the forward returns outputs (``_backward(X, y,
     z1, a1, z2, a2)``)."""
-    fits = []
-    for name in dir(type(layer)):
-        fn = inspect.getattr_static(type(layer), name, None)
-        if name.startswith("__") or name == f_name or not inspect.isfunction(fn):
-            continue
-        need = positional_names(getattr(layer, name), required=True) or []
-        if len(need) == len(args) + more and need[:len(args)] == args:
-            fits.append(name)
+    fits = [name for name, need in _others(layer, f_name)
+            if len(need) == len(args) + more and need[:len(args)] == args]
     return fits[0] if len(fits) == 1 else None
+
+
+def _others(layer: Any, f_name: str) -> list[tuple[str, list[str]]]:
+    """Each method of the layer's class but ``f_name`` and dunders, with its required
+    arguments."""
+    return [(name, positional_names(getattr(layer, name), required=True) or [])
+            for name in dir(type(layer)) if not name.startswith("__") and name != f_name
+            and inspect.isfunction(inspect.getattr_static(type(layer), name, None))]
 
 
 def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_out: int
@@ -441,11 +443,7 @@ def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_o
     if not said or "" in said or len(set(said)) != n_out or set(said) & set(args):
         return None
     fits = []
-    for name in dir(type(layer)):
-        fn = inspect.getattr_static(type(layer), name, None)
-        if name.startswith("__") or name == f_name or not inspect.isfunction(fn):
-            continue
-        need = positional_names(getattr(layer, name), required=True) or []
+    for name, need in _others(layer, f_name):
         if not set(said) <= set(need):
             continue
         rest = [a for a in need if a not in said and a not in args]

@@ -65,7 +65,8 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
     for ``W``, ``dinputs`` for ``inputs``), beside the very values of the input an object
     of ``after`` keeps (``parameters['input'].dvalue`` beside ``.value``), then by shape
     where one fits one array alone."""
-    left, got_p, got_x = dict(cands), {}, {}
+    left, got_x = dict(cands), {}
+    got_p: dict[str, str] = {}
     for k, (name, x) in inputs.items():  # first: a cache named as the input is no param
         g = grad_of(name, np.shape(x), left) if name else None
         if g is None and len(inputs) == 1:  # the generic names: dinputs, input_grad
@@ -75,14 +76,7 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
         if g is not None:
             got_x[k] = g
             left.pop(g)
-    for path, g in _spelt_out(params, left).items():  # fc1_weights_gradient for
-        got_p[path], _ = g, left.pop(g)  # fc1.weights, before fc1's own (a step's)
-    for path, a in params.items():
-        if path not in got_p and (g := grad_of(path, a.shape, left)) is not None:
-            got_p[path], _ = g, left.pop(g)
-    for path, alias in _aliases(after, [p for p in params if p not in got_p]).items():
-        if (g := grad_of(alias, params[path].shape, left)) is not None:
-            got_p[path], _ = g, left.pop(g)  # gamma, read as weights by a property
+    _by_names(params, left, got_p, after)
     for path, g in by_suffix({p: a for p, a in params.items() if p not in got_p}, left).items():
         got_p[path], _ = g, left.pop(g)  # (d_gamma for bn_gamma)
     laid, notes = by_layout({p: a for p, a in params.items() if p not in got_p}, left,
@@ -134,6 +128,22 @@ def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> d
         if len(mine) == 1:
             out[c] = mine[0]
     return out
+
+
+def _by_names(params: dict[str, np.ndarray], left: dict[str, np.ndarray],
+              got_p: dict[str, str], after: Any) -> None:
+    """Into ``got_p``, taken from ``left``: the gradients found by name, a sub-layer's
+    spelt out by the layer first (``fc1_weights_gradient`` for ``fc1.weights``, before
+    fc1's own: a step's), then ``d`` + the name and its forms, then a property's name
+    (``gamma`` read as ``weights``)."""
+    for path, g in _spelt_out(params, left).items():
+        got_p[path], _ = g, left.pop(g)
+    for path, a in params.items():
+        if path not in got_p and (named := grad_of(path, a.shape, left)) is not None:
+            got_p[path], _ = named, left.pop(named)
+    for path, alias in _aliases(after, [p for p in params if p not in got_p]).items():
+        if (named := grad_of(alias, params[path].shape, left)) is not None:
+            got_p[path], _ = named, left.pop(named)
 
 
 def _aliases(after: Any, paths: list[str]) -> dict[str, str]:
