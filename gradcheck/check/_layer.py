@@ -48,7 +48,6 @@ from ..read._discovery import LayerConventionError, class_held
 from ..read._layer_call import Protocol, cotangent_named
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
-from ..read._loss_read import more_than_dout
 from ..read._observe import (
     backward_named,
     float_state,
@@ -62,8 +61,9 @@ from ..read._takers import one_taker
 from ._boxed import box_gradient, box_unread, boxed_inputs, reboxed
 from ._core import raise_unless_passed, run_protocol_check
 from ._first_use import fed_stand_in, warmed
-from ._gradients import plain_result
+from ._layer_errors import error_result, exit_result, names_given
 from ._loss_method import given_loss_chain, loss_method_chain, loss_taking_all
+from ._loss_model import loss_model
 from ._options import Options, validate_options
 from ._recording import record
 from ._result import CheckResult
@@ -121,18 +121,45 @@ def check_layer(
         An array the output depends on with no gradient found, or a path leading nowhere.
     """
     opts = validate_options("check_layer", **options)
-    _names_given(forward, backward, output, wrt)
+    names_given(forward, backward, output, wrt)
     if loss is not None:  # the targets of a loss no method of the network computes
         return _with_loss(layer, inputs, forward, backward, params, grads, wrt, output,
                           opts, loss)
     try:
-        res = _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
+        res = _read_and_retried(layer, inputs, forward, backward, params, grads, wrt,
+                                output, opts)
+    except SystemExit as exc:  # the user's code called exit() where it was observed
+        res = exit_result(layer, exc, opts)
+    record(res)
+    return res
+
+
+def _read_and_retried(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+                      backward: str | None, params: Any, grads: Any, wrt: Any,
+                      output: str | None, opts: Options) -> CheckResult:
+    """:func:`check_layer`'s result, not recorded."""
+    try:
+        res = _checked_or_model(layer, inputs, forward, backward, params, grads, wrt,
+                                output, opts)
     except LayerConventionError as exc:
         res = _inputs_failing(exc, layer, inputs, forward, backward, params, grads, wrt,
                               output, opts)
-    res = _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
-    record(res)
-    return res
+    return _retried(res, layer, inputs, forward, backward, params, grads, wrt, output, opts)
+
+
+def _checked_or_model(layer: Any, inputs: tuple[Any, ...], forward: str | None,
+                      backward: str | None, params: Any, grads: Any, wrt: Any,
+                      output: str | None, opts: Options) -> CheckResult:
+    """:func:`_checked`, or, when no method is named as a forward or a backward, the
+    check of a model's loss and gradients taking every input (:func:`loss_model`)."""
+    try:
+        return _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
+    except TypeError as exc:
+        if forward is not None or backward is not None or "-like method" not in str(exc) \
+                or (model := loss_model(layer, inputs)) is None:
+            raise
+    return _noted(_checked(model[0], inputs, model[1], model[2], params, grads, wrt, output,
+                           opts), model[3])
 
 
 def _with_loss(layer: Any, inputs: tuple[Any, ...], forward: str | None,
@@ -171,23 +198,6 @@ def _inputs_failing(exc: LayerConventionError, layer: Any, inputs: tuple[Any, ..
                   "gradients alone were checked (params={}), and they are wrong")
 
 
-def _names_given(forward: Any, backward: Any, output: Any, wrt: Any) -> None:
-    """A ``TypeError`` naming the keyword when one is not a name (a list for ``output=``,
-    a float in ``wrt=``)."""
-    for key, value in (("forward", forward), ("backward", backward), ("output", output)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"check_layer: {key}= must be one name or path (a str), got "
-                            f"{type(value).__name__} {value!r}" + (
-                                "; a layer with several outputs is checked through "
-                                "check_vjp on a forward returning them all" if key ==
-                                "output" else ""))
-    items = [wrt] if isinstance(wrt, (int, str)) else wrt if isinstance(wrt, (list, tuple)) \
-        else None
-    if wrt is not None and (items is None or not all(isinstance(k, (int, str)) for k in items)):
-        raise TypeError("check_layer: wrt= takes input positions (0, 'x0'), the forward's "
-                        f"argument names or parameter names, one or a list; got {wrt!r}")
-
-
 def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
              backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
              opts: Options) -> CheckResult:
@@ -195,7 +205,7 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     try:
         layer, shared = class_held(layer)
     except ProtocolError as exc:  # it holds what cannot be copied: said there
-        return _error_result(exc, opts.seed, opts.name, "layer")
+        return error_result(exc, opts.seed, opts.name, "layer")
     if shared:
         return _noted(_checked(layer, inputs, forward, backward, params, grads, wrt, output,
                                opts), f"{', '.join(shared)}: a dict or list of the class, "
@@ -210,7 +220,7 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         except AmbiguousReading as amb:
             return _each_reading(amb, read, inputs, wrt, opts)
         except (UserCodeError, ProtocolError) as exc:
-            return _error_result(exc, opts.seed, opts.name, "layer")
+            return error_result(exc, opts.seed, opts.name, "layer")
         finally:
             draws.restore()  # the user's global generators as they were
 
@@ -237,14 +247,9 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
             again = run_protocol_check(so[0], so[1], list(inputs), so[2], opts, kind="layer",
                                        names=so[3])
         return res if again.status in ("error", "bad-protocol") else _noted(again, so[4])
-    if res.status == "error" and (chain := loss_method_chain(layer, inputs, res.error)):
-        try:
-            again = _checked(chain[0], inputs, chain[1], chain[2] or backward, params,
-                             grads, wrt, output, opts)
-        except LayerConventionError:  # read that way, an array is left unread
-            again = res
-        if again.status != "error":
-            return _noted(again, chain[3])
+    if res.status == "error" and (chained := _loss_chained(
+            res, layer, inputs, backward, params, grads, wrt, output, opts)):
+        return chained
     if res.status == "error" and forward is None and (
             whole := loss_taking_all(layer, inputs, res.error)):
         try:
@@ -269,6 +274,29 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
         if again.status not in ("error", "bad-protocol"):
             return _noted(again, f"{other[0]}() {other[2]}")
     return res
+
+
+def _loss_chained(res: CheckResult, layer: Any, inputs: tuple[Any, ...],
+                  backward: str | None, params: Any, grads: Any, wrt: Any,
+                  output: str | None, opts: Options) -> CheckResult | None:
+    """The check of the forward then the loss method (:func:`loss_method_chain`), the
+    backward as that loss's gradient, or, when that reads nothing or is a
+    ``bad-protocol``, given what the loss's gradient method returns; None for neither."""
+    kept = None
+    for through in (False, True):
+        chain = loss_method_chain(layer, inputs, res.error, through)
+        if chain is None:
+            continue
+        try:  # (given the loss's gradient, the targets are held in the copy)
+            again = _checked(chain[0], inputs[:chain[4]] if through else inputs, chain[1],
+                             chain[2] or backward, params, grads, wrt, output, opts)
+        except LayerConventionError:  # read that way, an array is left unread
+            continue
+        if again.status not in ("error", "bad-protocol"):
+            return _noted(again, chain[3])
+        if again.status != "error" and kept is None:
+            kept = _noted(again, chain[3])
+    return kept
 
 
 def _first_use(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str | None,
@@ -463,7 +491,7 @@ def _each_reading(amb: AmbiguousReading, read: Callable[..., Protocol],
         amb.message += (f" It passes when given {', '.join(passing)} and not when given "
                         f"{', '.join(v for v in said.values() if v not in passing)}: which "
                         "one your code passes cannot be observed.")
-    return _error_result(amb, opts.seed, opts.name, "layer")
+    return error_result(amb, opts.seed, opts.name, "layer")
 
 
 def _argument_names(layer: Any, forward: str | None, inputs: tuple[Any, ...]) -> list[str]:
@@ -545,39 +573,6 @@ def _wanted(inputs: tuple[Any, ...], wrt: Any) -> list[int]:
         return [k for k, x in enumerate(inputs) if differentiable(x)]
     names = [wrt] if isinstance(wrt, str) else list(wrt)
     return [k for k in range(len(inputs)) if f"x{k}" in names]
-
-
-def _error_result(exc: UserCodeError | ProtocolError, seed: int, name: str,
-                  kind: str) -> CheckResult:
-    if isinstance(exc, ProtocolError):
-        at = [plain_result(exc.at[0], exc.at[1], exc.status, exc.message)] if exc.at else []
-        return CheckResult(passed=False, status=exc.status, message=exc.message, inputs=at,
-                           method="", mode="", evaluations=1, backward_calls=0, seed=seed,
-                           name=name, kind=kind)
-    hint = exc.advice
-    if not hint and exc.ours and isinstance(exc.exc, TypeError) and re.search(
-            r"takes 1 positional argument but \d+ were given", exc.text):
-        hint = ("; it takes no input: it reads what it works on from the object (set there "
-                "by the caller), which check_layer cannot observe; check it through functions "
-                "that set those attributes and call it: check_vjp(fwd, bwd, [x])")
-    elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "were given" in exc.text:
-        hint = ("; check_layer gives the forward every input, positionally: pass only the "
-                "forward's own arguments (the targets of a cost it never computes are not); "
-                "when its backward takes the rest, the targets of a loss no method of it "
-                "computes, give that loss: check_layer(net, x, y, loss=lambda output, y: "
-                "...)")
-    elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text \
-            and backward_named(exc.what.rsplit(".", 1)[-1]) and "." in exc.what:
-        hint = more_than_dout(exc.what, targets=True)
-    elif not hint and exc.ours and isinstance(exc.exc, TypeError) and "missing" in exc.text:
-        hint = ("; check_layer passes its inputs to the forward positionally: give every "
-                "argument it takes, e.g. check_layer(layer, x, True) for a training flag")
-    res = CheckResult(passed=False, status="error",
-                      message=f"{exc.what} raised {exc.type}: {exc.text}{hint}", inputs=[],
-                      method="", mode="", evaluations=1, backward_calls=0, seed=seed,
-                      name=name, kind=kind)
-    res.error, res.exception = exc.as_dict(), exc.exc
-    return res
 
 
 def assert_layer(layer: Any, *inputs: Any, **options: Any) -> CheckResult:

@@ -23,7 +23,8 @@ from ..read._conventions import label_like as _label_like
 from ..read._conventions import zero_one
 from ..read._protocol import GlobalDraws, ProtocolError, map_arrays
 from ._core import raise_unless_passed, run_protocol_check
-from ._layer import _error_result, _noted
+from ._layer import _noted
+from ._layer_errors import error_result as _error_result
 from ._loss_items import Items, copies, items_read
 from ._options import Options, validate_options
 from ._recording import record

@@ -47,11 +47,13 @@ _TARGETS = re.compile(r"(y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expec
 _CALLED = re.compile(r"takes (\d+) positional arguments? but (\d+) were given")
 
 
-def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] | None
-                      ) -> tuple[Any, str, str | None, str] | None:
-    """``(copy, forward name, backward name or None, note)`` for the chain above, when
+def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] | None,
+                      through: bool = False) -> tuple[Any, str, str | None, str, int] | None:
+    """``(copy, forward name, backward name or None, note, how many of the inputs it
+    takes)`` for the chain above, when
     the forward ``error`` names refused the inputs as too many; None when no such
-    reading is observed."""
+    reading is observed. With ``through``, the chain whose backward is given the loss's
+    gradient method's array (:func:`._loss_through.through_loss_gradient`) instead."""
     if (f_name := _refused(error)) is None:
         return None
     fwd = getattr(layer, f_name, None)
@@ -70,6 +72,13 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
     if picked is None:
         return None
     loss, first, at = picked
+    if through:
+        from ._loss_through import through_loss_gradient  # (it imports this module)
+
+        every = positional_names(getattr(layer, loss)) or []
+        t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
+        return None if at is not None or len(t_names) != len(targets) else \
+            through_loss_gradient(layer, f_name, (loss, first), data, targets, out, t_names)
     made = _chained(layer, f_name, (loss, first, at), names, targets,
                     1 if at is None else len(out))
     if made is None:
@@ -80,7 +89,7 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
             f"the rest are the targets of {loss}{order}{part}, the one method that turns "
             f"its output into a number: checked as {f_name} then {loss}, the backward as "
             "that loss's gradient" + ("" if made[2] is None else (
-                f", given the forward's {len(out)} outputs after the inputs")))
+                f", given the forward's {len(out)} outputs after the inputs")), len(inputs))
 
 
 def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
@@ -144,7 +153,7 @@ def _try(fn: Callable[..., Any], out: Any, targets: tuple[Any, ...]) -> Any:
     try:
         with np.errstate(all="ignore"):
             return fn(clone(out), *clone(targets))
-    except Exception:  # noqa: BLE001 - not this output
+    except (Exception, SystemExit):  # noqa: BLE001 - not this output (exit() too)
         return None
 
 
@@ -189,7 +198,7 @@ def _every_element(obj: Any, found: tuple[str, bool, int | None], o: np.ndarray,
             moved.flat[i] += 1e-4 * (abs(moved.flat[i]) + 1.0)
             if _scalar(value(moved.astype(o.dtype))) == base:
                 return False
-    except Exception:  # noqa: BLE001 - no evidence
+    except (Exception, SystemExit):  # noqa: BLE001 - no evidence (exit() in it too)
         return False
     return True
 
@@ -284,7 +293,7 @@ def _number(obj: Any, name: str, args: tuple[Any, ...], out: np.ndarray | None
     try:
         v = call(args)
         moved = call(tuple(out * 1.01 + 0.01 if a is out else a for a in args))
-    except Exception:  # noqa: BLE001 - not the loss
+    except (Exception, SystemExit):  # noqa: BLE001 - not the loss (exit() in it too)
         return None
     num = _scalar(v)
     other = _scalar(moved)

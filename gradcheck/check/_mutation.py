@@ -150,7 +150,8 @@ def final_status(status: str, message: str, notes: list[str],
             f"{wrote_input.message}: the gradients are right (checked on fresh copies of "
             f"the inputs per call), but a caller that uses {wrote_input.name} after the "
             "forward (a residual connection, a branch) reads the overwritten values; "
-            "compute into a new array (np.maximum(x, 0)) instead")
+            "compute into a new array instead (x = x - x.max(), np.maximum(x, 0); not "
+            "x -= ..., x[...] = ..., np.exp(x, out=x))")
     if status == "ok" and WROTE_DY in notes:
         notes.remove(WROTE_DY)
         return "mutation", (

@@ -352,8 +352,10 @@ class CheckResult:
         lines = [
             f"gradient check {head} [{self.status}] {self.name}".rstrip(),
             f"  {self.message}",
-            f"  {self._coverage_line()}; method={self.method} mode={self.mode} "
-            f"evaluations={self.evaluations} seed={self.seed} (rerun with seed={self.seed} "
+            f"  {self._coverage_line()}; "
+            + "".join(f"{k}={v} " for k, v in (("method", self.method), ("mode", self.mode))
+                      if v)  # (no method when nothing was compared)
+            + f"evaluations={self.evaluations} seed={self.seed} (rerun with seed={self.seed} "
             "to reproduce)",
         ]
         if self.error and self.error.get("where"):

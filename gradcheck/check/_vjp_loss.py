@@ -1,6 +1,8 @@
 """``check_vjp(loss, loss_gradient, inputs)`` for a loss and its gradient written as a
 pair of functions of the same arguments (``mse_loss(y_true, y_pred)`` and
-``mse_gradient(y_true, y_pred)``): the forward returns a scalar and the backward, taking
+``mse_gradient(y_true, y_pred)``): the forward returns a scalar (or one loss per sample,
+read as their sum; when only their mean agrees, which one the training loop takes is not
+observed: a ``bad-protocol``) and the backward, taking
 no output gradient, one array, the gradient of the one input it is for: the one of its
 shape (``wrt=`` names it), or of several, the one holding values no whole numbers
 beside labels of 0 and 1 only (one-hot rows, binary targets) or of -1 and +1 (a hinge
@@ -18,13 +20,16 @@ from ..read._conventions import label_like, zero_one
 from ..read._observe import positional_names
 from ..read._protocol import ProtocolError
 
-__all__ = ["gradient_pair"]
+__all__ = ["gradient_pair", "of_the_mean"]
 
 
-def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any
-                  ) -> tuple[Callable[..., Any], Callable[..., Any], list[int], str] | None:
-    """``(fwd, bwd, wrt, note)`` in the protocol's form for such a pair; None when the
-    functions do not read so (or the input the gradient is for cannot be told)."""
+def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any, wrt: Any,
+                  reduce: str = "sum"
+                  ) -> tuple[Callable[..., Any], Callable[..., Any], list[int], str, bool] | None:
+    """``(fwd, bwd, wrt, note, per sample)`` in the protocol's form for such a pair; None
+    when the functions do not read so (or the input the gradient is for cannot be told).
+    A forward returning one loss per sample (a vector as long as an input's first axis)
+    is read as their sum, or, with ``reduce="mean"``, their mean."""
     if isinstance(inputs, (dict, str, np.ndarray)) or not isinstance(inputs, Sequence) or \
             not inputs:
         return None
@@ -40,25 +45,28 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
             grad = bwd(*copy.deepcopy(list(inputs)))
     except Exception:  # noqa: BLE001 - not this reading: the check reports what raises
         return None
-    if np.size(loss) != 1 or np.asarray(loss).dtype.kind != "f":
+    each = _per_sample(loss, inputs)
+    if not each and (np.size(loss) != 1 or np.asarray(loss).dtype.kind != "f"):
         return None
 
     def forward(*a: Any) -> tuple[Any, Any]:  # the arguments as given: fwd may write
         given = copy.deepcopy(a)  # into them
-        return fwd(*a), given
+        value = fwd(*a)
+        return (getattr(np, reduce)(value) if each else value), given
     forward.loss_of_point = True  # type: ignore[attr-defined]  # (writes_elsewhere)
 
-    head = ("fwd returns a scalar (a loss) and bwd takes its arguments again and no output "
-            "gradient: ")
+    head = ((f"fwd returns one loss per sample ({np.size(loss)} values), read as their "
+             f"{reduce}, " if each else "fwd returns a scalar (a loss) ")
+            + "and bwd takes its arguments again and no output gradient: ")
     if (several := _several(bwd, grad, inputs, b_names, wrt)) is not None:
-        return forward, several[0], several[1], head + several[2]
+        return forward, several[0], several[1], head + several[2], each
     if not isinstance(grad, np.ndarray) or grad.dtype.kind != "f":
         return None
     k = _which(inputs, grad.shape, wrt)
     alike = [n for n, x in zip(b_names, inputs, strict=True) if np.shape(x) == grad.shape]
     if k is None and wrt is None and len(alike) > 1:
         raise ProtocolError("bad-protocol", (
-            f"fwd returns a scalar (a loss) and bwd, taking its arguments again, one array "
+            f"fwd returns a loss and bwd, taking its arguments again, one array "
             f"of the shape of {', '.join(alike)}: whose gradient it is cannot be observed "
             "(no one of them holds labels, 0 and 1 or -1 and +1 only, beside the other); "
             "name it with "
@@ -73,7 +81,29 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
             + ("" if wrt is not None else ", the one input of its shape" + (
                 " not holding labels" if sum(np.shape(x) == grad.shape for x in inputs) > 1
                 else "")))
-    return forward, backward, [k], note
+    return forward, backward, [k], note, each
+
+
+def _per_sample(loss: Any, inputs: Sequence[Any]) -> bool:
+    """Whether ``loss`` is one float per sample: a vector of more than one value, as long
+    as the first axis of an input of two or more axes."""
+    a = np.asarray(loss)
+    return a.ndim == 1 and a.size > 1 and a.dtype.kind == "f" and any(
+        isinstance(x, np.ndarray) and x.ndim >= 2 and x.shape[0] == a.size for x in inputs)
+
+
+def of_the_mean(res: Any, fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
+                wrt: Any, run: Callable[[Any], Any]) -> None:
+    """``res`` (the sum's ``mismatch``) made a ``bad-protocol`` when the pair, read as
+    the mean of the losses per sample, passes (``run`` checks a pair): which of the two
+    the training loop takes is not observed."""
+    mean = gradient_pair(fwd, bwd, inputs, wrt, "mean")
+    if mean is not None and run(mean).passed:
+        res.status, res.passed = "bad-protocol", False
+        res.message = ("fwd returns one loss per sample and bwd the gradient of their mean, "
+                       "not of their sum: which of the two the training loop takes is not "
+                       "observed; check fwd returning the mean (lambda *a: fwd(*a).mean()) "
+                       "with bwd")
 
 
 def _several(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any], b_names: list[str],

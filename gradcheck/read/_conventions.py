@@ -352,10 +352,12 @@ class Conventions(Placing):
         backward's arguments applies: which of them the forward names, and the form."""
         f_names, b_names, _ = self._names
         others = [b for b in b_names if b not in f_names]
+        which = (f"of which {', '.join(others)} {'is' if len(others) == 1 else 'are'} none "
+                 "of the forward's inputs by name (the output gradient? the forward's "
+                 "output? a setting?)" if others else "the forward's inputs by name and no "
+                 "output gradient, and what the forward returns reads as no loss")
         return (f"forward must return (y, cache); it returned ndarray alone, and the backward "
-                f"takes ({', '.join(b_names)}), of which {', '.join(others)} "
-                f"{'is' if len(others) == 1 else 'are'} none of the forward's inputs by name "
-                "(the output gradient? the forward's output? a setting?), which no reading "
+                f"takes ({', '.join(b_names)}), {which}, which no reading "
                 "can tell; give the protocol's form: fwd = lambda *a: (f(*a), a) and bwd = lambda "
                 "dy, a: f_backward(...) calling it as your code does (the forward's output "
                 "where it takes that: fwd = lambda *a: (f(*a), (f(*a), a)))")

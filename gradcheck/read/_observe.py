@@ -378,16 +378,17 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
     """The float arrays reachable from ``obj`` that a call created, rebound or changed
     in place since ``before`` (:func:`float_state`), leaving out the objects in
     ``exclude`` (the inputs the call was given and kept) and, with ``copies``, arrays
-    created equal to one of them (a copy kept for the backward)."""
+    created equal to one of them (a copy kept for the backward) and arrays rebound to
+    the values they held (a backward running the forward again)."""
     out: dict[str, np.ndarray] = {}
     kept = [x for x in exclude if isinstance(x, np.ndarray)]
     for p, v in walk(obj):
         if not is_float_array(v) or any(v is x for x in kept):
             continue
         old = before.get(p)
-        if old is not None and old[0] == id(v) and old[1].shape == v.shape and \
+        if old is not None and (old[0] == id(v) or copies) and old[1].shape == v.shape and \
                 np.array_equal(old[1], v, equal_nan=True):
-            continue
+            continue  # (with copies, also rebound to what it held: the forward run again)
         if copies and old is None and any(
                 x.shape == v.shape and np.array_equal(x, v) for x in kept):
             continue  # a copy of an input, kept for the backward

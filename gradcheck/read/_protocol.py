@@ -292,12 +292,13 @@ def defined_at(fn: Any) -> str:
 
 
 def call_user(fn: Any, *args: Any, what: str, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``; an exception becomes a :class:`UserCodeError`."""
+    """``fn(*args, **kwargs)``; an exception, or ``exit()`` in the user's code (a
+    ``SystemExit``), becomes a :class:`UserCodeError` (Ctrl-C stays Ctrl-C)."""
     try:
         return fn(*args, **kwargs)
     except (UserCodeError, ProtocolError):
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise UserCodeError(what, exc) from exc
 
 

@@ -213,7 +213,8 @@ def _arguments(style: str, order: Sequence[int | str | None], dy: Any, xs: list[
         return [np.asarray(dy).reshape(1, -1)]
     if style == "spread":
         return list(dy)
-    return [dy if k is None else xs[k] if isinstance(k, int) else out if k == OUTPUT
+    return [dy if k is None else xs[k] if isinstance(k, int) else 1.0 if k == STEP
+            else out if k == OUTPUT
             else batch_size(xs) if k == BATCH else out[0] if k == FIRST_OUT
             else out[-1] if k == CACHED else None if k == SINK else obj if k == SELF
             else dy[int(k[len(DY):-1])]

@@ -41,6 +41,9 @@ __all__ = ["SCALAR", "constant_scalars", "in_output", "takes_a_step"]
 #: An argument named as the number of samples (``backward(output_error, batch_size)``).
 _BATCH = re.compile(r"batch_?size|batch|bs|n_?samples|num_?samples|n_?batch", re.I)
 
+#: An argument named as a step size (``backward(x, y, lr)``).
+_STEP_SIZE = re.compile(r"lr|lrate|learning_?rate|eta|step_?size", re.I)
+
 #: The key of a float scalar's change among the arrays' in what :func:`_stepped` saw.
 SCALAR = "<scalar>"
 
@@ -59,9 +62,21 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     if names is not None and len(names) == n + 2 and proto.draws is not None and (
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
         return _placed(proto, xs, names, names[:n] == f_names)
+    if proto.style == "given" and names is not None and proto.draws is not None and len(
+            names) == len(proto.order) + 1 and STEP not in proto.order:
+        return _given_step(proto, xs, names[-1])  # a loss's backward(X, y, lr)
     if proto.style == "given":  # a loss's backward(X, y), no output gradient, stepping
         return names is not None and len(names) == len(proto.order) and \
             proto.draws is not None and _held_step(proto, xs)  # by self.lr
+    if proto.style == "inputs" and names is not None and proto.draws is not None and len(
+            names) == len(proto.order) and proto.order[-1:] == [None] and None not in \
+            proto.order[:-1] and _STEP_SIZE.fullmatch(names[-1]) and _loss_out(proto, xs):
+        saved = proto.order  # backward(x, y, lr) of a loss: no output gradient, a step
+        proto.style, proto.order = "given", saved[:-1]
+        if _given_step(proto, xs, names[-1]):
+            proto.notes = [t for t in proto.notes if "inputs again: called as" not in t]
+            return True
+        proto.style, proto.order = "inputs", saved
     if proto.style == "inputs":  # backward(input, grad_output) stepping by self.lr
         flags = all(k in proto.order or not _holds_float(x) for k, x in enumerate(xs))
         return names is not None and (len(names) == n + 1 or (  # a training flag not given
@@ -83,6 +98,33 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         proto.note(f"backward's argument {names[1]} is given the batch size, "
                    f"{batch_size(xs)} (the length of the first input)")
         return True
+    return False
+
+
+def _loss_out(proto: Protocol, xs: list[Any]) -> bool:
+    """Whether the forward returns one number (a loss), on a copy."""
+    assert proto.draws is not None
+    proto.draws.reset()
+    try:
+        layer = clone(proto.layer)
+        out = read_output(layer, getattr(layer, proto.forward)(*clone(xs)), proto.out_path)
+    except Exception:  # noqa: BLE001 - no evidence
+        return False
+    return _is_number(out) or (isinstance(out, np.ndarray) and out.ndim == 0)
+
+
+def _given_step(proto: Protocol, xs: list[Any], name: str) -> bool:
+    """A loss's backward taking the arguments it is given and, last, a step size it
+    only scales its change by (``backward(x, y, lr)`` replacing its weights): called
+    with 1.0 there when so observed, the step not one size everywhere."""
+    saved, notes, stepped = proto.order, list(proto.notes), proto.stepped
+    proto.order = [*saved, STEP]
+    try:
+        if _reads_a_step(proto, xs, name) and proto.stepped and _gradient_sized(proto, xs):
+            return True
+    except ProtocolError:  # an input gradient scaled by it: not this reading
+        pass
+    proto.order, proto.notes, proto.stepped, proto.style = saved, notes, stepped, "given"
     return False
 
 

@@ -1,0 +1,301 @@
+"""Readings of held-out code met in stop 54's batch (corpora 260-263): models checked
+through their loss and gradient methods, a loss's backward stepping by an argument, a
+network given its loss's gradient, a loss per sample beside its gradient, and code that
+calls ``exit()``. Each with a correct subject that passes and a broken twin that fails
+with a gradient verdict."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+
+# -- a model's loss and gradients, both taking every input -----------------------------------
+class _Ridge:
+    """``predict``, ``compute_loss(X, y)`` and ``compute_gradients(X, y)`` returning
+    ``(grad_w, grad_b)``, the bias a Python float (corpus 259's many-algorithm
+    collection)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.w = np.random.default_rng(3).standard_normal((4, 1))
+        self.b = 0.25
+        self.lam = 0.1
+        self.bug = bug
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return X @ self.w + self.b
+
+    def compute_loss(self, X: np.ndarray, y: np.ndarray) -> float:
+        r = self.predict(X) - y
+        return float(np.mean(r ** 2) + self.lam * np.sum(self.w ** 2))
+
+    def compute_gradients(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+        r = self.predict(X) - y
+        grad_w = 2 * X.T @ r / len(X) + 2 * self.lam * self.w
+        grad_b = (1.0 if self.bug else 2.0) * float(np.mean(r))  # BUG: the factor 2
+        return grad_w, grad_b
+
+    def fit(self, X: np.ndarray, y: np.ndarray, lr: float = 0.1) -> None:
+        grad_w, grad_b = self.compute_gradients(X, y)
+        self.w -= lr * grad_w
+        self.b -= lr * grad_b
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_model_s_loss_and_gradients_taking_every_input_are_its_forward_and_backward(bug):
+    rng = np.random.default_rng(4)
+    X, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 1))
+    res = gradcheck.check_layer(_Ridge(bug), X, y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert {i.name for i in res.inputs if i.status != "constant"} >= {"w", "b"}, res.report()
+    if bug:
+        assert [i.name for i in res.inputs if not i.passed] == ["b"], res.report()
+    assert any("compute_gradients, the one named as a gradient" in n for n in res.notes)
+
+
+class _Dense:
+    def __init__(self, rng: np.random.Generator, n_in: int, n_out: int) -> None:
+        self.weights = rng.standard_normal((n_out, n_in))
+        self.biases = rng.standard_normal((n_out, 1))
+
+
+class _ColumnNet:
+    """Samples as columns; ``prediction(X)``, ``compute_loss(X, Y)`` running it, and
+    ``compute_gradients_batch(X, Y)`` storing ``dweights``/``dbiases`` on each layer and
+    returning nothing; ``compute_gradients_sample(x, t)`` takes one column only
+    (corpus 261)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(5)
+        self.layers = [_Dense(rng, 3, 4), _Dense(rng, 4, 2)]
+        self.bug = bug
+
+    def prediction(self, X: np.ndarray) -> np.ndarray:
+        self.acts = [X]
+        for layer in self.layers:
+            self.acts.append(np.tanh(layer.weights @ self.acts[-1] + layer.biases))
+        return self.acts[-1]
+
+    def compute_loss(self, X: np.ndarray, Y: np.ndarray) -> float:
+        return float(np.mean(np.sum((self.prediction(X) - Y) ** 2, axis=0)))
+
+    def compute_gradients_batch(self, inputs: np.ndarray, targets: np.ndarray) -> None:
+        out = self.prediction(inputs)
+        n = inputs.shape[1]
+        delta = 2 * (out - targets) / n * (1 - out ** 2)
+        for i in (1, 0):
+            layer = self.layers[i]
+            layer.dweights = delta @ self.acts[i].T
+            layer.dbiases = delta.sum(axis=1, keepdims=True) * (n if self.bug else 1)
+            delta = (layer.weights.T @ delta) * (1 - self.acts[i] ** 2)
+
+    def compute_gradients_sample(self, x: np.ndarray, t: np.ndarray) -> None:
+        if x.ndim != 2 or x.shape[1] != 1:
+            raise ValueError("one column only")
+        self.compute_gradients_batch(x, t)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_a_model_stores_on_its_layers_from_its_loss_s_arguments(bug):
+    rng = np.random.default_rng(6)
+    X, Y = rng.standard_normal((3, 4)), rng.standard_normal((2, 4))
+    res = gradcheck.check_layer(_ColumnNet(bug), X, Y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    if bug:
+        assert {i.name for i in res.inputs if not i.passed} == {
+            "layers[0].biases", "layers[1].biases"}, res.report()
+
+
+class _StepsInstead(_Ridge):
+    """Its gradient method takes the step itself: no gradient is read from it."""
+
+    def compute_gradients(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+        grad_w, grad_b = super().compute_gradients(X, y)
+        self.w -= 0.1 * grad_w
+        return grad_w, grad_b
+
+
+def test_a_gradient_method_that_steps_the_weights_is_not_read_as_the_backward():
+    rng = np.random.default_rng(7)
+    with pytest.raises(TypeError, match="no forward-like method"):
+        gradcheck.check_layer(_StepsInstead(), rng.standard_normal((5, 4)),
+                              rng.standard_normal((5, 1)))
+
+
+# -- a loss's backward stepping by its argument ----------------------------------------------
+class _SoftmaxNet:
+    """``forward(x)`` returning row-wise probabilities; ``backward(x, y, lr)`` averaging
+    per-sample gradients and replacing its weights by the step (corpus 262), the loss
+    computed in the training script."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(8)
+        self.w1, self.b1 = rng.standard_normal((5, 4)), 0.1 * rng.standard_normal(4)
+        self.w2, self.b2 = rng.standard_normal((4, 3)), 0.1 * rng.standard_normal(3)
+        self.bug = bug
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.h = np.tanh(x @ self.w1 + self.b1)
+        z = self.h @ self.w2 + self.b2
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def backward(self, x: np.ndarray, y: np.ndarray, lr: float) -> None:
+        p = self.forward(x)
+        dz = p.copy()
+        dz[np.arange(len(y)), y] -= 1.0
+        dh = dz @ self.w2.T * (1 if self.bug else 1 - self.h ** 2)  # BUG: tanh' dropped
+        n = len(x)
+        self.w2 = self.w2 - lr * self.h.T @ dz / n
+        self.b2 = self.b2 - lr * dz.mean(axis=0)
+        self.w1 = self.w1 - lr * x.T @ dh / n
+        self.b1 = self.b1 - lr * dh.mean(axis=0)
+
+
+def _cross_entropy(p: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.mean(np.log(p[np.arange(len(y)), y])))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_the_targets_and_a_step_size_is_read_as_a_step(bug):
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((4, 5)), np.array([0, 2, 1, 2])
+    res = gradcheck.check_layer(_SoftmaxNet(bug), x, y, loss=_cross_entropy)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert any("argument lr scales the change" in n for n in res.notes), res.notes
+    assert not any("called as (x, y, dout)" in n for n in res.notes), res.notes
+
+
+# -- a network given its loss's gradient -----------------------------------------------------
+class _Layer:
+    def __init__(self, rng: np.random.Generator, n_in: int, n_out: int) -> None:
+        self.W = rng.standard_normal((n_in, n_out))
+        self.b = rng.standard_normal((1, n_out))
+
+    def forward(self, A: np.ndarray) -> np.ndarray:
+        self.A_prev = A
+        self.Z = A @ self.W + self.b
+        return np.tanh(self.Z)
+
+    def backward(self, dA: np.ndarray) -> np.ndarray:
+        dZ = dA * (1 - np.tanh(self.Z) ** 2)
+        self.dW = self.A_prev.T @ dZ
+        self.db = dZ.sum(axis=0, keepdims=True)
+        return dZ @ self.W.T
+
+
+class _LossNet:
+    """``forward(X)``, ``compute_loss(A, Y)``, ``compute_loss_gradient(A, Y)`` and
+    ``backward(dLoss)`` handing it down the layers, which keep ``dW``/``db`` (corpus
+    260); its input's gradient is the first layer's return, kept as ``dX``."""
+
+    def __init__(self, bug: str = "") -> None:
+        rng = np.random.default_rng(10)
+        self.layers = [_Layer(rng, 3, 4), _Layer(rng, 4, 3)]
+        self.bug = bug
+
+    def forward(self, X: np.ndarray) -> np.ndarray:
+        A = X
+        for layer in self.layers:
+            A = layer.forward(A)
+        return A
+
+    def backward(self, dLoss: np.ndarray) -> None:
+        dA = dLoss
+        for layer in reversed(self.layers):
+            dA = layer.backward(dA)
+        self.dX = dA
+
+    def compute_loss(self, A: np.ndarray, Y: np.ndarray) -> float:
+        return float(np.sum((A - Y) ** 2) / (2 * len(Y)))
+
+    def compute_loss_gradient(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return (Y - A if self.bug == "sign" else A - Y) / len(Y)
+
+
+@pytest.mark.parametrize("bug", ["", "sign"])
+def test_a_network_s_backward_is_given_its_loss_s_gradient_method(bug):
+    rng = np.random.default_rng(11)
+    X, Y = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    res = gradcheck.check_layer(_LossNet(bug), X, Y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    assert any("given what compute_loss_gradient returns" in n for n in res.notes), res.notes
+    assert [i.name for i in res.inputs if i.name.startswith("x")] == ["x0"], res.report()
+
+
+# -- a loss per sample beside its gradient ---------------------------------------------------
+def _bce(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    return np.mean(-y_true * np.log(y_pred) - (1 - y_true) * np.log(1 - y_pred), axis=-1)
+
+
+def _bce_gradient(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    return -y_true / y_pred + (1 - y_true) / (1 - y_pred)
+
+
+def _bce_gradient_bug(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    return -y_true / y_pred - (1 - y_true) / (1 - y_pred)  # BUG: the second term's sign
+
+
+def _bce_gradient_of_mean(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    return _bce_gradient(y_true, y_pred) / len(y_true)
+
+
+@pytest.mark.parametrize("bwd, status", [(_bce_gradient, "ok"), (_bce_gradient_bug, "mismatch"),
+                                         (_bce_gradient_of_mean, "bad-protocol")])
+def test_a_loss_per_sample_beside_its_gradient_is_read_as_their_sum(bwd, status):
+    rng = np.random.default_rng(12)
+    y_true = rng.integers(0, 2, (5, 1)).astype(float)
+    y_pred = rng.uniform(0.1, 0.9, (5, 1))
+    res = gradcheck.check_vjp(_bce, bwd, [y_true, y_pred])
+    assert res.status == status, res.report()
+    assert any("one loss per sample (5 values), read as their sum" in n for n in res.notes)
+
+
+# -- code calling exit() ---------------------------------------------------------------------
+class _Exits:
+    """Every method catches what it raises and calls ``exit(1)`` through a method whose
+    name says ``error`` (corpus 261)."""
+
+    def __init__(self) -> None:
+        self.W = np.random.default_rng(13).standard_normal((3, 2))
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        try:
+            return np.tanh(x @ self.W)
+        except Exception as exc:  # noqa: BLE001 - the subject's own convention
+            self.fatal_error("forward", exc)
+            raise
+
+    def backward(self, output: np.ndarray, y: np.ndarray) -> None:
+        try:
+            self.dW = output @ y  # never reached with the shapes given
+        except Exception as exc:  # noqa: BLE001
+            self.fatal_error("backward", exc)
+
+    def fatal_error(self, where: object, error: object) -> None:
+        print(f"Error {where}: {error}")
+        sys.exit(1)
+
+
+def test_exit_called_where_the_code_is_observed_is_an_error_result_not_an_exit(capsys):
+    rng = np.random.default_rng(14)
+    res = gradcheck.check_layer(_Exits(), rng.standard_normal((4, 3)), rng.standard_normal(
+        (4, 2)))
+    assert res.status == "error", res.report()
+    capsys.readouterr()
+
+
+def test_exit_in_a_forward_is_an_error_result_naming_it():
+    class Exits:
+        def forward(self, x: np.ndarray) -> np.ndarray:
+            sys.exit(1)
+
+        def backward(self, d: np.ndarray) -> np.ndarray:
+            return d
+
+    res = gradcheck.check_layer(Exits(), np.ones((2, 3)))
+    assert res.status == "error" and "SystemExit" in res.message, res.report()
