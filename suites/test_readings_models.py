@@ -299,3 +299,66 @@ def test_exit_in_a_forward_is_an_error_result_naming_it():
 
     res = gradcheck.check_layer(Exits(), np.ones((2, 3)))
     assert res.status == "error" and "SystemExit" in res.message, res.report()
+
+
+# -- a loss object the network holds, its backward given the output back ---------------------
+class _BCE:
+    def calculate(self, output: np.ndarray, y: np.ndarray) -> float:
+        return float(-np.mean(y * np.log(output) + (1 - y) * np.log(1 - output)))
+
+    def backward(self, output: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return (output - y) / (output * (1 - output)) / y.size
+
+
+class _HeldLossNet:
+    """Samples as columns; ``self.loss`` an object with ``calculate(output, y)`` and
+    ``backward(output, y)``; ``forward(inputs)`` returns ``output``, and
+    ``backward(output, y)`` takes it back with the targets, storing ``dweights`` and
+    ``dbiases`` (corpus 261); every method calls ``exit(1)`` on an error."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(15)
+        self.weights = [rng.standard_normal((4, 3)), rng.standard_normal((2, 4))]
+        self.biases = [rng.standard_normal((4, 1)), rng.standard_normal((2, 1))]
+        self.loss = _BCE()
+        self.bug = bug
+
+    def forward(self, inputs: np.ndarray) -> np.ndarray:
+        try:
+            self.acts = [inputs]
+            for w, b in zip(self.weights, self.biases, strict=True):
+                self.acts.append(1 / (1 + np.exp(-(w @ self.acts[-1] + b))))
+            output = self.acts[-1]
+            return output
+        except Exception as error:  # noqa: BLE001 - the subject's own convention
+            self.fatal_error("forward", error)
+            raise
+
+    def backward(self, output: np.ndarray, y: np.ndarray) -> None:
+        try:
+            grad = self.loss.backward(output, y)
+            self.dweights, self.dbiases = [None, None], [None, None]
+            for i in (1, 0):
+                a = self.acts[i + 1]
+                dz = grad if self.bug and i == 0 else grad * a * (1 - a)  # BUG: sigmoid'
+                self.dweights[i] = dz @ self.acts[i].T
+                self.dbiases[i] = dz.sum(axis=1, keepdims=True)
+                grad = self.weights[i].T @ dz
+        except Exception as error:  # noqa: BLE001
+            self.fatal_error("backward", error)
+
+    def fatal_error(self, where: str, error: object) -> None:
+        print(f"Error {where}: {error}")
+        sys.exit(1)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_held_loss_object_and_a_backward_given_the_output_back(bug, capsys):
+    rng = np.random.default_rng(16)
+    X, Y = rng.standard_normal((3, 5)), rng.integers(0, 2, (2, 5)).astype(float)
+    res = gradcheck.check_layer(_HeldLossNet(bug), X, Y)
+    capsys.readouterr()
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    if bug:
+        assert {i.name for i in res.inputs if not i.passed} == {"weights[0]", "biases[0]"}
+    assert any("targets of loss.calculate" in n for n in res.notes), res.notes

@@ -22,14 +22,16 @@ targets, so the reading is the chain its training loop runs, observed on copies.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..read._discovery import is_float_array
+from ..read._discovery import get_path, is_float_array
 from ..read._flat import returned_names
 from ..read._observe import float_state, grad_stem, method_pair, positional_names
 from ..read._protocol import clone
@@ -44,6 +46,7 @@ _LOSS = re.compile(r"loss|cost|error|objective|criterion|entropy|nll|likelihood|
 #: Argument names that say "the targets".
 _TARGETS = re.compile(r"(y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expected|"
                       r"desired|answers?|one_?hot)", re.I)
+_BACKWARD_NAMED = re.compile(r"back|grad|deriv|prime|delta", re.I)
 _CALLED = re.compile(r"takes (\d+) positional arguments? but (\d+) were given")
 
 
@@ -189,7 +192,7 @@ def _every_element(obj: Any, found: tuple[str, bool, int | None], o: np.ndarray,
 
     def value(a: np.ndarray) -> Any:
         with np.errstate(all="ignore"):
-            return getattr(clone(obj), name)(*((a, *targets) if first else (*targets, a)))
+            return get_path(clone(obj), name)(*((a, *targets) if first else (*targets, a)))
 
     try:
         base = _scalar(value(o))
@@ -247,12 +250,30 @@ def _named_as_loss(obj: Any, f_name: str) -> list[str]:
             and _LOSS.search(name)]
 
 
+def _held_losses(obj: Any) -> list[str]:
+    """``attr.method`` of each public method of an object the layer holds under a name
+    that says "a loss" (``self.loss = BinaryCrossEntropy()``: ``loss.calculate``), but
+    those named as its gradient (``backward``, ``derivative``)."""
+    held = vars(obj) if hasattr(obj, "__dict__") else {}
+    return [f"{attr}.{m}" for attr, v in held.items() if _LOSS.search(attr) and not
+            isinstance(v, (np.ndarray, str, bytes, int, float, list, tuple, dict, type(None)))
+            and not callable(v) for m in dir(type(v)) if not m.startswith("_")
+            and inspect.isfunction(inspect.getattr_static(type(v), m, None))
+            and not _BACKWARD_NAMED.search(m)]
+
+
 def _loss_methods(obj: Any, f_name: str, out: np.ndarray, targets: tuple[Any, ...]
                   ) -> list[tuple[str, bool]]:
     """(name, output first) of each method that reads as the loss (module docstring)."""
+    found = _fitting(obj, _named_as_loss(obj, f_name), out, targets)
+    return found or _fitting(obj, _held_losses(obj), out, targets)  # (its own first)
+
+
+def _fitting(obj: Any, names: list[str], out: np.ndarray, targets: tuple[Any, ...]
+             ) -> list[tuple[str, bool]]:
     found = []
-    for name in _named_as_loss(obj, f_name):
-        method = getattr(obj, name)
+    for name in names:
+        method = get_path(obj, name)
         need = positional_names(method, required=True)
         every = positional_names(method)
         if need is None or every is None or not len(need) <= 1 + len(targets) <= len(every):
@@ -283,7 +304,7 @@ def _number(obj: Any, name: str, args: tuple[Any, ...], out: np.ndarray | None
         o = clone(obj)
         before = float_state(o)
         with np.errstate(all="ignore"):
-            v = getattr(o, name)(*clone(a))
+            v = get_path(o, name)(*clone(a))
         now = float_state(o)
         if any(p in now and not np.array_equal(now[p][1], old) for p, (_, old) in
                before.items()):
@@ -319,7 +340,7 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     (``_backward(X, y, z1, a1, z2, a2)``); with the two names (the second None when
     the backward is the layer's own); None when the class cannot be extended."""
     cls, (l_name, first, at) = type(layer), loss
-    fn = l_name if callable(l_name) else getattr(layer, l_name)
+    fn = l_name if callable(l_name) else get_path(layer, l_name)
     every = positional_names(fn) or []
     if len(every) < 1 + len(targets):
         every = ["output", *(f"target{i}" for i in range(len(targets)))]
@@ -330,8 +351,8 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     place: list[tuple[str, int]] | None = None
     if back is not None:  # the targets under the names that backward gives them
         t_names = (positional_names(getattr(layer, back)) or [])[k:k + len(targets)]
-    elif at is not None and by_names and (named := _named_outputs(
-            layer, f_name, names, len(targets), n_out)):
+    elif by_names and (named := _named_outputs(layer, f_name, names, len(targets), n_out,
+                                                at is None)):
         back, place = named  # backward(y_pred, y_true, cache) of return y_pred, cache
         need = positional_names(getattr(layer, back), required=True) or []
         t_names = [need[j] for j, (kind, _i) in enumerate(place) if kind == "t"]
@@ -342,12 +363,14 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
         out = out if at is None else out[at]
         rest = xs[k:]
         args = (out, *rest) if first else (*rest, out)
-        return l_name(*args) if callable(l_name) else getattr(cls, l_name)(self, *args)
+        return l_name(*args) if callable(l_name) else get_path(self, l_name)(*args) if \
+            "." in l_name else getattr(cls, l_name)(self, *args)
 
     methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}
     if back is not None:
         def backward_given_outputs(self: Any, *xs: Any) -> Any:
             outs = getattr(cls, f_name)(self, *xs[:k])
+            outs = (outs,) if at is None else outs  # (one output, given back by its name)
             given = [*xs, *outs] if place is None else [
                 xs[i] if kind == "x" else xs[k + i] if kind == "t" else outs[i]
                 for kind, i in place]
@@ -440,15 +463,16 @@ def _others(layer: Any, f_name: str) -> list[tuple[str, list[str]]]:
             and inspect.isfunction(inspect.getattr_static(type(layer), name, None))]
 
 
-def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_out: int
-                   ) -> tuple[str, list[tuple[str, int]]] | None:
+def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_out: int,
+                   alone: bool = False) -> tuple[str, list[tuple[str, int]]] | None:
     """The one method besides the forward whose required arguments are named as the
     outputs the forward's code returns (``return y_pred, cache``), every one of them, the
     forward's own arguments by their names and ``n_targets`` more, the targets, in their
     order (``backward(y_pred, y_true, cache)``); with each argument's place: ``("o", j)``
     the ``j``-th output, ``("x", i)`` the ``i``-th input, ``("t", i)`` the ``i``-th
     target. None otherwise."""
-    said = returned_names(getattr(layer, f_name), n_out)
+    said = _returned_alone(getattr(layer, f_name)) if alone else returned_names(
+        getattr(layer, f_name), n_out)  # (alone: ``return output``, ``backward(output, y)``)
     if not said or "" in said or len(set(said)) != n_out or set(said) & set(args):
         return None
     fits = []
@@ -460,3 +484,15 @@ def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_o
             fits.append((name, [("o", said.index(a)) if a in said else ("x", args.index(a))
                                 if a in args else ("t", rest.index(a)) for a in need]))
     return fits[0] if len(fits) == 1 else None
+
+
+def _returned_alone(method: Any) -> list[str] | None:
+    """``[name]`` when every ``return`` of ``method``'s code returns the variable
+    ``name`` (``return output``); None otherwise."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(method, "__func__", method))))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    found = {node.value.id if isinstance(node.value, ast.Name) else "" for node in ast.walk(
+        tree) if isinstance(node, ast.Return) and node.value is not None}
+    return [found.pop()] if len(found) == 1 and "" not in found else None
