@@ -362,3 +362,89 @@ def test_a_held_loss_object_and_a_backward_given_the_output_back(bug, capsys):
     if bug:
         assert {i.name for i in res.inputs if not i.passed} == {"weights[0]", "biases[0]"}
     assert any("targets of loss.calculate" in n for n in res.notes), res.notes
+
+
+# -- a forward and a stepping backward under names of their own ------------------------------
+class _Unit:
+    """One sample as a 1-d vector; ``output(x)`` and ``update_weights(deltas, eta)``
+    returning the input's gradient and replacing ``W`` and ``bias`` by the step
+    (corpus 267)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(17)
+        self.W, self.bias = rng.standard_normal((3, 4)), rng.standard_normal(3)
+        self.bug = bug
+
+    def output(self, x: np.ndarray) -> np.ndarray:
+        self.input, self.net = x, self.W @ x + self.bias
+        return np.tanh(self.net)
+
+    def update_weights(self, deltas: np.ndarray, eta: float) -> np.ndarray:
+        dl = deltas * (1 - np.tanh(self.net) ** 2)
+        back = dl @ self.W
+        self.W = self.W - eta * np.outer(dl, self.input)
+        self.bias = self.bias - eta * (deltas if self.bug else dl)  # BUG: tanh' dropped
+        return back
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_forward_and_a_backward_taking_a_step_size_found_by_what_they_do(bug):
+    res = gradcheck.check_layer(_Unit(bug), np.random.default_rng(18).standard_normal(4))
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    if bug:
+        assert [i.name for i in res.inputs if not i.passed] == ["bias"], res.report()
+
+
+# -- from review 104 -----------------------------------------------------------------------------
+class _DictGradients(_Ridge):
+    """``compute_gradients`` returning ``{"dw": ..., "db": ...}``."""
+
+    def compute_gradients(self, X: np.ndarray, y: np.ndarray) -> dict[str, object]:
+        grad_w, grad_b = super().compute_gradients(X, y)
+        return {"dw": grad_w, "db": grad_b}
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_returned_in_a_dict_by_name_are_no_crash(bug):
+    rng = np.random.default_rng(19)
+    X, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 1))
+    res = gradcheck.check_layer(_DictGradients(bug), X, y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+
+
+class _ExitsOnLargeSteps(_SoftmaxNet):
+    def backward(self, x: np.ndarray, y: np.ndarray, lr: float) -> None:
+        if lr > 0.5:
+            sys.exit("lr too large")
+        super().backward(x, y, lr)
+
+
+def test_exit_under_loss_is_an_error_result_too():
+    rng = np.random.default_rng(20)
+    res = gradcheck.check_layer(_ExitsOnLargeSteps(), rng.standard_normal((4, 5)),
+                                np.array([0, 2, 1, 2]), loss=_cross_entropy)
+    assert res.status == "error" and "SystemExit" in res.message, res.report()
+
+
+class _GradientInForward:
+    """The forward computes the input's gradient for a fixed output gradient and keeps
+    it as ``dx``; the backward computes it again (three times too large) into ``dx``."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.bug = bug
+
+    def forward(self, x: np.ndarray) -> float:
+        self.x = x
+        self.dx = (3.0 if self.bug else 1.0) * 2 * x
+        return float(np.sum(x ** 2))
+
+    def backward(self) -> None:
+        self.dx = (3.0 if self.bug else 1.0) * 2 * self.x
+
+
+def test_a_gradient_the_backward_rebinds_to_what_the_forward_kept_is_still_read():
+    """Review 104: a stored gradient is no "forward run again" when named as one."""
+    x = np.random.default_rng(21).standard_normal((3, 2))
+    assert gradcheck.check_layer(_GradientInForward(), x).passed
+    res = gradcheck.check_layer(_GradientInForward(True), x)
+    assert res.status == "mismatch", res.report()

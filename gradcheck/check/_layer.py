@@ -122,12 +122,13 @@ def check_layer(
     """
     opts = validate_options("check_layer", **options)
     names_given(forward, backward, output, wrt)
-    if loss is not None:  # the targets of a loss no method of the network computes
-        return _with_loss(layer, inputs, forward, backward, params, grads, wrt, output,
-                          opts, loss)
     try:
-        res = _read_and_retried(layer, inputs, forward, backward, params, grads, wrt,
-                                output, opts)
+        if loss is not None:  # the targets of a loss no method of the network computes
+            res = _with_loss(layer, inputs, forward, backward, params, grads, wrt, output,
+                             opts, loss)
+        else:
+            res = _read_and_retried(layer, inputs, forward, backward, params, grads, wrt,
+                                    output, opts)
     except SystemExit as exc:  # the user's code called exit() where it was observed
         res = exit_result(layer, exc, opts)
     record(res)
@@ -166,15 +167,13 @@ def _with_loss(layer: Any, inputs: tuple[Any, ...], forward: str | None,
                backward: str | None, params: Any, grads: Any, wrt: Any,
                output: str | None, opts: Options, loss: Any) -> CheckResult:
     """:func:`check_layer` with ``loss=``: the forward then the loss checked as one
-    (:func:`given_loss_chain`), the backward as that loss's gradient; recorded."""
+    (:func:`given_loss_chain`), the backward as that loss's gradient; not recorded."""
     if not callable(loss):
         raise TypeError("check_layer: loss= must be callable, loss(output, *targets) -> "
                         f"float; got {type(loss).__name__}")
     chain = given_loss_chain(layer, inputs, forward, loss)
-    res = _noted(_checked(chain[0], inputs, chain[1], chain[2] or backward, params, grads,
-                          wrt, output, opts), chain[3])
-    record(res)
-    return res
+    return _noted(_checked(chain[0], inputs, chain[1], chain[2] or backward, params, grads,
+                           wrt, output, opts), chain[3])
 
 
 def _inputs_failing(exc: LayerConventionError, layer: Any, inputs: tuple[Any, ...],

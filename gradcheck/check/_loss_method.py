@@ -78,7 +78,7 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
     if through:
         from ._loss_through import through_loss_gradient  # (it imports this module)
 
-        every = positional_names(getattr(layer, loss)) or []
+        every = positional_names(get_path(layer, loss)) or []
         t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
         return None if at is not None or len(t_names) != len(targets) else \
             through_loss_gradient(layer, f_name, (loss, first), data, targets, out, t_names)
@@ -366,7 +366,8 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
         return l_name(*args) if callable(l_name) else get_path(self, l_name)(*args) if \
             "." in l_name else getattr(cls, l_name)(self, *args)
 
-    methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}
+    forward_then_loss.gradcheck_targets = k  # type: ignore[attr-defined]  # (the inputs
+    methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}  # from k on)
     if back is not None:
         def backward_given_outputs(self: Any, *xs: Any) -> Any:
             outs = getattr(cls, f_name)(self, *xs[:k])

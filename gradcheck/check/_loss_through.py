@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..read._discovery import is_float_array
+from ..read._discovery import get_path, is_float_array
 from ..read._observe import method_pair, positional_names
 from ..read._protocol import clone
 from ._loss_method import _others, _signed
@@ -47,7 +47,7 @@ def through_loss_gradient(layer: Any, f_name: str, loss: tuple[str, bool],
     taken = positional_names(getattr(layer, b_name), required=True)
     if taken is None or len(taken) != 1 or taken[0] in t_names:
         return None
-    need = len(positional_names(getattr(layer, l_name), required=True) or [])
+    need = len(positional_names(get_path(layer, l_name), required=True) or [])
     fits = [name for name, args in _others(layer, f_name) if name not in (l_name, b_name)
             and _GRADIENT.search(name) and len(args) == need
             and _gives_gradient(layer, name, out, targets, first)]
@@ -93,7 +93,7 @@ def _joined(layer: Any, f_name: str, loss: tuple[str, bool], grad: str, back: st
     def forward_then_loss(self: Any, *xs: Any) -> Any:
         out = getattr(cls, f_name)(self, *xs)
         self._gradcheck_loss_output = lambda: out
-        return getattr(cls, l_name)(self, *loss_args(out))
+        return get_path(self, l_name)(*loss_args(out))  # (a held loss: loss.calculate)
 
     def backward_through_loss(self: Any) -> Any:
         out = self._gradcheck_loss_output()

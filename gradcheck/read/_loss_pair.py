@@ -91,6 +91,8 @@ def _loss_and_gradient(layer: Any, f: str, g: str, inputs: tuple[Any, ...],
             return False
     from ._conventions import label_like  # noqa: PLC0415 - _conventions imports this module
 
+    if not isinstance(d, (np.ndarray, np.generic, float)):
+        return False  # a dict or a tuple of gradients (a model's): no loss's gradient
     if moved is not None and np.array_equal(d, moved) and label_like(inputs[0]):
         try:  # labels first (hinge(y_true, y_pred)): its gradient moves with them
             _, moved = run([_moved(inputs[0]), *inputs[1:]])

@@ -386,14 +386,23 @@ def stored(before: dict[str, tuple[int, np.ndarray]], obj: Any,
         if not is_float_array(v) or any(v is x for x in kept):
             continue
         old = before.get(p)
-        if old is not None and (old[0] == id(v) or copies) and old[1].shape == v.shape and \
-                np.array_equal(old[1], v, equal_nan=True):
-            continue  # (with copies, also rebound to what it held: the forward run again)
+        if old is not None and (old[0] == id(v) or copies and not _grad_named(p)) and \
+                old[1].shape == v.shape and np.array_equal(old[1], v, equal_nan=True):
+            continue  # (with copies, also rebound to what it held: the forward run again;
+            # not one named as a gradient, self.dx, which the forward may compute too)
         if copies and old is None and any(
                 x.shape == v.shape and np.array_equal(x, v) for x in kept):
             continue  # a copy of an input, kept for the backward
         out[p] = v
     return out
+
+
+def _grad_named(path: str) -> bool:
+    """Whether the attribute or item at ``path`` is named as a gradient (``dx``,
+    ``grads['W']``, ``W_grad``)."""
+    name = last_name(path) or path
+    return grad_stem(name) != name.lower().lstrip("_") or grads_holder(
+        last_name(parent_of(path)) or "")
 
 
 # -- which gradient is which -------------------------------------------------------------------

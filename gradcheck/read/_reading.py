@@ -68,6 +68,9 @@ def call_style(method: Any, forward: Any, n: int, base: str, labels: Sequence[bo
     Else ``(base, [], "")``: a count of arguments alone is no evidence."""
     names, f_names = positional_names(method, required=True), (positional_names(forward) or [])[:n]
     names = as_forward_names(names, f_names)
+    told = getattr(forward, "gradcheck_targets", None)  # a chain's targets, known as such
+    labels = [k >= told or (k < len(labels) and labels[k]) for k in range(n)] if \
+        isinstance(told, int) else labels
     back = [f_names.index(a) for a in names or [] if a in f_names[1:] or [a] == names == f_names[
         :1] and labels[:1] == [True]]  # (backward(y_true) of forward(y_true, y_pred))
     if names and n >= 2 and len(back) == len(names):

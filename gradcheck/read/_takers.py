@@ -30,6 +30,7 @@ __all__ = ["derivative_taker", "inputs_taker", "linear_after", "one_missing", "o
 
 
 #: A method's name that says it returns a derivative (``derivative``, ``grad``, ``prime``).
+_STEP_SIZE = re.compile(r"lr|lrate|learning_?rate|eta|alpha|step_?size", re.I)
 _DERIVATIVE = re.compile(r"deriv|grad|prime|jacobian|slope", re.I)
 
 
@@ -176,6 +177,10 @@ def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | 
     if not pairs and len(valued) == 1 and (t := derivative_taker(layer, valued[0], inputs)) \
             and _DERIVATIVE.search(t):  # map(Z) beside derivative(), not classify()
         pairs = [(valued[0], t, 2)]
+    if not pairs and len(valued) == 1 and (t := _stepping_taker(layer, valued[0])):
+        return valued[0], t, (f"methods found by what they do: {valued[0]} returning a value "
+                              f"for the input (the forward), {t} the one other taking an "
+                              "argument and a step size (the backward, taking a step)")
     if len({(f, t) for f, t, _ in pairs}) == 1:  # beside back(dout); the backward is
         f, t, again = pairs[0]  # no forward: back(x) then forword(g) is not linear
         if again == 2:
@@ -189,6 +194,16 @@ def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | 
                       f"(the forward), {t} the one {how}, linear in it after the forward "
                       "(the backward)")
     return None
+
+
+def _stepping_taker(layer: Any, forward: str) -> str | None:
+    """The one public method besides the forward taking two arguments, the second named
+    as a step size (``update_weights(deltas, eta)``); whether it is a step is observed
+    when the layer is checked (a step read so, or no reading)."""
+    found = [n for n in _public(layer) if n != forward and len(
+        names := positional_names(getattr(layer, n), required=True) or []) == 2
+        and _STEP_SIZE.fullmatch(names[1])]
+    return found[0] if len(found) == 1 else None
 
 
 def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "") -> str:
