@@ -448,3 +448,67 @@ def test_a_gradient_the_backward_rebinds_to_what_the_forward_kept_is_still_read(
     assert gradcheck.check_layer(_GradientInForward(), x).passed
     res = gradcheck.check_layer(_GradientInForward(True), x)
     assert res.status == "mismatch", res.report()
+
+
+# -- a cost and the gradients of its last arguments ----------------------------------------
+def _cost(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: float) -> float:
+    return float(np.sum((x @ w + b - y) ** 2) / (2 * len(x)))
+
+
+def _gradient(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: float) -> tuple[np.ndarray, float]:
+    r = x @ w + b - y
+    dj_dw = x.T @ r / len(x)
+    dj_db = float(np.sum(r) / len(x))
+    return dj_dw, dj_db
+
+
+def _gradient_bug(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: float
+                  ) -> tuple[np.ndarray, float]:
+    r = x @ w + b - y
+    dj_dw = x.T @ r / len(x)
+    dj_db = float(np.sum(r))  # BUG: the 1/m
+    return dj_dw, dj_db
+
+
+def _gradient_named_otherwise(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: float
+                              ) -> tuple[np.ndarray, float]:
+    dw, db = _gradient(x, y, w, b)
+    dx, dy = dw, db
+    return dx, dy
+
+
+@pytest.mark.parametrize("bwd, status", [(_gradient, "ok"), (_gradient_bug, "mismatch")])
+def test_a_cost_beside_the_gradients_of_its_last_arguments(bwd, status):
+    """Corpus 266 (a course's compute_cost / compute_gradient(x, y, w, b) -> dw, db)."""
+    rng = np.random.default_rng(22)
+    x, y, w = rng.standard_normal((5, 3)), rng.standard_normal(5), rng.standard_normal(3)
+    res = gradcheck.check_vjp(_cost, bwd, [x, y, w, 0.3])
+    assert res.status == status, res.report()
+    assert any("gradients of its last 2 arguments (w, b)" in n for n in res.notes), res.notes
+    if status == "mismatch":
+        assert [i.name for i in res.inputs if not i.passed] == ["b"], res.report()
+
+
+def test_gradients_returned_under_other_arguments_names_are_not_the_last_ones():
+    rng = np.random.default_rng(23)
+    x, y, w = rng.standard_normal((5, 3)), rng.standard_normal(5), rng.standard_normal(3)
+    res = gradcheck.check_vjp(_cost, _gradient_named_otherwise, [x, y, w, 0.3])
+    assert not res.passed, res.report()
+
+
+def test_a_row_gradient_for_a_column_says_the_update_would_widen_it():
+    """Batch R (corpus 264): ``dw`` of shape (5,) for ``w`` (5, 1) is refused, and the
+    message says why."""
+    rng = np.random.default_rng(24)
+    x, w = rng.standard_normal((3, 5)), rng.standard_normal((5, 1))
+
+    def fc(x, w):
+        return x @ w, (x, w)
+
+    def fc_back(dout, cache):
+        x, w = cache
+        return dout @ w.T, (x.T @ dout).ravel()
+
+    res = gradcheck.check_vjp(fc, fc_back, [x, w])
+    assert res.status == "shape-mismatch", res.report()
+    assert "broadcasts to (5, 5), widening it" in res.message, res.message

@@ -265,6 +265,10 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str], *, unit: bool 
         ga = ga.reshape(x.shape)
     if ga.shape != x.shape:
         message = f"gradient of {name} has shape {ga.shape}, expected {x.shape}"
+        if ga.size == x.size and _widens(ga.shape, x.shape):
+            message += (f": as many elements, but an update {name} - lr * grad broadcasts to "
+                        f"{np.broadcast_shapes(ga.shape, x.shape)}, widening it (return it in "
+                        f"{name}'s shape: .reshape({name}.shape))")
         hint = unreduced_hint(ga.shape, x.shape)
         if hint:
             entry = plain_result(name, x, "shape-mismatch", message)
@@ -278,6 +282,16 @@ def validated(g: Any, x: np.ndarray, name: str, notes: list[str], *, unit: bool 
     if ga.dtype.kind == "f" and ga.dtype != x.dtype:
         notes.append(f"gradient of {name} is {ga.dtype}, input is {x.dtype}")
     return ga.astype(np.float64, copy=False)  # the snapshot `first` guards its values
+
+
+def _widens(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether shapes ``a`` and ``b``, the same but for size-1 axes, broadcast to a shape
+    larger than ``b`` (``(5,)`` beside a column ``(5, 1)``: ``(5, 5)``)."""
+    try:
+        return [d for d in a if d != 1] == [d for d in b if d != 1] and \
+            np.broadcast_shapes(a, b) != b
+    except ValueError:
+        return False
 
 
 def plain_result(name: str, x: Any, status: str, message: str) -> InputResult:

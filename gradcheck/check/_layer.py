@@ -487,6 +487,7 @@ def _each_reading(amb: AmbiguousReading, read: Callable[..., Protocol],
         return res
     passing = [said[r] for r, res in results if res.passed]
     if passing:
+        amb.message = amb.message.rstrip().rstrip(".") + "."
         amb.message += (f" It passes when given {', '.join(passing)} and not when given "
                         f"{', '.join(v for v in said.values() if v not in passing)}: which "
                         "one your code passes cannot be observed.")

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..read._conventions import label_like, zero_one
-from ..read._observe import positional_names
+from ..read._flat import returned_names
+from ..read._observe import grad_stem, positional_names
 from ..read._protocol import ProtocolError
 
 __all__ = ["gradient_pair", "of_the_mean"]
@@ -116,6 +117,13 @@ def _several(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any], b_names:
             return [None if g is None else np.asarray(g) * dy for g in bwd(*a)]
         return each, [j for j, g in enumerate(grad) if g is not None], (
             "it returns one gradient per argument, in order")
+    if (m := _trailing(bwd, grad, inputs, b_names)) is not None:
+        def last(dy: Any, a: Any) -> list[Any]:
+            return [None] * (len(a) - m) + [np.asarray(g) * dy for g in bwd(*a)]
+        return last, list(range(len(inputs) - m, len(inputs))), (
+            f"it returns the gradients of its last {m} arguments "
+            f"({', '.join(b_names[len(inputs) - m:])}), in order; the others are data, "
+            "constants")
     if wrt is None and (k := _laid_out(grad, inputs)) is not None:
         def listed(dy: Any, a: Any) -> list[Any]:
             return [[None if g is None else np.asarray(g) * dy for g in bwd(*a)]
@@ -123,6 +131,29 @@ def _several(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any], b_names:
         return listed, [k], (f"it returns a list laid out as {b_names[k]}, read as its "
                              "gradient (the other arguments constants)")
     return None
+
+
+def _trailing(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any],
+              b_names: list[str]) -> int | None:
+    """``m`` when ``grad`` is a tuple or list of ``m`` float arrays or numbers, fewer than
+    the inputs, each of the shape (but for size-1 axes) of one of the last ``m`` inputs
+    in order (``compute_gradient(x, y, w, b) -> (dw, db)``), none returned under the
+    name of another argument with a gradient affix; else None."""
+    if not isinstance(grad, (tuple, list)) or not 0 < len(grad) < len(inputs):
+        return None
+    m = len(grad)
+    last, names = list(inputs)[-m:], b_names[-m:]
+    if not all(g is not None and np.asarray(g).dtype.kind == "f" and isinstance(
+            x, (np.ndarray, np.floating, float)) and np.asarray(x).dtype.kind == "f"
+            and _unit(np.shape(g)) == _unit(np.shape(x)) for g, x in zip(
+                grad, last, strict=True)):
+        return None
+    said = returned_names(bwd, m) or []
+    lower = [n.lower() for n in b_names]
+    if any(grad_stem(s) in lower and grad_stem(s) != n.lower() for s, n in zip(
+            said, names, strict=True)):
+        return None  # named for another argument: (dx, dw) of (x, y, w, b)
+    return m
 
 
 def _each(grad: Any, inputs: Sequence[Any]) -> bool:

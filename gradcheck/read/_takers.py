@@ -177,10 +177,11 @@ def unnamed_pair(layer: Any, inputs: tuple[Any, ...]) -> tuple[str, str, str] | 
     if not pairs and len(valued) == 1 and (t := derivative_taker(layer, valued[0], inputs)) \
             and _DERIVATIVE.search(t):  # map(Z) beside derivative(), not classify()
         pairs = [(valued[0], t, 2)]
-    if not pairs and len(valued) == 1 and (t := _stepping_taker(layer, valued[0])):
-        return valued[0], t, (f"methods found by what they do: {valued[0]} returning a value "
-                              f"for the input (the forward), {t} the one other taking an "
-                              "argument and a step size (the backward, taking a step)")
+    if not pairs and len(valued) == 1 and (step := _stepping_taker(layer, valued[0])):
+        return valued[0], step, (f"methods found by what they do: {valued[0]} returning a "
+                                 f"value for the input (the forward), {step} the one other "
+                                 "taking an argument and a step size (the backward, taking "
+                                 "a step)")
     if len({(f, t) for f, t, _ in pairs}) == 1:  # beside back(dout); the backward is
         f, t, again = pairs[0]  # no forward: back(x) then forword(g) is not linear
         if again == 2:
