@@ -512,3 +512,66 @@ def test_a_row_gradient_for_a_column_says_the_update_would_widen_it():
     res = gradcheck.check_vjp(fc, fc_back, [x, w])
     assert res.status == "shape-mismatch", res.report()
     assert "broadcasts to (5, 5), widening it" in res.message, res.message
+
+
+# -- from review 105 -----------------------------------------------------------------------------
+def test_gradients_of_the_last_arguments_in_an_unnamed_list_are_no_crash():
+    rng = np.random.default_rng(25)
+    x, y, w = rng.standard_normal((5, 3)), rng.standard_normal(5), rng.standard_normal(3)
+    res = gradcheck.check_vjp(_cost, lambda x, y, w, b: list(_gradient(x, y, w, b)),
+                              [x, y, w, 0.3])
+    assert res.passed, res.report()  # unnamed: (3,) and () leave no choice
+
+
+def _gradient_swapped(x: np.ndarray, y: np.ndarray, w: float, b: float
+                      ) -> tuple[float, float]:
+    r = x[:, 0] * w + b - y
+    dj_dw = float(np.sum(r * x[:, 0]) / len(x))
+    dj_db = float(np.sum(r) / len(x))
+    return dj_db, dj_dw  # returned in the other order: its names say so
+
+
+def test_scalar_gradients_named_for_the_other_argument_are_not_matched_in_order():
+    rng = np.random.default_rng(26)
+    x, y = rng.standard_normal((5, 1)), rng.standard_normal(5)
+
+    def cost(x, y, w, b):
+        return float(np.sum((x[:, 0] * w + b - y) ** 2) / (2 * len(x)))
+
+    res = gradcheck.check_vjp(cost, _gradient_swapped, [x, y, 0.4, 0.3])
+    assert res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+class _HeldLossNetBeside(_HeldLossNet):
+    def accuracy(self, output: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean((output > 0.5) == y))
+
+
+def test_a_metric_taking_the_output_and_targets_beside_the_backward_is_not_it(capsys):
+    rng = np.random.default_rng(27)
+    X, Y = rng.standard_normal((3, 5)), rng.integers(0, 2, (2, 5)).astype(float)
+    res = gradcheck.check_layer(_HeldLossNetBeside(), X, Y)
+    capsys.readouterr()
+    assert res.passed, res.report()
+
+
+class _RunningBCE(_BCE):
+    """``calculate`` returns the running mean of every loss it was given."""
+
+    def __init__(self) -> None:
+        self.total, self.n = 6.0, 9
+
+    def calculate(self, output: np.ndarray, y: np.ndarray) -> float:
+        self.total += super().calculate(output, y)
+        self.n += 1
+        return self.total / self.n
+
+
+def test_a_loss_whose_second_call_gives_another_number_is_no_loss(capsys):
+    rng = np.random.default_rng(28)
+    X, Y = rng.standard_normal((3, 5)), rng.integers(0, 2, (2, 5)).astype(float)
+    net = _HeldLossNet()
+    net.loss = _RunningBCE()
+    res = gradcheck.check_layer(net, X, Y)
+    capsys.readouterr()
+    assert res.status not in ("mismatch", "shape-mismatch"), res.report()

@@ -92,7 +92,8 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
             f"the rest are the targets of {loss}{order}{part}, the one method that turns "
             f"its output into a number: checked as {f_name} then {loss}, the backward as "
             "that loss's gradient" + ("" if made[2] is None else (
-                f", given the forward's {len(out)} outputs after the inputs")), len(inputs))
+                f", given the forward's {1 if at is None else len(out)} output(s) by "
+                "name")), len(inputs))
 
 
 def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
@@ -305,10 +306,13 @@ def _number(obj: Any, name: str, args: tuple[Any, ...], out: np.ndarray | None
         before = float_state(o)
         with np.errstate(all="ignore"):
             v = get_path(o, name)(*clone(a))
+            again = get_path(o, name)(*clone(a))
         now = float_state(o)
         if any(p in now and not np.array_equal(now[p][1], old) for p, (_, old) in
                before.items()):
             raise ValueError("it changed the arrays held")  # a training step
+        if _scalar(again) != _scalar(v):
+            raise ValueError("a second call gives another number")  # a running mean
         return v
 
     try:
@@ -484,6 +488,8 @@ def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_o
         if len(rest) == n_targets:
             fits.append((name, [("o", said.index(a)) if a in said else ("x", args.index(a))
                                 if a in args else ("t", rest.index(a)) for a in need]))
+    if len(fits) > 1:  # backward(output, y) beside accuracy(output, y): the backward
+        fits = [f for f in fits if _BACKWARD_NAMED.search(f[0])]
     return fits[0] if len(fits) == 1 else None
 
 

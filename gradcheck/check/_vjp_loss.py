@@ -137,8 +137,9 @@ def _trailing(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any],
               b_names: list[str]) -> int | None:
     """``m`` when ``grad`` is a tuple or list of ``m`` float arrays or numbers, fewer than
     the inputs, each of the shape (but for size-1 axes) of one of the last ``m`` inputs
-    in order (``compute_gradient(x, y, w, b) -> (dw, db)``), none returned under the
-    name of another argument with a gradient affix; else None."""
+    in order (``compute_gradient(x, y, w, b) -> (dw, db)``): when its code returns them
+    under names, each named for its argument; when not, of shapes that leave no choice;
+    else None."""
     if not isinstance(grad, (tuple, list)) or not 0 < len(grad) < len(inputs):
         return None
     m = len(grad)
@@ -148,12 +149,20 @@ def _trailing(bwd: Callable[..., Any], grad: Any, inputs: Sequence[Any],
             and _unit(np.shape(g)) == _unit(np.shape(x)) for g, x in zip(
                 grad, last, strict=True)):
         return None
-    said = returned_names(bwd, m) or []
-    lower = [n.lower() for n in b_names]
-    if any(grad_stem(s) in lower and grad_stem(s) != n.lower() for s, n in zip(
-            said, names, strict=True)):
-        return None  # named for another argument: (dx, dw) of (x, y, w, b)
-    return m
+    said = returned_names(bwd, m)
+    if said and len(said) == m:  # named: each for the argument it lands on (dj_db: b)
+        return m if all(_names(s, n) for s, n in zip(said, names, strict=True)) else None
+    shapes = [_unit(np.shape(x)) for x in last]  # unnamed: only shapes that leave no
+    return m if len(set(shapes)) == m else None  # choice (not w, b both scalars)
+
+
+def _names(said: str, arg: str) -> bool:
+    """Whether the returned name ``said`` names the gradient of the argument ``arg``
+    (``dw``, ``grad_w``, ``dj_dw``, ``dL_dw`` for ``w``; ``dw`` for ``w_init``, ``db``
+    for ``bias``)."""
+    a = arg.lower()
+    stems = {grad_stem(said), grad_stem(said.split("_")[-1])}
+    return any(t and t != said.lower() and a.startswith(t) for t in stems)  # (db: bias)
 
 
 def _each(grad: Any, inputs: Sequence[Any]) -> bool:
