@@ -92,8 +92,8 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
             f"the rest are the targets of {loss}{order}{part}, the one method that turns "
             f"its output into a number: checked as {f_name} then {loss}, the backward as "
             "that loss's gradient" + ("" if made[2] is None else (
-                f", given the forward's {1 if at is None else len(out)} output(s) by "
-                "name")), len(inputs))
+                ", given the forward's output by name" if at is None else
+                f", given the forward's {len(out)} outputs after the inputs")), len(inputs))
 
 
 def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
