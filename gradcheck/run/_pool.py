@@ -31,10 +31,12 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import faulthandler
+import importlib
 import math
 import multiprocessing as mp
 import os
 import signal
+import sys
 import time
 import traceback
 import warnings
@@ -155,6 +157,7 @@ def _child(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...],
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     if faulthandler.is_enabled():  # a crash is reported as a status, not a stack dump
         faulthandler.disable()
+    before = set(sys.modules)
     try:
         if threads is not None:
             from ._threads import limit_blas_threads
@@ -165,12 +168,32 @@ def _child(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...],
         out = ("fault", fault_of(exc))
     if getattr(out[1], "exception", None) is not None:
         out[1].exception = None  # a user's exception may not survive pickling
+    loaded = _own_modules_since(before)
     try:
-        conn.send(out)
+        conn.send((*out, loaded))
     except Exception as exc:  # an unpicklable result
         conn.send(("fault", Fault("error", f"the result could not be sent back: "
-                                           f"{type(exc).__name__}: {exc}")))
+                                           f"{type(exc).__name__}: {exc}"), loaded))
     conn.close()
+
+
+def _own_modules_since(before: set[str]) -> list[str]:
+    """The modules of gradcheck itself a child imported (its lazy imports)."""
+    return [name for name in list(sys.modules) if name not in before
+            and (name == "gradcheck" or name.startswith("gradcheck."))]
+
+
+def _adopt(names: list[str]) -> None:
+    """Import in this process the modules of gradcheck a child imported, so that the
+    next child forked finds them loaded instead of compiling and running them again
+    (the checker's modules are imported lazily, on first use). Only gradcheck's own
+    modules, never a user's; one that fails to import here is left to the children."""
+    for name in names:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: S110 - an optimisation only: the child imports it
+                pass
 
 
 def _death(exitcode: int | None) -> Fault:
@@ -220,7 +243,9 @@ class _Running:
         """The outcome once there is one: a result, a fault; ``None`` while running."""
         if self.conn.poll():
             try:
-                msg = self.conn.recv()
+                kind, value, loaded = self.conn.recv()
+                msg = kind, value
+                _adopt(loaded)
             except (EOFError, OSError):  # died before or while answering
                 self.proc.join()
                 msg = "fault", _death(self.proc.exitcode)
