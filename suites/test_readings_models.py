@@ -575,3 +575,93 @@ def test_a_loss_whose_second_call_gives_another_number_is_no_loss(capsys):
     res = gradcheck.check_layer(net, X, Y)
     capsys.readouterr()
     assert res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+# -- batch S (corpora 268-271) ------------------------------------------------------------------
+class _Linear:
+    def __init__(self, rng: np.random.Generator, n_in: int, n_out: int, bug: bool) -> None:
+        self.weights = rng.standard_normal((n_in, n_out))
+        self.bias = rng.standard_normal(n_out)
+        self.bug = bug
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = x
+        return x @ self.weights + self.bias
+
+    def backward(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        db = d.mean(axis=0) if self.bug else d.sum(axis=0)  # BUG: a mean for the sum
+        return d @ self.weights.T, self.x.T @ d, db
+
+
+class _SoftmaxOut:
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        self.p = e / e.sum(axis=1, keepdims=True)
+        return self.p
+
+    def backward(self, targets: np.ndarray) -> np.ndarray:
+        g = self.p.copy()
+        g[np.arange(len(targets)), targets] -= 1
+        return g / len(targets)
+
+
+class _TargetsNet:
+    """``forward(x)``, ``loss(y_pred, y)`` and ``backward(targets)`` naming the targets
+    otherwise than the loss does, the layers keeping ``grad_w``/``grad_b`` (corpus 270)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        rng = np.random.default_rng(29)
+        self.layers = [_Linear(rng, 5, 4, False), _Linear(rng, 4, 3, bug)]
+        self.out = _SoftmaxOut()
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        for layer in self.layers:
+            x = np.tanh(layer.forward(x)) if layer is self.layers[0] else layer.forward(x)
+        return self.out.forward(x)
+
+    def loss(self, y_pred: np.ndarray, y: np.ndarray) -> float:
+        return float(-np.mean(np.log(y_pred[np.arange(len(y)), y])))
+
+    def backward(self, targets: np.ndarray) -> None:
+        g = self.out.backward(targets)
+        for i in (1, 0):
+            layer = self.layers[i]
+            g, layer.grad_w, layer.grad_b = layer.backward(g)
+            if i == 1:
+                g = g * (1 - np.tanh(self.layers[0].x @ self.layers[0].weights
+                                     + self.layers[0].bias) ** 2)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_backward_taking_the_targets_under_a_name_of_its_own(bug):
+    rng = np.random.default_rng(30)
+    x, y = rng.standard_normal((4, 5)), np.array([0, 2, 1, 2])
+    res = gradcheck.check_layer(_TargetsNet(bug), x, y)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()
+    if bug:
+        assert [i.name for i in res.inputs if not i.passed] == ["layers[1].bias"], res.report()
+
+
+class _LogSoftmax:
+    """``gradient(eta)`` returning ``(softmax + eta) / N``: the fused loss's gradient,
+    affine in its argument, no log-softmax backward (corpus 268)."""
+
+    def __init__(self, right: bool = False) -> None:
+        self.right = right
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        z = x - x.max(axis=1, keepdims=True)
+        self.softmax = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+    def gradient(self, eta: np.ndarray) -> np.ndarray:
+        if self.right:
+            return eta - self.softmax * eta.sum(axis=1, keepdims=True)
+        return (self.softmax + eta) / len(eta)
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_a_single_gradient_method_affine_in_its_argument_is_checked(right):
+    x = np.random.default_rng(31).standard_normal((3, 4))
+    res = gradcheck.check_layer(_LogSoftmax(right), x)
+    assert res.passed if right else res.status == "mismatch", res.report()

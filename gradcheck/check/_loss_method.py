@@ -82,8 +82,10 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
         t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
         return None if at is not None or len(t_names) != len(targets) else \
             through_loss_gradient(layer, f_name, (loss, first), data, targets, out, t_names)
-    made = _chained(layer, f_name, (loss, first, at), names, targets,
-                    1 if at is None else len(out))
+    said = _backward_names(layer, f_name, names, data, len(targets))  # backward(targets):
+    made = _chained(layer, f_name, (loss, first, at), names, targets,  # under its names
+                    1 if at is None else len(out), said if said and all(
+                        _TARGETS.fullmatch(n) for n in said) else None)
     if made is None:
         return None
     order = "(output, targets)" if first else "(targets, output)"

@@ -224,7 +224,33 @@ def one_taker(layer: Any, forward: str, inputs: tuple[Any, ...], skip: str = "")
             # backward; set_grad(g) keeping g is not)
             return linear[0] if len(linear) == 1 else storing[0] if len(storing) == 1 and \
                 _stores_linear(layer, forward, storing[0], inputs, True) else ""
-    return ""
+    affine = [n for n in _public(layer)[:12] if n not in (forward, skip) and _DERIVATIVE.search(
+        n) and len(positional_names(getattr(layer, n), required=True) or [None] * 9) == 1
+        and _affine_after(layer, forward, n, inputs)]
+    return affine[0] if len(affine) == 1 else ""  # gradient(eta) -> softmax + eta: checked
+
+
+def _affine_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
+    """Whether ``name``, called on copies after the forward with an array of the output's
+    shape, returns one float array of the first input's shape that is affine in it and
+    not linear (a constant term: a gradient bug the check shows)."""
+    got = []
+    with _same_draws() as start:
+        for scale in (0.0, 1.0, 2.0):
+            start()
+            if (ran := _ran(layer, forward, inputs)) is None:
+                return False
+            obj, out = ran
+            try:
+                ret = getattr(obj, name)(scale * _ramp(out))
+            except Exception:  # noqa: BLE001 - the user's method raised: no backward
+                return False
+            if not (isinstance(ret, np.ndarray) and ret.dtype.kind == "f" and
+                    ret.shape == np.shape(inputs[0])):
+                return False
+            got.append(np.asarray(ret, dtype=np.float64))
+    zero, one, two = got
+    return bool(np.any(zero)) and np.allclose(two - one, one - zero, rtol=1e-6, atol=1e-12)
 
 
 def _input_shaped(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
