@@ -665,3 +665,32 @@ def test_a_single_gradient_method_affine_in_its_argument_is_checked(right):
     x = np.random.default_rng(31).standard_normal((3, 4))
     res = gradcheck.check_layer(_LogSoftmax(right), x)
     assert res.passed if right else res.status == "mismatch", res.report()
+
+
+class _TwoStored:
+    """A forward returning nothing that stores the pre-activation and the activation;
+    the backward differentiates the activation (corpus 269)."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.W = np.random.default_rng(32).standard_normal((3, 4))
+        self.bug = bug
+
+    def forward(self, x: np.ndarray) -> None:
+        self.x = x
+        self.output = self.W @ x
+        self.activated = np.tanh(self.output)
+
+    def backward(self, d: np.ndarray) -> np.ndarray:
+        dz = d * (1 - self.activated ** 2)
+        self.dW = dz @ self.x.T
+        return (2.0 if self.bug else 1.0) * self.W.T @ dz  # BUG: a factor 2
+
+
+def test_two_stored_outputs_a_backward_wrong_under_each_is_a_mismatch():
+    x = np.random.default_rng(33).standard_normal((4, 5))
+    res = gradcheck.check_layer(_TwoStored(True), x)
+    assert res.status == "mismatch", res.report()
+    assert any("wrong under each" in n for n in res.notes), res.notes
+    right = gradcheck.check_layer(_TwoStored(), x)
+    assert right.status == "bad-protocol", right.report()
+    assert "It passes with output='activated' and not with output:" in right.message

@@ -55,7 +55,13 @@ from ..read._observe import (
     positional_names,
     stored,
 )
-from ..read._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
+from ..read._protocol import (
+    AmbiguousReading,
+    OutputChoice,
+    ProtocolError,
+    UserCodeError,
+    clone,
+)
 from ..read._reading import GlobalDraws
 from ..read._takers import one_taker
 from ._boxed import box_gradient, box_unread, boxed_inputs, reboxed
@@ -65,6 +71,7 @@ from ._layer_errors import error_result, exit_result, names_given
 from ._loss_method import given_loss_chain, loss_method_chain, loss_taking_all
 from ._loss_model import loss_model
 from ._options import Options, validate_options
+from ._output_choice import each_output
 from ._recording import record
 from ._result import CheckResult
 from ._stored_outputs import stored_outputs
@@ -218,6 +225,9 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             return _run(_read_given(read, wrt), len(inputs), inputs, wrt, opts)
         except AmbiguousReading as amb:
             return _each_reading(amb, read, inputs, wrt, opts)
+        except OutputChoice as choice:  # several stored arrays: the check under each
+            return each_output(choice, lambda path: _checked(
+                layer, inputs, forward, backward, params, grads, wrt, path, opts), opts)
         except (UserCodeError, ProtocolError) as exc:
             return error_result(exc, opts.seed, opts.name, "layer")
         finally:

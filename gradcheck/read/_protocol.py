@@ -245,6 +245,15 @@ class AmbiguousReading(ProtocolError):
         self.readings = readings
 
 
+class OutputChoice(ProtocolError):
+    """A forward returning nothing that stored several arrays, any of which may be its
+    output: ``paths`` lists them, for the check to try each."""
+
+    def __init__(self, message: str, paths: list[str]) -> None:
+        super().__init__("bad-protocol", message)
+        self.paths = paths
+
+
 class UserCodeError(Exception):
     """The user's forward or backward raised; ``where`` names its innermost frame."""
 

@@ -34,7 +34,7 @@ from ._observe import (
     stored,
 )
 from ._output_pick import narrowed, taken_by_backward
-from ._protocol import GlobalDraws, ProtocolError, call_user, clone
+from ._protocol import GlobalDraws, OutputChoice, ProtocolError, call_user, clone
 from ._slot import SLOT, slot_style, through_slot
 from ._tokens import (
     BUT_LAST,
@@ -399,11 +399,13 @@ def output_path(layer: Any, method: str, inputs: list[Any], draws: GlobalDraws,
         return path, f"{what} returns nothing: its output is what it stores in {path}" + (
             f" ({why})" if why else "")
     seen = describe(stored(before, init))
-    raise ProtocolError("bad-protocol", (
-        f"{what} returned None and stored " + (
-            f"several arrays that depend on the inputs: {describe(cands)}" if cands else
-            f"no array that depends on the inputs (it stored {seen or 'nothing'})")
-        + "; name the one that is the output: check_layer(layer, x, output='...')"))
+    message = (f"{what} returned None and stored " + (
+        f"several arrays that depend on the inputs: {describe(cands)}" if cands else
+        f"no array that depends on the inputs (it stored {seen or 'nothing'})")
+        + "; name the one that is the output: check_layer(layer, x, output='...')")
+    if cands:  # each is tried: wrong under every one, a verdict
+        raise OutputChoice(message, list(cands))
+    raise ProtocolError("bad-protocol", message)
 
 
 def _stored_loss(layer: Any, init: Any, method: str, inputs: list[Any], draws: GlobalDraws,
