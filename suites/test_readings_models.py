@@ -694,3 +694,73 @@ def test_two_stored_outputs_a_backward_wrong_under_each_is_a_mismatch():
     right = gradcheck.check_layer(_TwoStored(), x)
     assert right.status == "bad-protocol", right.report()
     assert "It passes with output='activated' and not with output:" in right.message
+
+
+class _Pickling:
+    """A network with a public ``pickle(filename='net.pkl')`` that writes a file and a
+    ``train`` step (corpus 275): observing it never calls the method named for a file."""
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(34)
+        self.wih, self.who, self.lr = rng.standard_normal((3, 4)), rng.standard_normal((2, 3)), 0.1
+
+    def forward(self, inputs: np.ndarray, *, return_hidden: bool = False) -> np.ndarray:
+        h = np.tanh(self.wih @ inputs)
+        return (self.who @ h, h) if return_hidden else self.who @ h
+
+    def train(self, inputs: np.ndarray, targets: np.ndarray) -> None:
+        out, h = self.forward(inputs, return_hidden=True)
+        err = targets - out
+        self.who += self.lr * err @ h.T
+        self.wih += self.lr * ((self.who.T @ err) * (1 - h ** 2)) @ inputs.T
+
+    def pickle(self, filename: str = "net.pkl") -> None:
+        with open(filename, "wb") as fh:
+            fh.write(b"weights")
+
+
+def test_a_method_named_for_a_file_is_never_called_to_observe(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(35)
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal((2, 3))
+    try:
+        gradcheck.check_layer(_Pickling(), x, y, loss=lambda out, t: float(np.sum((out - t) ** 2)))
+    except TypeError:
+        pass  # no reading is fine; a file written is not
+    assert list(tmp_path.iterdir()) == []
+    try:
+        gradcheck.check_layer(_Pickling(), x, y)
+    except TypeError:
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+class _SoftmaxCE:
+    """``forward(X)`` ending ``return Y``; ``loss(Y, T)`` takes the output under that
+    name; ``backward(T)`` returns the logits' gradient (corpus 274): the loss is no
+    backward given the output back by name."""
+
+    def __init__(self, bug: bool = False) -> None:
+        self.bug = bug
+
+    def forward(self, X: np.ndarray) -> np.ndarray:
+        e = np.exp(X - X.max(axis=-1, keepdims=True))
+        Y = e / e.sum(axis=-1, keepdims=True)
+        self.Y = Y
+        return Y
+
+    def loss(self, Y: np.ndarray, T: np.ndarray) -> float:
+        return float(-np.mean(np.log(np.take_along_axis(Y, T[..., None], -1))))
+
+    def backward(self, T: np.ndarray) -> np.ndarray:
+        g = self.Y.copy()
+        np.put_along_axis(g, T[..., None], np.take_along_axis(g, T[..., None], -1) - 1, -1)
+        return g / (T.size if not self.bug else T.shape[0])  # BUG: the mean over one axis
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_loss_taking_the_output_by_its_returned_name_is_no_backward(bug):
+    rng = np.random.default_rng(36)
+    X, T = rng.standard_normal((2, 3, 5)), rng.integers(0, 5, (2, 3))
+    res = gradcheck.check_layer(_SoftmaxCE(bug), X, T)
+    assert (res.status == "mismatch") if bug else res.passed, res.report()

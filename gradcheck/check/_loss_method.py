@@ -33,7 +33,7 @@ import numpy as np
 
 from ..read._discovery import get_path, is_float_array
 from ..read._flat import returned_names
-from ..read._observe import float_state, grad_stem, method_pair, positional_names
+from ..read._observe import IO_NAMED, float_state, grad_stem, method_pair, positional_names
 from ..read._protocol import clone
 
 __all__ = ["given_loss_chain", "loss_method_chain", "loss_taking_all"]
@@ -105,17 +105,20 @@ def given_loss_chain(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     the forward takes the first inputs, ``fn`` its output (the last of several that
     ``fn`` takes, of the targets' shape) and the rest. A ``TypeError`` when the forward
     takes every input (no targets are left for the loss) or ``fn`` gives no number."""
+    why = ""
     for k in range(1, len(inputs)):
         try:
             f_name = method_pair(layer, forward, None, inputs[:k])[0]
-        except Exception:  # noqa: BLE001, S112 - not with k inputs
+        except Exception as exc:  # noqa: BLE001 - not with k inputs
+            why = why or str(exc)
             continue
         if len(positional_names(getattr(layer, f_name), required=True) or []) == k:
             break
     else:
         raise TypeError("check_layer: loss= is the loss of a forward taking fewer inputs "
-                        f"than the {len(inputs)} given (the rest its targets); "
-                        f"{type(layer).__name__}'s forward takes them all")
+                        f"than the {len(inputs)} given (the rest its targets); " + (
+                            f"read with fewer: {why}" if why else
+                            f"{type(layer).__name__}'s forward takes them all"))
     data, targets = inputs[:k], inputs[k:]
     with np.errstate(all="ignore"):
         out = getattr(clone(layer), f_name)(*clone(data))
@@ -249,6 +252,7 @@ def _refused(error: dict[str, str] | None) -> str | None:
 def _named_as_loss(obj: Any, f_name: str) -> list[str]:
     """The methods of ``obj``'s class, the forward ``f_name`` aside, named as a loss."""
     return [name for name in dir(type(obj)) if not name.startswith("__") and name != f_name
+            and not IO_NAMED.match(name)
             and inspect.isfunction(inspect.getattr_static(type(obj), name, None))
             and _LOSS.search(name)]
 
@@ -261,6 +265,7 @@ def _held_losses(obj: Any) -> list[str]:
     return [f"{attr}.{m}" for attr, v in held.items() if _LOSS.search(attr) and not
             isinstance(v, (np.ndarray, str, bytes, int, float, list, tuple, dict, type(None)))
             and not callable(v) for m in dir(type(v)) if not m.startswith("_")
+            and not IO_NAMED.match(m)
             and inspect.isfunction(inspect.getattr_static(type(v), m, None))
             and not _BACKWARD_NAMED.search(m)]
 
@@ -467,6 +472,7 @@ def _others(layer: Any, f_name: str) -> list[tuple[str, list[str]]]:
     arguments."""
     return [(name, positional_names(getattr(layer, name), required=True) or [])
             for name in dir(type(layer)) if not name.startswith("__") and name != f_name
+            and not IO_NAMED.match(name)
             and inspect.isfunction(inspect.getattr_static(type(layer), name, None))]
 
 
@@ -490,8 +496,8 @@ def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_o
         if len(rest) == n_targets:
             fits.append((name, [("o", said.index(a)) if a in said else ("x", args.index(a))
                                 if a in args else ("t", rest.index(a)) for a in need]))
-    if len(fits) > 1:  # backward(output, y) beside accuracy(output, y): the backward
-        fits = [f for f in fits if _BACKWARD_NAMED.search(f[0])]
+    if len(fits) > 1 or alone:  # backward(output, y) beside accuracy(output, y) or the
+        fits = [f for f in fits if _BACKWARD_NAMED.search(f[0])]  # loss(Y, T) itself
     return fits[0] if len(fits) == 1 else None
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..read._discovery import is_float_array, is_float_scalar
 from ..read._flat import abbreviates, returned_names
-from ..read._observe import float_state, grad_stem, positional_names
+from ..read._observe import IO_NAMED, float_state, grad_stem, positional_names
 from ..read._protocol import clone
 from ._loss_method import _named_as_loss, _number, _signed
 
@@ -73,7 +73,7 @@ def _takes(obj: Any, name: str, n: int) -> bool:
 def _named_gradients(obj: Any, loss: str) -> list[str]:
     cls = type(obj)
     return [m for m in dir(cls) if not m.startswith("__") and m != loss
-            and callable(getattr(cls, m, None)) and _GRADIENT.search(m)]
+            and not IO_NAMED.match(m) and callable(getattr(cls, m, None)) and _GRADIENT.search(m)]
 
 
 def _gives(obj: Any, loss: str, name: str, inputs: tuple[Any, ...]) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..read._discovery import is_float_array
-from ..read._observe import positional_names, same_but_unit, takes
+from ..read._observe import IO_NAMED, positional_names, same_but_unit, takes
 
 __all__ = ["ObjectsModel", "objects_model"]
 
@@ -121,7 +121,7 @@ def objects_model(model: Any, batch: tuple[Any, ...]) -> ObjectsModel | None:
         return None
     found = []
     for name in dir(type(model)):
-        if name.startswith("_") or name == "params" or not callable(
+        if name.startswith("_") or IO_NAMED.match(name) or name == "params" or not callable(
                 getattr(type(model), name, None)) or not takes(getattr(model, name), len(batch)):
             continue
         try:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..read._observe import positional_names, takes
+from ..read._observe import IO_NAMED, positional_names, takes
 from ..read._protocol import GlobalDraws
 from ..read._watch import watched
 from ._model_objects import objects_model
@@ -91,13 +91,14 @@ def read_model(model: Any, batch: tuple[Any, ...]) -> Any:
         return _without_loss(model, batch)
     if not hasattr(model, "loss_and_grads") and not hasattr(model, "loss") and isinstance(
             getattr(model, "params", None), dict):  # forward_backward(X, y) -> (loss, grads)
-        both = [r for name in dir(type(model)) if not name.startswith("_") and
-                (r := _both(model, name, batch)) is not None]
+        both = [r for name in dir(type(model)) if not name.startswith("_") and not
+                IO_NAMED.match(name) and (r := _both(model, name, batch)) is not None]
         return both[0] if len(both) == 1 else model
     if hasattr(model, "loss_and_grads") or not hasattr(model, "params") or \
             not hasattr(model, "loss") or not isinstance(model.params, dict):
         return model
     found = [r for name in dir(type(model)) if not name.startswith("_") and name != "loss"
+             and not IO_NAMED.match(name)
              and "grad" in name.lower() and (r := _tried(model, name, batch)) is not None]
     if not found and (r := _tried(model, "loss", batch)) is not None and \
             r.grads_first is not None:  # loss(X, y) -> (loss, grads) itself

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._discovery import is_float_scalar, set_path, try_path
 from ._layer_call import Protocol, ones_like, uneven
-from ._observe import backward_named, default_of, last_name, positional_names
+from ._observe import IO_NAMED, backward_named, default_of, last_name, positional_names
 from ._protocol import clone
 from ._reading import leaves, probe
 from ._step import held_floats
@@ -40,7 +40,8 @@ def completing_methods(layer: Any, forward: str | None, backward: str | None) ->
     fwd = getattr(layer, forward or "forward", None)
     n_in = len(positional_names(fwd, required=True) or []) if callable(fwd) else -1
     for name in dir(type(layer)):
-        skip = name.startswith("_") or name in (forward, backward, "forward", "backward") or \
+        skip = name.startswith("_") or IO_NAMED.match(name) or name in (
+            forward, backward, "forward", "backward") or \
             not callable(inspect.getattr_static(type(layer), name, None))  # (no property run)
         method = None if skip else getattr(layer, name, None)
         names = positional_names(method) if callable(method) else None
@@ -115,7 +116,8 @@ def _applies_stored(proto: Protocol, xs: list[Any]) -> bool:
         return False
     for name in dir(type(proto.layer)):
         fn = inspect.getattr_static(type(proto.layer), name, None)
-        if name.startswith("_") or not isinstance(fn, types.FunctionType) or name in (
+        if name.startswith("_") or IO_NAMED.match(name) or not isinstance(
+                fn, types.FunctionType) or name in (
                 proto.forward, proto.backward) or len(positional_names(
                     fn, required=True) or [1, 2]) != 1 or not wanted <= set(fn.__code__.co_names):
             continue

@@ -16,7 +16,7 @@ from ._conventions import label_like
 from ._discovery import float_scalars, try_path
 from ._feed import unread_store
 from ._layer_call import Protocol, ones_like, takes_no_gradient
-from ._observe import float_state, positional_names, stored
+from ._observe import IO_NAMED, float_state, positional_names, stored
 from ._protocol import AmbiguousReading, ProtocolError, UserCodeError, clone
 from ._reading import STEP, describe, leaves, probe, read_output
 
@@ -189,7 +189,7 @@ def _reduction(proto: Protocol, first: Any, out: Any) -> tuple[str, str]:
     for name in dir(type(layer)):
         fn = inspect.getattr_static(type(layer), name, None)
         if (name.startswith("_") and name != "__call__") or name in known or \
-                not inspect.isfunction(fn):
+                not inspect.isfunction(fn) or IO_NAMED.match(name):
             continue
         if len(positional_names(fn, required=True) or []) != n + 1 and not any(
                 q.kind is q.VAR_POSITIONAL for q in inspect.signature(fn).parameters.values()):
@@ -235,7 +235,8 @@ def _mean_after_forward(proto: Protocol, first: Any, y: np.ndarray) -> str | Non
         return None
     for name in dir(type(proto.layer)):
         fn = inspect.getattr_static(type(proto.layer), name, None)
-        if name.startswith("_") or name in (proto.forward, proto.backward, proto.then) or \
+        if name.startswith("_") or IO_NAMED.match(name) or name in (
+                proto.forward, proto.backward, proto.then) or \
                 not inspect.isfunction(fn) or at not in fn.__code__.co_names or \
                 len(positional_names(fn, required=True) or [1, 2]) != 1:
             continue  # (self alone)

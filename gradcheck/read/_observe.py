@@ -32,7 +32,8 @@ from ._discovery import is_float_array, walk
 from ._protocol import clone
 from ._stubs import does_nothing, stub
 
-__all__ = ["adds_leading", "backward_named", "float_state", "grad_of", "grad_stem", "grads_holder",
+__all__ = ["IO_NAMED", "adds_leading", "backward_named", "float_state", "grad_of", "grad_stem",
+           "grads_holder",
            "items_off", "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored", "takes", "unit_note"]
 
@@ -321,10 +322,19 @@ def _returns_a_value(layer: Any, name: str, inputs: tuple[Any, ...]) -> bool:
     return isinstance(out, (float, np.floating, np.ndarray)) and np.asarray(out).dtype.kind == "f"
 
 
+#: Methods named for files, the screen or the network (``pickle(filename='c.pkl')``,
+#: ``save``, ``plot``): never called to observe what a layer does.
+IO_NAMED = re.compile(r"^_*(save|load|pickle|unpickle|dump|write|export|plot|show|print|"
+                      r"display|download|upload|checkpoint|seriali[sz]e|visuali[sz]e|summary|"
+                      r"to_file|from_file|to_disk|from_disk)", re.I)
+
+
 def _public(layer: Any) -> list[str]:
-    """The public methods, test helpers aside (``test_pool_forward`` may write files)."""
+    """The public methods, test helpers aside (``test_pool_forward`` may write files),
+    and those named for files or the screen (:data:`IO_NAMED`)."""
     return [n for n in dir(type(layer)) if not n.startswith("_") and not n.lower().startswith(
-        "test") and not _property(layer, n) and callable(getattr(layer, n, None))]
+        "test") and not IO_NAMED.match(n) and not _property(layer, n)
+            and callable(getattr(layer, n, None))]
 
 
 def _property(layer: Any, name: str) -> bool:
@@ -335,7 +345,8 @@ def _property(layer: Any, name: str) -> bool:
 def _private(layer: Any) -> list[str]:
     """The methods named private (``_compute_gradients``), not dunders nor mangled."""
     return [n for n in dir(type(layer)) if n.startswith("_") and not n.startswith("__")
-            and not _MANGLED.match(n) and callable(getattr(layer, n, None))]
+            and not _MANGLED.match(n) and not IO_NAMED.match(n)
+            and callable(getattr(layer, n, None))]
 
 
 def takes(method: Any, n: int) -> bool:

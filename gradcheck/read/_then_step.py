@@ -14,7 +14,7 @@ import numpy as np
 
 from ._discovery import Param, get_path, no_grad
 from ._layer_call import Protocol, ones_like, times, uneven
-from ._observe import positional_names
+from ._observe import IO_NAMED, positional_names
 from ._protocol import UserCodeError
 from ._reading import probe
 
@@ -50,8 +50,8 @@ def _candidates(proto: Protocol) -> list[str]:
     out = []
     for name in dir(type(proto.layer)):
         static = inspect.getattr_static(type(proto.layer), name, None)
-        if name.startswith("_") or name in (proto.forward, proto.backward) or not callable(
-                static):
+        if name.startswith("_") or IO_NAMED.match(name) or name in (
+                proto.forward, proto.backward) or not callable(static):
             continue
         wants = positional_names(getattr(proto.layer, name), required=True)
         if wants is not None and 1 <= len(wants) <= 3:
