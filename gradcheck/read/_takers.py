@@ -24,13 +24,13 @@ from ._observe import (
     takes,
 )
 from ._protocol import GlobalDraws, clone
+from ._transposed import STEP_SIZE
 
 __all__ = ["derivative_taker", "inputs_taker", "linear_after", "one_missing", "one_taker",
            "step_taker", "taking_instead", "twin_of", "unnamed_pair"]
 
 
 #: A method's name that says it returns a derivative (``derivative``, ``grad``, ``prime``).
-_STEP_SIZE = re.compile(r"lr|lrate|learning_?rate|eta|alpha|step_?size", re.I)
 _DERIVATIVE = re.compile(r"deriv|grad|prime|jacobian|slope", re.I)
 
 
@@ -203,7 +203,7 @@ def _stepping_taker(layer: Any, forward: str) -> str | None:
     when the layer is checked (a step read so, or no reading)."""
     found = [n for n in _public(layer) if n != forward and len(
         names := positional_names(getattr(layer, n), required=True) or []) == 2
-        and _STEP_SIZE.fullmatch(names[1])]
+        and STEP_SIZE.fullmatch(names[1])]
     return found[0] if len(found) == 1 else None
 
 

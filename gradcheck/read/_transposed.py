@@ -22,7 +22,7 @@ from ._discovery import Param, get_path, is_float_array, try_path
 from ._observe import grad_of, positional_names
 from ._protocol import clone
 
-__all__ = ["applied_transposed"]
+__all__ = ["STEP_SIZE", "applied_transposed"]
 
 
 class _Transposed:
@@ -37,7 +37,8 @@ class _Transposed:
 
 
 #: The one argument of a step method: a step size (called with 1.0; never a path, a flag).
-_STEP_SIZE = re.compile(r"^(lr|lrate|learning_?rate|eta|alpha|step_?size)$", re.I)
+#: An argument named as a step size (``backward(d, lr)``, ``update_weights(deltas, eta)``).
+STEP_SIZE = re.compile(r"^(lr|lrate|learning_?rate|eta|alpha|step_?size)$", re.I)
 #: A step method's name (an update, not a save or a plot).
 _STEP_NAME = re.compile(r"^(update|step|apply|optimi[sz]e|descend|learn)", re.I)
 
@@ -51,7 +52,7 @@ def _steps(layer: Any, skip: set[str]) -> list[str]:
                 callable(inspect.getattr_static(type(layer), name, None)):
             continue
         wants = positional_names(getattr(layer, name), required=True) or []
-        if len(wants) == 1 and _STEP_SIZE.match(wants[0]):
+        if len(wants) == 1 and STEP_SIZE.match(wants[0]):
             out.append(name)
     return out
 
