@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..read._conventions import differentiable
+from ..read._ctx_function import function_layer
 from ..read._discovery import LayerConventionError, class_held
 from ..read._layer_call import Protocol, cotangent_named
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
@@ -208,6 +209,9 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
              backward: str | None, params: Any, grads: Any, wrt: Any, output: str | None,
              opts: Options) -> CheckResult:
     """:func:`check_layer`'s result, not recorded."""
+    if (fn := function_layer(layer, inputs, forward, backward)) is not None:
+        return _noted(_checked(fn[0], inputs, None, None, params, grads, wrt, output, opts),
+                      fn[1])
     try:
         layer, shared = class_held(layer)
     except ProtocolError as exc:  # it holds what cannot be copied: said there
