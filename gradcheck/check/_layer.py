@@ -35,7 +35,6 @@ to a gradient; otherwise :class:`LayerConventionError` lists them and how to nam
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable
 from functools import partial
@@ -46,32 +45,29 @@ import numpy as np
 from ..read._conventions import differentiable
 from ..read._ctx_function import function_layer
 from ..read._discovery import LayerConventionError, class_held
-from ..read._layer_call import Protocol, cotangent_named
+from ..read._layer_call import Protocol
 from ..read._layer_call import call_style_of as _call_style  # noqa: F401 - the diff worker's
 from ..read._layer_read import discover as _discover
 from ..read._observe import (
-    backward_named,
-    float_state,
     method_pair,
     positional_names,
-    stored,
 )
 from ..read._protocol import (
     AmbiguousReading,
     OutputChoice,
     ProtocolError,
     UserCodeError,
-    clone,
 )
 from ..read._reading import GlobalDraws
-from ..read._takers import one_taker
 from ._boxed import box_gradient, box_unread, boxed_inputs, reboxed
 from ._core import raise_unless_passed, run_protocol_check
 from ._first_use import fed_stand_in, warmed
 from ._layer_errors import error_result, exit_result, names_given
+from ._loss_and_grad import loss_and_gradient
 from ._loss_method import given_loss_chain, loss_method_chain, loss_taking_all
 from ._loss_model import loss_model
 from ._options import Options, validate_options
+from ._other_backward import call_first, step_named_backward, stub_backward
 from ._output_choice import each_output
 from ._recording import record
 from ._result import CheckResult
@@ -164,9 +160,14 @@ def _checked_or_model(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     try:
         return _checked(layer, inputs, forward, backward, params, grads, wrt, output, opts)
     except TypeError as exc:
-        if forward is not None or backward is not None or "-like method" not in str(exc) \
-                or (model := loss_model(layer, inputs)) is None:
+        if forward is not None or backward is not None or "-like method" not in str(exc):
             raise
+        if (model := loss_model(layer, inputs)) is None:
+            if "no backward-like" not in str(exc) or not (
+                    both := loss_and_gradient(layer, inputs, None)):
+                raise
+            return _noted(_checked(both[0], inputs, both[1], both[2], params, grads, wrt,
+                                   output, opts), both[3])
     return _noted(_checked(model[0], inputs, model[1], model[2], params, grads, wrt, output,
                            opts), model[3])
 
@@ -248,7 +249,7 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
              opts: Options) -> CheckResult:
     """``res``, or the check under another reading its failure points to: ``__call__``
     as the forward (it stores what the backward needs), or the one other linear method
-    as the backward when the one named so is a step (:func:`_step_named_backward`); a
+    as the backward when the one named so is a step (:func:`step_named_backward`); a
     copy that ran once when the forward raised for weights its first use builds, and a
     backward handed a stand-in for the optimizer it takes (:mod:`._first_use`)."""
     if res.status == "error" and (again := _first_use(res, layer, inputs, forward, backward,
@@ -272,13 +273,13 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
             again = res
         if again.status != "error":
             return _noted(again, whole[1])
-    if forward is None and _call_first(layer, inputs, res):  # __call__ keeps what it needs
+    if forward is None and call_first(layer, inputs, res):  # __call__ keeps what it needs
         again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
         if again.status != "error":
             return _noted(again, "the backward needs what __call__ stores when it calls "
                                  "forward: __call__ checked as the forward")
-    elif backward is None and (other := _step_named_backward(layer, inputs, res, forward)
-                               or _stub_backward(layer, inputs, res, forward)):
+    elif backward is None and (other := step_named_backward(layer, inputs, res, forward)
+                               or stub_backward(layer, inputs, res, forward)):
         try:
             again = _checked(layer, inputs, forward, other[1], params, grads, wrt, output,
                              opts)
@@ -309,6 +310,13 @@ def _loss_chained(res: CheckResult, layer: Any, inputs: tuple[Any, ...],
             return _noted(again, chain[3])
         if again.status != "error" and kept is None:
             kept = _noted(again, chain[3])
+    if kept is None and (both := loss_and_gradient(layer, inputs, res.error)):
+        try:
+            again = _checked(both[0], inputs, both[1], both[2], params, grads, wrt, output,
+                             opts)
+        except LayerConventionError:  # read that way, an array is left unread
+            return None
+        return _noted(again, both[3]) if again.status != "error" else None
     return kept
 
 
@@ -331,85 +339,6 @@ def _first_use(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: s
         if again.status != "error":
             return _noted(again, made[1])
     return None
-
-
-def _stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
-                   forward: str | None) -> tuple[str, str, str] | None:
-    """When the method read as the backward does nothing, after a forward on a copy
-    (returns None, stores and changes nothing: a base class's ``pass``), it and the one
-    other method named as a backward (``jacobian_backward``); None otherwise."""
-    if res.status not in ("error", "bad-protocol"):
-        return None
-    try:
-        f, b, _ = method_pair(layer, forward, None, inputs)
-        obj = clone(layer)
-        with np.errstate(all="ignore"):
-            out = getattr(obj, f)(*clone(inputs))
-            before = float_state(obj)
-            takes = positional_names(getattr(obj, b), required=True) != []
-            ret = getattr(obj, b)(*[np.ones_like(np.asarray(out, dtype=np.float64))] * takes)
-    except Exception:  # noqa: BLE001 - no evidence: the first result stays
-        return None
-    if ret is not None or stored(before, obj):
-        return None
-    others = [n for n in dir(type(layer)) if not n.startswith("_") and n != b and
-              backward_named(n) and callable(getattr(layer, n, None))]
-    if len(others) == 1:
-        return (b, others[0], f"does nothing (returns None, stores nothing): {others[0]}(), "
-                "the one other method named as a backward, checked as the backward")
-    other = "" if others else one_taker(layer, f, inputs, skip=b)  # SGD(error) beside a
-    code = getattr(getattr(getattr(layer, f), "__func__", None), "__code__", None)
-    other = "" if code is not None and other in code.co_names else other  # (no helper the
-    # forward calls itself: center(v), a symmetric smooth(v))
-    return (b, other, f"does nothing (returns None, stores nothing): {other}(), the one "  # no-op
-            "other method taking one argument whose results after the forward are linear in "
-            "it, checked as the backward") if other else None
-
-
-def _step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
-                         forward: str | None) -> tuple[str, str, str] | None:
-    """When the method read as the backward failed and takes only numbers with defaults
-    (``backward(alpha=1e-5, weight_decay=4e-4)``: an optimizer step), it and the one
-    other method taking one argument whose results, after the forward, are linear in it
-    (``gradient(eta)``); None otherwise."""
-    if res.status not in ("error", "bad-protocol"):
-        return None
-    try:
-        f, b, _ = method_pair(layer, forward, None, inputs)
-        params = list(inspect.signature(getattr(layer, b)).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if not params or any(p.default is p.empty or type(p.default) not in (int, float)
-                         for p in params) or cotangent_named(params[0].name) or \
-            params[0].default == 1:  # backward(dout=1.0): an output gradient, unit
-        return None
-    other = one_taker(layer, f, inputs, skip=b)
-    return (b, other, "takes settings with defaults only (a step), not an output gradient: "
-            f"{other}(), linear in its argument after the forward, checked as the backward"
-            ) if other else None
-
-
-def _call_first(layer: Any, inputs: tuple[Any, ...], res: CheckResult) -> bool:
-    """Whether the backward raised on an attribute the layer lacks (or a key its dict
-    lacks: ``self.local_grads['x']`` of a ``local_grads = {}`` filled by ``__call__``)
-    while the layer's own ``__call__`` (one it defines), returning what ``forward``
-    returns on copies, could set it around its call of the forward."""
-    err = res.error or {}
-    missing = (err.get("type") == "AttributeError" and "has no attribute" in err.get(
-        "message", "")) or err.get("type") == "KeyError"
-    if not (res.status == "error" and missing and any(
-                "__call__" in vars(c) and "forward" in vars(c) for c in type(layer).__mro__
-                if c is not object)):
-        return False
-    try:
-        with np.errstate(all="ignore"):
-            a = clone(layer)(*clone(inputs))
-            b = clone(layer).forward(*clone(inputs))
-    except Exception:  # noqa: BLE001 - no evidence: the error stays
-        return False
-    a, b = np.asarray(a), np.asarray(b)  # (a loss's __call__ returns a float)
-    return a.dtype.kind == b.dtype.kind == "f" and a.shape == b.shape and bool(
-        np.array_equal(a, b))
 
 
 def _run(proto: Protocol, n: int, inputs: tuple[Any, ...], wrt: Any, opts: Options

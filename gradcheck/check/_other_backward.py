@@ -1,0 +1,98 @@
+"""Another method read as the backward, or ``__call__`` as the forward, when the check
+under the methods first found fails in a way that points to them: a backward that does
+nothing (a base class's ``pass``), one taking settings with defaults only (a step), a
+backward needing what ``__call__`` sets around its call of the forward."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from ..read._layer_call import cotangent_named
+from ..read._observe import backward_named, float_state, method_pair, positional_names, stored
+from ..read._protocol import clone
+from ..read._takers import one_taker
+from ._result import CheckResult
+
+__all__ = ["call_first", "step_named_backward", "stub_backward"]
+
+
+def stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
+                   forward: str | None) -> tuple[str, str, str] | None:
+    """When the method read as the backward does nothing, after a forward on a copy
+    (returns None, stores and changes nothing: a base class's ``pass``), it and the one
+    other method named as a backward (``jacobian_backward``); None otherwise."""
+    if res.status not in ("error", "bad-protocol"):
+        return None
+    try:
+        f, b, _ = method_pair(layer, forward, None, inputs)
+        obj = clone(layer)
+        with np.errstate(all="ignore"):
+            out = getattr(obj, f)(*clone(inputs))
+            before = float_state(obj)
+            takes = positional_names(getattr(obj, b), required=True) != []
+            ret = getattr(obj, b)(*[np.ones_like(np.asarray(out, dtype=np.float64))] * takes)
+    except Exception:  # noqa: BLE001 - no evidence: the first result stays
+        return None
+    if ret is not None or stored(before, obj):
+        return None
+    others = [n for n in dir(type(layer)) if not n.startswith("_") and n != b and
+              backward_named(n) and callable(getattr(layer, n, None))]
+    if len(others) == 1:
+        return (b, others[0], f"does nothing (returns None, stores nothing): {others[0]}(), "
+                "the one other method named as a backward, checked as the backward")
+    other = "" if others else one_taker(layer, f, inputs, skip=b)  # SGD(error) beside a
+    code = getattr(getattr(getattr(layer, f), "__func__", None), "__code__", None)
+    other = "" if code is not None and other in code.co_names else other  # (no helper the
+    # forward calls itself: center(v), a symmetric smooth(v))
+    return (b, other, f"does nothing (returns None, stores nothing): {other}(), the one "  # no-op
+            "other method taking one argument whose results after the forward are linear in "
+            "it, checked as the backward") if other else None
+
+
+def step_named_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
+                         forward: str | None) -> tuple[str, str, str] | None:
+    """When the method read as the backward failed and takes only numbers with defaults
+    (``backward(alpha=1e-5, weight_decay=4e-4)``: an optimizer step), it and the one
+    other method taking one argument whose results, after the forward, are linear in it
+    (``gradient(eta)``); None otherwise."""
+    if res.status not in ("error", "bad-protocol"):
+        return None
+    try:
+        f, b, _ = method_pair(layer, forward, None, inputs)
+        params = list(inspect.signature(getattr(layer, b)).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not params or any(p.default is p.empty or type(p.default) not in (int, float)
+                         for p in params) or cotangent_named(params[0].name) or \
+            params[0].default == 1:  # backward(dout=1.0): an output gradient, unit
+        return None
+    other = one_taker(layer, f, inputs, skip=b)
+    return (b, other, "takes settings with defaults only (a step), not an output gradient: "
+            f"{other}(), linear in its argument after the forward, checked as the backward"
+            ) if other else None
+
+
+def call_first(layer: Any, inputs: tuple[Any, ...], res: CheckResult) -> bool:
+    """Whether the backward raised on an attribute the layer lacks (or a key its dict
+    lacks: ``self.local_grads['x']`` of a ``local_grads = {}`` filled by ``__call__``)
+    while the layer's own ``__call__`` (one it defines), returning what ``forward``
+    returns on copies, could set it around its call of the forward."""
+    err = res.error or {}
+    missing = (err.get("type") == "AttributeError" and "has no attribute" in err.get(
+        "message", "")) or err.get("type") == "KeyError"
+    if not (res.status == "error" and missing and any(
+                "__call__" in vars(c) and "forward" in vars(c) for c in type(layer).__mro__
+                if c is not object)):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            a = clone(layer)(*clone(inputs))
+            b = clone(layer).forward(*clone(inputs))
+    except Exception:  # noqa: BLE001 - no evidence: the error stays
+        return False
+    a, b = np.asarray(a), np.asarray(b)  # (a loss's __call__ returns a float)
+    return a.dtype.kind == b.dtype.kind == "f" and a.shape == b.shape and bool(
+        np.array_equal(a, b))
