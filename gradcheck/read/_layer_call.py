@@ -37,7 +37,8 @@ from ._shares import change as _change
 from ._shares import same_elsewhere
 from ._tokens import FIRST_OUT
 
-__all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "leaves", "ones_like",
+__all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "gradient_named", "leaves",
+           "ones_like",
            "runs_bare", "times", "uneven"]
 
 _COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
@@ -58,6 +59,14 @@ def _positional(method: Any) -> tuple[list[inspect.Parameter], bool] | None:
 def cotangent_named(name: str) -> bool:
     """Whether an argument's name reads as an output gradient's (``dout``, ``grad``)."""
     return bool(_COTANGENT_NAME.match(name))
+
+
+def gradient_named(method: Any, order: list[Any]) -> bool:
+    """Whether the argument of ``order`` given the output gradient (its None) is named as
+    one (``backward(ctx, inputs, dout)``)."""
+    names = positional_names(method) or []
+    k = order.index(None)
+    return k < len(names) and cotangent_named(names[k])
 
 
 def takes_no_gradient(method: Any) -> bool:
@@ -100,6 +109,28 @@ def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
                             "output must be one array (a loss, or a loss per sample); it "
                             f"has {len(dy)} parts")
     return "none", ""  # a loss per sample: read as the gradient of their mean
+
+
+def _of_the_floats(dx: Any, seq: Any) -> list[Any] | None:
+    """A list input's gradient given as one item per float array of it, in order, or
+    with a number or None at each other item (``[0.0, dW]`` for ``[ids, W]``; ``[dx]``
+    for ``[x, labels]``), laid out as the input with None at the others; else None."""
+    if not isinstance(seq, (list, tuple)) or not isinstance(dx, (list, tuple)):
+        return None
+    floats = [j for j, v in enumerate(seq) if is_float_array(v)]
+    if not floats or len(floats) == len(seq) or not all(
+            isinstance(g, np.ndarray) or g is None or isinstance(g, (int, float, np.number))
+            for g in dx):
+        return None
+    if len(dx) == len(seq) and all(isinstance(dx[j], np.ndarray) for j in floats) and all(
+            not isinstance(dx[j], np.ndarray) for j in range(len(seq)) if j not in floats):
+        return [dx[j] if j in floats else None for j in range(len(seq))]
+    if len(dx) == len(floats) and all(isinstance(g, np.ndarray) for g in dx):
+        out: list[Any] = [None] * len(seq)
+        for j, g in zip(floats, dx, strict=True):
+            out[j] = g
+        return out
+    return None
 
 
 def _times_all(d: Any, scale: Any) -> Any:
@@ -208,7 +239,8 @@ class Protocol:
             dx = rest[0] if len(rest) == 1 else self._beside_state(rest, xs) if rest else None
         else:
             dx = self._beside_stored(dx, fresh, xs)
-        dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1)
+        dxs = self._input_grads(dx, not isinstance(dy, (tuple, list, dict)) and np.size(dy) == 1,
+                                xs)
         _stored_and_tied(dxs, fresh, self.stored_inputs, self.tied)
         dxs = [self._row(d, xs[k].shape, f"x{k}") if self.row else self._vector(d, xs, k) if
                isinstance(xs[k], np.ndarray) else d for k, d in enumerate(dxs)]
@@ -391,7 +423,7 @@ class Protocol:
                                                                             atol=0)
                                         for u, v in zip(a, b, strict=True))
 
-    def _input_grads(self, dx: Any, scalar: bool) -> list[Any]:
+    def _input_grads(self, dx: Any, scalar: bool, xs: list[Any] | None = None) -> list[Any]:
         n = self.n_inputs
         if dx is None:
             return [None] * n
@@ -401,6 +433,10 @@ class Protocol:
             return [dx[0] if one else dx]
         if isinstance(dx, (tuple, list)):
             k = self.wanted[0] if len(self.wanted) == 1 else -1
+            if k >= 0 and self.shapes[k] == "sequence" and xs is not None and (
+                    spread := _of_the_floats(dx, xs[k])) is not None and any(
+                        self.shapes[j] is None for j in range(n) if j != k):
+                return [spread if j == k else None for j in range(n)]  # ([x, labels]: [dx])
             if k >= 0 and self.shapes[k] == "sequence" and all(isinstance(
                     g, np.ndarray) for g in dx) and (len(dx) != n or any(  # (dx,) for (x,):
                         self.shapes[j] is None for j in range(n) if j != k)):  # the sequence's

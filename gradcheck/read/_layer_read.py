@@ -60,6 +60,7 @@ from ._layer_call import (
     Protocol,
     call_layer,
     call_style_of,
+    gradient_named,
     leaves,
     ones_like,
     runs_bare,
@@ -338,10 +339,9 @@ def probe_style(proto: Protocol, xs: list[Any], what: str) -> Any:
         return run(1.0)
     if proto.style == "inputs" and proto.order.index(None) >= len(xs):
         first = run(1.0)
-        if linear(first, run(2.0), created=True):
-            return given_loss(proto, first, out)
-        # its last argument is no output gradient (backward(input, learning_rate) whose
-        # 'input' is the output gradient): the reading by names is dropped
+        if linear(first, run(2.0), created=True) or gradient_named(method, proto.order):
+            return given_loss(proto, first, out)  # (dout dropped in its code: a mismatch)
+        # no output gradient last, backward(input, learning_rate): the names' reading dropped
         proto.notes.remove(in_note)
         proto.style, proto.order = base, []
         proto.note(note)
