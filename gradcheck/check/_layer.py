@@ -67,7 +67,7 @@ from ._loss_and_grad import loss_and_gradient
 from ._loss_method import given_loss_chain, loss_method_chain, loss_taking_all
 from ._loss_model import loss_model
 from ._options import Options, validate_options
-from ._other_backward import call_first, step_named_backward, stub_backward
+from ._other_backward import call_first, step_named_backward, storing_forward, stub_backward
 from ._output_choice import each_output
 from ._recording import record
 from ._result import CheckResult
@@ -273,6 +273,10 @@ def _retried(res: CheckResult, layer: Any, inputs: tuple[Any, ...], forward: str
             again = res
         if again.status != "error":
             return _noted(again, whole[1])
+    if forward is None and (other_f := storing_forward(layer, inputs, res)):
+        again = _checked(layer, inputs, other_f[0], backward, params, grads, wrt, output, opts)
+        if again.status != "error":
+            return _noted(again, other_f[1])
     if forward is None and call_first(layer, inputs, res):  # __call__ keeps what it needs
         again = _checked(layer, inputs, "__call__", backward, params, grads, wrt, output, opts)
         if again.status != "error":

@@ -363,7 +363,9 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     if back is not None:  # the targets under the names that backward gives them
         t_names = (positional_names(getattr(layer, back)) or [])[k:k + len(targets)]
     elif by_names and (named := _named_outputs(layer, f_name, names, len(targets), n_out,
-                                                at is None)):
+                                                at is None) or at is None and _named_outputs(
+            layer, f_name, names, len(targets), 1, True, every[:1] if first else
+            every[len(targets):len(targets) + 1])):  # backward(y_hat, y) beside loss(y_hat, y)
         back, place = named  # backward(y_pred, y_true, cache) of return y_pred, cache
         need = positional_names(getattr(layer, back), required=True) or []
         t_names = [need[j] for j, (kind, _i) in enumerate(place) if kind == "t"]
@@ -477,15 +479,17 @@ def _others(layer: Any, f_name: str) -> list[tuple[str, list[str]]]:
 
 
 def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_out: int,
-                   alone: bool = False) -> tuple[str, list[tuple[str, int]]] | None:
+                   alone: bool = False, said: list[str] | None = None
+                   ) -> tuple[str, list[tuple[str, int]]] | None:
     """The one method besides the forward whose required arguments are named as the
     outputs the forward's code returns (``return y_pred, cache``), every one of them, the
     forward's own arguments by their names and ``n_targets`` more, the targets, in their
     order (``backward(y_pred, y_true, cache)``); with each argument's place: ``("o", j)``
     the ``j``-th output, ``("x", i)`` the ``i``-th input, ``("t", i)`` the ``i``-th
-    target. None otherwise."""
-    said = _returned_alone(getattr(layer, f_name)) if alone else returned_names(
-        getattr(layer, f_name), n_out)  # (alone: ``return output``, ``backward(output, y)``)
+    target; ``said``, the output's name when it is not the forward's code's (the name
+    the loss takes it under). None otherwise."""
+    said = said or (_returned_alone(getattr(layer, f_name)) if alone else returned_names(
+        getattr(layer, f_name), n_out))  # (alone: ``return output``, ``backward(output, y)``)
     if not said or "" in said or len(set(said)) != n_out or set(said) & set(args):
         return None
     fits = []

@@ -11,12 +11,19 @@ from typing import Any
 import numpy as np
 
 from ..read._layer_call import cotangent_named
-from ..read._observe import backward_named, float_state, method_pair, positional_names, stored
+from ..read._observe import (
+    FORWARD_NAMED,
+    backward_named,
+    float_state,
+    method_pair,
+    positional_names,
+    stored,
+)
 from ..read._protocol import clone
 from ..read._takers import one_taker
 from ._result import CheckResult
 
-__all__ = ["call_first", "step_named_backward", "stub_backward"]
+__all__ = ["call_first", "step_named_backward", "storing_forward", "stub_backward"]
 
 
 def stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
@@ -96,3 +103,49 @@ def call_first(layer: Any, inputs: tuple[Any, ...], res: CheckResult) -> bool:
     a, b = np.asarray(a), np.asarray(b)  # (a loss's __call__ returns a float)
     return a.dtype.kind == b.dtype.kind == "f" and a.shape == b.shape and bool(
         np.array_equal(a, b))
+
+
+def storing_forward(layer: Any, inputs: tuple[Any, ...], res: CheckResult
+                    ) -> tuple[str, str] | None:
+    """When the backward raised after the forward first read, the one other method named
+    as a forward that, on copies, returns the same output and stores arrays that one
+    does not (``zStoreForwardPropagate`` beside ``forwardPropagate``: the backward reads
+    ``self.prevZ``): its name and the note saying so; None otherwise."""
+    err = res.error or {}
+    try:
+        f, b, _ = method_pair(layer, None, None, inputs)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if res.status != "error" or err.get("in") != f"{type(layer).__name__}.{b}":
+        return None
+    try:
+        out, kept = _run_stored(layer, f, inputs)
+    except Exception:  # noqa: BLE001 - no evidence: the error stays
+        return None
+    found = []
+    for g in dir(type(layer)):
+        if g.startswith("_") or g in (f, b) or not FORWARD_NAMED.search(g) or \
+                not inspect.isfunction(inspect.getattr_static(type(layer), g, None)):
+            continue
+        try:
+            other, more = _run_stored(layer, g, inputs)
+        except Exception:  # noqa: BLE001, S112 - not this one
+            continue
+        if np.shape(other) == np.shape(out) and np.array_equal(
+                np.asarray(other, dtype=float), np.asarray(out, dtype=float)) and \
+                set(more) - set(kept):
+            found.append(g)
+    if len(found) != 1:
+        return None
+    return found[0], (f"{b} raised after {f}, which stores nothing it needs; {found[0]}, the "
+                      f"one other method named as a forward, returns what {f} returns and "
+                      "stores more: checked as the forward")
+
+
+def _run_stored(layer: Any, name: str, inputs: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+    """What ``name(*inputs)`` returns on a copy of ``layer``, and what it stored there."""
+    obj = clone(layer)
+    before = float_state(obj)
+    with np.errstate(all="ignore"):
+        out = getattr(obj, name)(*clone(inputs))
+    return out, stored(before, obj)

@@ -457,6 +457,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
         return (*ret[:-1], whole)  # (dx, [np.r_[dW.ravel(), db]]) beside params = [W, b]
     if isinstance(ret, tuple) and len(ret) > 1 and (flat := _flattened(ret[-1])):
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
+    if isinstance(ret, tuple) and len(ret) > 1 and (laid := _laid_as_lists(ret, obj)):
+        return laid  # (dws, dbs) beside self.ws, self.bs: keyed by the arrays' paths
     if isinstance(ret, tuple) and len(ret) > 1 and (beside := _beside_listed(ret, obj)):
         return (*ret[:-2], beside) if len(ret) > 2 else (None, beside)
     if isinstance(ret, tuple) and len(ret) > 1 and _stored_echo(ret[-1], obj):
@@ -475,6 +477,28 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
     if not any(keys) or None in params or len(params) != len(ret) - len(set(keys) - {None}):
         return ret
     return (*[None if k is None else ret[k] for k in keys], params)
+
+
+def _laid_as_lists(ret: tuple[Any, ...], obj: Any) -> tuple[Any, ...] | None:
+    """A return ending in two or more lists of arrays, each laid out as one list of
+    arrays ``obj`` holds and only that one (``return dws, dbs`` beside ``self.ws``,
+    ``self.bs``: as many, of the same shapes), as the input gradients before them, then
+    the parameters' gradients keyed by their paths; None otherwise."""
+    own = {n: v for n, v in (vars(obj).items() if hasattr(obj, "__dict__") else ())
+           if isinstance(v, list) and v and all(is_float_array(a) for a in v)}
+    out: dict[str, Any] = {}
+    k = len(ret)
+    while k > 0 and isinstance(part := ret[k - 1], (list, tuple)) and part and all(
+            isinstance(g, np.ndarray) for g in part):
+        fits = [n for n, v in own.items() if len(v) == len(part) and all(
+            a.shape == g.shape for a, g in zip(v, part, strict=True))]
+        if len(fits) != 1 or any(key.startswith(f"{fits[0]}[") for key in out):
+            return None
+        out |= {f"{fits[0]}[{i}]": g for i, g in enumerate(part)}
+        k -= 1
+    if len(ret) - k < 2:
+        return None
+    return (*ret[:k], out) if k else (None, out)
 
 
 def _raveled(extra: Any, obj: Any) -> dict[str, np.ndarray] | None:
