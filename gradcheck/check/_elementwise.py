@@ -242,8 +242,13 @@ def _as_layer(f: Callable[..., Any], df: Callable[..., Any], k: int, wrote: list
 def _jacobian(d: np.ndarray, dy: np.ndarray) -> np.ndarray | None:
     """``dy`` times ``d`` when ``d`` is the Jacobian of a function of a vector, ``(n, n)``
     for ``(n,)`` (``np.diag(s * (1 - s))``, a softmax's ``diag(s) - s s^T``), or one such
-    per row, ``(m, n, n)`` for ``(m, n)``: ``d[..., i, j]`` the derivative of output ``i``
-    in input ``j``; None for any other shape."""
+    per row, ``(m, n, n)`` for ``(m, n)``, or for ``(m, n, 1)`` and ``(n, 1)``, a batch
+    laid out as column vectors: ``d[..., i, j]`` the derivative of output ``i`` in input
+    ``j``; None for any other shape."""
+    if dy.ndim in (2, 3) and dy.shape[-1] == 1 and dy.shape[-2] > 1 and d.shape == (
+            *dy.shape[:-1], dy.shape[-2]):  # columns: (m, n, 1) with (m, n, n)
+        got = _jacobian(d, dy[..., 0])
+        return None if got is None else got[..., None]
     if dy.ndim == 1 and d.shape == (dy.size, dy.size):
         return dy @ d
     if dy.ndim == 2 and d.shape == (*dy.shape, dy.shape[1]):
