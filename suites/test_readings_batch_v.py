@@ -33,3 +33,36 @@ def test_a_jacobian_per_column_sample_is_read(df):
     assert (res.status == "mismatch") if df is _softmax_jacobian_broken else res.passed, \
         res.report()
     assert any("Jacobian (3, 4, 4)" in n for n in res.notes), res.notes
+
+
+# -- parameters in a dict, gradients in a dict of the same keys beside it (corpus 283) ---------
+class _Dense:
+    def __init__(self, bug=False):
+        rng = np.random.default_rng(4)
+        self.P = {"w": rng.standard_normal((3, 4)), "b": rng.standard_normal((3, 1))}
+        self.G = {}
+        self.bug = bug
+
+    def forward(self, x):  # a batch of column vectors (N, in, 1)
+        self.x = x
+        self.z = np.einsum("jk,ikl->ijl", self.P["w"], x) + self.P["b"]
+        return np.tanh(self.z)
+
+    def backward(self, da):
+        dz = da * (1 - np.tanh(self.z) ** 2)
+        self.G["w"] = np.einsum("ijk,ilk->jl", dz, self.x)
+        self.G["b"] = dz.sum(axis=0) if not self.bug else dz.mean(axis=0)  # BUG: a mean
+        return np.einsum("kj,ikl->ijl", self.P["w"], dz)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_in_a_dict_keyed_as_the_parameters_dict(bug):
+    x = np.random.default_rng(5).standard_normal((3, 4, 1))
+    res = gradcheck.check_layer(_Dense(bug), x)
+    assert {i.name for i in res.inputs} == {"x0", "P['w']", "P['b']"}, res.report()
+    if bug:
+        assert res.status == "mismatch", res.report()
+        assert [i.name for i in res.inputs if not i.passed] == ["P['b']"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("stored in G['w'] (a list or dict of the same shapes" in n for n in res.notes)

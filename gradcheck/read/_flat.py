@@ -270,20 +270,23 @@ def split_flat(ret: Any, keys: dict[str, Any], xs: list[Any]) -> Any:
 
 
 _ITEM = re.compile(r"^(.+)\[(-?\d+)\]$")
+_KEY = re.compile(r"^(.+)\[('[^'\[\]]*'|\"[^\"\[\]]*\")\]$")  # a dict's item: P['w']
 
 
 def by_place(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, str]:
     """``param path -> stored path`` for the items of a list of arrays (``weights[0]``,
     ``weights[1]``) paired by place with the items of the one stored list whose items
-    have the same shapes, index by index (``nabla_w[0]``, ``nabla_w[1]``): no other list
-    of the layer's or of the stored ones may have those shapes, and no two items of the
-    list one shape (a list built last layer first would pair wrongly)."""
-    def lists(paths: dict[str, Any]) -> dict[str, dict[int, tuple[int, ...]]]:
-        out: dict[str, dict[int, tuple[int, ...]]] = {}
+    have the same shapes, index by index (``nabla_w[0]``, ``nabla_w[1]``), or of a dict
+    with those of the one stored dict of the same keys and shapes (``P['w']`` with
+    ``G['w']``): no other list of the layer's or of the stored ones may have those
+    shapes, and no two items of the list one shape (a list built last layer first would
+    pair wrongly)."""
+    def lists(paths: dict[str, Any]) -> dict[str, dict[str, tuple[int, ...]]]:
+        out: dict[str, dict[str, tuple[int, ...]]] = {}
         for p, a in paths.items():
-            m = _ITEM.match(p)
+            m = _ITEM.match(p) or _KEY.match(p)
             if m and isinstance(a, np.ndarray):
-                out.setdefault(m.group(1), {})[int(m.group(2))] = a.shape
+                out.setdefault(m.group(1), {})[m.group(2)] = a.shape
         return out
 
     mine, stored = lists(params), lists(cands)
@@ -298,7 +301,7 @@ def by_place(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dict[str, 
     return pairs
 
 
-def _alike(a: dict[int, tuple[int, ...]], b: dict[int, tuple[int, ...]]) -> bool:
+def _alike(a: dict[str, tuple[int, ...]], b: dict[str, tuple[int, ...]]) -> bool:
     return a.keys() == b.keys() and all(a[i] == b[i] or same_but_unit(a[i], b[i]) for i in a)
 
 
@@ -344,7 +347,7 @@ def by_layout(params: dict[str, Any], left: dict[str, np.ndarray], returned: lis
     pairs is taken out of ``left``, the stored candidates."""
     got: dict[str, str] = {}
     notes: list[str] = []
-    for how, why in ((by_place, "a list of the same shapes, item by item"),
+    for how, why in ((by_place, "a list or dict of the same shapes, item by item"),
                      (lambda p, c: by_affix(p, c, returned),
                       "the same affix beside every such array's name"),
                      (by_abbreviation, "")):
