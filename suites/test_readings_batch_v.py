@@ -66,3 +66,38 @@ def test_gradients_in_a_dict_keyed_as_the_parameters_dict(bug):
     else:
         assert res.passed, res.report()
     assert any("stored in G['w'] (a list or dict of the same shapes" in n for n in res.notes)
+
+
+# -- the output gradient kept beside a gradient of its shape (corpus 281) ----------------------
+class _FullyConnected:
+    """Weights ``(in + 1, out)`` with the bias as the last row; the backward keeps the
+    output gradient it was handed (``self.error``) and stores ``gradient_wt``: with a
+    batch of ``in + 1`` rows both have the weights' shape."""
+
+    def __init__(self, bug=False):
+        self.weights = np.random.default_rng(6).standard_normal((4, 2))
+        self.bug = bug
+
+    def forward(self, x):
+        self.input_tensor = np.hstack([x, np.ones((len(x), 1))])
+        return self.input_tensor @ self.weights
+
+    def backward(self, error_tensor):
+        self.error = error_tensor
+        self.gradient_wt = self.input_tensor.T @ error_tensor
+        if self.bug:
+            self.gradient_wt = self.gradient_wt / len(error_tensor)  # BUG: a mean
+        return error_tensor @ self.weights[:-1].T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_the_output_gradient_kept_is_no_gradient_of_the_weights(bug):
+    x = np.random.default_rng(7).standard_normal((4, 3))
+    res = gradcheck.check_layer(_FullyConnected(bug), x)
+    assert {i.name for i in res.inputs} == {"x0", "weights"}, res.report()
+    if bug:
+        assert res.status == "mismatch", res.report()
+        assert [i.name for i in res.inputs if not i.passed] == ["weights"], res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("stored in gradient_wt" in n for n in res.notes), res.notes

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..read._discovery import is_float_array, is_float_scalar
-from ..read._flat import abbreviates, returned_names
+from ..read._flat import returned_names
+from ..read._layout import abbreviates
 from ..read._observe import IO_NAMED, float_state, grad_stem, positional_names
 from ..read._protocol import clone
 from ._loss_method import _named_as_loss, _number, _signed

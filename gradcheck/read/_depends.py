@@ -27,8 +27,8 @@ from ._discovery import (
     try_path,
     walk,
 )
-from ._flat import abbreviates
 from ._layer_call import Protocol, call_layer, ones_like, times
+from ._layout import abbreviates
 from ._observe import grad_of, grad_stem, last_name, parent_of, positional_names
 from ._protocol import ProtocolError, UserCodeError, clone
 from ._reading import forward_output, leaves, probe

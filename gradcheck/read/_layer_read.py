@@ -90,6 +90,7 @@ from ._reading import (
     GlobalDraws,
     call_backward,
     call_style,
+    fed_off,
     forward_output,
     linear,
     order_text,
@@ -435,12 +436,11 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
 
 def _candidates(proto: Protocol, first: Any, found: list[Param], missing: dict[str, Any],
                 xs: list[Any]) -> dict[str, Any]:
-    """The arrays the backward stored that no parameter found claims, as gradients of
-    the ``missing`` arrays may be: a row seen as the column it is, per-sample gradients
-    summed (:mod:`._per_sample`)."""
+    """The stored arrays no parameter found claims (:func:`fed_off`), as gradients of the
+    ``missing`` may be: a row as its column, per-sample gradients summed (:mod:`._per_sample`)."""
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
-    cands = {k: v for k, v in first.stored.items() if k not in used}
-    cands = rows_as_columns(cands) if proto.row else cands  # (a row for a column)
+    cands = {k: v for k, v in fed_off(first).items() if k not in used}  # a row for a column:
+    cands = rows_as_columns(cands) if proto.row else cands
     return summed_per_sample(cands, missing, xs, first.after, (proto.forward, proto.backward))
 
 

@@ -50,7 +50,8 @@ from ._tokens import (
 from ._watch import into_buffers, runs_forward, watched
 
 __all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
-           "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "leaves",
+           "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "fed_off",
+           "leaves",
            "linear", "order_text", "output_doubt", "output_path", "probe", "read_output",
            "unchanged"]
 
@@ -303,6 +304,14 @@ class Probe:
     ret: Any  # what the backward returned
     stored: dict[str, np.ndarray]  # what the backward stored: path -> array
     notes: list[str] = field(default_factory=list)
+    fed: tuple[int, ...] = ()  # the ids of the arrays handed to it as the output gradient
+
+
+def fed_off(first: Probe) -> dict[str, np.ndarray]:
+    """What the backward stored but the very array it was handed as the output gradient,
+    kept (``self.error = error_tensor``) beside another of its shape."""
+    return {k: v for k, v in first.stored.items() if not (id(v) in first.fed and any(
+        w.shape == v.shape for c, w in first.stored.items() if c != k))}
 
 
 #: A backward's batch-size argument in an ``order``: given the first input's length.
@@ -439,13 +448,15 @@ def probe(layer: Any, method_f: str, method_b: str, inputs: list[Any], draws: Gl
     before = float_state(after)
     method = getattr(after, method_b)
     dy = ones(out)
-    ret = call_user(call_backward, method, style[0], style[1], clone(dy), xs, then, returned,
+    given = clone(dy)
+    ret = call_user(call_backward, method, style[0], style[1], given, xs, then, returned,
                     positional_names(getattr(init, method_f)) or (),
                     what=f"{type(layer).__name__}.{method_b}")
     kept = stored(before, after)
     if style[0].startswith(FEED):  # the output gradient it keeps is no gradient it made
         kept = _made_by_backward(kept, init, after, style[0], method_b, dy)
-    return Probe(init, after, xs, out, out_path, ret, kept)
+    return Probe(init, after, xs, out, out_path, ret, kept,
+                 fed=tuple(id(g) for g in leaves(given) if isinstance(g, np.ndarray)))
 
 
 def _made_by_backward(kept: dict[str, np.ndarray], init: Any, after: Any, style: str,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._discovery import try_path
-from ._flat import abbreviates, by_layout
+from ._layout import abbreviates, by_layout
 from ._observe import grad_of, grad_stem, grads_holder, last_name, parent_of, same_but_unit
 from ._reading import leaves
 from ._suffix import by_suffix
