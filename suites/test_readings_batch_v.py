@@ -101,3 +101,56 @@ def test_the_output_gradient_kept_is_no_gradient_of_the_weights(bug):
     else:
         assert res.passed, res.report()
     assert any("stored in gradient_wt" in n for n in res.notes), res.notes
+
+
+# -- the targets handed to a flag, a loss object held, dropout from np.random (corpus 281) -----
+class _BCE:
+    def forward(self, y_true, y_pred):
+        p = np.clip(y_pred, 1e-12, 1 - 1e-12)
+        return float(-np.mean(y_true * np.log(p) + (1 - y_true) * np.log(1 - p)))
+
+
+class _Net:
+    """``_forward(X, training=True)`` (inverted dropout drawn from ``np.random``),
+    ``self.loss_fn.forward(y_true, y_pred)``, ``_backward(y_true, y_pred)`` storing
+    ``dW``/``db`` (sigmoid output, so the loss's gradient is ``(y_pred - y) / N``)."""
+
+    def __init__(self, bug=False, rate=0.0):
+        rng = np.random.default_rng(8)
+        self.W1, self.b1 = rng.standard_normal((3, 5)) * 0.5, np.zeros((1, 5))
+        self.W2, self.b2 = rng.standard_normal((5, 1)) * 0.5, np.zeros((1, 1))
+        self.loss_fn, self.rate, self.bug = _BCE(), rate, bug
+
+    def _forward(self, X, training=True):
+        self.X = X
+        self.z1 = X @ self.W1 + self.b1
+        self.h = np.tanh(self.z1)
+        self.mask = np.ones_like(self.h)
+        if training and self.rate > 0:
+            self.mask = (np.random.rand(*self.h.shape) > self.rate) / (  # noqa: NPY002
+                1 - self.rate)  # (the subject's own global draw: what is read)
+        self.hd = self.h * self.mask
+        return 1 / (1 + np.exp(-(self.hd @ self.W2 + self.b2)))
+
+    def _backward(self, y_true, y_pred):
+        d2 = (y_pred - y_true) / len(y_true)
+        self.dW2, self.db2 = self.hd.T @ d2, d2.sum(axis=0, keepdims=True)
+        dh = d2 @ self.W2.T * self.mask
+        d1 = dh if self.bug else dh * (1 - self.h ** 2)  # BUG: tanh's derivative
+        self.dW1, self.db1 = self.X.T @ d1, d1.sum(axis=0, keepdims=True)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5])
+@pytest.mark.parametrize("bug", [False, True])
+def test_targets_given_where_the_forward_takes_a_flag_are_read_as_targets(bug, rate):
+    rng = np.random.default_rng(9)
+    X, y = rng.standard_normal((4, 3)), np.array([[0.0], [1.0], [1.0], [0.0]])
+    res = gradcheck.check_layer(_Net(bug, rate), X, y)
+    assert {i.name for i in res.inputs if i.status != "constant"} >= {
+        "W1", "b1", "W2", "b2"}, res.report()
+    if bug:
+        assert res.status == "mismatch", res.report()
+        assert {i.name for i in res.inputs if not i.passed} == {"W1", "b1"}, res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("the rest are the targets of loss_fn.forward" in n for n in res.notes)

@@ -57,7 +57,7 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
     the forward ``error`` names refused the inputs as too many; None when no such
     reading is observed. With ``through``, the chain whose backward is given the loss's
     gradient method's array (:func:`._loss_through.through_loss_gradient`) instead."""
-    if (f_name := _refused(error)) is None:
+    if (f_name := _refused(error, layer, inputs)) is None:
         return None
     fwd = getattr(layer, f_name, None)
     names = positional_names(fwd, required=True) if callable(fwd) else None
@@ -240,13 +240,28 @@ def loss_taking_all(layer: Any, inputs: tuple[Any, ...], error: dict[str, str] |
                       "all and returns a number, checked as the forward")
 
 
-def _refused(error: dict[str, str] | None) -> str | None:
+def _refused(error: dict[str, str] | None, layer: Any = None,
+             inputs: tuple[Any, ...] = ()) -> str | None:
     """The name of the method whose ``error`` says it was given more arguments than it
-    takes (the forward refusing the targets); None for any other error."""
-    if not error or error.get("type") != "TypeError" or not _CALLED.search(
-            error.get("message", "")) or "." not in error.get("in", ""):
+    takes (the forward refusing the targets), or that raised given float arrays for
+    flags (``_forward(X, training=True)`` handed ``y``: ``if training and ...`` raised);
+    None for any other error."""
+    if not error or "." not in error.get("in", ""):
         return None
-    return error["in"].rsplit(".", 1)[-1]
+    name = error["in"].rsplit(".", 1)[-1]
+    if error.get("type") == "TypeError" and _CALLED.search(error.get("message", "")):
+        return name
+    fn = getattr(layer, name, None) if layer is not None else None
+    try:
+        ps = [p for p in inspect.signature(fn).parameters.values() if p.kind in (
+            p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)] if callable(fn) else []
+    except (TypeError, ValueError):
+        return None
+    need = [p for p in ps if p.default is p.empty]
+    flags = ps[len(need):len(inputs)]
+    return name if need and len(need) < len(inputs) <= len(ps) and all(
+        isinstance(p.default, bool) for p in flags) and all(
+        is_float_array(x) for x in inputs[len(need):]) else None
 
 
 def _named_as_loss(obj: Any, f_name: str) -> list[str]:
@@ -356,8 +371,7 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     if len(every) < 1 + len(targets):
         every = ["output", *(f"target{i}" for i in range(len(targets)))]
     t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
-    t_names = [n if n not in names else f"{n}_target" for n in t_given or t_names]
-    k = len(names)
+    t_names, k = [n if n not in names else f"{n}_target" for n in t_given or t_names], len(names)
     back = None if at is None else _taking_outputs(layer, f_name, names, len(targets) + n_out)
     place: list[tuple[str, int]] | None = None
     if back is not None:  # the targets under the names that backward gives them
@@ -373,6 +387,8 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
 
     def forward_then_loss(self: Any, *xs: Any) -> Any:
         out = getattr(cls, f_name)(self, *xs[:k])
+        if back is not None and hasattr(self, "__dict__"):  # for the backward: the same
+            self.__dict__[_KEPT] = lambda kept=out: clone(kept)  # outputs, no second draw
         out = out if at is None else out[at]
         rest = xs[k:]
         args = (out, *rest) if first else (*rest, out)
@@ -383,7 +399,8 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
     methods: dict[str, Any] = {_CHAIN: _signed(forward_then_loss, args)}  # from k on)
     if back is not None:
         def backward_given_outputs(self: Any, *xs: Any) -> Any:
-            outs = getattr(cls, f_name)(self, *xs[:k])
+            kept = getattr(self, "__dict__", {}).get(_KEPT)
+            outs = kept() if kept is not None else getattr(cls, f_name)(self, *xs[:k])
             outs = (outs,) if at is None else outs  # (one output, given back by its name)
             given = [*xs, *outs] if place is None else [
                 xs[i] if kind == "x" else xs[k + i] if kind == "t" else outs[i]
@@ -402,6 +419,7 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
 
 
 _BACK = "backward_given_outputs"
+_KEPT = "_gradcheck_outputs"  # (a function: never walked as arrays the layer holds)
 
 
 def _keyed(obj: Any, method: Any, got: Any) -> Any:

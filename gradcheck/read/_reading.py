@@ -30,6 +30,7 @@ from ._observe import (
     backward_named,
     float_state,
     grad_stem,
+    last_name,
     positional_names,
     stored,
 )
@@ -309,9 +310,11 @@ class Probe:
 
 def fed_off(first: Probe) -> dict[str, np.ndarray]:
     """What the backward stored but the very array it was handed as the output gradient,
-    kept (``self.error = error_tensor``) beside another of its shape."""
+    kept under no gradient's name (``self.error = error_tensor``) beside another of its
+    shape (one named as a gradient, ``self.grad_input = delta``, stays: a wrong one)."""
     return {k: v for k, v in first.stored.items() if not (id(v) in first.fed and any(
-        w.shape == v.shape for c, w in first.stored.items() if c != k))}
+        w.shape == v.shape for c, w in first.stored.items() if c != k) and grad_stem(
+            last_name(k)) == last_name(k).lower())}
 
 
 #: A backward's batch-size argument in an ``order``: given the first input's length.
