@@ -253,16 +253,18 @@ def _affine_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) 
     return bool(np.any(zero)) and np.allclose(two - one, one - zero, rtol=1e-6, atol=1e-12)
 
 
-def _input_shaped(layer: Any, forward: str, name: str, inputs: tuple[Any, ...]) -> bool:
-    """Whether ``name``, called after the forward with an array of the output's shape,
-    returns an array of the first input's shape first (an input gradient)."""
+def _input_shaped(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],
+                  again: bool = False) -> bool:
+    """Whether ``name``, called after the forward with an array of the output's shape
+    (``again``: after the inputs), returns an array of the first input's shape first
+    (an input gradient)."""
     with _same_draws() as start:
         start()
         if (ran := _ran(layer, forward, inputs)) is None:
             return False
         obj, out = ran
         try:
-            ret = getattr(obj, name)(_ramp(out))
+            ret = getattr(obj, name)(*(clone(inputs) if again else ()), _ramp(out))
         except Exception:  # noqa: BLE001 - the user's method raised: not this reading
             return False
     first = ret[0] if isinstance(ret, (tuple, list)) and ret else ret
@@ -323,7 +325,18 @@ def inputs_taker(layer: Any, forward: str, inputs: tuple[Any, ...]) -> str:
     takers = [m for m in _public(layer) if m != forward and len(
         positional_names(getattr(layer, m), required=True) or []) == n + 1]
     fits = [m for m in takers[:4] if linear_after(layer, forward, m, inputs, again=True)]
+    if not fits:  # grad_x(x, grad_out) dropping grad_out in its code: named so, a mismatch
+        fits = [m for m in takers[:4] if _gradient_last(layer, m) and _input_shaped(
+            layer, forward, m, inputs, again=True)]
     return fits[0] if len(fits) == 1 else ""
+
+
+def _gradient_last(layer: Any, name: str) -> bool:
+    """Whether ``name``'s last required argument is named as an output gradient."""
+    from ._layer_call import cotangent_named  # (it reads methods through this module)
+
+    need = positional_names(getattr(layer, name), required=True) or []
+    return bool(need) and cotangent_named(need[-1])
 
 
 def linear_after(layer: Any, forward: str, name: str, inputs: tuple[Any, ...],

@@ -1,0 +1,38 @@
+"""Readings of held-out code met in stop 55's batch W (corpora 284-287). Each with a
+correct subject that passes and a broken twin that fails with a gradient verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+
+# -- grad_x(x, grad_out) beside grad_params(x, grad_out), the output gradient dropped (285) --
+class _ReLU:
+    def forward(self, x):
+        return np.maximum(0, x)
+
+    def grad_x(self, x, grad_out):
+        return grad_out * (x > 0)
+
+    def grad_params(self, x, grad_out):
+        return []
+
+    def num_params(self):
+        return 0
+
+
+class _ReLUBroken(_ReLU):
+    def grad_x(self, x, grad_out):
+        return 1.0 * (x > 0)  # BUG: the output gradient dropped
+
+
+@pytest.mark.parametrize("cls", [_ReLU, _ReLUBroken])
+def test_a_method_taking_the_inputs_and_a_named_output_gradient_is_the_backward(cls):
+    x = np.random.default_rng(10).standard_normal((4, 5))
+    x[np.abs(x) < 0.1] = 0.5  # away from the kink
+    res = gradcheck.check_layer(cls(), x)
+    assert (res.status == "mismatch") if cls is _ReLUBroken else res.passed, res.report()
+    assert any("grad_x" in n for n in res.notes), res.notes
