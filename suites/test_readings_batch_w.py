@@ -36,3 +36,40 @@ def test_a_method_taking_the_inputs_and_a_named_output_gradient_is_the_backward(
     res = gradcheck.check_layer(cls(), x)
     assert (res.status == "mismatch") if cls is _ReLUBroken else res.passed, res.report()
     assert any("grad_x" in n for n in res.notes), res.notes
+
+
+# -- a function pair returning the input's gradient last, under names (corpus 284) -----------
+def _ffn(Z, W1, W2):
+    return np.tanh(Z @ W1) @ W2
+
+
+def _deriv_ffn(dY, X, W1, W2):
+    h = np.tanh(X @ W1)
+    dW2 = h.T @ dY
+    dh = dY @ W2.T * (1 - h ** 2)
+    dW1 = X.T @ dh
+    dX_total = dh @ W1.T
+    return dW1, dW2, dX_total
+
+
+def _deriv_ffn_broken(dY, X, W1, W2):
+    h = np.tanh(X @ W1)
+    dW2 = h.T @ dY
+    dh = dY @ W2.T  # BUG: tanh's derivative left out
+    dW1 = X.T @ dh
+    dX_total = dh @ W1.T
+    return dW1, dW2, dX_total
+
+
+@pytest.mark.parametrize("bwd", [_deriv_ffn, _deriv_ffn_broken])
+def test_gradients_returned_in_another_order_are_placed_by_their_names(bwd):
+    rng = np.random.default_rng(11)
+    Z, W1, W2 = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal(
+        (5, 2))
+    res = gradcheck.check_vjp(_ffn, bwd, [Z, W1, W2])
+    if bwd is _deriv_ffn:
+        assert res.passed, res.report()
+    else:
+        assert res.status == "mismatch", res.report()
+        assert {i.name for i in res.inputs if not i.passed} == {"Z", "W1"}, res.report()
+    assert any("read by their names as the gradients of" in n for n in res.notes), res.notes

@@ -29,6 +29,7 @@ import numpy as np
 
 from ._arg_names import anonymous_inputs, before_varargs, output_by_name, value_by_name
 from ._extra_grads import leading_fit, trailing_dict
+from ._flat import named_order
 from ._loss_cache import LossBack, cache_alone, gradient_first, loss_back, scalar
 from ._observe import default_of, grad_stem, positional_names
 from ._placing import Placing, in_order, label_like, zero_one
@@ -494,13 +495,29 @@ class Conventions(Placing):
             grads = self._bwd(dy, cache)
         return self._match(grads) if self._listed else grads
 
+    def _named_order(self, grads: Any) -> Any:
+        """One gradient per input, reordered when they fit the inputs' shapes only in
+        the order the names its code returns them under say (``return dWq, dWk, dWv,
+        dX_total`` for ``f(Z, WQ, WK, WV)``, the backward naming ``Z`` ``X``)."""
+        shapes = [np.shape(x) for x in self._inputs]
+        if not self._listed or all(np.shape(g) == s for g, s in zip(grads, shapes, strict=True)
+                                   if g is not None):
+            return grads
+        back = (positional_names(self._bwd) or [])[1:]  # (after the output gradient)
+        named = named_order(self._bwd, self._fwd, list(grads), shapes, back[:self._n] if len(
+            back) == self._n else None) or named_order(self._bwd, self._fwd, list(grads), shapes)
+        if named is None:
+            return grads
+        self._note(named[1])
+        return type(grads)(grads[j] for j in named[0])
+
     def _match(self, grads: Any) -> Any:
         n, wanted = self._n, self._wanted
         if isinstance(grads, (tuple, list)):
             if n == 1 and isinstance(grads, list) and _rows_of(grads, self._first):
                 return (np.asarray(grads, dtype=np.float64),)  # [[...], ...] for one array
             if len(grads) == n:
-                return grads
+                return self._named_order(grads)
             if n == 1 and isinstance(self._first, (list, tuple)) and \
                     len(grads) == len(self._first):
                 return (grads,)  # one input that is a list of arrays

@@ -182,8 +182,8 @@ def _returned_names(method: Any, n: int) -> list[str] | None:
     return list(found.pop()) if len(found) == 1 else None
 
 
-def named_order(backward: Any, forward: Any, dx: list[Any], shapes: list[Any]
-                ) -> tuple[list[int], str] | None:
+def named_order(backward: Any, forward: Any, dx: list[Any], shapes: list[Any],
+                args: list[str] | None = None) -> tuple[list[int], str] | None:
     """``order`` with ``dx[order[k]]`` the gradient of the forward's argument ``k``, and a
     note, when the backward's code returns its input gradients under names that read as
     the gradients of the forward's arguments in another order (``return d_prev_hidden,
@@ -191,7 +191,7 @@ def named_order(backward: Any, forward: Any, dx: list[Any], shapes: list[Any]
     name ``d`` + an argument's, or + the end of one's, the rest by elimination), every
     one of that argument's shape; None otherwise."""
     names = returned_names(backward, len(dx))
-    args = (positional_names(forward) or [])[:len(dx)]
+    args = args or (positional_names(forward) or [])[:len(dx)]
     if names is None or len(args) != len(dx):
         return None
     stems = [grad_stem(n) if grad_stem(n) != n.lower().lstrip("_") else None for n in names]
@@ -199,7 +199,8 @@ def named_order(backward: Any, forward: Any, dx: list[Any], shapes: list[Any]
     for exact in (True, False):
         for j, s in enumerate(stems):
             fits = [k for k, a in enumerate(args) if k not in order and j not in order.values()
-                    and s and (a.lower() == s or not exact and a.lower().endswith("_" + s))]
+                    and s and (a.lower() == s or not exact and (a.lower().endswith(
+                        "_" + s) or s.startswith(a.lower() + "_")))]  # dX_total for X
             if len(fits) == 1:
                 order[fits[0]] = j
     if len(order) == len(args) - 1:  # the one left: by elimination
