@@ -73,3 +73,40 @@ def test_gradients_returned_in_another_order_are_placed_by_their_names(bwd):
         assert res.status == "mismatch", res.report()
         assert {i.name for i in res.inputs if not i.passed} == {"Z", "W1"}, res.report()
     assert any("read by their names as the gradients of" in n for n in res.notes), res.notes
+
+
+# -- a backward taking inputs by their names but for case (corpus 284) -------------------------
+def _ffn2(X, W1, B1, W2, B2):
+    return np.tanh(X @ W1 + B1) @ W2 + B2
+
+
+def _deriv_ffn2(dY, X, W1, b1, W2):
+    h = np.tanh(X @ W1 + b1)
+    dW2, db2 = h.T @ dY, dY.sum(axis=0, keepdims=True)
+    dh = dY @ W2.T * (1 - h ** 2)
+    dW1, db1 = X.T @ dh, dh.sum(axis=0, keepdims=True)
+    dX = dh @ W1.T
+    return dW2, db2, dW1, db1, dX
+
+
+def _deriv_ffn2_broken(dY, X, W1, b1, W2):
+    h = np.tanh(X @ W1 + b1)
+    dW2, db2 = h.T @ dY, dY.sum(axis=0, keepdims=True)
+    dh = dY @ W2.T * (1 - h ** 2)
+    dW1, db1 = X.T @ dh, 2 * dh.sum(axis=0, keepdims=True)  # BUG: twice the bias gradient
+    dX = dh @ W1.T
+    return dW2, db2, dW1, db1, dX
+
+
+@pytest.mark.parametrize("bwd", [_deriv_ffn2, _deriv_ffn2_broken])
+def test_inputs_taken_back_by_their_names_but_for_case(bwd):
+    rng = np.random.default_rng(12)
+    X, W1, W2 = (rng.standard_normal(s) for s in ((3, 4), (4, 5), (5, 2)))
+    B1, B2 = rng.standard_normal((1, 5)), rng.standard_normal((1, 2))
+    res = gradcheck.check_vjp(_ffn2, bwd, [X, W1, B1, W2, B2])
+    if bwd is _deriv_ffn2:
+        assert res.passed, res.report()
+    else:
+        assert res.status == "mismatch", res.report()
+        assert [i.name for i in res.inputs if not i.passed] == ["B1"], res.report()
+    assert any("by their names and dY, the output gradient" in n for n in res.notes), res.notes

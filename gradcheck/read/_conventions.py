@@ -377,10 +377,13 @@ class Conventions(Placing):
                 out.size == 1:  # a loss's mse_grad(y_pred, y): the prediction, no gradient
             return None
         odd = [b for b in b_names if b not in f_names]
+        low = {f.lower(): k for k, f in enumerate(f_names)}  # (b1 for B1: but for case)
+        if len(odd) > 1 and len(low) == len(f_names):
+            odd = [b for b in b_names if b.lower() not in low]
         if len(f_names) != self._n or len(b_names) < 2 or len(odd) != 1 or len(
                 set(b_names)) != len(b_names):
             return None
-        order = [None if b in odd else f_names.index(b) for b in b_names]
+        order = [None if b in odd else low[b.lower()] for b in b_names]
         also = {b: args[f_names.index(b)] for b in every[len(b_names):]
                 if b in f_names}  # linear_backward_weights(x, w, dy, bias=None)
         self._named_back = True
