@@ -154,3 +154,45 @@ def test_targets_given_where_the_forward_takes_a_flag_are_read_as_targets(bug, r
     else:
         assert res.passed, res.report()
     assert any("the rest are the targets of loss_fn.forward" in n for n in res.notes)
+
+
+# -- a network given its loss's gradient and a learning rate (corpus 282) ---------------------
+class _StepNet:
+    """``forward(X)``, ``compute_loss(Y_pred, Y_true)``, ``compute_loss_gradient(Y_pred,
+    Y_true)`` and ``backward(dA, learning_rate)`` keeping its gradients in a cache dict
+    and stepping the weights."""
+
+    def __init__(self, bug=False):
+        rng = np.random.default_rng(13)
+        self.W, self.b = rng.standard_normal((3, 4)) * 0.5, np.zeros((3, 1))
+        self.bug = bug
+
+    def forward(self, X):
+        self.X = X
+        self.A = np.tanh(self.W @ X + self.b)
+        return self.A
+
+    def compute_loss(self, Y_pred, Y_true):
+        return float(0.5 * np.sum((Y_pred - Y_true) ** 2))
+
+    def compute_loss_gradient(self, Y_pred, Y_true):
+        return Y_pred - Y_true
+
+    def backward(self, dA, learning_rate):
+        dZ = dA if self.bug else dA * (1 - self.A ** 2)  # BUG: tanh's derivative
+        self.cache = {"dW": dZ @ self.X.T, "db": dZ.sum(axis=1, keepdims=True)}
+        self.W = self.W - learning_rate * self.cache["dW"]
+        self.b = self.b - learning_rate * self.cache["db"]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_network_given_its_loss_s_gradient_and_a_learning_rate(bug):
+    rng = np.random.default_rng(14)
+    X, Y = rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
+    res = gradcheck.check_layer(_StepNet(bug), X, Y)
+    assert {i.name for i in res.inputs if i.status != "constant"} >= {"W", "b"}, res.report()
+    if bug:
+        assert res.status == "mismatch", res.report()
+    else:
+        assert res.passed, res.report()
+    assert any("given what compute_loss_gradient returns" in n for n in res.notes), res.notes

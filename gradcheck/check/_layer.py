@@ -301,7 +301,7 @@ def _loss_chained(res: CheckResult, layer: Any, inputs: tuple[Any, ...],
     backward as that loss's gradient, or, when that reads nothing or is a
     ``bad-protocol``, given what the loss's gradient method returns; None for neither."""
     kept = None
-    for through in (False, True):
+    for through in (True, False):  # the loss's gradient handed on, when read, first
         chain = loss_method_chain(layer, inputs, res.error, through)
         if chain is None:
             continue

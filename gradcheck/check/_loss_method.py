@@ -506,6 +506,7 @@ def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_o
     the ``j``-th output, ``("x", i)`` the ``i``-th input, ``("t", i)`` the ``i``-th
     target; ``said``, the output's name when it is not the forward's code's (the name
     the loss takes it under). None otherwise."""
+    given = bool(said)
     said = said or (_returned_alone(getattr(layer, f_name)) if alone else returned_names(
         getattr(layer, f_name), n_out))  # (alone: ``return output``, ``backward(output, y)``)
     if not said or "" in said or len(set(said)) != n_out or set(said) & set(args):
@@ -520,6 +521,8 @@ def _named_outputs(layer: Any, f_name: str, args: list[str], n_targets: int, n_o
                                 if a in args else ("t", rest.index(a)) for a in need]))
     if len(fits) > 1 or alone:  # backward(output, y) beside accuracy(output, y) or the
         fits = [f for f in fits if _BACKWARD_NAMED.search(f[0])]  # loss(Y, T) itself
+    if given:  # the loss's own name for the output: a backward by name, never the loss's
+        fits = [f for f in fits if "back" in f[0].lower()]  # gradient (loss_gradient(p, y))
     return fits[0] if len(fits) == 1 else None
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from ..read._discovery import get_path, is_float_array
 from ..read._observe import method_pair, positional_names
 from ..read._protocol import clone
+from ..read._transposed import STEP_SIZE
 from ._loss_method import _others, _signed
 
 __all__ = ["through_loss_gradient"]
@@ -45,8 +46,9 @@ def through_loss_gradient(layer: Any, f_name: str, loss: tuple[str, bool],
     except Exception:  # noqa: BLE001 - no backward found: no such reading
         return None
     taken = positional_names(getattr(layer, b_name), required=True)
-    if taken is None or len(taken) != 1 or taken[0] in t_names:
-        return None
+    step = taken is not None and len(taken) == 2 and bool(STEP_SIZE.match(taken[1]))
+    if taken is None or len(taken) != 1 + step or taken[0] in t_names:
+        return None  # (backward(dA, learning_rate): given 1.0, its change read)
     need = len(positional_names(get_path(layer, l_name), required=True) or [])
     fits = [name for name, args in _others(layer, f_name) if name not in (l_name, b_name)
             and _GRADIENT.search(name) and len(args) == need
@@ -54,7 +56,8 @@ def through_loss_gradient(layer: Any, f_name: str, loss: tuple[str, bool],
     if len(fits) != 1:
         return None
     made = _joined(layer, f_name, (l_name, first), fits[0], b_name,
-                   positional_names(getattr(layer, f_name), required=True) or [], targets)
+                   positional_names(getattr(layer, f_name), required=True) or [], targets,
+                   (1.0,) if step else ())
     if made is None:
         return None
     return made, _CHAIN, _BACK, (
@@ -78,7 +81,7 @@ def _gives_gradient(obj: Any, name: str, out: Any, targets: tuple[Any, ...],
 
 
 def _joined(layer: Any, f_name: str, loss: tuple[str, bool], grad: str, back: str,
-            args: list[str], targets: tuple[Any, ...]) -> Any:
+            args: list[str], targets: tuple[Any, ...], step: tuple[float, ...] = ()) -> Any:
     """A copy of ``layer`` whose class adds the forward-then-loss method, the targets
     held in it, keeping its output (in a function, which no reading takes for an array),
     and the backward, taking nothing, given the loss's gradient for that output; None
@@ -97,7 +100,7 @@ def _joined(layer: Any, f_name: str, loss: tuple[str, bool], grad: str, back: st
 
     def backward_through_loss(self: Any) -> Any:
         out = self._gradcheck_loss_output()
-        return getattr(cls, back)(self, getattr(cls, grad)(self, *loss_args(out)))
+        return getattr(cls, back)(self, getattr(cls, grad)(self, *loss_args(out)), *step)
 
     try:
         made = type(cls.__name__, (cls,), {

@@ -502,13 +502,19 @@ class Conventions(Placing):
         """One gradient per input, reordered when they fit the inputs' shapes only in
         the order the names its code returns them under say (``return dWq, dWk, dWv,
         dX_total`` for ``f(Z, WQ, WK, WV)``, the backward naming ``Z`` ``X``)."""
-        shapes = [np.shape(x) for x in self._inputs]
-        if not self._listed or all(np.shape(g) == s for g, s in zip(grads, shapes, strict=True)
-                                   if g is not None):
+        if not self._listed or not all(isinstance(x, np.ndarray) for x in self._inputs) or \
+                not all(isinstance(g, (np.ndarray, list)) for g in grads):
+            return grads  # (arrays only: a list of parts stacks as one array or not at all)
+        shapes = [x.shape for x in self._inputs]
+        try:
+            if all(np.shape(g) == s for g, s in zip(grads, shapes, strict=True)):
+                return grads
+            named = named_order(self._bwd, self._fwd, list(grads), shapes)
+        except ValueError:  # parts of several shapes
             return grads
         back = (positional_names(self._bwd) or [])[1:]  # (after the output gradient)
-        named = named_order(self._bwd, self._fwd, list(grads), shapes, back[:self._n] if len(
-            back) == self._n else None) or named_order(self._bwd, self._fwd, list(grads), shapes)
+        if len(back) == self._n:  # the backward's own names for the inputs first
+            named = named_order(self._bwd, self._fwd, list(grads), shapes, back) or named
         if named is None:
             return grads
         self._note(named[1])
