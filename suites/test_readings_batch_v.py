@@ -196,3 +196,19 @@ def test_a_network_given_its_loss_s_gradient_and_a_learning_rate(bug):
     else:
         assert res.passed, res.report()
     assert any("given what compute_loss_gradient returns" in n for n in res.notes), res.notes
+
+
+class _StepOnlyNet(_StepNet):
+    """As :class:`_StepNet`, its gradients told by the step alone (corpus 291)."""
+
+    def backward(self, dA, learning_rate):
+        dZ = dA * (1 - self.A ** 2)
+        self.W = self.W - learning_rate * dZ @ self.X.T
+        self.b = self.b - learning_rate * dZ.sum(axis=1, keepdims=True)
+
+
+def test_a_backward_taking_the_loss_s_gradient_is_never_handed_the_loss_s_own():
+    rng = np.random.default_rng(14)
+    X, Y = rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
+    res = gradcheck.check_layer(_StepOnlyNet(), X, Y)  # correct: no failing verdict
+    assert res.status not in ("mismatch", "shape-mismatch", "non-finite"), res.report()

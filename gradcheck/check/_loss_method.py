@@ -75,13 +75,9 @@ def loss_method_chain(layer: Any, inputs: tuple[Any, ...], error: dict[str, str]
     if picked is None:
         return None
     loss, first, at = picked
-    if through:
-        from ._loss_through import through_loss_gradient  # (it imports this module)
-
-        every = positional_names(get_path(layer, loss)) or []
-        t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
-        return None if at is not None or len(t_names) != len(targets) else \
-            through_loss_gradient(layer, f_name, (loss, first), data, targets, out, t_names)
+    handed = _handed_on(layer, f_name, (loss, first, at), data, targets, out)
+    if through or handed is not None:  # a backward taking the loss's gradient's array is
+        return handed if through else None  # never handed the loss's own output gradient
     said = _backward_names(layer, f_name, names, data, len(targets))  # backward(targets):
     made = _chained(layer, f_name, (loss, first, at), names, targets,  # under its names
                     1 if at is None else len(out), said if said and all(
@@ -262,6 +258,19 @@ def _refused(error: dict[str, str] | None, layer: Any = None,
     return name if need and len(need) < len(inputs) <= len(ps) and all(
         isinstance(p.default, bool) for p in flags) and all(
         is_float_array(x) for x in inputs[len(need):]) else None
+
+
+def _handed_on(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
+               data: tuple[Any, ...], targets: tuple[Any, ...], out: Any
+               ) -> tuple[Any, str, str, str, int] | None:
+    """:func:`._loss_through.through_loss_gradient`'s chain, when it reads the object."""
+    from ._loss_through import through_loss_gradient  # (it imports this module)
+
+    l_name, first, at = loss
+    every = positional_names(get_path(layer, l_name)) or []
+    t_names = every[1:1 + len(targets)] if first else every[:len(targets)]
+    return None if at is not None or len(t_names) != len(targets) else \
+        through_loss_gradient(layer, f_name, (l_name, first), data, targets, out, t_names)
 
 
 def _named_as_loss(obj: Any, f_name: str) -> list[str]:
