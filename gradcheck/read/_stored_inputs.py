@@ -12,7 +12,7 @@ import numpy as np
 from ._depends import misshapen_input, moves_with_dout
 from ._layer_call import Protocol
 from ._loss_read import given_targets
-from ._observe import grad_of, positional_names
+from ._observe import grad_of, grad_stem, positional_names
 from ._protocol import ProtocolError
 from ._reading import describe
 from ._tied import collinear
@@ -27,12 +27,21 @@ def inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
     if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
             np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
         return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
-            g := grad_of(names[k], np.shape(first.xs[k]), first.stored)) and not collinear(
+            g := grad_of(names[k], np.shape(first.xs[k]), first.stored) or _named_for(
+                names[k], first.stored)) and not collinear(
                 first.stored[g], ret, np.size(first.out) == 1)}  # (a loss's self.dy: no other's)
     if proto.returned is not None or ret is not None:
         return {}
     given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets
     return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
+
+
+def _named_for(name: str, stored: dict[str, np.ndarray]) -> str | None:
+    """The one array stored on the layer itself named as the gradient of the forward's
+    argument ``name``, whatever its shape (``db`` for ``b``: a wrong shape is its verdict)."""
+    found = [c for c in stored if "." not in c and "[" not in c and grad_stem(
+        c.lstrip("_")) == name.lower() != c.lstrip("_").lower()]
+    return found[0] if len(found) == 1 else None
 
 
 def inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],

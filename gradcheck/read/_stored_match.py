@@ -112,7 +112,25 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
                 got_x[int(key[1])] = c
                 notes.append(f"the gradient of input {key[1]} is what the backward stored "
                              f"in {c} (the only array stored of its shape)")
+    notes += _named_for_inputs(inputs, left, got_x)
     return got_p, got_x, notes
+
+
+def _named_for_inputs(inputs: dict[int, tuple[str, Any]], left: dict[str, np.ndarray],
+                      got_x: dict[int, str]) -> list[str]:
+    """Each input left without a gradient whose one stored array on the layer is named
+    for it, whatever its shape (``db`` of another shape for the forward's ``b``: its
+    gradient, a ``shape-mismatch``, never a constant), put in ``got_x``; the notes."""
+    notes = []
+    for k, (name, _) in inputs.items():
+        named = [c for c in left if parent_of(c) == "" and name and grad_stem(
+            last_name(c)) == name.lower() != last_name(c).lower()]
+        if k not in got_x and len(named) == 1:
+            got_x[k] = named[0]
+            left.pop(named[0])
+            notes.append(f"the gradient of input {k} is what the backward stored in "
+                         f"{named[0]}, named for the forward's argument {name}")
+    return notes
 
 
 def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> dict[str, str]:
