@@ -39,3 +39,23 @@ def test_an_argument_s_gradient_stored_by_its_name_in_another_shape_is_that_mism
     else:
         assert res.passed, res.report()
         assert all(i.status == "ok" for i in res.inputs), res.report()
+
+
+# -- a derivative written in the output, its argument named f (corpus 289) --------------------
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _sigmoid_grad(f):
+    return f * (1 - f)
+
+
+def _sigmoid_grad_broken(f):
+    return f * (1 + f)  # BUG: a sign
+
+
+def test_a_derivative_of_the_output_named_f_is_no_verdict_and_its_twin_fails():
+    x = np.random.default_rng(16).standard_normal((3, 4))
+    res = gradcheck.check_elementwise(_sigmoid, _sigmoid_grad, x)
+    assert res.status == "bad-protocol" and "df(f(x0))" in res.message, res.report()
+    assert gradcheck.check_elementwise(_sigmoid, _sigmoid_grad_broken, x).status == "mismatch"

@@ -136,7 +136,7 @@ def _of_the_output(res: CheckResult, f: Callable[..., Any], df: Callable[..., An
 
 
 #: An argument named as an activation's output (``a``, ``s``, ``out``, ``y_hat``...).
-_OUTPUT_NAME = re.compile(r"^(a|s|t|h|o|y|out(put)?s?|act(ivation)?s?|sig(moid)?(_?out)?|"
+_OUTPUT_NAME = re.compile(r"^(a|s|t|h|o|y|f|out(put)?s?|act(ivation)?s?|sig(moid)?(_?out)?|"
                           r"tanh(_?out)?|f_?x|y_?hat|fx_?out)$", re.I)
 
 
