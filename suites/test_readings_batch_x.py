@@ -59,3 +59,52 @@ def test_a_derivative_of_the_output_named_f_is_no_verdict_and_its_twin_fails():
     res = gradcheck.check_elementwise(_sigmoid, _sigmoid_grad, x)
     assert res.status == "bad-protocol" and "df(f(x0))" in res.message, res.report()
     assert gradcheck.check_elementwise(_sigmoid, _sigmoid_grad_broken, x).status == "mismatch"
+
+
+# -- a flat gradient vector beside the flat parameter vector (corpus 289, Welch Labs) --------
+class _Welch:
+    def __init__(self, bug=False):
+        rng = np.random.default_rng(17)
+        self.W1, self.W2 = rng.standard_normal((2, 3)), rng.standard_normal((3, 1))
+        self.bug = bug
+
+    def forward(self, X):
+        self.z2 = X @ self.W1
+        self.a2 = 1 / (1 + np.exp(-self.z2))
+        self.z3 = self.a2 @ self.W2
+        return 1 / (1 + np.exp(-self.z3))
+
+    def costFunction(self, X, y):  # noqa: N802 - the repository's names
+        return float(0.5 * np.sum((y - self.forward(X)) ** 2))
+
+    def costFunctionPrime(self, X, y):  # noqa: N802
+        yHat = self.forward(X)  # noqa: N806
+        delta3 = -(y - yHat) * yHat * (1 - yHat)
+        dJdW2 = self.a2.T @ delta3  # noqa: N806
+        delta2 = delta3 @ self.W2.T * (1 if self.bug else self.a2 * (1 - self.a2))  # BUG
+        return X.T @ delta2, dJdW2
+
+    def computeGradients(self, X, y):  # noqa: N802
+        dJdW1, dJdW2 = self.costFunctionPrime(X, y)  # noqa: N806
+        return np.concatenate((dJdW1.ravel(), dJdW2.ravel()))
+
+    def getParams(self):  # noqa: N802
+        return np.concatenate((self.W1.ravel(), self.W2.ravel()))
+
+    def setParams(self, params):  # noqa: N802
+        self.W1 = params[:6].reshape(2, 3)
+        self.W2 = params[6:].reshape(3, 1)
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_flat_gradient_is_split_as_the_flat_parameters_are_joined(bug):
+    rng = np.random.default_rng(18)
+    X, y = rng.standard_normal((4, 2)), rng.uniform(0, 1, (4, 1))
+    res = gradcheck.check_layer(_Welch(bug), X, y)
+    assert {i.name for i in res.inputs if i.status != "constant"} >= {"W1", "W2"}, \
+        res.report()
+    if bug:
+        assert res.status == "mismatch", res.report()
+        assert [i.name for i in res.inputs if not i.passed] == ["W1"], res.report()
+    else:
+        assert res.passed, res.report()

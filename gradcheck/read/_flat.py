@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import re
 import textwrap
 from typing import Any
 
@@ -335,6 +336,8 @@ def as_split(ret: Any, obj: Any, names: Any = (), xs: Any = ()) -> Any:
         return (*ret[:-1], whole)  # (dx, [np.r_[dW.ravel(), db]]) beside params = [W, b]
     if isinstance(ret, tuple) and len(ret) > 1 and (flat := _flattened(ret[-1])):
         return (*ret[:-1], flat)  # (dx, dh, {'Wx': {'f': dWxf}}): one dict per kind
+    if is_float_array(ret) and ret.ndim == 1 and (flat := _as_got(ret, obj)):
+        return (None, flat)  # compute_gradient() beside get_params(): one vector each
     if isinstance(ret, tuple) and len(ret) > 1 and (laid := _laid_as_lists(ret, obj)):
         return laid  # (dws, dbs) beside self.ws, self.bs: keyed by the arrays' paths
     if isinstance(ret, tuple) and len(ret) > 1 and (beside := _beside_listed(ret, obj)):
@@ -377,6 +380,38 @@ def _laid_as_lists(ret: tuple[Any, ...], obj: Any) -> tuple[Any, ...] | None:
     if len(ret) - k < 2:
         return None
     return (*ret[:k], out) if k else (None, out)
+
+
+_GETTER = re.compile(r"^(get_?)?(params|parameters|weights)$", re.I)
+
+
+def _as_got(v: np.ndarray, obj: Any) -> dict[str, np.ndarray] | None:
+    """``{path: gradient}`` when ``v`` is as long as the vector the object's one getter
+    taking nothing returns (``get_params()``: Welch Labs' ``np.concatenate((W1.ravel(),
+    W2.ravel()))``), that vector being the object's own float arrays raveled and joined
+    in some order, each once, none of ``v``'s shape: ``v`` split in that order."""
+    if obj is None or not hasattr(obj, "__dict__"):
+        return None
+    getters = [n for n in dir(type(obj)) if _GETTER.match(n) and callable(getattr(obj, n))]
+    if len(getters) != 1 or positional_names(getattr(obj, getters[0]), required=True) != []:
+        return None
+    try:
+        flat = np.asarray(getattr(obj, getters[0])())
+    except Exception:  # noqa: BLE001 - not such a getter
+        return None
+    own = {n: a for n, a in vars(obj).items() if is_float_array(a) and a.size and
+           a.shape != v.shape}
+    if flat.shape != v.shape:
+        return None
+    out, at = {}, 0
+    while at < v.size:
+        fits = [n for n, a in own.items() if n not in out and at + a.size <= v.size and
+                np.array_equal(flat[at:at + a.size], a.ravel())]
+        if len(fits) != 1:
+            return None
+        out[fits[0]] = v[at:at + own[fits[0]].size].reshape(own[fits[0]].shape)
+        at += own[fits[0]].size
+    return out
 
 
 def _raveled(extra: Any, obj: Any) -> dict[str, np.ndarray] | None:
