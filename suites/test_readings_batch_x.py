@@ -108,3 +108,36 @@ def test_a_flat_gradient_is_split_as_the_flat_parameters_are_joined(bug):
         assert [i.name for i in res.inputs if not i.passed] == ["W1"], res.report()
     else:
         assert res.passed, res.report()
+
+
+# -- a regression loss storing one gradient for two float inputs (corpus 290) ----------------
+class _MSE:
+    def forward(self, y_pred, y_true):
+        return np.mean((y_true - y_pred) ** 2)
+
+    def backward(self, y_pred, y_true):
+        self.dinputs = -2 * (y_true - y_pred) / y_pred.size
+
+
+class _MSEBroken(_MSE):
+    def backward(self, y_pred, y_true):
+        self.dinputs = 2 * (y_true - y_pred) / y_pred.size  # BUG: the sign
+
+
+class _MSETargetFirst:
+    def forward(self, y_true, y_pred):
+        return np.mean((y_true - y_pred) ** 2)
+
+    def backward(self, y_true, y_pred):
+        self.dinputs = -2 * (y_true - y_pred) / y_pred.size
+
+
+@pytest.mark.parametrize("cls", [_MSE, _MSEBroken, _MSETargetFirst])
+def test_a_loss_storing_one_gradient_for_two_float_inputs_reads_the_prediction_s(cls):
+    rng = np.random.default_rng(19)
+    a, b = rng.standard_normal((4, 1)), rng.standard_normal((4, 1))
+    res = gradcheck.check_layer(cls(), a, b)
+    k = 1 if cls is _MSETargetFirst else 0
+    assert (res.status == "mismatch") if cls is _MSEBroken else res.passed, res.report()
+    assert res.inputs[1 - k].status == "constant", res.report()
+    assert any(f"read as x{k}'s" in n for n in res.notes), res.notes

@@ -5,6 +5,7 @@ input held constant, a misshapen one a ``shape-mismatch``, else a ``bad-protocol
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,32 @@ def _named_for(name: str, stored: dict[str, np.ndarray]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+#: An argument named as a loss's targets (``y_true`` of ``forward(y_pred, y_true)``).
+_TARGET = re.compile(r"y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expected|desired|"
+                     r"one_?hot", re.I)
+
+
+def _first_of_two(proto: Protocol, first: Any, got_x: dict[int, str]
+                  ) -> tuple[int, str] | None:
+    """For a loss (one number) of two float inputs of one shape whose backward stored one
+    array of their shape under an input's generic gradient name (``self.dinputs``) and
+    nothing else, ``(k, that path)``: the gradient of input ``k``, the one the forward's
+    argument names do not name as the target (``y_true``), else the first, as a returned
+    one is read (the gradient of either input of a difference is minus the other's)."""
+    xs = first.xs
+    if got_x or proto.wanted != [0, 1] or len(xs) != 2 or np.size(first.out) != 1 or not all(
+            isinstance(x, np.ndarray) and x.dtype.kind == "f" for x in xs) or \
+            xs[0].shape != xs[1].shape or len(first.stored) != 1:
+        return None
+    (path, a), = first.stored.items()
+    if "." in path or "[" in path or a.shape != xs[0].shape or grad_stem(
+            path.lstrip("_")) not in ("inputs", "input", "x"):
+        return None
+    names = (positional_names(getattr(first.init, proto.forward)) or [])[:2]
+    said = [k for k, n in enumerate(names) if _TARGET.fullmatch(n)]
+    return (1 - said[0] if len(said) == 1 and len(names) == 2 else 0), path
+
+
 def inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
                  params: bool = False, claimed: frozenset[Any] = frozenset()) -> None:
     """A backward that returned nothing must have stored every differentiated input's
@@ -52,6 +79,14 @@ def inputs_read(proto: Protocol, first: Any, got_x: dict[int, str],
     they are) and none for its input (a first layer) holds the input constant, and says
     so."""
     if first.ret is not None or proto.returned is not None:
+        return
+    if (first_of := _first_of_two(proto, first, got_x)) is not None:
+        k, path = first_of
+        got_x[k] = path
+        proto.note(f"the loss stores one gradient for its two float inputs of one shape, "
+                   f"{path}: read as x{k}'s, x{1 - k} (its target, "
+                   f"{'by its name' if k else 'the second'}) held constant; if x{1 - k} is "
+                   f"the prediction, name it: wrt=['x{1 - k}']")
         return
     lost = [k for k in proto.wanted if k not in got_x]
     free = {c: a for c, a in first.stored.items() if c not in got_x.values()
