@@ -94,3 +94,44 @@ def test_a_number_that_does_not_move_with_the_data_is_no_loss():
     x = np.random.default_rng(5).standard_normal(5)
     with pytest.raises(TypeError, match="has no backward-like method"):
         gradcheck.check_layer(_Accuracy(), x, 2)
+
+
+# -- review 106: a method of the targets that steps, or returns an accuracy -----------------
+class _Stepping(_Net):
+    """``backwards(y)`` returning ``(loss, dx)`` computed before an SGD step it takes."""
+
+    def backwards(self, y):
+        loss, dx = super().backwards(y)
+        self.W = self.W - 0.5 * self.dW
+        self.b = self.b - 0.5 * self.db
+        return loss, dx
+
+
+def test_a_method_of_the_targets_that_steps_is_no_loss_of_this_forward():
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal((2, 4)), rng.standard_normal((2, 3))
+    res = gradcheck.check_layer(_Stepping(), x, y)  # correct: never a failing verdict
+    assert res.status not in ("mismatch", "shape-mismatch"), res.report()
+
+
+class _Hits(_SoftMax):
+    """``get_loss(label)`` returning the gradient beside a hit count, which a move of
+    the data can flip (a large batch): no loss."""
+
+    def forward_pass(self, x):
+        self.input = x
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        self.output = e / e.sum(axis=1, keepdims=True)
+        return self.output
+
+    def get_loss(self, labels):
+        grads = self.output.copy()
+        grads[np.arange(len(labels)), labels] -= 1
+        return grads / len(labels), float(np.mean(self.output.argmax(axis=1) == labels))
+
+
+def test_a_number_moving_by_jumps_is_no_loss():
+    rng = np.random.default_rng(3)
+    x, labels = rng.standard_normal((200, 3)) * 0.1, rng.integers(0, 3, 200)
+    with pytest.raises(TypeError, match="has no backward-like method"):
+        gradcheck.check_layer(_Hits(), x, labels)

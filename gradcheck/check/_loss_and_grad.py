@@ -75,15 +75,21 @@ def _one_forward(layer: Any) -> str | None:
 def _number_at(layer: Any, f_name: str, m: str, data: tuple[Any, ...],
                targets: tuple[Any, ...]) -> int | None:
     """The place of the one finite number in what ``m(*targets)`` returns after the
-    forward, beside float arrays, when it moves with the data; else None."""
-    def call(xs: tuple[Any, ...]) -> Any:
+    forward, beside float arrays, when it moves with the data smoothly (a small move of
+    the data, twice as large, moves it about twice as far: no count of hits, no
+    accuracy) and ``m`` leaves what the forward computes as it was (no step); else None."""
+    def call(xs: tuple[Any, ...], again: bool = False) -> Any:
         obj = clone(layer)
         with np.errstate(all="ignore"):
-            getattr(obj, f_name)(*clone(xs))
-            return getattr(obj, m)(*clone(targets))
+            out = np.array(getattr(obj, f_name)(*clone(xs)), dtype=float, copy=True)
+            got = getattr(obj, m)(*clone(targets))
+            if again and not np.array_equal(np.asarray(getattr(obj, f_name)(*clone(
+                    xs)), dtype=float), out, equal_nan=True):
+                raise ValueError("it steps the weights")  # its loss is not this forward's
+        return got
 
     try:
-        got = call(data)
+        got = call(data, again=True)
         if not isinstance(got, (tuple, list)) or len(got) < 2:
             return None
         nums = [i for i, v in enumerate(got) if _scalar(v) is not None]
@@ -95,12 +101,16 @@ def _number_at(layer: Any, f_name: str, m: str, data: tuple[Any, ...],
         j = next((i for i, x in enumerate(data) if is_float_array(x)), None)
         if j is None:
             return None
-        moved = call(tuple(x * 1.01 + 0.01 if i == j else x for i, x in enumerate(data)))
+        v = np.random.default_rng(0).standard_normal(np.shape(data[j]))
+        moved = [_scalar(call(tuple(x + h * v if i == j else x for i, x in enumerate(
+            data)))[nums[0]]) for h in (1e-4, 2e-4)]
     except (Exception, SystemExit):  # noqa: BLE001 - not this reading
         return None
-    a, b = _scalar(got[nums[0]]), _scalar(moved[nums[0]]) if isinstance(
-        moved, (tuple, list)) and len(moved) == len(got) else None
-    return nums[0] if b is not None and a != b else None
+    a = _scalar(got[nums[0]])
+    if a is None or None in moved:
+        return None
+    one, two = moved[0] - a, moved[1] - a  # type: ignore[operator]
+    return nums[0] if one != 0 and abs(two - 2 * one) <= 0.1 * abs(2 * one) else None
 
 
 def _made(layer: Any, f_name: str, m: str, at: int, names: list[str],

@@ -28,13 +28,18 @@ def inputs_wanting(proto: Protocol, first: Any) -> dict[int, tuple[str, Any]]:
     if isinstance(ret, np.ndarray) and proto.returned is None and len(wanted) > 1 and \
             np.shape(first.xs[wanted[0]]) == ret.shape:  # dx returned, d_h0 stored (by name)
         return {k: (names[k], first.xs[k]) for k in wanted[1:] if k < len(names) and (
-            g := grad_of(names[k], np.shape(first.xs[k]), first.stored) or _named_for(
-                names[k], first.stored)) and not collinear(
+            g := grad_of(names[k], np.shape(first.xs[k]), first.stored) or (_named_for(
+                names[k], first.stored) if not _zero_one(first.xs[k]) else None)) and not collinear(
                 first.stored[g], ret, np.size(first.out) == 1)}  # (a loss's self.dy: no other's)
     if proto.returned is not None or ret is not None:
         return {}
     given_targets(proto, first.xs)  # a loss storing its gradient: labels are targets
     return {k: (names[k] if k < len(names) else "", first.xs[k]) for k in proto.wanted}
+
+
+def _zero_one(x: Any) -> bool:
+    """Whether ``x`` holds only 0 and 1 (a mask: no gradient read for it by name)."""
+    return isinstance(x, np.ndarray) and x.size > 1 and bool(np.all((x == 0) | (x == 1)))
 
 
 def _named_for(name: str, stored: dict[str, np.ndarray]) -> str | None:
