@@ -513,9 +513,10 @@ def grad_of(param_path: str, shape: tuple[int, ...], candidates: dict[str, np.nd
                 return path
         if own.lower() == name:  # grads['W'] for W: the key in a container of gradients
             holder = last_name(path[:max(path.rfind("["), 0)] or "x")
-            if _GRAD_AFFIX.sub("", holder).lower() in ("", "s") and path != param_path:
-                return path
-            continue
+            if _GRAD_AFFIX.sub("", holder).lower() in ("", "s") and path != param_path and (
+                    not param_path.endswith("]") or own == last_name(param_path).lstrip("_")):
+                return path  # (params['W'] beside grads['w']: a loop reading grads['W'] finds
+            continue  # none: a case slip, no pairing)
         if _GRAD_AFFIX.sub("", own).lower() == name:
             return path
     return None

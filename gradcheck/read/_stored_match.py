@@ -95,6 +95,7 @@ def match_stored(params: dict[str, np.ndarray], inputs: dict[int, tuple[str, Any
             continue  # of its shape may be a velocity, no gradient (v = mu * v - lr * g)
         fits = [c for c, v in left.items() if same_but_unit(v.shape, shape)
                 and c not in params  # an array's new value is no gradient
+                and not _other_key(str(key[1]), c)  # grads['w'] for params['W']: no
                 and named.get(c, key[1]) == key[1]  # grad_W is no gradient of b
                 and home(key) in (parent_of(c), _grads_dict(c), _listed_in(c))]  # its
         # own, in a dict it holds named for gradients (self.gradients['dLdW'], not
@@ -131,6 +132,14 @@ def _named_for_inputs(inputs: dict[int, tuple[str, Any]], left: dict[str, np.nda
             notes.append(f"the gradient of input {k} is what the backward stored in "
                          f"{named[0]}, named for the forward's argument {name}")
     return notes
+
+
+def _other_key(path: str, c: str) -> bool:
+    """Whether ``path`` is a dict's item (``params['W']``) and ``c`` another key's item of a
+    dict of gradients (``grads['w']``): a training loop reading ``grads[key]`` for each
+    key of the parameters finds none there (a case slip), so the shape pairs nothing."""
+    mine, theirs = _KEYED.search(path), _KEYED.search(c)
+    return bool(mine and theirs and _grads_dict(c) is not None and mine.group() != theirs.group())
 
 
 def _named_for(cands: dict[str, np.ndarray], params: dict[str, np.ndarray]) -> dict[str, str]:

@@ -1,0 +1,41 @@
+"""Readings of held-out code met in stop 55's batch Y (corpora 292-295). Each with a
+correct subject that passes and a broken twin that never passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+from gradcheck import LayerConventionError
+
+
+# -- a gradients dict keyed otherwise than the parameters dict (corpus 295) -------------------
+class _Dense:
+    def __init__(self, key="W"):
+        rng = np.random.default_rng(20)
+        self.params = {"W": rng.standard_normal((3, 4)), "b": rng.standard_normal((1, 4))}
+        self.grads = {}
+        self.key = key
+
+    def forward(self, x):
+        self.input = x
+        return np.tanh(x @ self.params["W"] + self.params["b"])
+
+    def backward(self, grad_output):
+        grad_z = grad_output * (1 - np.tanh(self.input @ self.params["W"] + self.params["b"])
+                                ** 2)
+        self.grads[self.key] = self.input.T @ grad_z  # key "w": a trainer finds no grads["W"]
+        self.grads["b"] = grad_z.sum(axis=0, keepdims=True)
+        return grad_z @ self.params["W"].T
+
+
+@pytest.mark.parametrize("key", ["W", "w"])
+def test_a_gradient_under_another_key_than_its_parameter_s_is_never_read_as_its(key):
+    x = np.random.default_rng(21).standard_normal((2, 3))
+    if key == "W":
+        res = gradcheck.check_layer(_Dense(key), x)
+        assert res.passed and {i.name for i in res.inputs} >= {"params['W']"}, res.report()
+    else:  # the training loop's grads["W"] is missing: never a pass
+        with pytest.raises(LayerConventionError, match=r"grads\['w'\]"):
+            gradcheck.check_layer(_Dense(key), x)
