@@ -39,3 +39,42 @@ def test_a_gradient_under_another_key_than_its_parameter_s_is_never_read_as_its(
     else:  # the training loop's grads["W"] is missing: never a pass
         with pytest.raises(LayerConventionError, match=r"grads\['w'\]"):
             gradcheck.check_layer(_Dense(key), x)
+
+
+# -- (array, gradient) pairs an optimizer reads, cached in __init__ (corpus 295) ---------------
+class _PairedDense:
+    """``parameters()`` returns ``[(W, dW), (b, db)]`` cached in ``__init__``: the backward
+    must write the gradients in place (rebinding ``self.dW`` leaves the pair stale)."""
+
+    def __init__(self, rebind=False):
+        rng = np.random.default_rng(22)
+        self.W, self.b = rng.standard_normal((3, 4)), np.zeros((1, 4))
+        self.dW, self.db = np.zeros_like(self.W), np.zeros_like(self.b)
+        self._cached_params = [(self.W, self.dW), (self.b, self.db)]
+        self.rebind = rebind
+
+    def forward(self, x):
+        self._input = x
+        return x @ self.W + self.b
+
+    def backward(self, grad):
+        if self.rebind:
+            self.dW = self._input.T @ grad  # BUG: the optimizer's pair keeps the old array
+        else:
+            self.dW[...] = self._input.T @ grad
+        self.db[...] = grad.sum(axis=0, keepdims=True)
+        return grad @ self.W.T
+
+    def parameters(self):
+        return self._cached_params
+
+
+@pytest.mark.parametrize("rebind", [False, True])
+def test_a_gradient_rebound_beside_the_pair_an_optimizer_reads_is_stale(rebind):
+    x = np.random.default_rng(23).standard_normal((2, 3))
+    res = gradcheck.check_layer(_PairedDense(rebind), x)
+    if rebind:
+        assert res.status == "mismatch" and "stale" in res.message, res.report()
+    else:
+        assert res.passed, res.report()
+        assert {i.name for i in res.inputs} == {"x0", "W", "b"}, res.report()

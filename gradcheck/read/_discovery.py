@@ -406,6 +406,23 @@ def _named_gradients(path: str, before: dict[str, Any], after: Any) -> Iterator[
                             _join(_join(path, box, True), k, False))
 
 
+def _pairs_held(path: str, own: dict[str, Any], seen: dict[int, str]) -> Iterator[Param]:
+    """The parameters a list of ``(array, gradient)`` pairs the object holds names (an
+    optimizer's ``self._cached_params = [(self.W, self.dW), (self.b, self.db)]``): each
+    array by its own path, its gradient at its place in the pair, where the optimizer
+    reads it (a backward rebinding ``self.dW`` leaves the pair's stale)."""
+    for k, v in own.items():
+        if not isinstance(v, (list, tuple)) or not v or not all(
+                isinstance(t, (list, tuple)) and len(t) == 2 and is_float_array(t[0]) and
+                is_float_array(t[1]) and t[0].shape == t[1].shape and t[0] is not t[1]
+                for t in v):
+            continue
+        for i, (a, _) in enumerate(v):
+            if (name := seen.get(id(a))) is not None and not name.startswith(
+                    _join(path, k, True)):
+                yield Param(name, name, f"{_join(_join(path, k, True), i, False)}[1]")
+
+
 def parameters(before: Any, after: Any) -> list[Param]:
     """The parameters of ``before`` (the layer before its backward) whose gradients are
     found in ``after`` (a copy after one forward and backward), by the conventions of
@@ -439,6 +456,10 @@ def parameters(before: Any, after: Any) -> list[Param]:
             continue
         other = after if not path else try_path(after, path)
         for p in (*_side_by_side(path, own, after), *_named_gradients(path, own, other)):
+            add(p)
+    seen = {id(v): p for p, v in walk(before) if is_float_array(v)}  # each array's own path
+    for path, node in nodes:  # (after the others: the pair's place a second one, also)
+        for p in _pairs_held(path, _attrs(node) or {}, seen):
             add(p)
     return [p for _, p in sorted(found.values(), key=lambda t: t[0])]
 
