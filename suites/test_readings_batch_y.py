@@ -78,3 +78,31 @@ def test_a_gradient_rebound_beside_the_pair_an_optimizer_reads_is_stale(rebind):
     else:
         assert res.passed, res.report()
         assert {i.name for i in res.inputs} == {"x0", "W", "b"}, res.report()
+
+
+# -- a backward returning the Jacobian its caller multiplies by (corpus 292) -----------------
+class _JacobianLinear:
+    """``forward(X) = W @ X`` (columns); ``backward(X)`` returns ``W.T`` whatever it is
+    given (the caller multiplies it by the output gradient); ``update(X, delta, LR)``
+    steps the weights."""
+
+    def __init__(self):
+        self.W = np.random.default_rng(24).standard_normal((3, 4))
+
+    def forward(self, X):
+        return self.W @ X
+
+    def backward(self, X):
+        return self.W.T
+
+    def update(self, X, delta, LR):  # noqa: N803 - the repository's names
+        self.W -= LR * delta @ X.T
+
+
+def test_a_backward_returning_the_same_array_for_any_gradient_is_no_verdict():
+    X = np.random.default_rng(25).standard_normal((4, 3))  # W.T has X's shape
+    try:
+        res = gradcheck.check_layer(_JacobianLinear(), X)
+    except (LayerConventionError, TypeError):
+        return  # no verdict, said so
+    assert res.status not in ("mismatch", "shape-mismatch"), res.report()

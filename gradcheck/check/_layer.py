@@ -67,7 +67,13 @@ from ._loss_and_grad import loss_and_gradient
 from ._loss_method import given_loss_chain, loss_method_chain, loss_taking_all
 from ._loss_model import loss_model
 from ._options import Options, validate_options
-from ._other_backward import call_first, step_named_backward, storing_forward, stub_backward
+from ._other_backward import (
+    call_first,
+    ignores_gradient,
+    step_named_backward,
+    storing_forward,
+    stub_backward,
+)
 from ._output_choice import each_output
 from ._recording import record
 from ._result import CheckResult
@@ -200,7 +206,8 @@ def _inputs_failing(exc: LayerConventionError, layer: Any, inputs: tuple[Any, ..
     except Exception:  # noqa: BLE001 - no reading of the inputs alone either: the first error
         raise exc from None
     if res.status != "mismatch" or not all(
-            i.name.startswith("x") for i in res.inputs if not i.passed):
+            i.name.startswith("x") for i in res.inputs if not i.passed) or ignores_gradient(
+                layer, inputs):  # (a Jacobian returned whatever it is given: no gradient)
         raise exc
     return _noted(res, f"the parameters' gradients were not read ({exc}); the input "
                   "gradients alone were checked (params={}), and they are wrong")

@@ -23,7 +23,8 @@ from ..read._protocol import clone
 from ..read._takers import one_taker
 from ._result import CheckResult
 
-__all__ = ["call_first", "step_named_backward", "storing_forward", "stub_backward"]
+__all__ = ["call_first", "ignores_gradient", "step_named_backward", "storing_forward",
+           "stub_backward"]
 
 
 def stub_backward(layer: Any, inputs: tuple[Any, ...], res: CheckResult,
@@ -149,3 +150,25 @@ def _run_stored(layer: Any, name: str, inputs: tuple[Any, ...]) -> tuple[Any, di
     with np.errstate(all="ignore"):
         out = getattr(obj, name)(*clone(inputs))
     return out, stored(before, obj)
+
+
+def ignores_gradient(layer: Any, inputs: tuple[Any, ...]) -> bool:
+    """Whether the backward, after the forward on copies, returns the same array for two
+    output gradients while its argument is not named as one (``backward(X)`` returning
+    the Jacobian ``W.T`` its caller multiplies by): what it returns is no input
+    gradient to compare."""
+    try:
+        f, b, _ = method_pair(layer, None, None, inputs)
+        names = positional_names(getattr(layer, b), required=True) or []
+        if len(names) != 1 or cotangent_named(names[0]):
+            return False
+        got = []
+        for scale in (1.0, 2.0):
+            obj = clone(layer)
+            with np.errstate(all="ignore"):
+                out = getattr(obj, f)(*clone(inputs))
+                got.append(getattr(obj, b)(np.full(np.shape(out), scale)))
+    except Exception:  # noqa: BLE001 - no evidence either way
+        return False
+    return all(isinstance(g, np.ndarray) for g in got) and got[0].shape == got[1].shape and \
+        bool(np.any(got[0])) and bool(np.array_equal(got[0], got[1]))
