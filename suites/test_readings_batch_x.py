@@ -141,3 +141,10 @@ def test_a_loss_storing_one_gradient_for_two_float_inputs_reads_the_prediction_s
     assert (res.status == "mismatch") if cls is _MSEBroken else res.passed, res.report()
     assert res.inputs[1 - k].status == "constant", res.report()
     assert any(f"read as x{k}'s" in n for n in res.notes), res.notes
+
+
+def test_no_hint_calls_a_derivative_of_the_output_a_bug():
+    x = np.random.default_rng(16).standard_normal((3, 4))
+    res = gradcheck.check_elementwise(_sigmoid, _sigmoid_grad, x)
+    assert all("wrong tensor" not in i.hint for i in res.inputs), res.report()
+    assert any("derivative of f's output" in i.hint for i in res.inputs), res.report()

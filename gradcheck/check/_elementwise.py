@@ -133,6 +133,10 @@ def _of_the_output(res: CheckResult, f: Callable[..., Any], df: Callable[..., An
             "written in f's output (sigmoid's s * (1 - s) of s = f(x)), or applied to the "
             "wrong tensor: not observed. If df takes the output: "
             "check_elementwise(f, lambda x: df(f(x)), x)")
+        for inp in res.inputs:  # (no hint calling it a bug: which one holds is not seen)
+            if inp.hint and not inp.passed:
+                inp.hint = (f"right as the derivative of f's output (df(f(x{k})) matches at "
+                            "every element), wrong if its callers hand it the input")
 
 
 #: An argument named as an activation's output (``a``, ``s``, ``out``, ``y_hat``...).
