@@ -23,7 +23,15 @@ import numpy as np
 from ..read._discovery import is_float_array
 from ..read._observe import FORWARD_NAMED, positional_names
 from ..read._protocol import clone
-from ._loss_method import _BACKWARD_NAMED, _LOSS, _others, _refused, _scalar, _signed
+from ._loss_method import (
+    _BACKWARD_NAMED,
+    _LOSS,
+    _others,
+    _refused,
+    _scalar,
+    _signed,
+    with_methods,
+)
 
 __all__ = ["loss_and_gradient"]
 
@@ -130,11 +138,4 @@ def _made(layer: Any, f_name: str, m: str, at: int, names: list[str],
     forward_then_loss.gradcheck_targets = k  # type: ignore[attr-defined]
     methods = {_FORWARD: _signed(forward_then_loss, [*names, *t_names]),
                _BACK: _signed(gradient_of_the_loss, t_names)}
-    try:
-        made = type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__,
-                                           "__qualname__": cls.__qualname__})
-        obj = clone(layer)
-        obj.__class__ = made
-    except TypeError:
-        return None
-    return obj
+    return with_methods(layer, methods)

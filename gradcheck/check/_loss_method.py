@@ -36,7 +36,7 @@ from ..read._flat import returned_names
 from ..read._observe import IO_NAMED, float_state, grad_stem, method_pair, positional_names
 from ..read._protocol import clone
 
-__all__ = ["given_loss_chain", "loss_method_chain", "loss_taking_all"]
+__all__ = ["given_loss_chain", "loss_method_chain", "loss_taking_all", "with_methods"]
 
 #: Method names that say "a loss": a metric (``mae``, ``accuracy``, ``score``) also turns
 #: the output and the targets into a number, and which one the backward differentiates
@@ -417,6 +417,14 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
             got = getattr(cls, back)(self, *given)
             return _kept_by_name(self, _keyed(self, getattr(cls, back), got))
         methods[_BACK] = _signed(backward_given_outputs, args)
+    obj = with_methods(layer, methods)
+    return None if obj is None else (obj, _CHAIN, None if back is None else _BACK)
+
+
+def with_methods(layer: Any, methods: dict[str, Any]) -> Any:
+    """A copy of ``layer`` whose class is a subclass of its own, named as it, adding
+    ``methods`` (the readings' chains); None when the class cannot be extended."""
+    cls = type(layer)
     try:
         made = type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__,
                                            "__qualname__": cls.__qualname__})
@@ -424,7 +432,7 @@ def _chained(layer: Any, f_name: str, loss: tuple[Any, bool, int | None],
         obj.__class__ = made
     except TypeError:
         return None
-    return obj, _CHAIN, None if back is None else _BACK
+    return obj
 
 
 _BACK = "backward_given_outputs"

@@ -33,7 +33,7 @@ from ..read._flat import returned_names
 from ..read._layout import abbreviates
 from ..read._observe import IO_NAMED, float_state, grad_stem, positional_names
 from ..read._protocol import clone
-from ._loss_method import _named_as_loss, _number, _signed
+from ._loss_method import _named_as_loss, _number, _signed, with_methods
 
 __all__ = ["loss_model"]
 
@@ -111,15 +111,7 @@ def _joined(layer: Any, loss: str, grads: str) -> Any:
         got = getattr(cls, grads)(self, *xs)
         return _kept(self, getattr(cls, grads), got)
 
-    try:
-        made = type(cls.__name__, (cls,), {grads: _signed(gradients, list(names)),
-                                           "__module__": cls.__module__,
-                                           "__qualname__": cls.__qualname__})
-        obj = clone(layer)
-        obj.__class__ = made
-    except TypeError:
-        return None
-    return obj
+    return with_methods(layer, {grads: _signed(gradients, list(names))})
 
 
 def _kept(obj: Any, method: Any, got: Any) -> Any:

@@ -27,7 +27,7 @@ from ..read._discovery import get_path, is_float_array
 from ..read._observe import method_pair, positional_names
 from ..read._protocol import clone
 from ..read._transposed import STEP_SIZE
-from ._loss_method import _others, _signed
+from ._loss_method import _others, _signed, with_methods
 
 __all__ = ["through_loss_gradient"]
 
@@ -102,12 +102,5 @@ def _joined(layer: Any, f_name: str, loss: tuple[str, bool], grad: str, back: st
         out = self._gradcheck_loss_output()
         return getattr(cls, back)(self, getattr(cls, grad)(self, *loss_args(out)), *step)
 
-    try:
-        made = type(cls.__name__, (cls,), {
-            _CHAIN: _signed(forward_then_loss, args), _BACK: _signed(backward_through_loss, []),
-            "__module__": cls.__module__, "__qualname__": cls.__qualname__})
-        obj = clone(layer)
-        obj.__class__ = made
-    except TypeError:
-        return None
-    return obj
+    return with_methods(layer, {_CHAIN: _signed(forward_then_loss, args),
+                                _BACK: _signed(backward_through_loss, [])})
