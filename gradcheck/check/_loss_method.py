@@ -33,7 +33,14 @@ import numpy as np
 
 from ..read._discovery import get_path, is_float_array
 from ..read._flat import returned_names
-from ..read._observe import IO_NAMED, float_state, grad_stem, method_pair, positional_names
+from ..read._observe import (
+    IO_NAMED,
+    TARGET_NAMED,
+    float_state,
+    grad_stem,
+    method_pair,
+    positional_names,
+)
 from ..read._protocol import clone
 
 __all__ = ["given_loss_chain", "loss_method_chain", "loss_taking_all", "with_methods"]
@@ -44,8 +51,7 @@ __all__ = ["given_loss_chain", "loss_method_chain", "loss_taking_all", "with_met
 _LOSS = re.compile(r"loss|cost|error|objective|criterion|entropy|nll|likelihood|mse|bce|"
                    r"hinge|divergence|kl|energy|penalty", re.I)
 #: Argument names that say "the targets".
-_TARGETS = re.compile(r"(y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expected|"
-                      r"desired|answers?|one_?hot)", re.I)
+_TARGETS = TARGET_NAMED
 _BACKWARD_NAMED = re.compile(r"back|grad|deriv|prime|delta", re.I)
 _CALLED = re.compile(r"takes (\d+) positional arguments? but (\d+) were given")
 

@@ -32,8 +32,8 @@ from ._discovery import is_float_array, walk
 from ._protocol import clone
 from ._stubs import does_nothing, stub
 
-__all__ = ["FORWARD_NAMED", "IO_NAMED", "adds_leading", "backward_named", "float_state",
-           "grad_of", "grad_stem",
+__all__ = ["FORWARD_NAMED", "IO_NAMED", "TARGET_NAMED", "adds_leading", "backward_named",
+           "float_state", "grad_of", "grad_stem",
            "grads_holder",
            "items_off", "last_name", "method_pair", "parent_of", "positional_names",
            "same_but_unit", "stored", "takes", "unit_note"]
@@ -46,6 +46,9 @@ _SHORT = re.compile(r"(?<![a-z])([fb])p(?![a-z])", re.I)  # fp/bp: only as a pai
 _FORWARD = re.compile(_FORWARD_LONG + r"|(?<![a-z])fp(?![a-z])", re.I)
 _BACKWARD = re.compile(_BACKWARD_LONG + r"|(?<![a-z])bp(?![a-z])", re.I)
 FORWARD_NAMED = _FORWARD  # (a forward's name, for the readings of check/)
+#: An argument named as a loss's targets (``y_true`` of ``loss(y_pred, y_true)``).
+TARGET_NAMED = re.compile(r"(y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expected|"
+                          r"desired|answers?|one_?hot)", re.I)
 _GRAD_AFFIX = re.compile(r"^(gradients?_?|grads?_?|dl(oss)?_?d_?|diff_?|nabla_?|d_?)"
                          r"|(_?gradients?|_?grads?)$", re.I)
 _MANGLED = re.compile(r"^_[A-Za-z][A-Za-z0-9_]*?__(?=[A-Za-z0-9])")  # _Dense__w: self.__w

@@ -5,7 +5,6 @@ input held constant, a misshapen one a ``shape-mismatch``, else a ``bad-protocol
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from ._depends import misshapen_input, moves_with_dout
 from ._layer_call import Protocol
 from ._loss_read import given_targets
-from ._observe import grad_of, grad_stem, positional_names
+from ._observe import TARGET_NAMED, grad_of, grad_stem, positional_names
 from ._protocol import ProtocolError
 from ._reading import describe
 from ._tied import collinear
@@ -50,11 +49,6 @@ def _named_for(name: str, stored: dict[str, np.ndarray]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-#: An argument named as a loss's targets (``y_true`` of ``forward(y_pred, y_true)``).
-_TARGET = re.compile(r"y|t|ys|y_?true|y_?train|targets?|labels?|truth|gt|expected|desired|"
-                     r"one_?hot", re.I)
-
-
 def _first_of_two(proto: Protocol, first: Any, got_x: dict[int, str]
                   ) -> tuple[int, str] | None:
     """For a loss (one number) of two float inputs of one shape whose backward stored one
@@ -72,7 +66,7 @@ def _first_of_two(proto: Protocol, first: Any, got_x: dict[int, str]
             path.lstrip("_")) not in ("inputs", "input", "x"):
         return None
     names = (positional_names(getattr(first.init, proto.forward)) or [])[:2]
-    said = [k for k, n in enumerate(names) if _TARGET.fullmatch(n)]
+    said = [k for k, n in enumerate(names) if TARGET_NAMED.fullmatch(n)]
     return (1 - said[0] if len(said) == 1 and len(names) == 2 else 0), path
 
 
