@@ -97,6 +97,10 @@ def call_style_of(method: Any, dy: Any, what: str) -> tuple[str, str]:
                         "loss's backward (its result scaled by the output gradient)")
     if req or varargs:
         return "one", ""
+    if scalar and len(pos) == 1 and set(pos[0].name) == {"_"}:  # backward(self, _=None):
+        return "none", (f"{what}'s one argument is named {pos[0].name!r}, Python's name "  # unused
+                        "for an unused one: called with none, as a loss's backward (its "
+                        "result scaled by the output gradient)")
     if pos and not scalar:
         return "one", ""
     first = pos[0] if pos else None

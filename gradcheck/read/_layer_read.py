@@ -26,6 +26,7 @@ from ._alternatives import (
     several_outputs,
     takes_gradient,
 )
+from ._batch_bound import not_batch_bound
 from ._completing import completing_methods, folded_step, scaled_by_held
 from ._conventions import zero_one
 from ._depends import (
@@ -98,7 +99,7 @@ from ._reading import (
     output_path,
     probe,
 )
-from ._redrawn import lost_steps, redrawn
+from ._redrawn import batch_state, lost_steps, redrawn
 from ._second import second_places
 from ._slot import slot_style
 from ._split import split_return
@@ -282,6 +283,12 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             raise exc from None
 
 
+def _unnamed(method: Any) -> bool:
+    """A backward naming no argument: ``backward(*args)``, or ``backward(_=None)``."""
+    names = positional_names(method)
+    return names is None or (len(names) == 1 and set(names[0]) == {"_"})
+
+
 def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given: list[Any]
            ) -> tuple[str, str, str]:
     """Sets ``proto.style`` and ``proto.order``; returns the base style (how a backward
@@ -289,8 +296,9 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
                              f"{proto.backward}")
     base, note = ("one", "") if proto.whole and base == "spread" else (base, note)
-    if base == "none" and positional_names(method) is None and not runs_bare(proto, given):
-        base, note = "one", ""  # backward(*args) reading args[0]: handed the gradient
+    if base == "none" and _unnamed(method) and not runs_bare(proto, given):
+        base, note = "one", ""  # backward(*args) or backward(_=None) reading the argument
+        # after all: handed the gradient
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(given), before, init, out,
         tuple(leaves(given)))
@@ -423,7 +431,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     state = [p for p in missing if p not in moving and p not in grads and p not in proto.flags]
     if state:
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
-    if left := [p for p in moving if p not in {q.value for q in observed}]:
+    if left := batch_state(proto, xs, [p for p in moving if p not in {q.value for q in observed}],
+                           held):
         found += _unread(proto, xs, left, first, cands, found, grads)
     found = scalar_grads(proto, xs, found, cands, first)
     proto.params = [stale_slot(base, first, p) for p in found]
@@ -441,6 +450,7 @@ def _candidates(proto: Protocol, first: Any, found: list[Param], missing: dict[s
     used = {g for p in found for g in (p.grad, *p.also, p.value) if isinstance(g, str)}
     cands = {k: v for k, v in fed_off(first).items() if k not in used}  # a row for a column:
     cands = rows_as_columns(cands) if proto.row else cands
+    cands = not_batch_bound(proto, xs, cands, missing)
     return summed_per_sample(cands, missing, xs, first.after, (proto.forward, proto.backward))
 
 

@@ -20,7 +20,7 @@ from ._observe import grad_of, grads_holder, items_off, last_name
 from ._protocol import ProtocolError, UserCodeError, call_user, clone, map_arrays
 from ._reading import call_backward, forward_output
 
-__all__ = ["lost_steps", "redrawn"]
+__all__ = ["batch_state", "lost_steps", "redrawn"]
 
 
 def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list[str]:
@@ -66,11 +66,13 @@ def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list
     return out
 
 
-def _per_batch(proto: Protocol, xs: list[Any], paths: list[str]) -> list[str]:
-    """Those of ``paths`` built as zeros whose shape follows the inputs' batch axis: a
-    forward given one sample more builds them one row longer (a zero initial state
-    ``h0`` of shape ``(N, H)``; a bias rebuilt by every forward keeps its shape, weights
-    drawn anew are no zeros)."""
+def _per_batch(proto: Protocol, xs: list[Any], paths: list[str], filled: bool = False
+              ) -> list[str]:
+    """Those of ``paths`` built as zeros (with ``filled``, any one value: ``self.ones =
+    np.ones((N, 1))`` that a bias is spread with) whose shape follows the inputs' batch
+    axis: a forward given one sample more builds them one row longer (a zero initial
+    state ``h0`` of shape ``(N, H)``; a bias rebuilt by every forward keeps its shape,
+    weights drawn anew are no zeros)."""
     assert proto.draws is not None
     if not any(is_float_array(x) and x.ndim > 1 for x in xs):
         return []  # (one sample, (D,): its first axis is no batch)
@@ -88,7 +90,27 @@ def _per_batch(proto: Protocol, xs: list[Any], paths: list[str]) -> list[str]:
         return []
     return [p for p in paths if is_float_array(a := try_path(other, p)) and is_float_array(
         b := try_path(before, p)) and a.ndim and a.shape[1:] == b.shape[1:] and
-        a.shape[0] == b.shape[0] + 1 and not np.any(a) and not np.any(b)]  # zeros: a start
+        a.shape[0] == b.shape[0] + 1 and _one_value(a, b, filled)]  # zeros: a start
+
+
+def batch_state(proto: Protocol, xs: list[Any], left: list[str], held: set[str]) -> list[str]:
+    """``left`` (arrays the output depends on, no gradient found for them) but those the
+    forward builds, not ``held`` by the layer before it, filled with one value and one
+    row longer for one sample more (``self.ones = np.ones((N, 1))`` spreading a bias over
+    the batch): state for the batch, no parameter, noted."""
+    built = [p for p in left if p not in held]
+    if not built or not (state := _per_batch(proto, xs, built, filled=True)):
+        return left
+    proto.note(f"{', '.join(state)}: built by the forward for the batch given, one value "
+               "throughout (its shape following the inputs'): state, not checked")
+    return [p for p in left if p not in state]
+
+
+def _one_value(a: np.ndarray, b: np.ndarray, filled: bool) -> bool:
+    """Whether ``a`` and ``b`` are zeros (with ``filled``: both one same value)."""
+    if not filled:
+        return not np.any(a) and not np.any(b)
+    return bool(a.size and b.size and np.all(a == a.flat[0]) and np.all(b == a.flat[0]))
 
 
 def _buffer(proto: Protocol, first: Any, p: str, a: np.ndarray) -> bool:

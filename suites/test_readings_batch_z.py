@@ -1,0 +1,148 @@
+"""Readings of held-out code met in stop 56's batch Z (corpora 296-299). Each with a
+correct subject that passes and a broken twin that never passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcheck
+
+
+# -- a loss's backward(_=None): Python's name for an unused argument (corpus 296) -------------
+def _softmax(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+class _CrossEntropy:
+    def forward(self, preds, labels):
+        p = _softmax(preds)
+        self.cache = p, labels
+        return -np.sum(np.log(p[labels == 1])) / len(p)
+
+    def backward(self, _=None):  # "unused gradient, for a unified interface"
+        p, y = self.cache
+        return (p - y) / len(p)
+
+
+class _CrossEntropyNoMean(_CrossEntropy):
+    def backward(self, _=None):
+        p, y = self.cache
+        return p - y  # BUG: the 1/N of the mean is missing
+
+
+class _CrossEntropyUsing(_CrossEntropy):
+    def backward(self, _=1.0):  # it does scale by its argument: read as the output gradient
+        p, y = self.cache
+        return (p - y) / len(p) * _
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(_CrossEntropy, True), (_CrossEntropyNoMean, False),
+                                         (_CrossEntropyUsing, True)])
+def test_a_loss_backward_whose_one_argument_is_named_underscore_is_called_bare(cls, ok):
+    rng = np.random.default_rng(30)
+    x, y = rng.standard_normal((4, 3)), np.eye(3)[[0, 2, 1, 1]]
+    res = gradcheck.check_layer(cls(), x, y)
+    assert res.passed is ok, res.report()
+    if not ok:
+        assert res.status == "mismatch" and res.inputs[0].status == "mismatch", res.report()
+    named = any("named '_'" in n for n in res.notes)
+    assert named is (cls is not _CrossEntropyUsing), res.notes
+
+
+# -- a ones vector the forward builds for the batch, spreading the bias (corpus 297) ----------
+class _OnesLinear:
+    """CMU 11-785's ``Linear``: ``self.ones = np.ones((N, 1))`` built when the batch size
+    changes, ``Z = A @ W.T + ones @ b.T``; ``dLdb = dLdZ.T @ ones``."""
+
+    def __init__(self, extra_mean=False):
+        rng = np.random.default_rng(31)
+        self.W, self.b = rng.standard_normal((3, 4)), rng.standard_normal((3, 1))
+        self.batch_size, self.ones, self.extra_mean = None, None, extra_mean
+
+    def forward(self, A):
+        self.A = A
+        if self.batch_size != A.shape[0]:
+            self.batch_size = A.shape[0]
+            self.ones = np.ones((self.batch_size, 1))
+        return A @ self.W.T + self.ones @ self.b.T
+
+    def backward(self, dLdZ):
+        self.dLdW = dLdZ.T @ self.A
+        self.dLdb = dLdZ.T @ self.ones / (self.batch_size if self.extra_mean else 1)  # BUG
+        return dLdZ @ self.W
+
+
+@pytest.mark.parametrize("extra_mean", [False, True])
+def test_a_ones_vector_built_for_the_batch_is_state_and_the_bias_is_checked(extra_mean):
+    x = np.random.default_rng(32).standard_normal((2, 4))
+    res = gradcheck.check_layer(_OnesLinear(extra_mean), x)
+    assert [i.name for i in res.inputs] == ["x0", "W", "b"], res.report()
+    assert any(n.startswith("ones: built by the forward for the batch") for n in res.notes)
+    assert res.passed is not extra_mean, res.report()
+    if extra_mean:
+        assert res.status == "mismatch" and res.inputs[2].status == "mismatch", res.report()
+
+
+class _NoGradLinear(_OnesLinear):
+    """A bias spread by a ones vector of one row, built once (no batch shape): a
+    parameter the backward gives no gradient for stays an error, never state."""
+
+    def forward(self, A):
+        self.A = A
+        if self.ones is None:
+            self.ones = np.full((1, 1), 2.0)
+        return A @ self.W.T + self.ones * self.b.T
+
+    def backward(self, dLdZ):
+        self.dLdW = dLdZ.T @ self.A
+        return dLdZ @ self.W
+
+
+def test_a_one_valued_array_not_following_the_batch_is_no_state():
+    x = np.random.default_rng(33).standard_normal((2, 4))
+    with pytest.raises(gradcheck.LayerConventionError, match="ones"):
+        gradcheck.check_layer(_NoGradLinear(), x)
+
+
+# -- weight gradients beside intermediates of their shape only as the batch is (297) ---------
+def _sig(z):
+    return 1 / (1 + np.exp(-z))
+
+
+class _TwoLayer:
+    """``fw0``/``fw1`` the weight gradients of ``w0``/``w1``; ``bw0``/``bw1`` the
+    back-propagated errors of shape ``(N, H)``, stored beside them."""
+
+    def __init__(self, hidden, bug=False):
+        rng = np.random.default_rng(34)
+        self.w0, self.w1 = rng.standard_normal((2, hidden)), rng.standard_normal((hidden, hidden))
+        self.bug = bug
+
+    def forward(self, x):
+        self.x = x
+        self.a1 = _sig(x @ self.w0)
+        self.yhat = _sig(self.a1 @ self.w1)
+        return self.yhat
+
+    def backward(self, dy):
+        self.bw1 = dy * self.yhat * (1 - self.yhat)
+        self.fw1 = self.a1.T @ self.bw1
+        self.bw0 = (self.bw1 @ self.w1.T) * (1 if self.bug else self.a1 * (1 - self.a1))  # BUG
+        self.fw0 = self.x.T @ self.bw0
+        return self.bw0 @ self.w0.T
+
+
+@pytest.mark.parametrize("hidden", [3, 4])  # a batch of 4: as long as the hidden width, or not
+@pytest.mark.parametrize("bug", [False, True])
+def test_intermediates_shaped_by_the_batch_are_no_weight_gradients(hidden, bug):
+    x = np.random.default_rng(35).standard_normal((4, 2))
+    res = gradcheck.check_layer(_TwoLayer(hidden, bug), x)
+    assert res.passed is not bug, res.report()
+    assert {i.name for i in res.inputs} >= {"w0", "w1"}, res.report()
+    assert any("stored in fw0" in n for n in res.notes), res.notes
+    if bug:
+        assert res.status == "mismatch" and "w0" in res.message, res.report()
+    if hidden == 4:  # bw1 (4, 4) has w1's shape: set aside by one sample more
+        assert any("bw1" in n and "follows the batch" in n for n in res.notes), res.notes
