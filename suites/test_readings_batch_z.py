@@ -146,3 +146,51 @@ def test_intermediates_shaped_by_the_batch_are_no_weight_gradients(hidden, bug):
         assert res.status == "mismatch" and "w0" in res.message, res.report()
     if hidden == 4:  # bw1 (4, 4) has w1's shape: set aside by one sample more
         assert any("bw1" in n and "follows the batch" in n for n in res.notes), res.notes
+
+
+# -- backward(delta, eta, reg_lambda): a step with a weight decay beside its size (299) ------
+class _DecayLinear:
+    """``w`` of shape ``(out, in + 1)``, column 0 the bias; the backward steps it with an
+    L2 decay and returns the input gradient."""
+
+    def __init__(self, drop_bias_step=False, third="reg_lambda"):
+        self.w = np.random.default_rng(36).standard_normal((3, 5))
+        self.drop = drop_bias_step
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.w[:, 1:].T + self.w[:, 0]
+
+    def backward(self, delta, eta, reg_lambda):
+        delta_ = delta @ self.w[:, 1:]
+        self.w[:, 1:] *= 1 - eta * reg_lambda
+        self.w[:, 1:] -= eta * delta.T @ self.x
+        if not self.drop:  # BUG when dropped: the bias column never steps
+            self.w[:, 0] -= eta * delta.sum(0)
+        return delta_
+
+
+class _BatchLinear(_DecayLinear):
+    def backward(self, delta, eta, batch_size):  # a third argument no step can do without
+        delta_ = delta @ self.w[:, 1:]
+        self.w[:, 1:] -= eta * delta.T @ self.x / batch_size * len(self.x)
+        self.w[:, 0] -= eta * delta.sum(0) / batch_size * len(self.x)
+        return delta_
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_a_step_s_settings_beside_its_size_are_given_zero(drop):
+    x = np.random.default_rng(37).standard_normal((4, 4))
+    res = gradcheck.check_layer(_DecayLinear(drop), x)
+    assert res.passed is not drop, res.report()
+    assert [i.name for i in res.inputs] == ["x0", "w"], res.report()
+    assert any("reg_lambda given 0.0" in n for n in res.notes), res.notes
+    if drop:
+        assert res.status == "mismatch" and res.inputs[1].status == "mismatch", res.report()
+
+
+def test_a_setting_that_cannot_be_zero_is_no_such_reading():
+    x = np.random.default_rng(38).standard_normal((4, 4))
+    res = gradcheck.check_layer(_BatchLinear(), x)
+    assert res.status not in ("mismatch", "shape-mismatch", "non-finite"), res.report()
+    assert not any("given 0.0" in n for n in res.notes), res.notes

@@ -50,7 +50,7 @@ from ._tokens import (
 )
 from ._watch import into_buffers, runs_forward, watched
 
-__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "SLOT", "STEP", "UNSURE",
+__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "NAUGHT", "SLOT", "STEP", "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "fed_off",
            "leaves",
            "linear", "order_text", "output_doubt", "output_path", "probe", "read_output",
@@ -239,8 +239,8 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
         return method(*give_sinks(method, list(order), _arguments(
             style, order, dy, xs, out, getattr(method, "__self__", None))))
     if style == "step":  # backward(output_error, learning_rate), bp(input, delta, lrt)
-        return method(*[dy if k is None else 1.0 if k == STEP else xs[int(k)]
-                        for k in order or [None, STEP]])
+        return method(*[dy if k is None else 1.0 if k == STEP else 0.0 if k == NAUGHT
+                        else xs[int(k)] for k in order or [None, STEP]])
     if style == CACHE:  # (y, cache) = forward(x); backward(dout, cache)
         return method(dy, out[1])
     return method()
@@ -327,6 +327,10 @@ def batch_size(xs: list[Any]) -> int:
 
 #: A backward's step-size argument in an ``order`` (style ``"step"``): given 1.0.
 STEP = "<step>"
+
+#: A setting of a backward's step beside its size (``backward(delta, eta, reg_lambda)``):
+#: given 0.0, the weight decay off.
+NAUGHT = "<naught>"
 
 #: The ``out_path`` of a forward returning several outputs whose backward takes the
 #: first one's gradient only (a recurrent layer's ``ys, h_last`` and ``backward(dys)``).

@@ -28,6 +28,7 @@ from ._observe import default_of, float_state, positional_names
 from ._protocol import ProtocolError, clone
 from ._reading import (
     BATCH,
+    NAUGHT,
     STEP,
     batch_size,
     forward_output,
@@ -59,6 +60,9 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
     every = positional_names(method)
     n = len(xs)
     f_names = (positional_names(getattr(proto.layer, proto.forward)) or [])[:n]
+    if names is not None and len(names) > 2 and proto.style == "one" and names[0] not in \
+            f_names and _STEP_SIZE.fullmatch(names[1]) and proto.draws is not None:
+        return _set_aside(proto, xs, names)  # backward(delta, eta, reg_lambda)
     if names is not None and len(names) == n + 2 and proto.draws is not None and (
             names[:n] == f_names or proto.style == "one"):  # inputs, dout, a step size
         return _placed(proto, xs, names, names[:n] == f_names)
@@ -98,6 +102,19 @@ def takes_a_step(proto: Protocol, xs: list[Any]) -> bool:
         proto.note(f"backward's argument {names[1]} is given the batch size, "
                    f"{batch_size(xs)} (the length of the first input)")
         return True
+    return False
+
+
+def _set_aside(proto: Protocol, xs: list[Any], names: list[str]) -> bool:
+    """``backward(dout, lr, *settings)``: the settings of the step beside its size given
+    0.0 (``reg_lambda``: no weight decay, the one value at which a step is the
+    gradient's), when the step so taken is observed to be one (:func:`_reads_a_step`)."""
+    saved, proto.order = proto.order, [None, STEP] + [NAUGHT] * (len(names) - 2)
+    if _reads_a_step(proto, xs, names[1]):
+        proto.note(f"backward's argument{'s' * (len(names) > 3)} {', '.join(names[2:])} given "
+                   "0.0: a setting of its step beside the step size (a weight decay or momentum so off)")
+        return True
+    proto.order = saved
     return False
 
 
@@ -455,8 +472,8 @@ def _stepped(proto: Protocol, xs: list[Any], a: float, g: float = 1.0
 def _step_args(proto: Protocol, xs: list[Any], dy: Any, a: float) -> list[Any]:
     """The backward's arguments in ``proto.order``: ``dy``, the step size ``a`` and
     copies of the inputs."""
-    return [dy if k is None else a if k == STEP else clone(xs[k]) for k in proto.order or (
-        [None] if proto.step_attr else [None, STEP])]
+    return [dy if k is None else a if k == STEP else 0.0 if k == NAUGHT else clone(xs[k])
+            for k in proto.order or ([None] if proto.step_attr else [None, STEP])]
 
 
 def _owner_called(proto: Protocol, xs: list[Any]) -> bool:
