@@ -13,8 +13,8 @@ import numpy as np
 
 from ._discovery import is_float_array
 from ._layer_call import Protocol, ones_like
-from ._reading import batch_size, probe
 from ._observe import same_but_unit
+from ._reading import batch_size, probe
 
 __all__ = ["not_batch_bound"]
 
@@ -40,7 +40,8 @@ def not_batch_bound(proto: Protocol, xs: list[Any], cands: dict[str, np.ndarray]
                        (proto.style, proto.order), proto.out_path, ones_like, proto.then)
     except Exception:  # noqa: BLE001 - no evidence: the candidates stay
         return cands
-    bound = sorted(c for c in alike if np.shape(second.stored.get(c)) != np.shape(cands[c]))
+    bound = sorted(c for c in alike if c not in second.stored or np.shape(
+        second.stored[c]) != np.shape(cands[c]))
     if not bound or len(bound) == len(cands):
         return cands
     proto.note(f"{', '.join(bound)}: stored in another shape for one sample more (its shape "

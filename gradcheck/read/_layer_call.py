@@ -38,7 +38,7 @@ from ._shares import same_elsewhere
 from ._tokens import FIRST_OUT
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "gradient_named", "leaves",
-           "ones_like",
+           "names_none", "ones_like",
            "runs_bare", "times", "uneven"]
 
 _COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
@@ -561,6 +561,12 @@ def ones_like(out: Any) -> Any:
         return np.ones_like(np.asarray(out, dtype=float))
     except (TypeError, ValueError):  # a string or an object among the outputs: no gradient
         return None
+
+
+def names_none(method: Any) -> bool:
+    """A backward naming no argument: ``backward(*args)``, or ``backward(_=None)``."""
+    names = positional_names(method)
+    return names is None or (len(names) == 1 and set(names[0]) == {"_"})
 
 
 def runs_bare(proto: Protocol, given: list[Any]) -> bool:

@@ -55,7 +55,7 @@ from ._discovery import (
     unmatched,
 )
 from ._feed import fed_by
-from ._flat import FLAT, flat_note, flat_return, lost_returned, returned_names, whole_return
+from ._flat import FLAT, flat_note, flat_return, returned_names, whole_return
 from ._handed import Handed, attached, find_handed, held_objects, received
 from ._layer_call import (
     Protocol,
@@ -63,6 +63,7 @@ from ._layer_call import (
     call_style_of,
     gradient_named,
     leaves,
+    names_none,
     ones_like,
     runs_bare,
     takes_no_gradient,
@@ -99,7 +100,7 @@ from ._reading import (
     output_path,
     probe,
 )
-from ._redrawn import batch_state, lost_steps, redrawn
+from ._redrawn import batch_state, lost_ones, redrawn
 from ._second import second_places
 from ._slot import slot_style
 from ._split import split_return
@@ -283,12 +284,6 @@ def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
             raise exc from None
 
 
-def _unnamed(method: Any) -> bool:
-    """A backward naming no argument: ``backward(*args)``, or ``backward(_=None)``."""
-    names = positional_names(method)
-    return names is None or (len(names) == 1 and set(names[0]) == {"_"})
-
-
 def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given: list[Any]
            ) -> tuple[str, str, str]:
     """Sets ``proto.style`` and ``proto.order``; returns the base style (how a backward
@@ -296,7 +291,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
                              f"{proto.backward}")
     base, note = ("one", "") if proto.whole and base == "spread" else (base, note)
-    if base == "none" and _unnamed(method) and not runs_bare(proto, given):
+    if base == "none" and names_none(method) and not runs_bare(proto, given):
         base, note = "one", ""  # backward(*args) or backward(_=None) reading the argument
         # after all: handed the gradient
     proto.style, proto.order, in_note = slot_style(
@@ -421,7 +416,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     moving = [p for p in missing if moves_output(proto, xs, p, rng)]
     moving += [p for p in missing if p in lost and p not in moving]
     reach = set(moving) | {p.value for p in found if isinstance(p.value, str)}
-    moving += _lost(proto, first, base, moving, missing, reach)
+    moving += lost_ones(proto, first, base, moving, missing, reach)
     # found by name, but the backward left that gradient as it was and returned one
     stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
     observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)
@@ -471,24 +466,6 @@ def _unread(proto: Protocol, xs: list[Any], left: list[str], first: Any,
     if not (then := step_after(proto, xs, left, found + turned)):
         raise observed_error(proto.layer, left, first, cands, found + turned)
     return turned + then
-
-
-def _lost(proto: Protocol, first: Any, base: Any, moving: list[str], missing: list[str],
-          reach: set[str]) -> list[str]:
-    """The arrays the output does not depend on that the backward steps (:func:`lost_steps`)
-    or returns a gradient for in a flat tuple (:func:`~._flat.lost_returned`), noted."""
-    stepped = lost_steps(proto, [p for p in missing if p not in moving], reach, first)
-    if not isinstance(first.ret, tuple):
-        return stepped
-    now = moving + stepped
-    lost = lost_returned(first.ret, base, first.xs, proto.wanted, {
-        p: get_path(base, p) for p in now}, {p: get_path(base, p) for p in missing if
-                                             p not in now and is_float_array(try_path(base, p))},
-        returned_names(getattr(proto.layer, proto.backward), len(first.ret)))
-    if lost:
-        proto.note(f"the output does not depend on {', '.join(lost)}, yet the backward "
-                   "returns a gradient for it (a term the forward forgot?): checked")
-    return stepped + lost
 
 
 def _not_output(proto: Protocol, missing: list[str]) -> list[str]:

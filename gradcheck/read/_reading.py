@@ -50,7 +50,8 @@ from ._tokens import (
 )
 from ._watch import into_buffers, runs_forward, watched
 
-__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "OUTPUT", "NAUGHT", "SLOT", "STEP", "UNSURE",
+__all__ = ["BATCH", "CACHE", "CACHED", "EACH", "FEED", "FIRST", "NAUGHT", "OUTPUT", "SLOT", "STEP",
+           "UNSURE",
            "GlobalDraws", "Probe", "call_backward", "call_style", "describe", "doubles", "fed_off",
            "leaves",
            "linear", "order_text", "output_doubt", "output_path", "probe", "read_output",

@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from ._depends import copy_of
-from ._discovery import float_arrays, is_float_array, set_path, try_path
+from ._discovery import float_arrays, get_path, is_float_array, set_path, try_path
+from ._flat import lost_returned, returned_names
 from ._layer_call import Protocol, ones_like
 from ._observe import grad_of, grads_holder, items_off, last_name
 from ._protocol import ProtocolError, UserCodeError, call_user, clone, map_arrays
 from ._reading import call_backward, forward_output
 
-__all__ = ["batch_state", "lost_steps", "redrawn"]
+__all__ = ["batch_state", "lost_ones", "lost_steps", "redrawn"]
 
 
 def redrawn(proto: Protocol, first: Any, xs: list[Any], known: set[str]) -> list[str]:
@@ -219,3 +220,21 @@ def _moved(x: Any) -> Any:
 def _same(a: Any, b: np.ndarray) -> bool:
     return is_float_array(a) and a.shape == b.shape and bool(
         np.array_equal(a, b, equal_nan=True))
+
+
+def lost_ones(proto: Protocol, first: Any, base: Any, moving: list[str], missing: list[str],
+              reach: set[str]) -> list[str]:
+    """The arrays the output does not depend on that the backward steps (:func:`lost_steps`)
+    or returns a gradient for in a flat tuple (:func:`~._flat.lost_returned`), noted."""
+    stepped = lost_steps(proto, [p for p in missing if p not in moving], reach, first)
+    if not isinstance(first.ret, tuple):
+        return stepped
+    now = moving + stepped
+    lost = lost_returned(first.ret, base, first.xs, proto.wanted, {
+        p: get_path(base, p) for p in now}, {p: get_path(base, p) for p in missing if
+                                             p not in now and is_float_array(try_path(base, p))},
+        returned_names(getattr(proto.layer, proto.backward), len(first.ret)))
+    if lost:
+        proto.note(f"the output does not depend on {', '.join(lost)}, yet the backward "
+                   "returns a gradient for it (a term the forward forgot?): checked")
+    return stepped + lost

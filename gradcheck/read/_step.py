@@ -112,7 +112,8 @@ def _set_aside(proto: Protocol, xs: list[Any], names: list[str]) -> bool:
     saved, proto.order = proto.order, [None, STEP] + [NAUGHT] * (len(names) - 2)
     if _reads_a_step(proto, xs, names[1]):
         proto.note(f"backward's argument{'s' * (len(names) > 3)} {', '.join(names[2:])} given "
-                   "0.0: a setting of its step beside the step size (a weight decay or momentum so off)")
+                   "0.0: a setting of its step beside the step size (a weight decay or "
+                   "momentum so off)")
         return True
     proto.order = saved
     return False
