@@ -194,3 +194,60 @@ def test_a_setting_that_cannot_be_zero_is_no_such_reading():
     res = gradcheck.check_layer(_BatchLinear(), x)
     assert res.status not in ("mismatch", "shape-mismatch", "non-finite"), res.report()
     assert not any("given 0.0" in n for n in res.notes), res.notes
+
+
+# -- backward(z, a, delta) returning (da, dz): the derivative beside the gradient (303) -------
+class _Softplus:
+    def forward(self, z):
+        return np.log1p(np.exp(z))
+
+    def backward(self, z, a, delta):
+        p = np.exp(z)
+        da = p / (1 + p)
+        dz = delta * da
+        return da, dz
+
+
+class _SoftplusBroken(_Softplus):
+    def backward(self, z, a, delta):
+        da = np.exp(z)  # BUG: the 1 / (1 + p) factor dropped
+        return da, delta * da
+
+
+class _SoftplusTwoMoving(_Softplus):
+    def backward(self, z, a, delta):  # both move with delta: which one is dz, no motion says
+        da = np.exp(z) / (1 + np.exp(z))
+        return delta * da, 2 * delta * da
+
+
+@pytest.mark.parametrize(("cls", "ok"), [(_Softplus, True), (_SoftplusBroken, False)])
+def test_the_one_returned_item_moving_with_dout_is_the_gradient(cls, ok):
+    z = np.random.default_rng(39).standard_normal((3, 4))
+    res = gradcheck.check_layer(cls(), z)
+    assert res.passed is ok, res.report()
+    assert any("item 1 doubles with the output gradient" in n for n in res.notes), res.notes
+    if not ok:
+        assert res.status == "mismatch", res.report()
+
+
+def test_two_returned_items_moving_with_dout_are_not_picked():
+    z = np.random.default_rng(40).standard_normal((3, 4))
+    res = gradcheck.check_layer(_SoftplusTwoMoving(), z)
+    assert not res.passed and not any("doubles with the output" in n for n in res.notes)
+
+
+class _LeakyZero:
+    def forward(self, z):
+        return np.where(z > 0, z, 0.1 * z)
+
+    def backward(self, z, a, delta):
+        da = np.where(z > 0, 1.0, 0.1)
+        dz = 0  # the repository's bug: the gradient returned is the number 0
+        return da, dz
+
+
+def test_a_number_returned_under_the_input_s_gradient_name_is_read_as_its_gradient():
+    z = np.random.default_rng(41).standard_normal(6) + 0.5
+    res = gradcheck.check_layer(_LeakyZero(), z)
+    assert res.status == "shape-mismatch", res.report()
+    assert any("read as the gradient of z (by its name)" in n for n in res.notes), res.notes

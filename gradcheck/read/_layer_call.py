@@ -176,6 +176,7 @@ class Protocol:
     whole: bool = False  # a list output's gradient given as one argument, not "spread"
     trial: list[Any] | None = None  # style "inputs" in an order found by trial
     pick: list[int] = field(default_factory=list)  # a loss's one array: [k] x_k's, [a, b] unsure
+    item: int | None = None  # the one item of a returned tuple moving with dout: (da, dz)
     step_attr: str | None = None  # a step size held on the layer (self.learning_rate)
     held_step: str | None = None  # that step size, once read: 1.0 on the copies checked
     flags: list[str] = field(default_factory=list)  # arrays the output jumps with (a branch)
@@ -232,6 +233,8 @@ class Protocol:
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
         ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned,
                             positional_names(getattr(fresh, self.forward)) or ())
+        if self.item is not None and isinstance(ret, tuple) and len(ret) > self.item:
+            ret = ret[self.item]  # (da, dz): the derivative beside the gradient
         dx, pgrads = ret, None
         if self.returned is not None and self.returned[0] == FLAT:  # (or one array: None)
             pgrads, dx = ret, split_flat(ret, self.returned[1], xs) if None not in \

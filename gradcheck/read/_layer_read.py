@@ -80,6 +80,7 @@ from ._loss_read import (
     pick_prediction,
     settle,
 )
+from ._moving_item import moving_item
 from ._observe import float_state, method_pair, positional_names
 from ._per_sample import summed_per_sample
 from ._protocol import ProtocolError, UserCodeError, call_user, clone
@@ -215,6 +216,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
             proto.note(f"{what} returns a dict of numbers: its output is {part[11:-1]}, the "
                        "one part that moves with the inputs (the others are not checked)")
     first = _probe(proto, xs, what, returned if output is None else None)
+    moving_item(proto, first, xs)
     untie(proto, first.ret, first.xs)
     if named == []:
         inputs_read(proto, first, {})
