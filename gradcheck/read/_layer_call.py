@@ -231,10 +231,8 @@ class Protocol:
             owners.setdefault(h.owner, []).append(h.method)
         log = listen(fresh, {k: sorted(set(v)) for k, v in owners.items()})
         moved = {p: np.array(get_path(fresh, p), copy=True) for p in self.stepped}
-        ret = call_backward(method, self.style, self.order, dy, xs, self.then, returned,
-                            positional_names(getattr(fresh, self.forward)) or ())
-        if self.item is not None and isinstance(ret, tuple) and len(ret) > self.item:
-            ret = ret[self.item]  # (da, dz): the derivative beside the gradient
+        ret = _item(call_backward(method, self.style, self.order, dy, xs, self.then, returned,
+                                  positional_names(getattr(fresh, self.forward)) or ()), self.item)
         dx, pgrads = ret, None
         if self.returned is not None and self.returned[0] == FLAT:  # (or one array: None)
             pgrads, dx = ret, split_flat(ret, self.returned[1], xs) if None not in \
@@ -564,6 +562,11 @@ def ones_like(out: Any) -> Any:
         return np.ones_like(np.asarray(out, dtype=float))
     except (TypeError, ValueError):  # a string or an object among the outputs: no gradient
         return None
+
+
+def _item(ret: Any, k: int | None) -> Any:
+    """Item ``k`` of a tuple returned (``(da, dz)``: the derivative beside the gradient)."""
+    return ret[k] if k is not None and isinstance(ret, tuple) and len(ret) > k else ret
 
 
 def names_none(method: Any) -> bool:

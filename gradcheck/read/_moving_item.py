@@ -64,5 +64,6 @@ def _named_item(proto: Protocol, ret: tuple[Any, ...], xs: list[Any]) -> None:
             if k != mine[0]):
         return
     proto.item = mine[0]
+    assert names is not None
     proto.note(f"backward returned {names[mine[0]]} = {ret[mine[0]]!r}, a number, beside "
                f"arrays of the input's shape: read as the gradient of {arg} (by its name)")
