@@ -172,6 +172,9 @@ class Protocol:
     reading: int | str | None = None  # a loss's prediction argument: an input or a path
     then: str | None = None  # a method completing the backward (``compute_gradients()``)
     fed: str | None = None  # a method feeding it the output gradient (style FEED)
+    box: str | None = None  # the output box's .grad the output gradient goes in (style BOX)
+    unboxed: dict[str, bool] = field(default_factory=dict)  # box values: no parameter
+    # (False: rebound by the forward) or a constant (True: targets)
     row: bool = False  # a 1-d output's gradient given as one row (style "row")
     whole: bool = False  # a list output's gradient given as one argument, not "spread"
     trial: list[Any] | None = None  # style "inputs" in an order found by trial

@@ -27,6 +27,7 @@ from ._alternatives import (
     takes_gradient,
 )
 from ._batch_bound import not_batch_bound
+from ._boxes import BOX, boxes_read, unboxed
 from ._completing import completing_methods, folded_step, scaled_by_held
 from ._conventions import zero_one
 from ._depends import (
@@ -186,13 +187,7 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     proto.note(found_note)
     tie(proto, inputs)
     if then is not None:
-        wants = positional_names(getattr(layer, then), required=True)
-        proto.note(f"{type(layer).__name__}.{then}({', '.join(wants or [])}) completes the "
-                   "backward: called right after it" + (
-                       ", with the backward's arguments of those names, it returns the "
-                       "parameters' gradients" if wants else
-                       ", it stores the parameters' gradients (or returns them keyed as a "
-                       "method listing the arrays keys them)"))
+        proto.note(_then_note(layer, then))
     rng = np.random.default_rng(seed)
     xs = list(inputs)
     proto.out_path = output
@@ -200,9 +195,10 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     if output is None:
         given = clone(xs)
         returned = call_layer(clone(layer), forward, given)
-        if returned is None:
-            proto.out_path, text = output_path(layer, forward, xs, draws, rng, backward)
-            proto.note(text)
+        if returned is None:  # (no inputs: Caffe's blobs, perhaps)
+            if xs or not boxes_read(proto, layer, forward, backward, draws):
+                proto.out_path, text = output_path(layer, forward, xs, draws, rng, backward)
+                proto.note(text)
         elif not takes_no_gradient(getattr(layer, backward)) and (
                 name := wrapped_output(returned, layer)):  # (backward() of a Box: a tape's)
             proto.out_path = f"<returned>.{name}"
@@ -228,6 +224,16 @@ def _discover(layer: Any, inputs: tuple[Any, ...], forward: str | None,
         return proto
     _read_parameters(proto, first, xs, rng)
     return proto
+
+
+def _then_note(layer: Any, then: str) -> str:
+    wants = positional_names(getattr(layer, then), required=True)
+    return (f"{type(layer).__name__}.{then}({', '.join(wants or [])}) completes the "
+            "backward: called right after it" + (
+                ", with the backward's arguments of those names, it returns the "
+                "parameters' gradients" if wants else
+                ", it stores the parameters' gradients (or returns them keyed as a "
+                "method listing the arrays keys them)"))
 
 
 def _probe(proto: Protocol, xs: list[Any], what: str, returned: Any) -> Any:
@@ -299,8 +305,9 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(given), before, init, out,
         tuple(leaves(given)))
-    if proto.fed is not None or proto.row:
-        proto.style = FEED + proto.fed if proto.fed is not None else "row"
+    if proto.fed is not None or proto.row or proto.box is not None:
+        proto.style = FEED + proto.fed if proto.fed is not None else "row" if proto.row \
+            else BOX + str(proto.box)
         proto.order, in_note, note = [], "", ""
     if proto.trial is not None:
         proto.style = "inputs" if None in proto.trial else "given"
@@ -384,8 +391,8 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     """The parameters by the named conventions, then by what the backward returned and
     stored; arrays the output does not depend on are state."""
     layer = proto.layer
-    found = handed_on(proto, xs, [p for p in parameters(layer, first.after)
-                                  if not keeps_input(first, p)])
+    found = handed_on(proto, xs, unboxed(proto, [p for p in parameters(layer, first.after)
+                                                 if not keeps_input(first, p)]))
     missing = [p for p in unmatched(layer, found) if not keeps_input(first, p)]
     base = layer
     held = {p for p, _ in float_arrays(layer).values()}

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._arg_names import as_forward_names
+from ._boxes import BOX, through_box
 from ._discovery import get_path, is_float_array, padded, try_path, walk
 from ._flat import as_split, paired, returned_names
 from ._observe import (
@@ -233,6 +234,8 @@ def _call_backward(method: Any, style: str, order: Sequence[int | str | None], d
         return through_slot(method, style.removeprefix(SLOT), order, dy, xs)
     if style == EACH:  # backward(grad, wrt, *inputs): one input's gradient per call
         return tuple(method(dy, k, *xs) for k in range(len(xs)))
+    if style.startswith(BOX):  # the output gradient goes in the output box's .grad
+        return through_box(method, style.removeprefix(BOX), dy)
     if style.startswith(FEED):  # the output gradient goes in through another method
         getattr(method.__self__, style.removeprefix(FEED).split(":")[0])(dy)
         return method()
