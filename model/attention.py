@@ -6,6 +6,7 @@ Shapes: ``x (B, T, C)``; ``H`` heads of width ``D = C / H``; ``Wq, Wk, Wv, Wo (C
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -81,8 +82,13 @@ def _merge_heads(x: np.ndarray) -> np.ndarray:
     return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
 
 
+@functools.lru_cache(maxsize=64)
 def _causal_mask(t: int) -> np.ndarray:
-    return np.triu(np.ones((t, t), dtype=bool), k=1)
+    """``(t, t)``, True above the diagonal; one read-only array per length (a full
+    gradient check runs the forward thousands of times at one length)."""
+    mask = np.triu(np.ones((t, t), dtype=bool), k=1)
+    mask.setflags(write=False)
+    return mask
 
 
 def attention_forward(

@@ -35,9 +35,10 @@ def layernorm_forward(
     y : ndarray, shape (..., C)
     cache : LayerNormCache
     """
-    mean = x.mean(axis=-1, keepdims=True)
+    c = x.shape[-1]  # (np.add.reduce and a division: np.mean's result without its
+    mean = np.add.reduce(x, axis=-1, keepdims=True) / c  # wrapper's cost)
     xc = x - mean
-    var = np.mean(xc * xc, axis=-1, keepdims=True)
+    var = np.add.reduce(xc * xc, axis=-1, keepdims=True) / c
     rstd = 1.0 / np.sqrt(var + eps)
     xhat = xc * rstd
     y = xhat * gamma
@@ -66,7 +67,7 @@ def layernorm_backward(
     dbeta = dy.reshape(-1, c).sum(axis=0)
     dgamma = (dy * xhat).reshape(-1, c).sum(axis=0)
     g = dy * gamma
-    dx = g - g.mean(axis=-1, keepdims=True)
-    dx -= xhat * np.mean(g * xhat, axis=-1, keepdims=True)
+    dx = g - np.add.reduce(g, axis=-1, keepdims=True) / c
+    dx -= xhat * (np.add.reduce(g * xhat, axis=-1, keepdims=True) / c)
     dx *= rstd
     return dx, dgamma, dbeta

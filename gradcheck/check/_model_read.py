@@ -218,11 +218,15 @@ class HeldDraws:
 
     def loss(self, *batch: Any) -> Any:
         self.draws.reset()
-        return self.held.loss(*batch)
+        out = self.held.loss(*batch)
+        self.draws.seen()  # (a model drawing nothing: no reset before every call)
+        return out
 
     def loss_and_grads(self, *batch: Any) -> Any:
         self.draws.reset()
-        return self.held.loss_and_grads(*batch)
+        out = self.held.loss_and_grads(*batch)
+        self.draws.seen()
+        return out
 
     def restore(self) -> None:
         self.draws.restore()
