@@ -351,3 +351,94 @@ def test_a_container_of_boxed_layers_leaves_inner_outputs_unchecked(skip_first):
     assert res.passed is not skip_first, res.report()
     if skip_first:
         assert res.status == "mismatch", res.report()
+
+
+# -- review 107: where these readings must not reach -------------------------------------------
+class _LoneScale:
+    """A learnable scale built as ones on the first forward, its gradient forgotten: no
+    ones vector of the batch (no parameter beside it has a gradient)."""
+
+    def __init__(self):
+        self.gamma = None
+
+    def forward(self, x):
+        if self.gamma is None or self.gamma.shape[0] != x.shape[0]:
+            self.gamma = np.ones((x.shape[0], 1))
+        return self.gamma * x
+
+    def backward(self, dout):
+        return self.gamma * dout
+
+
+def test_a_lone_scale_built_as_ones_is_no_batch_state():
+    x = np.random.default_rng(46).standard_normal((3, 5))
+    with pytest.raises(gradcheck.LayerConventionError, match="gamma"):
+        gradcheck.check_layer(_LoneScale(), x)
+
+
+class _BareOff(_CrossEntropy):
+    def backward(self, _=None):  # given a gradient it scales; bare, the 1/N is missing
+        p, y = self.cache
+        return (p - y) if _ is None else (p - y) / len(p) * _
+
+
+def test_a_backward_whose_bare_call_differs_from_a_unit_gradient_is_a_mismatch():
+    rng = np.random.default_rng(47)
+    x, y = rng.standard_normal((4, 3)), np.eye(3)[[0, 2, 1, 1]]
+    res = gradcheck.check_layer(_BareOff(), x, y)
+    assert res.status == "mismatch" and "called with no argument" in res.message, res.report()
+
+
+class _Tempered:
+    """A boxed softmax with a learnable temperature box ``T``, named like a target."""
+
+    def __init__(self, prev, forget=False):
+        self.bottom, self.forget = prev.top, forget
+        self.T = _Box(np.array([1.5]))
+        self.top = _Box(np.zeros_like(prev.top.value))
+
+    def forward(self):
+        z = self.bottom.value / self.T.value
+        e = np.exp(z - z.max(1, keepdims=True))
+        self.top.value = e / e.sum(1, keepdims=True)
+
+    def backward(self):
+        s, g = self.top.value, self.top.grad
+        dz = s * (g - (g * s).sum(1, keepdims=True))
+        self.bottom.grad += dz / self.T.value
+        if not self.forget:  # BUG when forgotten: T's .grad never written
+            self.T.grad += np.array([-(dz * self.bottom.value).sum() / self.T.value[0] ** 2])
+
+
+@pytest.mark.parametrize("forget", [False, True])
+def test_a_box_named_like_targets_outside_a_loss_is_checked(forget):
+    x = _Source(np.random.default_rng(48).standard_normal((3, 4)))
+    res = gradcheck.check_layer(_Tempered(x, forget))
+    by = {i.name: i for i in res.inputs}
+    assert by["T"].checked, res.report()
+    assert res.passed is not forget, res.report()
+
+
+class _TwoOutputs:
+    def __init__(self, prev, ignore_aux=False):
+        self.bottom, self.ignore = prev.top, ignore_aux
+        self.W = _Box(np.random.default_rng(49).standard_normal((4, 2)))
+        self.top, self.aux = _Box(np.zeros((3, 2))), _Box(np.zeros((3, 2)))
+
+    def forward(self):
+        self.z = self.bottom.value @ self.W.value
+        self.top.value, self.aux.value = np.tanh(self.z), self.z ** 2
+
+    def backward(self):
+        dz = self.top.grad * (1 - self.top.value ** 2)
+        if not self.ignore:
+            dz = dz + self.aux.grad * 2 * self.z
+        self.bottom.grad += dz @ self.W.value.T
+        self.W.grad += self.bottom.value.T @ dz
+
+
+@pytest.mark.parametrize("ignore_aux", [False, True])
+def test_two_output_boxes_are_no_reading(ignore_aux):
+    x = _Source(np.random.default_rng(50).standard_normal((3, 4)))
+    res = gradcheck.check_layer(_TwoOutputs(x, ignore_aux))
+    assert res.status == "bad-protocol" and "several boxes" in res.message, res.report()

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._discovery import Param, get_path, no_grad, param_object, walk
 from ._observe import TARGET_NAMED
-from ._protocol import GlobalDraws, clone
+from ._protocol import GlobalDraws, ProtocolError, clone
 
 __all__ = ["BOX", "box_output", "boxes_read", "through_box", "unboxed"]
 
@@ -69,13 +69,21 @@ def box_output(layer: Any, forward: str, backward: str, draws: GlobalDraws
     moved = {p: m for p in rebound if (m := _takes_gradient(init, backward, p, boxes))}
     fits = [p for p, m in moved.items() if all(q in m for q in moved if q != p)]
     if len(fits) != 1:  # (a container's inner output takes it too; the output's
-        return None  # gradient reaches it)
+        if len(moved) > 1:  # gradient reaches it)
+            raise ProtocolError("bad-protocol", _several(layer, forward, moved, boxes))
+        return None
     (p,) = fits
     out, grad = f"{p}.{boxes[p]}", f"{p}.grad"
-    made = [f"{q}.{boxes[q]}" for q in rebound if q != p]
+    loss = np.size(getattr(get_path(init, p), boxes[p])) == 1
+    apart = [q for q in rebound if q != p and q not in moved[p]]
+    if apart and not loss:  # another output, which the output's gradient never reaches
+        raise ProtocolError("bad-protocol", _several(layer, forward, {p: moved[p]} | {
+            q: set() for q in apart}, boxes))
+    made = [f"{q}.{boxes[q]}" for q in rebound if q != p]  # (beside a loss: its predictions)
+    shapes = [np.shape(getattr(get_path(init, q), boxes[q])) for q in moved[p]]
     targets = [f"{q}.{boxes[q]}" for q in _untouched(init, backward, p, boxes)
-               if q not in rebound and any(TARGET_NAMED.fullmatch(w) for w in re.split(
-                   r"\W+", q) if w)]
+               if loss and q not in rebound and np.shape(getattr(get_path(init, q), boxes[q]))
+               in shapes and any(TARGET_NAMED.fullmatch(w) for w in re.split(r"\W+", q) if w)]
     return out, grad, (f"{type(layer).__name__}.{forward}() takes no argument and rebinds "
                        f"{out}, the one box whose .grad, given the output gradient, moves "
                        f"what {backward}() leaves in the others: its output is {out}, the "
@@ -84,6 +92,15 @@ def box_output(layer: Any, forward: str, backward: str, draws: GlobalDraws
                            else "") + (f"; {', '.join(targets)}: targets, whose .grad the "
                                        "backward leaves as it was, held constant" if targets
                                        else "")), made, targets
+
+
+def _several(layer: Any, forward: str, moved: dict[str, set[str]], boxes: dict[str, str]
+             ) -> str:
+    return (f"{type(layer).__name__}.{forward}() rebinds the values of several boxes that "
+            f"are outputs ({', '.join(f'{q}.{boxes[q]}' for q in moved)}), none reached from "
+            "the others' gradient: which one the check differentiates cannot be told; check "
+            "them with check_vjp, a forward returning their values and a backward writing "
+            "their gradients into their .grad, then calling this one")
 
 
 def _untouched(init: Any, backward: str, p: str, boxes: dict[str, str]) -> list[str]:

@@ -38,8 +38,8 @@ from ._shares import same_elsewhere
 from ._tokens import FIRST_OUT
 
 __all__ = ["Protocol", "call_layer", "call_style_of", "cotangent_named", "gradient_named", "leaves",
-           "names_none", "ones_like",
-           "runs_bare", "times", "uneven"]
+           "ones_like",
+           "times", "uneven"]
 
 _COTANGENT_NAME = re.compile(r"^(d(out|y|z|l|ldy|values|_out)?|g|grads?(_?out(put)?)?|delta|"
                              r"upstream(_grad)?|accum_grad|error)$", re.I)
@@ -570,25 +570,3 @@ def ones_like(out: Any) -> Any:
 def _item(ret: Any, k: int | None) -> Any:
     """Item ``k`` of a tuple returned (``(da, dz)``: the derivative beside the gradient)."""
     return ret[k] if k is not None and isinstance(ret, tuple) and len(ret) > k else ret
-
-
-def names_none(method: Any) -> bool:
-    """A backward naming no argument: ``backward(*args)``, or ``backward(_=None)``."""
-    names = positional_names(method)
-    return names is None or (len(names) == 1 and set(names[0]) == {"_"})
-
-
-def runs_bare(proto: Protocol, given: list[Any]) -> bool:
-    """Whether the backward runs with no argument after a forward on ``given`` and gives
-    what it gives for an output gradient of 2 (it ignores any: a loss's backward)."""
-    got = []
-    for args in ((), (2.0,)):
-        obj = clone(proto.layer)
-        try:
-            getattr(obj, proto.forward)(*clone(given))
-            got.append(getattr(obj, proto.backward)(*args))
-        except Exception:  # noqa: BLE001 - it needs an argument: the output gradient
-            return False
-    a, b = (leaves(g) for g in got)
-    return bool(a) and len(a) == len(b) and all(
-        np.shape(u) == np.shape(v) and np.array_equal(u, v) for u, v in zip(a, b, strict=True))

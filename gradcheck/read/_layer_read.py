@@ -26,6 +26,7 @@ from ._alternatives import (
     several_outputs,
     takes_gradient,
 )
+from ._bare import unnamed_argument
 from ._batch_bound import not_batch_bound
 from ._boxes import BOX, boxes_read, unboxed
 from ._completing import completing_methods, folded_step, scaled_by_held
@@ -64,9 +65,7 @@ from ._layer_call import (
     call_style_of,
     gradient_named,
     leaves,
-    names_none,
     ones_like,
-    runs_bare,
     takes_no_gradient,
     times,
 )
@@ -299,9 +298,7 @@ def _style(proto: Protocol, init: Any, method: Any, out: Any, before: Any, given
     base, note = call_style_of(method, ones_like(out), f"{type(proto.layer).__name__}."
                              f"{proto.backward}")
     base, note = ("one", "") if proto.whole and base == "spread" else (base, note)
-    if base == "none" and names_none(method) and not runs_bare(proto, given):
-        base, note = "one", ""  # backward(*args) or backward(_=None) reading the argument
-        # after all: handed the gradient
+    base, note = unnamed_argument(proto, method, given, base, note)
     proto.style, proto.order, in_note = slot_style(
         method, getattr(init, proto.forward), len(given), before, init, out,
         tuple(leaves(given)))
@@ -436,7 +433,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     if state:
         proto.note(f"state: the output does not depend on {', '.join(state)} (not checked)")
     if left := batch_state(proto, xs, [p for p in moving if p not in {q.value for q in observed}],
-                           held):
+                           held, found):
         found += _unread(proto, xs, left, first, cands, found, grads)
     found = scalar_grads(proto, xs, found, cands, first)
     proto.params = [stale_slot(base, first, p) for p in found]

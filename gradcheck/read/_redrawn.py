@@ -94,12 +94,15 @@ def _per_batch(proto: Protocol, xs: list[Any], paths: list[str], filled: bool = 
         a.shape[0] == b.shape[0] + 1 and _one_value(a, b, filled)]  # zeros: a start
 
 
-def batch_state(proto: Protocol, xs: list[Any], left: list[str], held: set[str]) -> list[str]:
+def batch_state(proto: Protocol, xs: list[Any], left: list[str], held: set[str],
+                found: list[Any]) -> list[str]:
     """``left`` (arrays the output depends on, no gradient found for them) but those the
-    forward builds, not ``held`` by the layer before it, filled with one value and one
-    row longer for one sample more (``self.ones = np.ones((N, 1))`` spreading a bias over
-    the batch): state for the batch, no parameter, noted."""
-    built = [p for p in left if p not in held]
+    forward builds, not ``held`` by the layer before it, one column filled with one value
+    and one row longer for one sample more (``self.ones = np.ones((N, 1))`` spreading a
+    bias over the batch), beside parameters whose gradients were ``found``: state for the
+    batch, no parameter, noted. (A lone scale built as ones is no such vector.)"""
+    built = [p for p in left if p not in held and found and all(
+        n == 1 for n in np.shape(try_path(proto.layer, p))[1:])]
     if not built or not (state := _per_batch(proto, xs, built, filled=True)):
         return left
     proto.note(f"{', '.join(state)}: built by the forward for the batch given, one value "
