@@ -25,7 +25,8 @@ def unnamed_argument(proto: Protocol, method: Any, given: list[Any], base: str, 
     otherwise."""
     if base != "none" or not names_none(method) or runs_bare(proto, given):
         return base, note
-    if bare_differs(proto, given):
+    if positional_names(method) is not None and bare_differs(proto, given):  # (_=None:
+        # made to be called bare; backward(*grads) summing what it is given is not)
         raise ProtocolError("mismatch", (
             f"{type(proto.layer).__name__}.{proto.backward}() called with no argument "
             "returns other gradients than given an output gradient of 1: the call a "
