@@ -442,3 +442,120 @@ def test_two_output_boxes_are_no_reading(ignore_aux):
     x = _Source(np.random.default_rng(50).standard_normal((3, 4)))
     res = gradcheck.check_layer(_TwoOutputs(x, ignore_aux))
     assert res.status == "bad-protocol" and "several boxes" in res.message, res.report()
+
+
+# -- a gradient handed to an optimizer that hands the stepped weights on (corpus 305) -------
+class _Sgd:
+    lr = 0.5
+
+    def calculate_update(self, weights, gradient):
+        return self.apply_regularization(weights - self.lr * gradient, weights)
+
+    def apply_regularization(self, stepped, weights):  # called inside: stepped weights first
+        return stepped
+
+
+class _SelfStepping:
+    def __init__(self, bug=False):
+        self.weights = np.random.default_rng(51).standard_normal((4, 3))
+        self.opt, self.bug = _Sgd(), bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.weights)
+
+    def backward(self, dy):
+        dz = dy * (1 - np.tanh(self.x @ self.weights) ** 2)
+        dx = dz @ self.weights.T
+        grad = self.x.T @ (dy if self.bug else dz)  # BUG: the tanh derivative dropped
+        self.weights = self.opt.calculate_update(self.weights, grad)
+        return dx
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_only_the_calls_the_layer_makes_hand_it_a_gradient(bug):
+    x = np.random.default_rng(52).standard_normal((2, 4))
+    res = gradcheck.check_layer(_SelfStepping(bug), x)
+    assert [i.name for i in res.inputs] == ["x0", "weights"], res.report()
+    assert res.passed is not bug, res.report()
+    if bug:
+        assert res.inputs[1].status == "mismatch", res.report()
+
+
+# -- a forward's second value handed back by its name, never read (corpus 304) --------------
+class _Recurrent:
+    def __init__(self, bug=False):
+        rng = np.random.default_rng(53)
+        self.W, self.U, self.bug = rng.standard_normal((3, 4)) * 0.5, rng.standard_normal(
+            (4, 4)) * 0.5, bug
+
+    def forward(self, xs):
+        self.xs, h, outputs, hidden_states = xs, np.zeros((xs.shape[0], 4)), [], []
+        for t in range(xs.shape[1]):
+            h = np.tanh(xs[:, t] @ self.W + h @ self.U)
+            hidden_states.append(h)
+        self.hs = hidden_states
+        outputs = np.stack(hidden_states, axis=1)
+        return outputs, hidden_states
+
+    def backward(self, d_outputs, hidden_states):  # handed back; the layer reads its own
+        dxs, dh = np.zeros_like(self.xs), np.zeros((self.xs.shape[0], 4))
+        self.dW, self.dU = np.zeros_like(self.W), np.zeros_like(self.U)
+        for t in reversed(range(self.xs.shape[1])):
+            dz = (d_outputs[:, t] + (0 if self.bug else dh)) * (1 - self.hs[t] ** 2)  # BUG
+            prev = self.hs[t - 1] if t else np.zeros_like(dh)
+            self.dW += self.xs[:, t].T @ dz
+            self.dU += prev.T @ dz
+            dxs[:, t] = dz @ self.W.T
+            dh = dz @ self.U.T
+        return dxs
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_second_value_handed_back_by_its_name_is_no_output(bug):
+    xs = np.random.default_rng(54).standard_normal((2, 3, 3))
+    res = gradcheck.check_layer(_Recurrent(bug), xs)
+    assert res.passed is not bug, res.report()
+    assert [i.name for i in res.inputs] == ["x0", "W", "U"], res.report()
+
+
+# -- gradients of a list's items found in different items by shape (corpus 305) -------------
+class _ListNet:
+    """``params[i] = {'W', 'b'}``; ``gradients`` appended last layer first with ``dW``
+    transposed (``reverse``), or in the layers' order as the params (not)."""
+
+    def __init__(self, reverse, bug=False):
+        rng = np.random.default_rng(55)
+        self.params = [{"W": rng.standard_normal((5, 3)), "b": rng.standard_normal((1, 5))},
+                       {"W": rng.standard_normal((3, 5)), "b": rng.standard_normal((1, 3))}]
+        self.reverse, self.bug = reverse, bug
+
+    def forward(self, x):
+        self.a0 = x
+        self.z1 = x @ self.params[0]["W"].T + self.params[0]["b"]
+        self.a1 = np.tanh(self.z1)
+        return self.a1 @ self.params[1]["W"].T + self.params[1]["b"]
+
+    def backward(self, dy):
+        dz1 = (dy @ self.params[1]["W"]) * (1 - (1 if self.bug else self.a1 ** 2))  # BUG
+        grads = [{"dW": dz1.T @ self.a0, "db": dz1.sum(0, keepdims=True)},
+                 {"dW": dy.T @ self.a1, "db": dy.sum(0, keepdims=True)}]
+        if self.reverse:
+            grads = [{"dW": g["dW"].T, "db": g["db"]} for g in grads[::-1]]
+        self.gradients = grads
+        return dz1 @ self.params[0]["W"]
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_of_one_item_found_in_different_items_are_no_reading(bug):
+    x = np.random.default_rng(56).standard_normal((4, 3))
+    res = gradcheck.check_layer(_ListNet(True, bug), x)
+    assert res.status == "bad-protocol" and "different items" in res.message, res.report()
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_of_one_item_in_one_item_are_read(bug):
+    x = np.random.default_rng(57).standard_normal((4, 3))
+    res = gradcheck.check_layer(_ListNet(False, bug), x)
+    assert res.passed is not bug, res.report()
+    assert {i.name for i in res.inputs} >= {"params[0]['W']", "params[1]['b']"}, res.report()

@@ -19,7 +19,8 @@ import numpy as np
 from ._beside_loss import beside_loss
 from ._conventions import misread
 from ._discovery import float_arrays, is_float_array
-from ._layer_call import Protocol, ones_like, times, uneven
+from ._flat import returned_names
+from ._layer_call import Protocol, cotangent_named, ones_like, times, uneven
 from ._observe import float_state, positional_names, same_but_unit, stored
 from ._protocol import ProtocolError, UserCodeError, clone, map_arrays
 from ._reading import (
@@ -423,7 +424,7 @@ def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
         return False
     one, two, zero, moved = runs
     keys = set(one) & set(two) & set(zero) & set(moved)
-    reads = any(not _same(one[k], moved[k]) for k in keys)
+    reads = any(not _same(one[k], moved[k]) for k in keys) or _handed_back(proto, method)
     grads = [k for k in keys if not _same(one[k], two[k])]
     held = [a for _, a in float_arrays(proto.layer).values()]
     # nor any array of a weight's shape without it (dV from dc_next alone; not the
@@ -431,6 +432,16 @@ def returns_cache(proto: Protocol, xs: list[Any], out: Any, given: list[Any],
     return reads and bool(grads) and not any(np.any(zero[k]) for k in grads) and not any(
         np.any(v) and any(v.shape == a.shape for a in held) and not any(
             np.array_equal(v, a) for a in held) for v in zero.values())
+
+
+def _handed_back(proto: Protocol, method: Any) -> bool:
+    """Whether the backward's second argument is named as the forward returns its second
+    value, under no gradient's name (``return outputs, hidden_states`` beside
+    ``backward(d_outputs, hidden_states)``): handed back, even if never read."""
+    names = positional_names(method, required=True) or []
+    back = returned_names(getattr(proto.layer, proto.forward), 2)
+    return len(names) == 2 and back is not None and bool(back[1]) and back[1] == names[1] \
+        and not cotangent_named(names[1]) and not names[1].lower().startswith(("d", "grad"))
 
 
 def _pair_run(proto: Protocol, xs: list[Any], scale: float, other: bool

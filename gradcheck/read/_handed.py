@@ -69,6 +69,7 @@ def _methods(obj: Any) -> list[str]:
 def listen(layer: Any, owners: dict[str, list[str]]) -> Log:
     """Record every call of ``owner.method`` (paths in ``layer``) from now on."""
     log: Log = {}
+    depth = [0]  # calls in progress: those a recorded method makes are not the layer's
     for path, names in owners.items():
         try:
             obj = get_path(layer, path)
@@ -77,14 +78,23 @@ def listen(layer: Any, owners: dict[str, list[str]]) -> Log:
         for name in names:
             calls: list[tuple[Any, ...]] = []
             log[(path, name)] = calls
-            setattr(obj, name, _recorder(getattr(obj, name), calls))
+            setattr(obj, name, _recorder(getattr(obj, name), calls, depth))
     return log
 
 
-def _recorder(method: Callable[..., Any], calls: list[tuple[Any, ...]]) -> Callable[..., Any]:
+def _recorder(method: Callable[..., Any], calls: list[tuple[Any, ...]], depth: list[int]
+              ) -> Callable[..., Any]:
+    """``method``, recording the arguments of the calls the layer makes (not those made
+    inside another recorded call: an optimizer's ``calculate_update(W, g)`` handing
+    ``apply_regularization(W - lr * g, W)`` the stepped weights)."""
     def record(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args + tuple(kwargs.values()))
-        return method(*args, **kwargs)
+        if not depth[0]:
+            calls.append(args + tuple(kwargs.values()))
+        depth[0] += 1
+        try:
+            return method(*args, **kwargs)
+        finally:
+            depth[0] -= 1
     return record
 
 

@@ -69,6 +69,7 @@ from ._layer_call import (
     takes_no_gradient,
     times,
 )
+from ._layout import one_item_each
 from ._loss_read import (
     as_prediction,
     given_loss,
@@ -427,6 +428,7 @@ def _read_parameters(proto: Protocol, first: Any, xs: list[Any],
     stale = {p.value for p in found if isinstance(p.grad, str) and p.grad not in first.stored}
     observed = _observed(proto, first, {p: get_path(base, p) for p in moving}, cands, stale)
     found = [p for p in found if p.value not in {q.value for q in observed}] + observed
+    one_item_each(found)
     grads = {q.grad for q in observed if isinstance(q.grad, str)} | set(
         proto.stored_inputs.values())
     state = [p for p in missing if p not in moving and p not in grads and p not in proto.flags]

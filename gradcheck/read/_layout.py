@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._observe import grad_stem, items_off, last_name, parent_of, same_but_unit
+from ._protocol import ProtocolError
 
 __all__ = ["abbreviates", "by_layout"]
 
@@ -132,3 +133,27 @@ def by_abbreviation(params: dict[str, Any], cands: dict[str, np.ndarray]) -> dic
             pairs[p] = fits[0]
     taken = list(pairs.values())
     return {p: c for p, c in pairs.items() if taken.count(c) == 1}
+
+
+_IN_ITEM = re.compile(r"^(.*)\[(\d+)\](\[[^\]]+\]|\.\w+)$")  # list[k]['W'], list[k].W
+
+
+def one_item_each(found: list[Any]) -> None:
+    """A ``bad-protocol`` when the arrays of one item of a list (``params[0]['W']`` and
+    ``params[0]['b']``) were paired with gradients in different items of one list
+    (``gradients[0]['dW']``, ``gradients[1]['db']``): gradients stored in another order
+    (last layer first) or shape (transposed), which their shapes alone paired wrongly."""
+    items: dict[str, dict[str, set[str]]] = {}
+    for p in found:
+        if isinstance(p.value, str) and isinstance(p.grad, str) and (
+                v := _IN_ITEM.match(p.value)) and (g := _IN_ITEM.match(p.grad)):
+            items.setdefault(f"{v[1]}[{v[2]}]", {}).setdefault(g[1], set()).add(
+                f"{g[1]}[{g[2]}]")
+    for item, by in items.items():
+        for held in by.values():
+            if len(held) > 1:
+                raise ProtocolError("bad-protocol", (
+                    f"the arrays of {item} pair with gradients in different items "
+                    f"({', '.join(sorted(held))}) by their names and shapes: the gradients "
+                    "are stored in another order or shape (last layer first, transposed?), "
+                    "which cannot be told; name them with params= and grads="))
