@@ -559,3 +559,32 @@ def test_gradients_of_one_item_in_one_item_are_read(bug):
     res = gradcheck.check_layer(_ListNet(False, bug), x)
     assert res.passed is not bug, res.report()
     assert {i.name for i in res.inputs} >= {"params[0]['W']", "params[1]['b']"}, res.report()
+
+
+# -- a forward keeping its caches only in training mode (corpus 304) -------------------------
+class _TrainingCaches:
+    def __init__(self, bug=False):
+        self.W = np.random.default_rng(58).standard_normal((3, 2))
+        self.cache, self.bug = None, bug
+
+    def forward(self, x, training=False):
+        z = x @ self.W
+        if training:  # what the backward needs, kept only when a training loop calls it
+            self.cache = (x, z)
+        return np.tanh(z)
+
+    def backward(self, dy):
+        x, z = self.cache
+        dz = dy * (1 - np.tanh(z) ** 2)
+        self.dW = x.T @ (dy if self.bug else dz)  # BUG: the tanh derivative dropped
+        return dz @ self.W.T
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_forward_caching_only_in_training_mode_is_run_so(bug):
+    x = np.random.default_rng(59).standard_normal((4, 3))
+    res = gradcheck.check_layer(_TrainingCaches(bug), x)
+    assert res.passed is not bug, res.report()
+    assert any("training=True" in n for n in res.notes), res.notes
+    if bug:
+        assert res.inputs[1].status == "mismatch", res.report()

@@ -78,6 +78,7 @@ from ._output_choice import each_output
 from ._recording import record
 from ._result import CheckResult
 from ._stored_outputs import stored_outputs
+from ._training_flag import in_training
 
 __all__ = ["LayerConventionError", "assert_layer", "check_layer"]
 
@@ -133,16 +134,25 @@ def check_layer(
     opts = validate_options("check_layer", **options)
     names_given(forward, backward, output, wrt)
     try:
-        if loss is not None:  # the targets of a loss no method of the network computes
-            res = _with_loss(layer, inputs, forward, backward, params, grads, wrt, output,
-                             opts, loss)
-        else:
-            res = _read_and_retried(layer, inputs, forward, backward, params, grads, wrt,
-                                    output, opts)
+        res = _whole(layer, inputs, forward, backward, params, grads, wrt, output, opts, loss)
+        if (flagged := in_training(layer, forward, res)) is not None:  # caches kept only
+            again = _whole(flagged[0], inputs, forward, backward, params, grads, wrt,  # in
+                           output, opts, loss)  # training mode
+            res = res if again.status == "error" else _noted(again, flagged[1])
     except SystemExit as exc:  # the user's code called exit() where it was observed
         res = exit_result(layer, exc, opts)
     record(res)
     return res
+
+
+def _whole(layer: Any, inputs: tuple[Any, ...], forward: str | None, backward: str | None,
+           params: Any, grads: Any, wrt: Any, output: str | None, opts: Options,
+           loss: Any) -> CheckResult:
+    if loss is not None:  # the targets of a loss no method of the network computes
+        return _with_loss(layer, inputs, forward, backward, params, grads, wrt, output,
+                          opts, loss)
+    return _read_and_retried(layer, inputs, forward, backward, params, grads, wrt, output,
+                             opts)
 
 
 def _read_and_retried(layer: Any, inputs: tuple[Any, ...], forward: str | None,
