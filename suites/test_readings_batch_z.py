@@ -588,3 +588,41 @@ def test_a_forward_caching_only_in_training_mode_is_run_so(bug):
     assert any("training=True" in n for n in res.notes), res.notes
     if bug:
         assert res.inputs[1].status == "mismatch", res.report()
+
+
+# -- operation objects of a small autograd engine, on boxes (corpus 308) ---------------------
+class _T:
+    def __init__(self, v):
+        self.v, self.fn = np.asarray(v), None
+
+
+class _Op:
+    def __call__(self, *args):
+        out = self.forward(*args)
+        self.needs_grad = [isinstance(a, _T) for a in args]  # set after the forward
+        out.fn = self
+        return out
+
+
+class _Mul(_Op):
+    def __init__(self, bug=False):
+        self.bug = bug
+
+    def forward(self, x, y):
+        return _T(x.v * y.v)
+
+    def backward(self, grad, x, y):
+        return [_T(grad.v * y.v) if self.needs_grad[0] else None,
+                _T(grad.v * (y.v if self.bug else x.v)) if self.needs_grad[1] else None]  # BUG
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_an_operation_object_on_boxes_is_called_and_boxed_as_its_engine_does(bug):
+    rng = np.random.default_rng(60)
+    x, y = _T(rng.standard_normal((3, 4))), _T(rng.standard_normal((3, 4)))
+    res = gradcheck.check_layer(_Mul(bug), x, y)
+    assert [i.name for i in res.inputs] == ["x0", "x1"], res.report()
+    assert res.passed is not bug, res.report()
+    assert any("an operation on boxes" in n for n in res.notes), res.notes
+    if bug:
+        assert res.inputs[1].status == "mismatch" and res.inputs[0].passed, res.report()

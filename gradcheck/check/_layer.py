@@ -52,6 +52,7 @@ from ..read._observe import (
     method_pair,
     positional_names,
 )
+from ..read._op_object import op_layer
 from ..read._protocol import (
     AmbiguousReading,
     OutputChoice,
@@ -230,6 +231,9 @@ def _checked(layer: Any, inputs: tuple[Any, ...], forward: str | None,
     if (fn := function_layer(layer, inputs, forward, backward)) is not None:
         return _noted(_checked(fn[0], inputs, None, None, params, grads, wrt, output, opts),
                       fn[1])
+    if (op := op_layer(layer, inputs, forward, backward)) is not None:  # an autograd op
+        return _noted(_checked(op[0], op[1], None, None, params, grads, wrt, output, opts),
+                      op[2])
     try:
         layer, shared = class_held(layer)
     except ProtocolError as exc:  # it holds what cannot be copied: said there

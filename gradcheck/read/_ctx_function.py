@@ -22,7 +22,7 @@ import numpy as np
 
 from ._protocol import clone
 
-__all__ = ["Context", "function_layer"]
+__all__ = ["Context", "box_name", "function_layer", "like", "unboxed"]
 
 
 class Context:
@@ -49,10 +49,10 @@ class FunctionCall:
 
     def backward(self, *grads: Any) -> Any:
         outs = self._out if isinstance(self._out, (tuple, list)) else [self._out] * len(grads)
-        given = [_like(o, g) for o, g in zip(outs, grads, strict=False)]
+        given = [like(o, g) for o, g in zip(outs, grads, strict=False)]
         got = getattr(self._fn, self._b)(self._ctx, *given)
-        return type(got)(_unboxed(g) for g in got) if isinstance(got, (tuple, list)) \
-            else _unboxed(got)
+        return type(got)(unboxed(g) for g in got) if isinstance(got, (tuple, list)) \
+            else unboxed(got)
 
 
 def function_layer(layer: Any, inputs: tuple[Any, ...], forward: str | None,
@@ -126,7 +126,7 @@ def _context_class(fn: Any) -> Any:
     return found[0] if len(found) == 1 else None
 
 
-def _box(x: Any) -> str | None:
+def box_name(x: Any) -> str | None:
     """The attribute of ``x`` holding its one float array, when ``x`` is such an object."""
     if isinstance(x, (np.ndarray, np.generic, dict, list, tuple, str, bytes, type)) or \
             not hasattr(x, "__dict__") or callable(x):
@@ -136,14 +136,14 @@ def _box(x: Any) -> str | None:
     return arrays[0] if len(arrays) == 1 else None
 
 
-def _like(out: Any, grad: Any) -> Any:
+def like(out: Any, grad: Any) -> Any:
     """``grad`` as the forward's output came: a copy of a box holding it, or as it is."""
-    if (name := _box(out)) is None or grad is None:
+    if (name := box_name(out)) is None or grad is None:
         return grad
     given = copy.copy(out)
     setattr(given, name, np.asarray(grad))
     return given
 
 
-def _unboxed(g: Any) -> Any:
-    return g if (name := _box(g)) is None else getattr(g, name)
+def unboxed(g: Any) -> Any:
+    return g if (name := box_name(g)) is None else getattr(g, name)
