@@ -626,3 +626,26 @@ def test_an_operation_object_on_boxes_is_called_and_boxed_as_its_engine_does(bug
     assert any("an operation on boxes" in n for n in res.notes), res.notes
     if bug:
         assert res.inputs[1].status == "mismatch" and res.inputs[0].passed, res.report()
+
+
+# -- a loss pair whose gradient is told as one number (corpus 311) ---------------------------
+def _xent(y, y_hat):
+    return -float(y @ np.log(y_hat))
+
+
+def _xent_number(y, y_hat):
+    return 1  # "in the case of the softmax being used": no gradient of y_hat
+
+
+def _xent_grad(y, y_hat):
+    return -y / y_hat
+
+
+@pytest.mark.parametrize(("grad", "status"), [(_xent_number, "shape-mismatch"),
+                                               (_xent_grad, "ok")])
+def test_a_loss_gradient_told_as_a_number_is_read_for_the_prediction(grad, status):
+    y = np.eye(5)[2]
+    y_hat = np.random.default_rng(61).uniform(0.1, 0.9, 5)
+    res = gradcheck.check_vjp(_xent, grad, [y, y_hat])
+    assert res.status == status, res.report()
+    assert "gradient of y_hat" in " ".join(res.notes), res.notes

@@ -61,10 +61,12 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
             + "and bwd takes its arguments again and no output gradient: ")
     if (several := _several(bwd, grad, inputs, b_names, wrt)) is not None:
         return forward, several[0], several[1], head + several[2], each
-    if not isinstance(grad, np.ndarray) or grad.dtype.kind != "f":
+    number = isinstance(grad, (int, float, np.integer, np.floating)) and not isinstance(
+        grad, bool)  # (return 1: a gradient told as a number, a shape-mismatch)
+    if not number and (not isinstance(grad, np.ndarray) or grad.dtype.kind != "f"):
         return None
-    k = _which(inputs, grad.shape, wrt)
-    alike = [n for n, x in zip(b_names, inputs, strict=True) if np.shape(x) == grad.shape]
+    k = _which(inputs, _number_for(inputs) if number else grad.shape, wrt)
+    alike = [n for n, x in zip(b_names, inputs, strict=True) if np.shape(x) == np.shape(grad)]
     if k is None and wrt is None and len(alike) > 1:
         raise ProtocolError("bad-protocol", (
             f"fwd returns a loss and bwd, taking its arguments again, one array "
@@ -78,10 +80,12 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     def backward(dy: Any, a: Any) -> list[Any]:
         return [np.asarray(bwd(*a)) * dy if j == k else None for j in range(len(a))]
 
-    note = (head + f"bwd's array is read as the gradient of {b_names[k]}"
+    note = (head + (f"bwd's number {grad!r} is read as the gradient of {b_names[k]}, "
+                    "whose shape it lacks" if number else
+                    f"bwd's array is read as the gradient of {b_names[k]}")
             + ("" if wrt is not None else ", the one input of its shape" + (
-                " not holding labels" if sum(np.shape(x) == grad.shape for x in inputs) > 1
-                else "")))
+                " not holding labels" if sum(np.shape(x) == np.shape(
+                    inputs[k]) for x in inputs) > 1 else "")))
     return forward, backward, [k], note, each
 
 
@@ -225,6 +229,13 @@ def _which(inputs: Sequence[Any], shape: tuple[int, ...], wrt: Any) -> int | Non
         soft = [j for j in fits if not label_like(inputs[j])]  # no whole numbers say (a
         fits = soft if len(soft) == 1 and len(labels) == len(fits) - 1 else []  # whole-
     return fits[0] if len(fits) == 1 else None  # valued prediction; -1/+1: a hinge's)
+
+
+def _number_for(inputs: Sequence[Any]) -> tuple[int, ...]:
+    """The shape a gradient returned as one number is read for: that of the float array
+    inputs when they share one (the one not holding labels is then its input)."""
+    shapes = {x.shape for x in inputs if isinstance(x, np.ndarray) and x.dtype.kind == "f"}
+    return shapes.pop() if len(shapes) == 1 else (-1,)
 
 
 def _signs(x: Any) -> bool:
