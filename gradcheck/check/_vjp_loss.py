@@ -80,13 +80,17 @@ def gradient_pair(fwd: Callable[..., Any], bwd: Callable[..., Any], inputs: Any,
     def backward(dy: Any, a: Any) -> list[Any]:
         return [np.asarray(bwd(*a)) * dy if j == k else None for j in range(len(a))]
 
-    note = (head + (f"bwd's number {grad!r} is read as the gradient of {b_names[k]}, "
-                    "whose shape it lacks" if number else
-                    f"bwd's array is read as the gradient of {b_names[k]}")
-            + ("" if wrt is not None else ", the one input of its shape" + (
-                " not holding labels" if sum(np.shape(x) == np.shape(
-                    inputs[k]) for x in inputs) > 1 else "")))
-    return forward, backward, [k], note, each
+    return forward, backward, [k], head + _read_as(grad, b_names, k, inputs, wrt), each
+
+
+def _read_as(grad: Any, b_names: list[str], k: int, inputs: Sequence[Any], wrt: Any) -> str:
+    """The note's end: whose gradient bwd's one result is read as, and why."""
+    said = (f"bwd's number {grad!r} is read as the gradient of {b_names[k]}, whose shape it "
+            "lacks" if not isinstance(grad, np.ndarray) else
+            f"bwd's array is read as the gradient of {b_names[k]}")
+    return said + ("" if wrt is not None else ", the one input of its shape" + (
+        " not holding labels" if sum(np.shape(x) == np.shape(inputs[k]) for x in inputs) > 1
+        else ""))
 
 
 def _per_sample(loss: Any, inputs: Sequence[Any]) -> bool:
