@@ -649,3 +649,41 @@ def test_a_loss_gradient_told_as_a_number_is_read_for_the_prediction(grad, statu
     res = gradcheck.check_vjp(_xent, grad, [y, y_hat])
     assert res.status == status, res.report()
     assert "gradient of y_hat" in " ".join(res.notes), res.notes
+
+
+class _Sub:
+    def __init__(self, opt, seed, bug=False):
+        self.W, self.opt, self.bug = np.random.default_rng(seed).standard_normal((3, 3)), opt, bug
+
+    def forward(self, x):
+        self.x = x
+        return np.tanh(x @ self.W)
+
+    def backward(self, dy):
+        dz = dy * (1 - np.tanh(self.x @ self.W) ** 2)
+        dx = dz @ self.W.T
+        self.W = self.opt.calculate_update(self.W, self.x.T @ (dy if self.bug else dz))  # BUG
+        return dx
+
+
+class _Block:
+    """Sub-layers whose backwards hand their gradients to one optimizer: calls a sub-layer
+    makes are the layer's (only the optimizer's calls inside its own are not)."""
+
+    def __init__(self, bug=False):
+        opt = _Sgd()
+        self.a, self.b = _Sub(opt, 62), _Sub(opt, 63, bug)
+
+    def forward(self, x):
+        return self.b.forward(self.a.forward(x))
+
+    def backward(self, dy):
+        return self.a.backward(self.b.backward(dy))
+
+
+@pytest.mark.parametrize("bug", [False, True])
+def test_gradients_sub_layers_hand_an_optimizer_are_read(bug):
+    x = np.random.default_rng(64).standard_normal((2, 3))
+    res = gradcheck.check_layer(_Block(bug), x)
+    assert {i.name for i in res.inputs} == {"x0", "a.W", "b.W"}, res.report()
+    assert res.passed is not bug, res.report()

@@ -69,13 +69,13 @@ def _methods(obj: Any) -> list[str]:
 def listen(layer: Any, owners: dict[str, list[str]]) -> Log:
     """Record every call of ``owner.method`` (paths in ``layer``) from now on."""
     log: Log = {}
-    depth = [0]  # calls in progress: those a recorded method makes are not the layer's
     for path, names in owners.items():
         try:
             obj = get_path(layer, path)
         except (AttributeError, KeyError, IndexError, TypeError):
             continue
-        for name in names:
+        depth = [0]  # its calls in progress: those its own methods make inside are not
+        for name in names:  # the layer's (a sub-layer's calls of an optimizer are)
             calls: list[tuple[Any, ...]] = []
             log[(path, name)] = calls
             setattr(obj, name, _recorder(getattr(obj, name), calls, depth))
@@ -84,9 +84,10 @@ def listen(layer: Any, owners: dict[str, list[str]]) -> Log:
 
 def _recorder(method: Callable[..., Any], calls: list[tuple[Any, ...]], depth: list[int]
               ) -> Callable[..., Any]:
-    """``method``, recording the arguments of the calls the layer makes (not those made
-    inside another recorded call: an optimizer's ``calculate_update(W, g)`` handing
-    ``apply_regularization(W - lr * g, W)`` the stepped weights)."""
+    """``method``, recording the arguments of the calls the layer makes (not those its
+    object makes inside another of its recorded calls: an optimizer's
+    ``calculate_update(W, g)`` handing ``apply_regularization(W - lr * g, W)`` the
+    stepped weights)."""
     def record(*args: Any, **kwargs: Any) -> Any:
         if not depth[0]:
             calls.append(args + tuple(kwargs.values()))
